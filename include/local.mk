@@ -1,0 +1,1 @@
+nobase_include_HEADERS += include/ptdp/error.h include/ptdp/error_gpu.h

@@ -1,0 +1,85 @@
+/* The one communication layer: every collective and point-to-point message of ptdp goes
+ * through these functions, which count calls and bytes per communicator and per tag.
+ *
+ * Bytes are counted as what one rank sends under the bandwidth-optimal (ring) algorithm,
+ * the convention of Narayanan et al. 2021 Sec. 3.2, for n bytes of payload on g ranks:
+ *     all-reduce       2 (g-1)/g * n
+ *     all-gather       (g-1)/g * n_total     (n_total = g * n_per_rank)
+ *     reduce-scatter   (g-1)/g * n_total
+ *     broadcast        n (root) / 0 (others)         send/isend  n
+ * so one transformer layer with TP costs 8 b s h (g-1)/g elements per micro-batch
+ * (forward + backward; the same with sequence parallelism).  Counters are doubles because
+ * (g-1)/g * n need not be an integer number of bytes.  A communicator of size 1 sends nothing
+ * and makes no MPI call (but the call is still counted in calls). */
+#ifndef PTDP_COMM_H
+#define PTDP_COMM_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+/* Which group of the rank grid a communicator is. */
+enum { PTDP_GROUP_WORLD = 0, PTDP_GROUP_TP, PTDP_GROUP_PP, PTDP_GROUP_DP, PTDP_GROUP_MP, PTDP_GROUP_EMB,
+       PTDP_GROUP_COUNT };
+
+/* What a message is for (reported separately). */
+typedef enum {
+  PTDP_TAG_LAYER = 0, /* TP/SP collectives inside transformer layers */
+  PTDP_TAG_EMBED,     /* vocab-parallel embedding, output layer input, tied-embedding grads */
+  PTDP_TAG_LOSS,      /* vocab-parallel cross entropy reductions */
+  PTDP_TAG_GRAD,      /* data-parallel gradient reduction, LayerNorm grads under SP */
+  PTDP_TAG_PARAM,     /* distributed-optimizer parameter all-gather */
+  PTDP_TAG_P2P,       /* pipeline sends and receives */
+  PTDP_TAG_MISC,      /* norms, loss averaging, control */
+  PTDP_TAG_COUNT
+} ptdp_comm_tag;
+
+typedef struct {
+  double bytes[PTDP_TAG_COUNT];
+  long long calls[PTDP_TAG_COUNT];
+  double wait_seconds; /* time spent blocked in ptdp_comm_wait* and blocking calls */
+} ptdp_comm_stats;
+
+typedef struct {
+  MPI_Comm comm; /* MPI_COMM_NULL when this rank is not in such a group */
+  int rank, size;
+  int kind; /* PTDP_GROUP_* */
+  ptdp_comm_stats stats;
+} ptdp_comm;
+
+const char *ptdp_comm_tag_name(ptdp_comm_tag t);
+const char *ptdp_comm_group_name(int kind);
+
+/* Wrap an existing communicator (not duplicated; ptdp_comm_free frees it unless world). */
+int ptdp_comm_wrap(ptdp_comm *c, MPI_Comm comm, int kind);
+int ptdp_comm_free(ptdp_comm *c);
+void ptdp_comm_reset_stats(ptdp_comm *c);
+double ptdp_comm_total_bytes(const ptdp_comm *c);
+
+/* Blocking collectives on float32 (in place where one buffer is given). */
+int ptdp_comm_allreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag);
+int ptdp_comm_allreduce_max(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag);
+int ptdp_comm_allreduce_sum_f64(ptdp_comm *c, double *buf, size_t n, ptdp_comm_tag tag);
+int ptdp_comm_allreduce_max_f64(ptdp_comm *c, double *buf, size_t n, ptdp_comm_tag tag);
+/* recv holds size * n floats, rank r's block at r * n. */
+int ptdp_comm_allgather(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank, ptdp_comm_tag tag);
+/* send holds size * n floats; recv gets the sum of every rank's block r (this rank's r). */
+int ptdp_comm_reduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
+                             ptdp_comm_tag tag);
+int ptdp_comm_bcast(ptdp_comm *c, void *buf, size_t bytes, int root, ptdp_comm_tag tag);
+int ptdp_comm_barrier(ptdp_comm *c);
+
+/* Nonblocking: *req is MPI_REQUEST_NULL after a size-1 call. */
+int ptdp_comm_iallreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag, MPI_Request *req);
+int ptdp_comm_ireduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
+                              ptdp_comm_tag tag, MPI_Request *req);
+int ptdp_comm_iallgather(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
+                         ptdp_comm_tag tag, MPI_Request *req);
+int ptdp_comm_isend(ptdp_comm *c, const float *buf, size_t n, int peer, int mpitag, ptdp_comm_tag tag,
+                    MPI_Request *req);
+int ptdp_comm_irecv(ptdp_comm *c, float *buf, size_t n, int peer, int mpitag, ptdp_comm_tag tag,
+                    MPI_Request *req);
+/* Wait (time counted in stats.wait_seconds). */
+int ptdp_comm_wait(ptdp_comm *c, MPI_Request *req);
+int ptdp_comm_waitall(ptdp_comm *c, int count, MPI_Request *reqs);
+
+#endif

@@ -1,0 +1,32 @@
+/* Checking macros for the GPU libraries; include only from sources built with CUDA. */
+#ifndef PTDP_ERROR_GPU_H
+#define PTDP_ERROR_GPU_H
+#include "ptdp/error.h"
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#define PTDP_CALL_CUDA(x)                                                                  \
+  do {                                                                                     \
+    cudaError_t ptdp_c_ = (x);                                                             \
+    if (ptdp_c_ != cudaSuccess)                                                            \
+      return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "CUDA error %s: %s (in %s)", \
+                             cudaGetErrorName(ptdp_c_), cudaGetErrorString(ptdp_c_), #x); \
+  } while (0)
+
+#define PTDP_CALL_CUBLAS(x)                                                               \
+  do {                                                                                    \
+    cublasStatus_t ptdp_b_ = (x);                                                         \
+    if (ptdp_b_ != CUBLAS_STATUS_SUCCESS)                                                 \
+      return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "cuBLAS error %s: %s (in %s)", \
+                             cublasGetStatusName(ptdp_b_), cublasGetStatusString(ptdp_b_), #x); \
+  } while (0)
+
+#define PTDP_CALL_NCCL(x)                                                                     \
+  do {                                                                                        \
+    ncclResult_t ptdp_n_ = (x);                                                               \
+    if (ptdp_n_ != ncclSuccess)                                                               \
+      return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "NCCL error: %s (in %s)", \
+                             ncclGetErrorString(ptdp_n_), #x);                               \
+  } while (0)
+#endif

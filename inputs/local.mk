@@ -1,0 +1,1 @@
+# inputs: sources and programs of this folder

@@ -1,0 +1,1 @@
+# jobs: sources and programs of this folder

@@ -1,0 +1,1 @@
+# src/backend: sources and programs of this folder

@@ -1,0 +1,1 @@
+# src/data: sources and programs of this folder

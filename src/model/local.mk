@@ -1,0 +1,1 @@
+# src/model: sources and programs of this folder

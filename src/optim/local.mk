@@ -1,0 +1,1 @@
+# src/optim: sources and programs of this folder

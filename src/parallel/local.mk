@@ -1,0 +1,1 @@
+# src/parallel: sources and programs of this folder

@@ -1,0 +1,1 @@
+# src/pipeline: sources and programs of this folder

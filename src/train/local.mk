@@ -1,0 +1,3 @@
+# src/train: the training driver and the ptdp-train executable
+bin_PROGRAMS += ptdp-train
+ptdp_train_SOURCES = src/train/ptdp_train.c

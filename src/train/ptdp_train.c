@@ -1,0 +1,2 @@
+#include "ptdp/error.h"
+int main(int argc, char **argv) { MPI_Init(&argc, &argv); MPI_Finalize(); return 0; }
