@@ -19,7 +19,8 @@ AM_TESTS_ENVIRONMENT = \
   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM; \
   OMPI_MCA_rmaps_base_oversubscribe=1; export OMPI_MCA_rmaps_base_oversubscribe; \
   OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1}; export OMP_NUM_THREADS; \
-  OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1}; export OPENBLAS_NUM_THREADS;
+  OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1}; export OPENBLAS_NUM_THREADS; \
+  ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=0}; export ASAN_OPTIONS;
 
 dist_noinst_SCRIPTS += validation/tests/launch.sh validation/tests/common.sh
 EXTRA_DIST += validation/run_suite.sh

@@ -82,4 +82,8 @@ int ptdp_comm_irecv(ptdp_comm *c, float *buf, size_t n, int peer, int mpitag, pt
 int ptdp_comm_wait(ptdp_comm *c, MPI_Request *req);
 int ptdp_comm_waitall(ptdp_comm *c, int count, MPI_Request *reqs);
 
+/* One line per tag with calls or bytes: "  <group> <tag>: <calls> calls, <bytes> bytes".
+ * Writes at most n chars (always terminated); returns PTDP_OK. */
+int ptdp_comm_report(const ptdp_comm *c, char *buf, size_t n);
+
 #endif

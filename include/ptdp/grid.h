@@ -39,6 +39,10 @@ int ptdp_grid_layout_rank(const ptdp_grid_layout *L, ptdp_grid_coords c);
  * members must hold the group's size; returns the group size.  Kind: PTDP_GROUP_TP, _PP, _DP,
  * _MP, _EMB (for EMB: first and last stage of rank's PP group; one member when p == 1). */
 int ptdp_grid_layout_group(const ptdp_grid_layout *L, int kind, int rank, int *members);
+/* Size of every group of the kind (t, p, d, t p, and 2 for EMB, 1 when p == 1). */
+int ptdp_grid_layout_group_size(const ptdp_grid_layout *L, int kind);
+/* 1 if rank belongs to a group of the kind (0 only for EMB on a middle pipeline stage). */
+int ptdp_grid_layout_in_group(const ptdp_grid_layout *L, int kind, int rank);
 
 /* The grid of one process: its coordinates and one counting communicator per group. */
 typedef struct {

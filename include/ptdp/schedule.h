@@ -24,7 +24,9 @@ typedef struct {
 typedef struct {
   ptdp_schedule_kind kind;
   int stage, p, v, m;
-  int n_warmup; /* forwards before the first backward */
+  int n_warmup; /* warmup forwards (Megatron's num_warmup_microbatches); the steady phase then
+                   starts with one more forward, so min(n_warmup + 1, m v) forwards precede the
+                   first backward (GPipe: n_warmup = m) */
   int count;    /* = 2 m v */
   ptdp_work *items;
 } ptdp_schedule;

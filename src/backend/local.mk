@@ -1,1 +1,2 @@
-# src/backend: sources and programs of this folder
+# src/backend: the device interface and its CPU implementation
+libptdp_a_SOURCES += src/backend/cpu.c src/backend/cpu_attention.c

@@ -1,1 +1,13 @@
-# src/data: sources and programs of this folder
+# src/data: tokenizers, the Megatron indexed dataset (.bin/.idx), GPT dataset indexing and
+# blending, and the ptdp-preprocess executable.  User documentation: src/data/README.md.
+libptdp_a_SOURCES += src/data/unicode.c src/data/unicode_tables.c src/data/json.c src/data/strmap.c \
+                     src/data/tokenizer.c src/data/tokenizer_encode.c \
+                     src/data/unicode.h src/data/json.h src/data/strmap.h src/data/tokenizer_impl.h
+nobase_include_HEADERS += include/ptdp/tokenizer.h
+
+EXTRA_DIST += src/data/gen_unicode_tables.py
+dist_noinst_SCRIPTS += inputs/fetch-data.sh
+
+# ---- tests (validation/tests/data)
+check_PROGRAMS += validation/tests/data/tokenize_tool
+validation_tests_data_tokenize_tool_SOURCES = validation/tests/data/tokenize_tool.c

@@ -1,1 +1,2 @@
-# src/optim: sources and programs of this folder
+# src/optim: AdamW, gradient synchronisation and clipping, learning-rate schedule
+libptdp_a_SOURCES += src/optim/optimizer.c

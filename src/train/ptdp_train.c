@@ -1,2 +1,87 @@
+/* ptdp-train: train a GPT model with tensor, pipeline and data parallelism (PTD-P).
+ *
+ *   mpirun -np N ptdp-train DECK [--key value ...]
+ *
+ * Set-up is collective: every rank reads the same deck and flags and reaches the same verdict,
+ * so bad input ends the run cleanly with one message from rank 0.  Errors after set-up may be
+ * seen by one rank only and end the run with MPI_Abort. */
+#include "ptdp/args.h"
+#include "ptdp/blas_env.h"
+#include "ptdp/config.h"
 #include "ptdp/error.h"
-int main(int argc, char **argv) { MPI_Init(&argc, &argv); MPI_Finalize(); return 0; }
+#include "ptdp/trainer.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *out)
+{
+  fprintf(out, "usage: mpirun -np N ptdp-train DECK [--key value ...]\n"
+               "       ptdp-train --help | --version\n\n"
+               "DECK is a file of 'key = value' lines ('#' starts a comment); --key value overrides it.\n"
+               "Keys are Megatron-LM's argument names; booleans may be given bare (--sequence-parallel).\n\n");
+  ptdp_args_print_help(out);
+}
+
+static int run(int argc, char **argv)
+{
+  int rank, world;
+  PTDP_CALL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  PTDP_CALL_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      if (rank == 0) usage(stdout);
+      return -1;
+    }
+    if (!strcmp(argv[i], "--version")) {
+      if (rank == 0) printf("ptdp-train %s\n", PACKAGE_VERSION);
+      return -1;
+    }
+  }
+  ptdp_args a;
+  ptdp_options o;
+  PTDP_CHECK(argc > 1, "no input deck: usage: mpirun -np N ptdp-train DECK [--key value ...] (--help lists the keys)");
+  int err = ptdp_args_parse(&a, &o, argc - 1, argv + 1);
+  if (!err) err = ptdp_args_validate(&a, world);
+  if (err) {
+    ptdp_options_free(&o);
+    return err;
+  }
+  MPI_Comm node;
+  int on_node = 1;
+  PTDP_CALL_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  PTDP_CALL_MPI(MPI_Comm_size(node, &on_node));
+  PTDP_CALL_MPI(MPI_Comm_free(&node));
+  ptdp_threads_setup((int)a.num_threads, on_node);
+  if (rank == 0) {
+    char blas[1024];
+    ptdp_blas_describe(blas, sizeof blas);
+    printf("ptdp-train %s: %d rank(s); %s\n", PACKAGE_VERSION, world, blas);
+    ptdp_args_print(&o, stdout);
+  }
+  ptdp_options_free(&o);
+  ptdp_trainer tr;
+  err = ptdp_trainer_setup(&tr, &a);
+  if (!err) {
+    if (rank == 0) ptdp_grid_print(&tr.grid);
+    ptdp_error_set_collective(0); /* from here a failure may be one rank's own */
+    err = ptdp_trainer_run(&tr);
+  }
+  ptdp_trainer_destroy(&tr);
+  return err;
+}
+
+int main(int argc, char **argv)
+{
+  ptdp_blas_choose_core(argc, argv);
+  if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+    fprintf(stderr, "ptdp: error: MPI_Init failed\n");
+    return 1;
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  ptdp_error_set_collective(1);
+  int err = run(argc, argv);
+  if (err > 0) ptdp_error_exit(err);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,90 @@
+/* The one interface between the model and a device: a table of operations.
+ *
+ * Model code calls only these (through ptdp_backend *be), on raw device pointers plus sizes,
+ * so a CUDA backend slots in by filling the same table.  All matrices are row-major fp32.
+ * Shapes use the papers' symbols: N = tokens (s b) in a micro-batch, h hidden, al = a / t local
+ * heads, hd = h / a head size, s sequence, V vocabulary. */
+#ifndef PTDP_BACKEND_H
+#define PTDP_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where dropout masks come from: element (r, c) of a [rows, cols] block whose row r is global
+ * row row0 + r of a [s, b] token grid (pos = R / b, sample = sample0 + R % b) and whose
+ * column c is global column col0 + c.  Masks are 1 where kept. */
+typedef struct {
+  uint64_t seed;
+  uint32_t site, layer;
+  long long sample0, row0, col0;
+  int b;
+  float p;
+} ptdp_dropout_key;
+
+/* Attention core for one micro-batch: qkv [N, 3 hl] with each token's row laid out
+ * [al][3][hd] (Megatron's fused layout), N rows ordered (pos, batch). */
+typedef struct {
+  int b, s, al, hd;
+  long long head0;     /* global index of local head 0 (key of the dropout mask) */
+  ptdp_dropout_key drop; /* attention-probability dropout (p = 0: none) */
+} ptdp_attn_desc;
+
+typedef struct ptdp_backend ptdp_backend;
+struct ptdp_backend {
+  const char *name;
+  void *ctx;
+  int (*alloc)(ptdp_backend *be, void **p, size_t bytes); /* zeroed */
+  void (*free)(ptdp_backend *be, void *p);
+  int (*memset0)(ptdp_backend *be, void *p, size_t bytes);
+  int (*copy)(ptdp_backend *be, void *dst, const void *src, size_t bytes);
+  /* C[M,N] = alpha op(A) op(B) + beta C; op(A) is [M,K], op(B) [K,N]; ld* are row strides. */
+  int (*gemm)(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+              int lda, const float *B, int ldb, float beta, float *C, int ldc);
+  /* y = LN(x) w + b per row of h; saves mean and 1/std per row. */
+  int (*layernorm_forward)(ptdp_backend *be, const float *x, const float *w, const float *bias, float *y,
+                           float *mean, float *rstd, long long rows, int h, float eps);
+  /* dx = dLN/dx (overwrites), dw += , db += . */
+  int (*layernorm_backward)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *mean,
+                            const float *rstd, float *dx, float *dw, float *db, long long rows, int h);
+  int (*gelu_forward)(ptdp_backend *be, const float *x, float *y, size_t n);
+  int (*gelu_backward)(ptdp_backend *be, const float *x, const float *dy, float *dx, size_t n); /* dx = dy gelu'(x) */
+  int (*bias_forward)(ptdp_backend *be, float *y, const float *bias, long long rows, int cols); /* y += b */
+  int (*bias_backward)(ptdp_backend *be, const float *dy, float *db, long long rows, int cols); /* db += sum rows */
+  int (*add)(ptdp_backend *be, float *y, const float *x, size_t n); /* y += x */
+  int (*scale)(ptdp_backend *be, float *y, float a, size_t n);
+  /* Fill mask from the key and apply: y = x * mask / (1 - p) in place; p == 0 is a copy-free no-op. */
+  int (*dropout_forward)(ptdp_backend *be, float *x, uint8_t *mask, long long rows, int cols, const ptdp_dropout_key *k);
+  int (*dropout_backward)(ptdp_backend *be, float *dx, const uint8_t *mask, size_t n, float p);
+  /* probs [b, al, s, s] softmax output; mask, probs_drop the dropout (may alias probs when p = 0);
+   * ctx [N, al hd]. */
+  int (*attention_forward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *probs,
+                           uint8_t *mask, float *probs_drop, float *ctx);
+  /* From dctx [N, al hd] to dqkv [N, 3 hl] (overwrites); scratch of b al s s floats. */
+  int (*attention_backward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *probs,
+                            const uint8_t *mask, const float *probs_drop, const float *dctx, float *dqkv,
+                            float *scratch);
+  /* out[r] = wte[tok[r] - v0] for tokens in [v0, v0 + vl), else 0. */
+  int (*embedding_forward)(ptdp_backend *be, const float *wte, const int32_t *tok, long long v0, long long vl,
+                           float *out, long long rows, int h);
+  int (*embedding_backward)(ptdp_backend *be, const float *dout, const int32_t *tok, long long v0, long long vl,
+                            float *dwte, long long rows, int h);
+  /* Vocab-parallel cross entropy, in three steps around the TP reductions:
+   * stats: rowmax[r] = max_j logits, tgt[r] = logit of target if it is local else 0;
+   * sumexp: se[r] = sum_j exp(logits - gmax[r]);
+   * grad: logits <- (softmax - onehot) * scale, in place. */
+  int (*xent_stats)(ptdp_backend *be, const float *logits, const int32_t *target, long long v0, long long rows,
+                    int vl, float *rowmax, float *tgt);
+  int (*xent_sumexp)(ptdp_backend *be, const float *logits, const float *gmax, long long rows, int vl, float *se);
+  int (*xent_grad)(ptdp_backend *be, float *logits, const int32_t *target, long long v0, const float *gmax,
+                   const float *se, long long rows, int vl, float scale);
+  /* AdamW on n elements (Loshchilov & Hutter): decay applied as p -= lr wd p. */
+  int (*adamw)(ptdp_backend *be, float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
+               float beta2, float eps, float wd, long long step);
+  double (*sumsq)(ptdp_backend *be, const float *x, size_t n); /* in double */
+};
+
+/* The CPU backend (OpenBLAS + OpenMP). */
+int ptdp_backend_cpu_create(ptdp_backend **be);
+void ptdp_backend_destroy(ptdp_backend **be);
+
+#endif

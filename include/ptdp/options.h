@@ -1,0 +1,57 @@
+/* A table-driven option parser for input decks and command lines (after PETSc's options).
+ *
+ * Every option is declared once: name (Megatron-LM's argument name without the dashes), type,
+ * default, allowed range or choices, and one line of help.  Sources, later overriding earlier:
+ * the defaults, a deck file of `key = value` lines (`#` starts a comment), then `--key value`
+ * arguments.  Underscores in keys are read as dashes.  Booleans are true/false in a deck and may
+ * be bare on the command line.  Unknown keys are errors that suggest the nearest valid key. */
+#ifndef PTDP_OPTIONS_H
+#define PTDP_OPTIONS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum { PTDP_OPT_INT, PTDP_OPT_REAL, PTDP_OPT_BOOL, PTDP_OPT_STRING, PTDP_OPT_ENUM } ptdp_opt_type;
+
+typedef struct {
+  const char *name;
+  ptdp_opt_type type;
+  size_t offset;       /* into the target struct: long long (INT), double (REAL), int (BOOL),
+                          char[PTDP_OPT_STRLEN] (STRING, ENUM) */
+  const char *deflt;   /* default, as text */
+  double min, max;     /* INT and REAL: inclusive range */
+  const char *choices; /* ENUM: "a|b|c" */
+  const char *help;
+} ptdp_option;
+
+#define PTDP_OPT_STRLEN 1024
+
+/* Where each option's value came from (for the echo of the inputs). */
+typedef enum { PTDP_SRC_DEFAULT = 0, PTDP_SRC_DECK, PTDP_SRC_CMDLINE } ptdp_opt_source;
+
+typedef struct {
+  const ptdp_option *table;
+  int count;
+  void *target;
+  ptdp_opt_source *source; /* per option */
+  char deck[PTDP_OPT_STRLEN];
+} ptdp_options;
+
+int ptdp_options_init(ptdp_options *o, const ptdp_option *table, int count, void *target);
+void ptdp_options_free(ptdp_options *o);
+/* Index of a key (dashes or underscores), or -1. */
+int ptdp_options_find(const ptdp_options *o, const char *key);
+/* Set one option from text; where names the source for messages ("deck.in:12", "command line"). */
+int ptdp_options_set(ptdp_options *o, const char *key, const char *value, ptdp_opt_source src, const char *where);
+int ptdp_options_read_deck(ptdp_options *o, const char *path);
+/* argv after the program name: [DECK] [--key value | --flag]...; a first argument not starting
+ * with "--" is the deck.  --help/--version are not handled here. */
+int ptdp_options_parse_args(ptdp_options *o, int argc, char **argv);
+/* The `--help` table: key, type, default, range, meaning. */
+void ptdp_options_print_help(const ptdp_options *o, FILE *out);
+/* Value of option i as text (for echo); buf of PTDP_OPT_STRLEN. */
+void ptdp_options_value_text(const ptdp_options *o, int i, char *buf, size_t n);
+/* Nearest key by edit distance (NULL if nothing is close). */
+const char *ptdp_options_suggest(const ptdp_options *o, const char *key);
+
+#endif

@@ -1,0 +1,59 @@
+/* Tokenizers: GPT-2 byte-level BPE (Megatron's GPT2BPETokenizer) and a file-free byte-level
+ * tokenizer (ByteLevel).
+ *
+ * GPT2BPETokenizer reads Megatron's --vocab-file (encoder.json: token -> id, tokens written in
+ * GPT-2's byte-to-unicode alphabet) and --merge-file (vocab.bpe: "#version" line, then one
+ * merge "a b" per line, in rank order).  Text is split by GPT-2's pattern
+ *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * with \p{L}, \p{N} the Unicode general categories and \s the White_Space property (tables
+ * generated from Python's unicodedata); each piece is BPE-merged by rank.  A byte that is not
+ * part of well-formed UTF-8 counts as one "other" character, so any byte string encodes and
+ * decode(encode(x)) == x.  "<|endoftext|>" (id 50256) is the end of document; text that spells
+ * it is encoded as ordinary text, as Megatron and GPT-2 do.
+ *
+ * ByteLevel: ids 0..255 are the bytes, 256 is the end of document (decoded as nothing);
+ * vocabulary 257.
+ *
+ * Threads: encoding updates a word cache, so one tokenizer serves one thread at a time;
+ * ptdp_tokenizer_clone gives another thread its own cache over the same (read-only) tables.
+ * Create, clone and destroy from one thread. */
+#ifndef PTDP_TOKENIZER_H
+#define PTDP_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ptdp_tokenizer ptdp_tokenizer;
+
+/* A growable array of token ids that encoders append to. */
+typedef struct {
+  int32_t *ids;
+  size_t n, cap;
+} ptdp_token_buf;
+
+int ptdp_tokenizer_create_gpt2(ptdp_tokenizer **tok, const char *vocab_file, const char *merge_file);
+int ptdp_tokenizer_create_bytes(ptdp_tokenizer **tok);
+/* By Megatron's --tokenizer-type name: "GPT2BPETokenizer" (needs both files) or "ByteLevel". */
+int ptdp_tokenizer_create(ptdp_tokenizer **tok, const char *type, const char *vocab_file,
+                          const char *merge_file);
+/* A tokenizer sharing tok's tables with a cache of its own (for another thread). */
+int ptdp_tokenizer_clone(const ptdp_tokenizer *tok, ptdp_tokenizer **copy);
+void ptdp_tokenizer_destroy(ptdp_tokenizer **tok);
+
+/* Append the ids of bytes[0..n) to out (no end of document is added). */
+int ptdp_tokenizer_encode_append(ptdp_tokenizer *tok, const char *bytes, size_t n, ptdp_token_buf *out);
+/* Encode into a new malloc'd array (*ids NULL when *nids == 0); the caller frees it. */
+int ptdp_tokenizer_encode(ptdp_tokenizer *tok, const char *bytes, size_t n, int32_t **ids, size_t *nids);
+/* Decode into a new malloc'd, NUL-terminated buffer of *nbytes bytes; ids must be in range. */
+int ptdp_tokenizer_decode(const ptdp_tokenizer *tok, const int32_t *ids, size_t n, char **bytes,
+                          size_t *nbytes);
+
+int ptdp_tokenizer_vocab_size(const ptdp_tokenizer *tok);
+int32_t ptdp_tokenizer_eod(const ptdp_tokenizer *tok);
+/* "GPT2BPETokenizer" or "ByteLevel". */
+const char *ptdp_tokenizer_type_name(const ptdp_tokenizer *tok);
+
+int ptdp_token_buf_push(ptdp_token_buf *b, int32_t id);
+void ptdp_token_buf_free(ptdp_token_buf *b);
+
+#endif

@@ -1,0 +1,45 @@
+/* The training run of ptdp-train: set-up from ptdp_args, the iteration loop, Megatron-format
+ * log lines, evaluation, and the optional debug dump. */
+#ifndef PTDP_TRAINER_H
+#define PTDP_TRAINER_H
+
+#include "ptdp/args.h"
+#include "ptdp/backend.h"
+#include "ptdp/batch.h"
+#include "ptdp/gpt.h"
+#include "ptdp/grid.h"
+#include "ptdp/optimizer.h"
+#include "ptdp/pipeline.h"
+
+typedef struct {
+  ptdp_args args;
+  ptdp_grid grid;
+  ptdp_backend *be;
+  ptdp_gpt model;
+  ptdp_optimizer opt;
+  ptdp_pipeline pipe;
+  ptdp_batch_source *data;
+  long long vocab;        /* real vocabulary */
+  long long gbs;          /* global batch size */
+  int m;                  /* micro-batches per iteration per DP rank */
+  long long iteration;    /* completed iterations */
+  long long consumed;     /* samples consumed */
+  int split;              /* split being fed (train or valid) */
+  long long batch_first;  /* first global sample of the batch being fed */
+  int32_t *scratch;       /* s + 1 tokens */
+  double last_loss, last_grad_norm, last_lr;
+  struct ptdp_dump *dump; /* debug-dump state, or NULL */
+} ptdp_trainer;
+
+int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a);
+int ptdp_trainer_run(ptdp_trainer *tr);
+/* One training iteration; loss is the global mean over the batch. */
+int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double *lr);
+/* Mean validation loss over eval-iters global batches. */
+int ptdp_trainer_evaluate(ptdp_trainer *tr, double *loss);
+void ptdp_trainer_destroy(ptdp_trainer *tr);
+/* Model FLOPs per iteration (Narayanan et al. eq. 3 without the recomputation pass):
+ * 72 B s l h^2 (1 + s / (6 h) + V / (12 l h)). */
+double ptdp_model_flops(long long B, long long s, long long l, long long h, long long V);
+
+#endif

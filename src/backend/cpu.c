@@ -1,0 +1,356 @@
+/* CPU backend: OpenBLAS for matrix products, OpenMP for everything else.  fp32 throughout,
+ * reductions in double where their length grows with the problem (sums of squares). */
+#include "ptdp/backend.h"
+
+#include "ptdp/error.h"
+#include "ptdp/rng.h"
+
+#include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cpu_alloc(ptdp_backend *be, void **p, size_t bytes)
+{
+  *p = NULL;
+  if (!bytes) return 0;
+  /* 64-byte alignment for vector loads; zeroed so unused tails are defined */
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void *q = aligned_alloc(64, rounded);
+  if (!q) return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory allocating %zu bytes", bytes);
+  memset(q, 0, rounded);
+  *p = q;
+  return 0;
+}
+
+static void cpu_free(ptdp_backend *be, void *p) { free(p); }
+
+static int cpu_memset0(ptdp_backend *be, void *p, size_t bytes)
+{
+  if (bytes) memset(p, 0, bytes);
+  return 0;
+}
+
+static int cpu_copy(ptdp_backend *be, void *dst, const void *src, size_t bytes)
+{
+  if (bytes && dst != src) memmove(dst, src, bytes);
+  return 0;
+}
+
+static int cpu_gemm(ptdp_backend *be, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                    const float *B, int ldb, float beta, float *C, int ldc)
+{
+  /* CBLAS reports argument errors through xerbla and returns nothing: check them here. */
+  if (M < 0 || N < 0 || K < 0 || lda < (ta ? (M > 1 ? M : 1) : (K > 1 ? K : 1)) ||
+      ldb < (tb ? (K > 1 ? K : 1) : (N > 1 ? N : 1)) || ldc < (N > 1 ? N : 1))
+    return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
+                           "invalid sgemm arguments M=%d N=%d K=%d lda=%d ldb=%d ldc=%d (ta=%d tb=%d)", M, N, K, lda,
+                           ldb, ldc, ta, tb);
+  if (M == 0 || N == 0) return 0;
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B,
+              ldb, beta, C, ldc);
+  return 0;
+}
+
+static int cpu_layernorm_forward(ptdp_backend *be, const float *x, const float *w, const float *b, float *y,
+                                 float *mean, float *rstd, long long rows, int h, float eps)
+{
+#pragma omp parallel for schedule(static)
+  for (long long r = 0; r < rows; r++) {
+    const float *xr = x + r * h;
+    float *yr = y + r * h;
+    double s = 0, ss = 0;
+    for (int i = 0; i < h; i++) s += xr[i];
+    float m = (float)(s / h);
+    for (int i = 0; i < h; i++) {
+      float d = xr[i] - m;
+      ss += (double)d * d;
+    }
+    float rs = 1.0f / sqrtf((float)(ss / h) + eps);
+    for (int i = 0; i < h; i++) yr[i] = (xr[i] - m) * rs * w[i] + b[i];
+    mean[r] = m;
+    rstd[r] = rs;
+  }
+  return 0;
+}
+
+/* dx_i = rstd (g_i - mean(g) - xhat_i mean(g xhat)), g = dy w; dw += dy xhat; db += dy. */
+static int cpu_layernorm_backward(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *mean,
+                                  const float *rstd, float *dx, float *dw, float *db, long long rows, int h)
+{
+#pragma omp parallel
+  {
+    float *ldw = calloc((size_t)2 * h, sizeof(float)), *ldb = ldw ? ldw + h : NULL;
+#pragma omp for schedule(static)
+    for (long long r = 0; r < rows; r++) {
+      const float *dyr = dy + r * h, *xr = x + r * h;
+      float *dxr = dx + r * h;
+      float m = mean[r], rs = rstd[r];
+      double sg = 0, sgx = 0;
+      for (int i = 0; i < h; i++) {
+        float xh = (xr[i] - m) * rs, g = dyr[i] * w[i];
+        sg += g;
+        sgx += (double)g * xh;
+        if (ldw) {
+          ldw[i] += dyr[i] * xh;
+          ldb[i] += dyr[i];
+        }
+      }
+      float mg = (float)(sg / h), mgx = (float)(sgx / h);
+      for (int i = 0; i < h; i++) {
+        float xh = (xr[i] - m) * rs;
+        dxr[i] = rs * (dyr[i] * w[i] - mg - xh * mgx);
+      }
+    }
+#pragma omp critical
+    if (ldw)
+      for (int i = 0; i < h; i++) {
+        dw[i] += ldw[i];
+        db[i] += ldb[i];
+      }
+    free(ldw);
+  }
+  return 0;
+}
+
+/* GELU, tanh form (Megatron's gelu_impl / openai_gelu). */
+#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+static int cpu_gelu_forward(ptdp_backend *be, const float *x, float *y, size_t n)
+{
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    float v = x[i];
+    y[i] = 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+  }
+  return 0;
+}
+
+static int cpu_gelu_backward(ptdp_backend *be, const float *x, const float *dy, float *dx, size_t n)
+{
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    float v = x[i];
+    float u = GELU_K * (v + 0.044715f * v * v * v);
+    float th = tanhf(u);
+    float du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
+    dx[i] = dy[i] * (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du);
+  }
+  return 0;
+}
+
+static int cpu_bias_forward(ptdp_backend *be, float *y, const float *b, long long rows, int cols)
+{
+#pragma omp parallel for schedule(static)
+  for (long long r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) y[r * cols + c] += b[c];
+  return 0;
+}
+
+static int cpu_bias_backward(ptdp_backend *be, const float *dy, float *db, long long rows, int cols)
+{
+#pragma omp parallel
+  {
+    float *acc = calloc((size_t)cols, sizeof(float));
+#pragma omp for schedule(static)
+    for (long long r = 0; r < rows; r++)
+      if (acc)
+        for (int c = 0; c < cols; c++) acc[c] += dy[r * cols + c];
+#pragma omp critical
+    if (acc)
+      for (int c = 0; c < cols; c++) db[c] += acc[c];
+    free(acc);
+  }
+  return 0;
+}
+
+static int cpu_add(ptdp_backend *be, float *y, const float *x, size_t n)
+{
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; i++) y[i] += x[i];
+  return 0;
+}
+
+static int cpu_scale(ptdp_backend *be, float *y, float a, size_t n)
+{
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; i++) y[i] *= a;
+  return 0;
+}
+
+static int cpu_dropout_forward(ptdp_backend *be, float *x, uint8_t *mask, long long rows, int cols,
+                               const ptdp_dropout_key *k)
+{
+  if (k->p <= 0.0f) return 0;
+  float keep_scale = 1.0f / (1.0f - k->p);
+#pragma omp parallel for schedule(static)
+  for (long long r = 0; r < rows; r++) {
+    long long R = k->row0 + r;
+    uint64_t rh = ptdp_rng_row(k->seed, k->site, k->layer, (uint64_t)(k->sample0 + R % k->b), (uint64_t)(R / k->b));
+    for (int c = 0; c < cols; c++) {
+      uint8_t keep = ptdp_rng_uniform(ptdp_rng_at(rh, (uint64_t)(k->col0 + c))) >= k->p;
+      mask[r * cols + c] = keep;
+      x[r * cols + c] = keep ? x[r * cols + c] * keep_scale : 0.0f;
+    }
+  }
+  return 0;
+}
+
+static int cpu_dropout_backward(ptdp_backend *be, float *dx, const uint8_t *mask, size_t n, float p)
+{
+  if (p <= 0.0f) return 0;
+  float keep_scale = 1.0f / (1.0f - p);
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; i++) dx[i] = mask[i] ? dx[i] * keep_scale : 0.0f;
+  return 0;
+}
+
+static int cpu_embedding_forward(ptdp_backend *be, const float *wte, const int32_t *tok, long long v0, long long vl,
+                                 float *out, long long rows, int h)
+{
+#pragma omp parallel for schedule(static)
+  for (long long r = 0; r < rows; r++) {
+    long long id = (long long)tok[r] - v0;
+    if (id >= 0 && id < vl)
+      memcpy(out + r * h, wte + id * h, sizeof(float) * (size_t)h);
+    else
+      memset(out + r * h, 0, sizeof(float) * (size_t)h);
+  }
+  return 0;
+}
+
+static int cpu_embedding_backward(ptdp_backend *be, const float *dout, const int32_t *tok, long long v0, long long vl,
+                                  float *dwte, long long rows, int h)
+{
+  /* Rows sharing a token add into one row of dwte: parallel over columns keeps it race-free
+   * and the summation order (row order) fixed. */
+#pragma omp parallel
+  {
+    int nt = 1, me = 0;
+#ifdef _OPENMP
+    nt = omp_get_num_threads();
+    me = omp_get_thread_num();
+#endif
+    int c0 = (int)((long long)h * me / nt), c1 = (int)((long long)h * (me + 1) / nt);
+    for (long long r = 0; r < rows; r++) {
+      long long id = (long long)tok[r] - v0;
+      if (id < 0 || id >= vl) continue;
+      for (int c = c0; c < c1; c++) dwte[id * h + c] += dout[r * h + c];
+    }
+  }
+  return 0;
+}
+
+static int cpu_xent_stats(ptdp_backend *be, const float *logits, const int32_t *target, long long v0, long long rows,
+                          int vl, float *rowmax, float *tgt)
+{
+#pragma omp parallel for schedule(static)
+  for (long long r = 0; r < rows; r++) {
+    const float *l = logits + r * vl;
+    float m = -INFINITY;
+    for (int j = 0; j < vl; j++) m = l[j] > m ? l[j] : m;
+    rowmax[r] = m;
+    long long id = (long long)target[r] - v0;
+    tgt[r] = (id >= 0 && id < vl) ? l[id] : 0.0f;
+  }
+  return 0;
+}
+
+static int cpu_xent_sumexp(ptdp_backend *be, const float *logits, const float *gmax, long long rows, int vl, float *se)
+{
+#pragma omp parallel for schedule(static)
+  for (long long r = 0; r < rows; r++) {
+    const float *l = logits + r * vl;
+    float m = gmax[r], s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int j = 0; j < vl; j++) s += expf(l[j] - m);
+    se[r] = s;
+  }
+  return 0;
+}
+
+static int cpu_xent_grad(ptdp_backend *be, float *logits, const int32_t *target, long long v0, const float *gmax,
+                         const float *se, long long rows, int vl, float scale)
+{
+#pragma omp parallel for schedule(static)
+  for (long long r = 0; r < rows; r++) {
+    float *l = logits + r * vl;
+    float m = gmax[r], inv = scale / se[r];
+#pragma omp simd
+    for (int j = 0; j < vl; j++) l[j] = expf(l[j] - m) * inv;
+    long long id = (long long)target[r] - v0;
+    if (id >= 0 && id < vl) l[id] -= scale;
+  }
+  return 0;
+}
+
+static int cpu_adamw(ptdp_backend *be, float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
+                     float b2, float eps, float wd, long long step)
+{
+  float bc1 = 1.0f - powf(b1, (float)step), bc2 = 1.0f - powf(b2, (float)step);
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    float gi = g[i];
+    m[i] = b1 * m[i] + (1.0f - b1) * gi;
+    v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+    float mh = m[i] / bc1, vh = v[i] / bc2;
+    p[i] -= lr * (mh / (sqrtf(vh) + eps) + wd * p[i]);
+  }
+  return 0;
+}
+
+static double cpu_sumsq(ptdp_backend *be, const float *x, size_t n)
+{
+  double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+  for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+  return s;
+}
+
+int ptdp_cpu_attention_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *probs,
+                               uint8_t *mask, float *probs_drop, float *ctx);
+int ptdp_cpu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *probs,
+                                const uint8_t *mask, const float *probs_drop, const float *dctx, float *dqkv,
+                                float *scratch);
+
+int ptdp_backend_cpu_create(ptdp_backend **out)
+{
+  ptdp_backend *be;
+  PTDP_CALLOC(be, 1, sizeof *be);
+  be->name = "cpu";
+  be->alloc = cpu_alloc;
+  be->free = cpu_free;
+  be->memset0 = cpu_memset0;
+  be->copy = cpu_copy;
+  be->gemm = cpu_gemm;
+  be->layernorm_forward = cpu_layernorm_forward;
+  be->layernorm_backward = cpu_layernorm_backward;
+  be->gelu_forward = cpu_gelu_forward;
+  be->gelu_backward = cpu_gelu_backward;
+  be->bias_forward = cpu_bias_forward;
+  be->bias_backward = cpu_bias_backward;
+  be->add = cpu_add;
+  be->scale = cpu_scale;
+  be->dropout_forward = cpu_dropout_forward;
+  be->dropout_backward = cpu_dropout_backward;
+  be->attention_forward = ptdp_cpu_attention_forward;
+  be->attention_backward = ptdp_cpu_attention_backward;
+  be->embedding_forward = cpu_embedding_forward;
+  be->embedding_backward = cpu_embedding_backward;
+  be->xent_stats = cpu_xent_stats;
+  be->xent_sumexp = cpu_xent_sumexp;
+  be->xent_grad = cpu_xent_grad;
+  be->adamw = cpu_adamw;
+  be->sumsq = cpu_sumsq;
+  *out = be;
+  return 0;
+}
+
+void ptdp_backend_destroy(ptdp_backend **be)
+{
+  if (!be || !*be) return;
+  free(*be);
+  *be = NULL;
+}

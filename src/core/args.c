@@ -1,0 +1,180 @@
+/* The key table of ptdp-train and the consistency checks of its inputs. */
+#include "ptdp/args.h"
+
+#include "ptdp/error.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define OFF(f) offsetof(ptdp_args, f)
+#define BIG 1e15
+
+/* name, type, offset, default, min, max, choices, help */
+static const ptdp_option table[] = {
+  /* model */
+  {"num-layers", PTDP_OPT_INT, OFF(num_layers), "2", 1, 100000, NULL, "number of transformer layers (l)"},
+  {"hidden-size", PTDP_OPT_INT, OFF(hidden_size), "64", 1, 1 << 20, NULL, "transformer hidden size (h)"},
+  {"num-attention-heads", PTDP_OPT_INT, OFF(num_attention_heads), "4", 1, 1 << 16, NULL, "attention heads (a)"},
+  {"ffn-hidden-size", PTDP_OPT_INT, OFF(ffn_hidden_size), "0", 0, 1 << 22, NULL, "MLP hidden size; 0 means 4 x hidden-size"},
+  {"seq-length", PTDP_OPT_INT, OFF(seq_length), "64", 1, 1 << 20, NULL, "tokens per sample (s)"},
+  {"max-position-embeddings", PTDP_OPT_INT, OFF(max_position_embeddings), "0", 0, 1 << 20, NULL,
+   "rows of the position table; 0 means seq-length"},
+  {"vocab-size", PTDP_OPT_INT, OFF(vocab_size), "0", 0, 1 << 24, NULL,
+   "vocabulary for mock or flat token data; 0 means from the tokenizer (GPT-2: 50257)"},
+  {"make-vocab-size-divisible-by", PTDP_OPT_INT, OFF(make_vocab_size_divisible_by), "128", 1, 1 << 16, NULL,
+   "pad the vocabulary to a multiple of this times tensor-model-parallel-size"},
+  {"init-method-std", PTDP_OPT_REAL, OFF(init_method_std), "0.02", 0, 10, NULL, "std of the normal initialisation"},
+  {"hidden-dropout", PTDP_OPT_REAL, OFF(hidden_dropout), "0.1", 0, 0.99, NULL, "dropout on embeddings and residual branches"},
+  {"attention-dropout", PTDP_OPT_REAL, OFF(attention_dropout), "0.1", 0, 0.99, NULL, "dropout on attention probabilities"},
+  {"layernorm-epsilon", PTDP_OPT_REAL, OFF(layernorm_epsilon), "1e-5", 1e-12, 1, NULL, "LayerNorm epsilon"},
+  /* batches and iterations */
+  {"micro-batch-size", PTDP_OPT_INT, OFF(micro_batch_size), "2", 1, 1 << 20, NULL, "samples per micro-batch (b)"},
+  {"global-batch-size", PTDP_OPT_INT, OFF(global_batch_size), "0", 0, 1LL << 40, NULL,
+   "samples per iteration (B); 0 means micro-batch-size x data-parallel size"},
+  {"train-iters", PTDP_OPT_INT, OFF(train_iters), "10", 0, BIG, NULL, "training iterations"},
+  {"seed", PTDP_OPT_INT, OFF(seed), "1234", 0, 4294967295.0, NULL, "random seed (weights, dropout, data order)"},
+  {"log-interval", PTDP_OPT_INT, OFF(log_interval), "1", 1, BIG, NULL, "iterations between log lines"},
+  {"eval-interval", PTDP_OPT_INT, OFF(eval_interval), "1000", 1, BIG, NULL, "iterations between evaluations on the validation split"},
+  {"eval-iters", PTDP_OPT_INT, OFF(eval_iters), "10", 0, BIG, NULL, "global batches per evaluation; 0 disables evaluation"},
+  /* optimizer */
+  {"lr", PTDP_OPT_REAL, OFF(lr), "3e-4", 0, 10, NULL, "peak learning rate"},
+  {"min-lr", PTDP_OPT_REAL, OFF(min_lr), "0", 0, 10, NULL, "learning rate at the end of decay"},
+  {"lr-warmup-iters", PTDP_OPT_INT, OFF(lr_warmup_iters), "0", 0, BIG, NULL, "iterations of linear warmup"},
+  {"lr-decay-style", PTDP_OPT_ENUM, OFF(lr_decay_style), "cosine", 0, 0, "constant|linear|cosine", "decay after warmup"},
+  {"lr-decay-iters", PTDP_OPT_INT, OFF(lr_decay_iters), "0", 0, BIG, NULL, "iterations of decay; 0 means train-iters"},
+  {"weight-decay", PTDP_OPT_REAL, OFF(weight_decay), "0.01", 0, 10, NULL,
+   "AdamW decoupled weight decay (not on biases or LayerNorm)"},
+  {"clip-grad", PTDP_OPT_REAL, OFF(clip_grad), "1.0", 0, 1e10, NULL, "clip the global gradient norm to this; 0 disables"},
+  {"adam-beta1", PTDP_OPT_REAL, OFF(adam_beta1), "0.9", 0, 0.999999, NULL, "Adam first-moment decay"},
+  {"adam-beta2", PTDP_OPT_REAL, OFF(adam_beta2), "0.999", 0, 0.999999999, NULL, "Adam second-moment decay"},
+  {"adam-eps", PTDP_OPT_REAL, OFF(adam_eps), "1e-8", 1e-30, 1, NULL, "Adam epsilon"},
+  /* parallelism */
+  {"tensor-model-parallel-size", PTDP_OPT_INT, OFF(tensor_model_parallel_size), "1", 1, 1 << 16, NULL,
+   "tensor-parallel ranks (t)"},
+  {"pipeline-model-parallel-size", PTDP_OPT_INT, OFF(pipeline_model_parallel_size), "1", 1, 1 << 16, NULL,
+   "pipeline stages (p)"},
+  {"num-layers-per-virtual-pipeline-stage", PTDP_OPT_INT, OFF(num_layers_per_virtual_pipeline_stage), "0", 0, 100000,
+   NULL, "layers per model chunk; selects the interleaved schedule (0: not interleaved)"},
+  {"pipeline-schedule", PTDP_OPT_ENUM, OFF(pipeline_schedule), "1f1b", 0, 0, "gpipe|1f1b|interleaved",
+   "pipeline schedule"},
+  {"parallel-order", PTDP_OPT_ENUM, OFF(parallel_order), "tp-dp-pp", 0, 0, "tp-dp-pp|tp-pp-dp",
+   "rank order of the grid, fastest-varying first"},
+  {"sequence-parallel", PTDP_OPT_BOOL, OFF(sequence_parallel), "false", 0, 0, NULL,
+   "split LayerNorm and dropout regions along the sequence across TP ranks"},
+  {"use-distributed-optimizer", PTDP_OPT_BOOL, OFF(use_distributed_optimizer), "false", 0, 0, NULL,
+   "shard optimizer state across data-parallel ranks (ZeRO-1)"},
+  {"ddp-bucket-size", PTDP_OPT_INT, OFF(ddp_bucket_size), "40000000", 1, BIG, NULL,
+   "gradient elements per data-parallel reduction bucket"},
+  /* recomputation */
+  {"recompute-granularity", PTDP_OPT_ENUM, OFF(recompute_granularity), "none", 0, 0, "none|full|selective",
+   "activation recomputation"},
+  {"recompute-method", PTDP_OPT_ENUM, OFF(recompute_method), "uniform", 0, 0, "uniform|block",
+   "with full recomputation: which layers are recomputed"},
+  {"recompute-num-layers", PTDP_OPT_INT, OFF(recompute_num_layers), "1", 1, 100000, NULL,
+   "with full recomputation: layers per checkpointed group (uniform) or recomputed layers per stage (block)"},
+  /* data */
+  {"mock-data", PTDP_OPT_BOOL, OFF(mock_data), "false", 0, 0, NULL,
+   "synthetic samples, a fixed function of (seed, global sample index)"},
+  {"data-path", PTDP_OPT_STRING, OFF(data_path), "", 0, 0, NULL,
+   "indexed dataset prefix, weighted list 'w1 prefix1 w2 prefix2', or a flat token file"},
+  {"split", PTDP_OPT_STRING, OFF(split), "969,30,1", 0, 0, NULL, "train,valid,test proportions of the documents"},
+  {"data-cache-path", PTDP_OPT_STRING, OFF(data_cache_path), "", 0, 0, NULL,
+   "directory for cached sample indices (default: beside the data)"},
+  {"flat-data-dtype", PTDP_OPT_ENUM, OFF(flat_data_dtype), "uint16", 0, 0, "uint16|int32",
+   "element type of a flat token file (data-path without .idx/.bin)"},
+  {"tokenizer-type", PTDP_OPT_ENUM, OFF(tokenizer_type), "GPT2BPETokenizer", 0, 0, "GPT2BPETokenizer|ByteLevel",
+   "tokenizer that made the data"},
+  {"vocab-file", PTDP_OPT_STRING, OFF(vocab_file), "", 0, 0, NULL, "GPT-2 encoder.json"},
+  {"merge-file", PTDP_OPT_STRING, OFF(merge_file), "", 0, 0, NULL, "GPT-2 merges (vocab.bpe)"},
+  /* outputs and diagnostics */
+  {"debug-dump", PTDP_OPT_STRING, OFF(debug_dump), "", 0, 0, NULL,
+   "write initial weights, first-step logits, loss, gradients and every loss to this HDF5 file"},
+  {"num-threads", PTDP_OPT_INT, OFF(num_threads), "0", 0, 1024, NULL, "OpenMP/BLAS threads per rank; 0 means OMP_NUM_THREADS or all cores / ranks"},
+};
+
+#define NOPT ((int)(sizeof table / sizeof table[0]))
+
+int ptdp_args_parse(ptdp_args *a, ptdp_options *o, int argc, char **argv)
+{
+  memset(a, 0, sizeof *a);
+  PTDP_CALL(ptdp_options_init(o, table, NOPT, a));
+  PTDP_CALL(ptdp_options_parse_args(o, argc, argv));
+  return 0;
+}
+
+void ptdp_args_print_help(FILE *out)
+{
+  ptdp_args a;
+  ptdp_options o;
+  memset(&a, 0, sizeof a);
+  memset(&o, 0, sizeof o);
+  o.table = table;
+  o.count = NOPT;
+  o.target = &a;
+  ptdp_options_print_help(&o, out);
+}
+
+void ptdp_args_print(const ptdp_options *o, FILE *out)
+{
+  fprintf(out, "------------------------ arguments ------------------------\n");
+  for (int i = 0; i < o->count; i++) {
+    char v[PTDP_OPT_STRLEN];
+    ptdp_options_value_text(o, i, v, sizeof v);
+    const char *src = o->source[i] == PTDP_SRC_DECK ? " (deck)" : o->source[i] == PTDP_SRC_CMDLINE ? " (command line)" : "";
+    fprintf(out, "  %s %s %s%s\n", o->table[i].name, ".................................." + strlen(o->table[i].name) % 34,
+            v, src);
+  }
+  fprintf(out, "-------------------- end of arguments ---------------------\n");
+}
+
+long long ptdp_args_ffn(const ptdp_args *a) { return a->ffn_hidden_size ? a->ffn_hidden_size : 4 * a->hidden_size; }
+
+long long ptdp_args_padded_vocab(const ptdp_args *a, long long vocab)
+{
+  long long mult = a->make_vocab_size_divisible_by * a->tensor_model_parallel_size;
+  return (vocab + mult - 1) / mult * mult;
+}
+
+int ptdp_args_validate(const ptdp_args *a, int world)
+{
+  long long t = a->tensor_model_parallel_size, p = a->pipeline_model_parallel_size;
+  PTDP_CHECK(a->hidden_size % a->num_attention_heads == 0,
+             "hidden-size %lld is not divisible by num-attention-heads %lld", a->hidden_size, a->num_attention_heads);
+  long long maxpos = a->max_position_embeddings ? a->max_position_embeddings : a->seq_length;
+  PTDP_CHECK(a->seq_length <= maxpos, "seq-length %lld is longer than max-position-embeddings %lld", a->seq_length,
+             maxpos);
+  PTDP_CHECK(world % (t * p) == 0,
+             "the world size %d is not divisible by tensor-model-parallel-size x pipeline-model-parallel-size = %lld x %lld",
+             world, t, p);
+  long long d = world / (t * p);
+  PTDP_CHECK(a->num_attention_heads % t == 0, "num-attention-heads %lld is not divisible by tensor-model-parallel-size %lld",
+             a->num_attention_heads, t);
+  PTDP_CHECK(ptdp_args_ffn(a) % t == 0, "ffn-hidden-size %lld is not divisible by tensor-model-parallel-size %lld",
+             ptdp_args_ffn(a), t);
+  PTDP_CHECK(!a->sequence_parallel || a->seq_length % t == 0,
+             "with sequence-parallel, seq-length %lld must be divisible by tensor-model-parallel-size %lld", a->seq_length, t);
+  long long gbs = a->global_batch_size ? a->global_batch_size : a->micro_batch_size * d;
+  PTDP_CHECK(gbs % (a->micro_batch_size * d) == 0,
+             "global-batch-size %lld is not divisible by micro-batch-size x data-parallel size = %lld x %lld", gbs,
+             a->micro_batch_size, d);
+  PTDP_CHECK(a->num_layers % p == 0, "num-layers %lld is not divisible by pipeline-model-parallel-size %lld",
+             a->num_layers, p);
+  if (a->num_layers_per_virtual_pipeline_stage) {
+    long long lps = a->num_layers / p;
+    PTDP_CHECK(p > 1, "num-layers-per-virtual-pipeline-stage needs pipeline-model-parallel-size > 1");
+    PTDP_CHECK(lps % a->num_layers_per_virtual_pipeline_stage == 0,
+               "layers per pipeline stage (%lld = num-layers %lld / pipeline-model-parallel-size %lld) are not divisible "
+               "by num-layers-per-virtual-pipeline-stage %lld",
+               lps, a->num_layers, p, a->num_layers_per_virtual_pipeline_stage);
+  }
+  PTDP_CHECK(a->min_lr <= a->lr, "min-lr %g is larger than lr %g", a->min_lr, a->lr);
+  long long decay = a->lr_decay_iters ? a->lr_decay_iters : a->train_iters;
+  PTDP_CHECK(a->lr_warmup_iters <= decay || a->train_iters == 0,
+             "lr-warmup-iters %lld is longer than the decay period (lr-decay-iters or train-iters) %lld",
+             a->lr_warmup_iters, decay);
+  int have_path = a->data_path[0] != '\0';
+  PTDP_CHECK(a->mock_data || have_path, "no training data: give data-path, or mock-data = true");
+  PTDP_CHECK(!(a->mock_data && have_path), "both mock-data and data-path are given; choose one");
+  PTDP_CHECK(!a->mock_data || a->vocab_size > 0, "mock-data needs vocab-size (e.g. vocab-size = 50257)");
+  return 0;
+}

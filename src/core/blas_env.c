@@ -1,0 +1,90 @@
+/* BLAS kernels and threads: see include/ptdp/blas_env.h. */
+#include "ptdp/blas_env.h"
+
+#include "ptdp/config.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#if PTDP_HAVE_OPENBLAS
+char *openblas_get_corename(void);
+char *openblas_get_config(void);
+void openblas_set_num_threads(int);
+#endif
+
+static int cpu_has_avx512(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq");
+#else
+  return 0;
+#endif
+}
+
+static int is_avx512_core(const char *c)
+{
+  return !strcasecmp(c, "SkylakeX") || !strcasecmp(c, "Cooperlake") || !strcasecmp(c, "SapphireRapids");
+}
+
+void ptdp_blas_choose_core(int argc, char **argv)
+{
+  (void)argc;
+#if PTDP_HAVE_OPENBLAS
+  const char *ct = getenv("OPENBLAS_CORETYPE"), *keep = getenv("PTDP_KEEP_OPENBLAS_CORETYPE");
+  if (!ct || !*ct || (keep && *keep && strcmp(keep, "0") != 0) || getenv("PTDP_OPENBLAS_CORETYPE_WAS")) return;
+  if (!cpu_has_avx512() || is_avx512_core(ct)) return;
+  if (setenv("PTDP_OPENBLAS_CORETYPE_WAS", ct, 1) != 0 || setenv("OPENBLAS_CORETYPE", "SkylakeX", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  /* exec failed: carry on with the kernels we have */
+  unsetenv("PTDP_OPENBLAS_CORETYPE_WAS");
+#else
+  (void)argv;
+#endif
+}
+
+void ptdp_blas_describe(char *buf, size_t n)
+{
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_get_max_threads();
+#endif
+#if PTDP_HAVE_OPENBLAS
+  const char *was = getenv("PTDP_OPENBLAS_CORETYPE_WAS");
+  char note[256] = "";
+  if (was)
+    snprintf(note, sizeof note, "; OPENBLAS_CORETYPE=%s was set on a CPU with AVX-512, ptdp re-executed with SkylakeX "
+             "(PTDP_KEEP_OPENBLAS_CORETYPE=1 keeps it)", was);
+  snprintf(buf, n, "OpenBLAS (%s), kernels %s, %d thread(s) per rank%s", openblas_get_config(), openblas_get_corename(),
+           threads, note);
+#else
+  snprintf(buf, n, "CBLAS (not OpenBLAS), %d OpenMP thread(s) per rank", threads);
+#endif
+}
+
+int ptdp_threads_setup(int requested, int ranks_on_node)
+{
+  int n = requested;
+  const char *env = getenv("OMP_NUM_THREADS");
+  if (n <= 0 && env && atoi(env) > 0) n = atoi(env);
+  if (n <= 0) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    n = (int)(cores > 0 ? cores : 1) / (ranks_on_node > 0 ? ranks_on_node : 1);
+    if (n < 1) n = 1;
+  }
+#ifdef _OPENMP
+  omp_set_num_threads(n);
+#endif
+#if PTDP_HAVE_OPENBLAS
+  openblas_set_num_threads(n);
+#endif
+  return n;
+}

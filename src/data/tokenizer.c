@@ -1,0 +1,332 @@
+/* GPT-2 byte-level BPE and byte-level tokenizers (see include/ptdp/tokenizer.h).
+ *
+ * Tables (shared by clones, read-only after loading):
+ *   tok_off/tok_len  id -> the token's raw bytes in tok_bytes (encoder.json keys are written
+ *                    in GPT-2's byte-to-unicode alphabet; they are mapped back to bytes here,
+ *                    so BPE runs on bytes and ids, never on unicode strings)
+ *   byte_id[256]     id of each one-byte token
+ *   merges           open-addressing table, key (id_a << 32 | id_b) -> (rank, merged id)
+ * Per tokenizer: a word cache, piece bytes -> ids, cleared when it grows past a limit. */
+#include "ptdp/tokenizer.h"
+
+#include "ptdp/error.h"
+#include "json.h"
+#include "strmap.h"
+#include "tokenizer_impl.h"
+#include "unicode.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- GPT-2 byte alphabet */
+
+/* GPT-2's bytes_to_unicode: printable Latin-1 bytes ('!'..'~', 0xA1..0xAC, 0xAE..0xFF) stand
+ * for themselves; the other 68 bytes, in increasing order, become U+0100, U+0101, ... */
+static void byte_alphabet(uint32_t byte_to_cp[256], int cp_to_byte[512])
+{
+  int next = 0;
+  for (int i = 0; i < 512; i++) cp_to_byte[i] = -1;
+  for (int b = 0; b < 256; b++) {
+    int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    byte_to_cp[b] = printable ? (uint32_t)b : (uint32_t)(256 + next++);
+    cp_to_byte[byte_to_cp[b]] = b;
+  }
+}
+
+/* Map a token written in the byte alphabet (UTF-8) back to raw bytes in out (>= len bytes).
+ * Returns the byte count, or -1 if a character is outside the alphabet. */
+static long unalphabet(const int cp_to_byte[512], const char *s, size_t len, char *out)
+{
+  size_t i = 0, k = 0;
+  while (i < len) {
+    uint32_t cp;
+    i += (size_t)ptdp_utf8_decode((const unsigned char *)s + i, len - i, &cp);
+    if (cp >= 512 || cp_to_byte[cp] < 0) return -1;
+    out[k++] = (char)cp_to_byte[cp];
+  }
+  return (long)k;
+}
+
+/* ---------------------------------------------------------------- loading */
+
+static int read_file(const char *path, const char *what, char **data, size_t *len)
+{
+  FILE *f = fopen(path, "rb");
+  PTDP_CHECK_IO(f, "cannot open %s '%s': %s", what, path, strerror(errno));
+  char *d = NULL;
+  size_t n = 0, cap = 0;
+  while (1) {
+    if (n + 65536 + 1 > cap) {
+      cap = cap ? 2 * cap : 1 << 20;
+      char *nd = realloc(d, cap);
+      if (!nd) {
+        free(d);
+        fclose(f);
+        return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory reading '%s'", path);
+      }
+      d = nd;
+    }
+    size_t got = fread(d + n, 1, 65536, f);
+    n += got;
+    if (got < 65536) break;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    free(d);
+    PTDP_CHECK_IO(0, "cannot read %s '%s'", what, path);
+  }
+  d[n] = '\0';
+  *data = d;
+  *len = n;
+  return 0;
+}
+
+typedef struct {
+  const char *path;
+  int cp_to_byte[512];
+  ptdp_strmap *vocab; /* raw token bytes -> id */
+  int32_t max_id;
+  char bad[256];
+} vocab_ctx;
+
+static int vocab_member(void *vp, const char *key, size_t key_len, const char *val, size_t val_len)
+{
+  vocab_ctx *c = vp;
+  char raw[1024];
+  if (key_len > sizeof raw) return snprintf(c->bad, sizeof c->bad, "a token longer than %zu bytes", sizeof raw), 2;
+  long nb = unalphabet(c->cp_to_byte, key, key_len, raw);
+  if (nb <= 0)
+    return snprintf(c->bad, sizeof c->bad, "token \"%.40s\" is not written in GPT-2's byte alphabet", key), 2;
+  char num[32];
+  if (val_len == 0 || val_len >= sizeof num)
+    return snprintf(c->bad, sizeof c->bad, "token \"%.40s\" has no integer id", key), 2;
+  memcpy(num, val, val_len);
+  num[val_len] = '\0';
+  char *end;
+  long id = strtol(num, &end, 10);
+  if (*end || id < 0 || id >= (1L << 30))
+    return snprintf(c->bad, sizeof c->bad, "token \"%.40s\" has id '%s', not an integer in [0, 2^30)", key, num), 2;
+  int64_t old;
+  if (ptdp_strmap_get(c->vocab, raw, (size_t)nb, &old))
+    return snprintf(c->bad, sizeof c->bad, "token \"%.40s\" appears twice", key), 2;
+  if (ptdp_strmap_put(c->vocab, raw, (size_t)nb, id)) return snprintf(c->bad, sizeof c->bad, "out of memory"), 2;
+  if (id > c->max_id) c->max_id = (int32_t)id;
+  return 0;
+}
+
+static uint64_t pair_key(int32_t a, int32_t b) { return ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) + 1; }
+static size_t pair_hash(uint64_t key) { return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 17); }
+
+const merge_slot *ptdp_bpe_merge_find(const bpe_tables *t, int32_t a, int32_t b)
+{
+  uint64_t key = pair_key(a, b);
+  size_t mask = t->merge_cap - 1, i = pair_hash(key) & mask;
+  while (t->merges[i].key) {
+    if (t->merges[i].key == key) return &t->merges[i];
+    i = (i + 1) & mask;
+  }
+  return NULL;
+}
+
+/* Parse the merges file: lines "a b" after an optional "#version" line; rank = line order. */
+static int load_merges(bpe_tables *t, const char *path, const int cp_to_byte[512], const ptdp_strmap *vocab)
+{
+  char *text;
+  size_t len;
+  PTDP_CALL(read_file(path, "merge file", &text, &len));
+  size_t lines = 1;
+  for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
+  t->merge_cap = 64;
+  while (t->merge_cap < 2 * lines) t->merge_cap *= 2;
+  t->merges = calloc(t->merge_cap, sizeof *t->merges);
+  if (!t->merges) {
+    free(text);
+    PTDP_CHECK(0, "out of memory for %zu merges", lines);
+  }
+  int32_t rank = 0;
+  size_t lineno = 0, i = 0;
+  int rc = 0;
+  char raw[2048];
+  while (i < len && !rc) {
+    size_t e = i;
+    while (e < len && text[e] != '\n') e++;
+    lineno++;
+    size_t le = e;
+    if (le > i && text[le - 1] == '\r') le--;
+    const char *line = text + i;
+    size_t ll = le - i;
+    i = e + 1;
+    if (ll == 0 || (lineno == 1 && ll >= 8 && memcmp(line, "#version", 8) == 0)) continue;
+    const char *sp = memchr(line, ' ', ll);
+    long na = -1, nb = -1;
+    if (sp && ll < sizeof raw) {
+      na = unalphabet(cp_to_byte, line, (size_t)(sp - line), raw);
+      if (na > 0) nb = unalphabet(cp_to_byte, sp + 1, ll - (size_t)(sp - line) - 1, raw + na);
+    }
+    if (na <= 0 || nb <= 0) {
+      rc = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                           "merge file '%s' line %zu: expected two tokens 'a b' in GPT-2's byte alphabet", path, lineno);
+      break;
+    }
+    int64_t ia, ib, im;
+    if (!ptdp_strmap_get(vocab, raw, (size_t)na, &ia) || !ptdp_strmap_get(vocab, raw + na, (size_t)nb, &ib) ||
+        !ptdp_strmap_get(vocab, raw, (size_t)(na + nb), &im)) {
+      rc = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                           "merge file '%s' line %zu: '%.*s' or its parts are not in the vocabulary file", path,
+                           lineno, (int)ll, line);
+      break;
+    }
+    if (ptdp_bpe_merge_find(t, (int32_t)ia, (int32_t)ib)) continue; /* a repeated merge keeps its first rank */
+    uint64_t key = pair_key((int32_t)ia, (int32_t)ib);
+    size_t mask = t->merge_cap - 1, h = pair_hash(key) & mask;
+    while (t->merges[h].key) h = (h + 1) & mask;
+    t->merges[h] = (merge_slot){.key = key, .rank = rank++, .merged = (int32_t)im};
+  }
+  free(text);
+  return rc;
+}
+
+static int tokenizer_new(ptdp_tokenizer **tok, bpe_tables *t)
+{
+  ptdp_tokenizer *k;
+  PTDP_CALLOC(k, 1, sizeof *k);
+  if (ptdp_strmap_init(&k->cache, 1 << 14)) {
+    free(k);
+    PTDP_CHECK(0, "out of memory for the tokenizer's word cache");
+  }
+  k->t = t;
+  t->refs++;
+  *tok = k;
+  return 0;
+}
+
+static void tables_free(bpe_tables *t)
+{
+  if (!t || --t->refs > 0) return;
+  free(t->tok_bytes);
+  free(t->tok_off);
+  free(t->tok_len);
+  free(t->merges);
+  free(t);
+}
+
+static int load_vocab(bpe_tables *t, const char *vocab_file, vocab_ctx *c)
+{
+  char *text;
+  size_t len;
+  PTDP_CALL(read_file(vocab_file, "vocabulary file", &text, &len));
+  ptdp_json_error jerr;
+  int rc = ptdp_json_object_each(text, len, vocab_member, c, &jerr);
+  free(text);
+  PTDP_CHECK(rc != -1, "vocabulary file '%s' is not a JSON object: %s at byte %zu", vocab_file, jerr.msg, jerr.at);
+  PTDP_CHECK(rc == 0, "vocabulary file '%s': %s", vocab_file, c->bad);
+  PTDP_CHECK(c->vocab->count > 0, "vocabulary file '%s' is empty", vocab_file);
+  PTDP_CHECK((size_t)c->max_id + 1 == c->vocab->count,
+             "vocabulary file '%s': ids are not 0..%zu without gaps (largest id %d)", vocab_file,
+             c->vocab->count - 1, (int)c->max_id);
+  t->vocab_size = c->max_id + 1;
+  PTDP_CALLOC(t->tok_off, (size_t)t->vocab_size, sizeof *t->tok_off);
+  PTDP_CALLOC(t->tok_len, (size_t)t->vocab_size, sizeof *t->tok_len);
+  PTDP_ALLOC(t->tok_bytes, c->vocab->pool_len + 1);
+  memcpy(t->tok_bytes, c->vocab->pool, c->vocab->pool_len);
+  for (size_t s = 0; s < c->vocab->cap; s++) {
+    const ptdp_strmap_slot *sl = &c->vocab->slots[s];
+    if (!sl->used) continue;
+    t->tok_off[sl->val] = sl->off;
+    t->tok_len[sl->val] = (int32_t)sl->len;
+  }
+  for (int b = 0; b < 256; b++) {
+    char ch = (char)b;
+    int64_t id;
+    PTDP_CHECK(ptdp_strmap_get(c->vocab, &ch, 1, &id), "vocabulary file '%s' lacks the one-byte token for byte 0x%02x",
+               vocab_file, b);
+    t->byte_id[b] = (int32_t)id;
+  }
+  int64_t eod;
+  PTDP_CHECK(ptdp_strmap_get(c->vocab, "<|endoftext|>", 13, &eod), "vocabulary file '%s' has no <|endoftext|> token",
+             vocab_file);
+  t->eod = (int32_t)eod;
+  return 0;
+}
+
+int ptdp_tokenizer_create_gpt2(ptdp_tokenizer **tok, const char *vocab_file, const char *merge_file)
+{
+  *tok = NULL;
+  PTDP_CHECK(vocab_file && *vocab_file, "GPT2BPETokenizer needs a vocabulary file (--vocab-file)");
+  PTDP_CHECK(merge_file && *merge_file, "GPT2BPETokenizer needs a merge file (--merge-file)");
+  bpe_tables *t = calloc(1, sizeof *t);
+  PTDP_CHECK(t, "out of memory");
+  vocab_ctx *c = calloc(1, sizeof *c);
+  ptdp_strmap vocab;
+  if (!c || ptdp_strmap_init(&vocab, 1 << 16)) {
+    free(c);
+    free(t);
+    PTDP_CHECK(0, "out of memory");
+  }
+  uint32_t byte_to_cp[256];
+  byte_alphabet(byte_to_cp, c->cp_to_byte);
+  c->path = vocab_file;
+  c->vocab = &vocab;
+  c->max_id = -1;
+  int rc = load_vocab(t, vocab_file, c);
+  if (!rc) rc = load_merges(t, merge_file, c->cp_to_byte, &vocab);
+  ptdp_strmap_free(&vocab);
+  free(c);
+  if (!rc) rc = tokenizer_new(tok, t);
+  if (rc) {
+    t->refs = 1;
+    tables_free(t);
+    return ptdp_error_trace(rc, __FILE__, __LINE__, __func__);
+  }
+  return 0;
+}
+
+int ptdp_tokenizer_create_bytes(ptdp_tokenizer **tok)
+{
+  *tok = NULL;
+  bpe_tables *t;
+  PTDP_CALLOC(t, 1, sizeof *t);
+  t->is_bytes = 1;
+  t->vocab_size = 257;
+  t->eod = 256;
+  int rc = tokenizer_new(tok, t);
+  if (rc) free(t);
+  return rc;
+}
+
+int ptdp_tokenizer_create(ptdp_tokenizer **tok, const char *type, const char *vocab_file, const char *merge_file)
+{
+  *tok = NULL;
+  if (type && strcmp(type, "ByteLevel") == 0) return ptdp_tokenizer_create_bytes(tok);
+  PTDP_CHECK(type && strcmp(type, "GPT2BPETokenizer") == 0,
+             "unknown tokenizer type '%s' (known: GPT2BPETokenizer, ByteLevel)", type ? type : "(null)");
+  PTDP_CALL(ptdp_tokenizer_create_gpt2(tok, vocab_file, merge_file));
+  return 0;
+}
+
+int ptdp_tokenizer_clone(const ptdp_tokenizer *tok, ptdp_tokenizer **copy)
+{
+  PTDP_CALL(tokenizer_new(copy, tok->t));
+  return 0;
+}
+
+void ptdp_tokenizer_destroy(ptdp_tokenizer **tok)
+{
+  if (!tok || !*tok) return;
+  ptdp_strmap_free(&(*tok)->cache);
+  free((*tok)->cache_ids);
+  free((*tok)->work);
+  tables_free((*tok)->t);
+  free(*tok);
+  *tok = NULL;
+}
+
+int ptdp_tokenizer_vocab_size(const ptdp_tokenizer *tok) { return tok->t->vocab_size; }
+int32_t ptdp_tokenizer_eod(const ptdp_tokenizer *tok) { return tok->t->eod; }
+const char *ptdp_tokenizer_type_name(const ptdp_tokenizer *tok)
+{
+  return tok->t->is_bytes ? "ByteLevel" : "GPT2BPETokenizer";
+}

@@ -1,0 +1,113 @@
+/* Forward and backward of one micro-batch through one model chunk, with activation
+ * recomputation (Korthikanti et al. 2022):
+ *   full       layers in a recompute group keep only the group's input; the backward pass runs
+ *              the group's forward again into scratch, then its backward
+ *   selective  every layer keeps all but the attention core (QK^T, softmax, dropout, attention
+ *              over V), which the backward pass recomputes from the stored QKV
+ * Dropout masks of a recomputation equal the originals: they are keyed by global indices. */
+#include "model_internal.h"
+
+#include "ptdp/error.h"
+
+#include <string.h>
+
+/* The activation set layer i of chunk c uses for this slot: stored buffers, or scratch. */
+static ptdp_layer_acts resolve(ptdp_gpt *m, int c, int slot, int i)
+{
+  ptdp_chunk_slot *sl = &m->chunks[c].slots[slot];
+  ptdp_layer_acts a;
+  int g0, g1;
+  if (ptdp_gpt_recompute_group(m, c, i, &g0, &g1)) {
+    a = m->work.recomp[i - g0];
+    if (i == g0) a.x = sl->layers[i].x;
+    return a;
+  }
+  a = sl->layers[i];
+  if (m->cfg.recompute == PTDP_RECOMPUTE_SELECTIVE) {
+    a.probs = m->work.recomp[0].probs;
+    a.attn_mask = m->work.recomp[0].attn_mask;
+    a.probs_drop = m->work.recomp[0].probs_drop;
+  }
+  return a;
+}
+
+static float *layer_output(ptdp_gpt *m, int c, int slot, int i)
+{
+  if (i + 1 < m->chunks[c].nlayers) return resolve(m, c, slot, i + 1).x;
+  return m->chunks[c].slots[slot].out;
+}
+
+int ptdp_gpt_forward(ptdp_gpt *m, int c, int slot, const int32_t *tokens, const int32_t *targets, long long sample0)
+{
+  ptdp_chunk *ch = &m->chunks[c];
+  ptdp_chunk_slot *sl = &ch->slots[slot];
+  PTDP_CHECK_LOCAL(!sl->busy, "internal: activation slot %d of chunk %d is already in use", slot, c);
+  sl->busy = 1;
+  sl->sample0 = sample0;
+  ptdp_memory_slot_busy(&m->mem, c, slot, 1);
+  if (ch->has_embedding) {
+    memcpy(sl->tokens, tokens, sizeof(int32_t) * (size_t)m->N);
+    PTDP_CALL(ptdp_embedding_forward(m, sl, ch->nlayers ? resolve(m, c, slot, 0).x : sl->out));
+  }
+  if (ch->has_head) memcpy(sl->targets, targets, sizeof(int32_t) * (size_t)m->N);
+  for (int i = 0; i < ch->nlayers; i++) {
+    ptdp_layer_acts a = resolve(m, c, slot, i);
+    PTDP_CALL(ptdp_layer_forward(m, c, i, &a, layer_output(m, c, slot, i), sample0));
+  }
+  if (ch->has_head) PTDP_CALL(ptdp_head_forward(m, sl));
+  return 0;
+}
+
+/* Run the forward pass of layers [g0, g1) again from the stored input of g0. */
+static int recompute_group(ptdp_gpt *m, int c, int slot, int g0, int g1)
+{
+  for (int j = g0; j < g1; j++) {
+    ptdp_layer_acts a = resolve(m, c, slot, j);
+    float *out = j + 1 < g1 ? resolve(m, c, slot, j + 1).x : m->work.shard_c; /* last output unused */
+    PTDP_CALL(ptdp_layer_forward(m, c, j, &a, out, m->chunks[c].slots[slot].sample0));
+  }
+  return 0;
+}
+
+int ptdp_gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float loss_scale, float **dinput)
+{
+  ptdp_chunk *ch = &m->chunks[c];
+  ptdp_chunk_slot *sl = &ch->slots[slot];
+  ptdp_backend *be = m->be;
+  PTDP_CHECK_LOCAL(sl->busy, "internal: backward of chunk %d slot %d before its forward", c, slot);
+  float *dcur = m->work.grad_a, *dnext = m->work.grad_b;
+  const size_t nlh = (size_t)m->Nl * m->cfg.hidden;
+  if (ch->has_head)
+    PTDP_CALL(ptdp_head_backward(m, sl, loss_scale, dcur));
+  else
+    PTDP_CALL(be->copy(be, dcur, dout, nlh * sizeof(float)));
+  for (int i = ch->nlayers - 1; i >= 0; i--) {
+    int g0, g1;
+    if (ptdp_gpt_recompute_group(m, c, i, &g0, &g1)) {
+      if (i == g1 - 1) PTDP_CALL(recompute_group(m, c, slot, g0, g1));
+    }
+    ptdp_layer_acts a = resolve(m, c, slot, i);
+    if (m->cfg.recompute == PTDP_RECOMPUTE_SELECTIVE) {
+      ptdp_attn_desc d = ptdp_layer_attn_desc(m, ch->layer0 + i, sl->sample0);
+      /* the context it writes again is not needed: it goes to scratch */
+      PTDP_CALL(be->attention_forward(be, &d, a.qkv, a.probs, a.attn_mask, a.probs_drop, m->work.dctx));
+    }
+    PTDP_CALL(ptdp_layer_backward(m, c, i, &a, dcur, dnext, sl->sample0));
+    float *t = dcur;
+    dcur = dnext;
+    dnext = t;
+  }
+  if (ch->has_embedding) PTDP_CALL(ptdp_embedding_backward(m, sl, dcur));
+  *dinput = dcur;
+  sl->busy = 0;
+  ptdp_memory_slot_busy(&m->mem, c, slot, 0);
+  return 0;
+}
+
+void ptdp_gpt_release(ptdp_gpt *m, int c, int slot)
+{
+  ptdp_chunk_slot *sl = &m->chunks[c].slots[slot];
+  if (!sl->busy) return;
+  sl->busy = 0;
+  ptdp_memory_slot_busy(&m->mem, c, slot, 0);
+}

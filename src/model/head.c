@@ -1,0 +1,100 @@
+/* The ends of the model: vocab-parallel embedding (first virtual stage) and final LayerNorm,
+ * output layer tied to the word embedding, vocab-parallel cross entropy (last virtual stage).
+ *
+ * Cross entropy never gathers the logits [N, V]: each TP rank holds [N, V/t] and three
+ * reductions over TP make the loss: the row max (MAX), then the sum of exp(l - max) and the
+ * target's logit (SUM, one call on 2N floats).  loss_r = log(sumexp) + max - target logit.
+ * The forward pass leaves softmax - onehot in the logits buffer; the backward pass scales it. */
+#include "model_internal.h"
+
+#include "ptdp/error.h"
+#include "ptdp/rng.h"
+
+#include <math.h>
+
+#define EMBED_DROPOUT_LAYER 0xffffu
+
+static float *wte_of(ptdp_gpt *m, float *base)
+{
+  int i = m->wte_index >= 0 ? m->wte_index : m->wte_copy_index;
+  return base + m->params[i].offset;
+}
+
+int ptdp_embedding_forward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *out)
+{
+  ptdp_backend *be = m->be;
+  const int h = m->cfg.hidden, Nl = m->Nl;
+  float *E = m->work.full_a; /* [N, h]: rows of this rank's vocabulary slice, zero elsewhere */
+  PTDP_CALL(be->embedding_forward(be, wte_of(m, m->param), sl->tokens, m->v0, m->vl, E, m->N, h));
+  PTDP_CALL(ptdp_tp_reduce(m, E, out, h, PTDP_TAG_EMBED)); /* [Nl, h] */
+  float *P = m->work.shard_c;
+  const float *wpe = m->param + m->params[m->wpe_index].offset;
+  PTDP_CALL(be->embedding_forward(be, wpe, m->work.pos, 0, m->cfg.max_pos, P, Nl, h));
+  PTDP_CALL(be->add(be, out, P, (size_t)Nl * h));
+  ptdp_dropout_key k = {.seed = m->cfg.seed, .site = PTDP_RNG_EMBED_DROP, .layer = EMBED_DROPOUT_LAYER,
+                        .sample0 = sl->sample0, .row0 = m->row0, .b = m->cfg.micro_batch, .p = m->cfg.hidden_dropout};
+  return be->dropout_forward(be, out, sl->emb_mask, Nl, h, &k);
+}
+
+int ptdp_embedding_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *dx)
+{
+  ptdp_backend *be = m->be;
+  const int h = m->cfg.hidden, Nl = m->Nl;
+  PTDP_CALL(be->dropout_backward(be, dx, sl->emb_mask, (size_t)Nl * h, m->cfg.hidden_dropout));
+  PTDP_CALL(be->embedding_backward(be, dx, m->work.pos, 0, m->cfg.max_pos, m->grad + m->params[m->wpe_index].offset, Nl, h));
+  const float *dE = dx;
+  if (m->cfg.sequence_parallel) {
+    PTDP_CALL(ptdp_tp_gather(m, dx, m->work.full_a, h, PTDP_TAG_EMBED));
+    dE = m->work.full_a;
+  }
+  return be->embedding_backward(be, dE, sl->tokens, m->v0, m->vl, wte_of(m, m->grad), m->N, h);
+}
+
+int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
+{
+  ptdp_backend *be = m->be;
+  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, vl = (int)m->vl;
+  const float *lw = m->param + m->params[m->lnf_w_index].offset, *lb = m->param + m->params[m->lnf_b_index].offset;
+  PTDP_CALL(be->layernorm_forward(be, sl->out, lw, lb, sl->lnf_out, sl->lnf_mean, sl->lnf_rstd, Nl, h, m->cfg.eps));
+  const float *G = sl->lnf_out;
+  if (m->cfg.sequence_parallel) {
+    PTDP_CALL(ptdp_tp_gather(m, sl->lnf_out, m->work.full_a, h, PTDP_TAG_EMBED));
+    G = m->work.full_a;
+  }
+  PTDP_CALL(be->gemm(be, 0, 1, N, vl, h, 1.0f, G, h, wte_of(m, m->param), h, 0.0f, sl->logits, vl)); /* [N, V/t] */
+  if (m->debug_logits) {
+    PTDP_CALL(be->copy(be, m->debug_logits, sl->logits, (size_t)N * vl * sizeof(float)));
+    m->debug_logits = NULL;
+  }
+  float *mx = m->work.xent, *se = mx + N, *tg = mx + 2 * N;
+  PTDP_CALL(be->xent_stats(be, sl->logits, sl->targets, m->v0, N, vl, mx, tg));
+  PTDP_CALL(ptdp_comm_allreduce_max(&m->grid->tp, mx, (size_t)N, PTDP_TAG_LOSS));
+  PTDP_CALL(be->xent_sumexp(be, sl->logits, mx, N, vl, se));
+  PTDP_CALL(ptdp_comm_allreduce_sum(&m->grid->tp, se, (size_t)2 * N, PTDP_TAG_LOSS)); /* sum-exp and target logit */
+  double loss = 0;
+  for (int r = 0; r < N; r++) loss += log((double)se[r]) + mx[r] - tg[r];
+  sl->loss = (float)(loss / N);
+  PTDP_CHECK_LOCAL(isfinite(sl->loss), "the loss is not finite (%g) at micro-batch starting at sample %lld",
+                   (double)sl->loss, sl->sample0);
+  return be->xent_grad(be, sl->logits, sl->targets, m->v0, mx, se, N, vl, 1.0f); /* softmax - onehot */
+}
+
+int ptdp_head_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float loss_scale, float *dx)
+{
+  ptdp_backend *be = m->be;
+  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, vl = (int)m->vl;
+  PTDP_CALL(be->scale(be, sl->logits, loss_scale / (float)N, (size_t)N * vl)); /* d loss / d logits */
+  const float *G = sl->lnf_out;
+  if (m->cfg.sequence_parallel) {
+    PTDP_CALL(ptdp_tp_gather(m, sl->lnf_out, m->work.full_a, h, PTDP_TAG_EMBED));
+    G = m->work.full_a;
+  }
+  PTDP_CALL(be->gemm(be, 1, 0, vl, h, N, 1.0f, sl->logits, vl, G, h, 1.0f, wte_of(m, m->grad), h));
+  float *dG = m->work.full_b;
+  PTDP_CALL(be->gemm(be, 0, 0, N, h, vl, 1.0f, sl->logits, vl, wte_of(m, m->param), h, 0.0f, dG, h));
+  float *dln = m->work.shard_c;
+  PTDP_CALL(ptdp_tp_reduce(m, dG, dln, h, PTDP_TAG_EMBED));
+  return be->layernorm_backward(be, dln, sl->out, m->param + m->params[m->lnf_w_index].offset, sl->lnf_mean,
+                                sl->lnf_rstd, dx, m->grad + m->params[m->lnf_w_index].offset,
+                                m->grad + m->params[m->lnf_b_index].offset, Nl, h);
+}

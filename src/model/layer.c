@@ -1,0 +1,154 @@
+/* One pre-LayerNorm transformer layer with tensor and sequence parallelism.
+ *
+ *   x ─ LN1 ─[g]─ QKV (col-par) ─ attention core ─ proj (row-par) ─[ḡ]─ +b, dropout ─ + ─ x2
+ *   x2 ─ LN2 ─[g]─ fc1 (col-par) ─ GELU ─ fc2 (row-par) ─[ḡ]─ +b, dropout ─ + ─ out
+ *
+ * Without SP: g is the identity forward / all-reduce backward, ḡ all-reduce forward / identity
+ * backward (Shoeybi et al. f and g): 4 all-reduces of N h per layer and micro-batch.
+ * With SP: g = all-gather (backward reduce-scatter), ḡ = reduce-scatter (backward all-gather);
+ * LayerNorm and dropout act on the Nl = N / t rows of this rank, and the backward pass
+ * all-gathers the stored LN outputs again for the weight gradients (as Megatron does), so SP
+ * moves 10 N h (t-1)/t elements per layer and micro-batch against TP's 8 N h (t-1)/t. */
+#include "model_internal.h"
+
+#include "ptdp/error.h"
+#include "ptdp/rng.h"
+
+int ptdp_tp_gather(ptdp_gpt *m, const float *shard, float *full, int cols, int tag)
+{
+  return ptdp_comm_allgather(&m->grid->tp, shard, full, (size_t)m->Nl * cols, (ptdp_comm_tag)tag);
+}
+
+int ptdp_tp_reduce(ptdp_gpt *m, float *full, float *shard, int cols, int tag)
+{
+  if (m->cfg.sequence_parallel)
+    return ptdp_comm_reduce_scatter(&m->grid->tp, full, shard, (size_t)m->Nl * cols, (ptdp_comm_tag)tag);
+  PTDP_CALL(ptdp_comm_allreduce_sum(&m->grid->tp, full, (size_t)m->N * cols, (ptdp_comm_tag)tag));
+  if (shard != full) PTDP_CALL(m->be->copy(m->be, shard, full, (size_t)m->N * cols * sizeof(float)));
+  return 0;
+}
+
+static ptdp_dropout_key resid_key(const ptdp_gpt *m, uint32_t site, int layer, long long sample0)
+{
+  ptdp_dropout_key k = {.seed = m->cfg.seed, .site = site, .layer = (uint32_t)layer, .sample0 = sample0,
+                        .row0 = m->row0, .col0 = 0, .b = m->cfg.micro_batch, .p = m->cfg.hidden_dropout};
+  return k;
+}
+
+ptdp_attn_desc ptdp_layer_attn_desc(const ptdp_gpt *m, int layer, long long sample0)
+{
+  ptdp_attn_desc d = {.b = m->cfg.micro_batch, .s = m->cfg.seq, .al = m->al, .hd = m->hd,
+                      .head0 = (long long)m->tp_rank * m->al};
+  d.drop = (ptdp_dropout_key){.seed = m->cfg.seed, .site = PTDP_RNG_ATTN_DROP, .layer = (uint32_t)layer,
+                              .sample0 = sample0, .b = m->cfg.micro_batch, .p = m->cfg.attn_dropout};
+  return d;
+}
+
+int ptdp_layer_forward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a, float *out, long long sample0)
+{
+  ptdp_backend *be = m->be;
+  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, sp = m->cfg.sequence_parallel;
+  const int layer = m->chunks[chunk].layer0 + i;
+  ptdp_layer_params w = ptdp_gpt_layer(m, chunk, i, m->param);
+  float *full = m->work.full_a;
+
+  /* attention block */
+  PTDP_CALL(be->layernorm_forward(be, a->x, w.ln1_w, w.ln1_b, a->ln1_out, a->ln1_mean, a->ln1_rstd, Nl, h, m->cfg.eps));
+  const float *in = a->ln1_out;
+  if (sp) {
+    PTDP_CALL(ptdp_tp_gather(m, a->ln1_out, full, h, PTDP_TAG_LAYER));
+    in = full;
+  }
+  PTDP_CALL(be->gemm(be, 0, 1, N, 3 * m->hl, h, 1.0f, in, h, w.qkv_w, h, 0.0f, a->qkv, 3 * m->hl)); /* [N, 3hl] */
+  PTDP_CALL(be->bias_forward(be, a->qkv, w.qkv_b, N, 3 * m->hl));
+  ptdp_attn_desc d = ptdp_layer_attn_desc(m, layer, sample0);
+  PTDP_CALL(be->attention_forward(be, &d, a->qkv, a->probs, a->attn_mask, a->probs_drop, a->ctx)); /* [N, hl] */
+  PTDP_CALL(be->gemm(be, 0, 1, N, h, m->hl, 1.0f, a->ctx, m->hl, w.proj_w, m->hl, 0.0f, full, h)); /* partial [N, h] */
+  PTDP_CALL(ptdp_tp_reduce(m, full, a->x2, h, PTDP_TAG_LAYER));                                     /* [Nl, h] */
+  PTDP_CALL(be->bias_forward(be, a->x2, w.proj_b, Nl, h));
+  ptdp_dropout_key k1 = resid_key(m, PTDP_RNG_ATTN_RESID, layer, sample0);
+  PTDP_CALL(be->dropout_forward(be, a->x2, a->mask1, Nl, h, &k1));
+  PTDP_CALL(be->add(be, a->x2, a->x, (size_t)Nl * h));
+
+  /* MLP block */
+  PTDP_CALL(be->layernorm_forward(be, a->x2, w.ln2_w, w.ln2_b, a->ln2_out, a->ln2_mean, a->ln2_rstd, Nl, h, m->cfg.eps));
+  in = a->ln2_out;
+  if (sp) {
+    PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, full, h, PTDP_TAG_LAYER));
+    in = full;
+  }
+  PTDP_CALL(be->gemm(be, 0, 1, N, m->fl, h, 1.0f, in, h, w.fc1_w, h, 0.0f, a->fc1, m->fl)); /* [N, fl] */
+  PTDP_CALL(be->bias_forward(be, a->fc1, w.fc1_b, N, m->fl));
+  PTDP_CALL(be->gelu_forward(be, a->fc1, a->gelu, (size_t)N * m->fl));
+  PTDP_CALL(be->gemm(be, 0, 1, N, h, m->fl, 1.0f, a->gelu, m->fl, w.fc2_w, m->fl, 0.0f, full, h)); /* partial [N, h] */
+  PTDP_CALL(ptdp_tp_reduce(m, full, out, h, PTDP_TAG_LAYER));
+  PTDP_CALL(be->bias_forward(be, out, w.fc2_b, Nl, h));
+  ptdp_dropout_key k2 = resid_key(m, PTDP_RNG_MLP_RESID, layer, sample0);
+  PTDP_CALL(be->dropout_forward(be, out, a->mask2, Nl, h, &k2));
+  PTDP_CALL(be->add(be, out, a->x2, (size_t)Nl * h));
+  return 0;
+}
+
+int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a, const float *dout, float *dx,
+                        long long sample0)
+{
+  ptdp_backend *be = m->be;
+  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, sp = m->cfg.sequence_parallel;
+  const int layer = m->chunks[chunk].layer0 + i;
+  ptdp_layer_params w = ptdp_gpt_layer(m, chunk, i, m->param);
+  ptdp_layer_params g = ptdp_gpt_layer(m, chunk, i, m->grad);
+  float *fa = m->work.full_a, *fb = m->work.full_b;
+  float *dz = m->work.shard_a, *dx2 = m->work.shard_b, *dln = m->work.shard_c;
+  const size_t nlh = (size_t)Nl * h;
+
+  /* MLP block: out = x2 + dropout(fc2(gelu(fc1(LN2(x2)))) + b2) */
+  PTDP_CALL(be->copy(be, dz, dout, nlh * sizeof(float)));
+  PTDP_CALL(be->dropout_backward(be, dz, a->mask2, nlh, m->cfg.hidden_dropout));
+  PTDP_CALL(be->bias_backward(be, dz, g.fc2_b, Nl, h));
+  const float *dT = dz; /* gradient of the row-parallel output, full rows */
+  if (sp) {
+    PTDP_CALL(ptdp_tp_gather(m, dz, fa, h, PTDP_TAG_LAYER));
+    dT = fa;
+  }
+  PTDP_CALL(be->gemm(be, 1, 0, h, m->fl, N, 1.0f, dT, h, a->gelu, m->fl, 1.0f, g.fc2_w, m->fl)); /* dW2 += dT^T G */
+  PTDP_CALL(be->gemm(be, 0, 0, N, m->fl, h, 1.0f, dT, h, w.fc2_w, m->fl, 0.0f, m->work.dfc, m->fl));
+  PTDP_CALL(be->gelu_backward(be, a->fc1, m->work.dfc, m->work.dfc, (size_t)N * m->fl));
+  PTDP_CALL(be->bias_backward(be, m->work.dfc, g.fc1_b, N, m->fl));
+  const float *in = a->ln2_out;
+  if (sp) {
+    PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, h, PTDP_TAG_LAYER));
+    in = fb;
+  }
+  PTDP_CALL(be->gemm(be, 1, 0, m->fl, h, N, 1.0f, m->work.dfc, m->fl, in, h, 1.0f, g.fc1_w, h)); /* dW1 += dF^T in */
+  PTDP_CALL(be->gemm(be, 0, 0, N, h, m->fl, 1.0f, m->work.dfc, m->fl, w.fc1_w, h, 0.0f, fa, h));  /* partial dIn */
+  PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
+  PTDP_CALL(be->layernorm_backward(be, dln, a->x2, w.ln2_w, a->ln2_mean, a->ln2_rstd, dx2, g.ln2_w, g.ln2_b, Nl, h));
+  PTDP_CALL(be->add(be, dx2, dout, nlh)); /* residual */
+
+  /* attention block: x2 = x + dropout(proj(attn(QKV(LN1(x)))) + bp) */
+  PTDP_CALL(be->copy(be, dz, dx2, nlh * sizeof(float)));
+  PTDP_CALL(be->dropout_backward(be, dz, a->mask1, nlh, m->cfg.hidden_dropout));
+  PTDP_CALL(be->bias_backward(be, dz, g.proj_b, Nl, h));
+  dT = dz;
+  if (sp) {
+    PTDP_CALL(ptdp_tp_gather(m, dz, fa, h, PTDP_TAG_LAYER));
+    dT = fa;
+  }
+  PTDP_CALL(be->gemm(be, 1, 0, h, m->hl, N, 1.0f, dT, h, a->ctx, m->hl, 1.0f, g.proj_w, m->hl));
+  PTDP_CALL(be->gemm(be, 0, 0, N, m->hl, h, 1.0f, dT, h, w.proj_w, m->hl, 0.0f, m->work.dctx, m->hl));
+  ptdp_attn_desc d = ptdp_layer_attn_desc(m, layer, sample0);
+  PTDP_CALL(be->attention_backward(be, &d, a->qkv, a->probs, a->attn_mask, a->probs_drop, m->work.dctx, m->work.dqkv,
+                                   m->work.attn));
+  PTDP_CALL(be->bias_backward(be, m->work.dqkv, g.qkv_b, N, 3 * m->hl));
+  in = a->ln1_out;
+  if (sp) {
+    PTDP_CALL(ptdp_tp_gather(m, a->ln1_out, fb, h, PTDP_TAG_LAYER));
+    in = fb;
+  }
+  PTDP_CALL(be->gemm(be, 1, 0, 3 * m->hl, h, N, 1.0f, m->work.dqkv, 3 * m->hl, in, h, 1.0f, g.qkv_w, h));
+  PTDP_CALL(be->gemm(be, 0, 0, N, h, 3 * m->hl, 1.0f, m->work.dqkv, 3 * m->hl, w.qkv_w, h, 0.0f, fa, h));
+  PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
+  PTDP_CALL(be->layernorm_backward(be, dln, a->x, w.ln1_w, a->ln1_mean, a->ln1_rstd, dx, g.ln1_w, g.ln1_b, Nl, h));
+  PTDP_CALL(be->add(be, dx, dx2, nlh));
+  return 0;
+}

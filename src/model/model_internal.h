@@ -1,0 +1,29 @@
+/* Private to src/model: helpers shared by gpt.c, layer.c and head.c. */
+#ifndef PTDP_MODEL_INTERNAL_H
+#define PTDP_MODEL_INTERNAL_H
+
+#include "ptdp/gpt.h"
+
+int ptdp_gpt_recompute_group(const ptdp_gpt *m, int c, int i, int *g0, int *g1);
+
+/* One transformer layer: forward writes `out` [Nl, h]; backward turns dout [Nl, h] into dx
+ * [Nl, h] (dx may alias nothing else) and accumulates parameter gradients. */
+int ptdp_layer_forward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a, float *out, long long sample0);
+int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a, const float *dout, float *dx,
+                        long long sample0);
+
+ptdp_attn_desc ptdp_layer_attn_desc(const ptdp_gpt *m, int layer, long long sample0);
+
+/* Embedding (first virtual stage) and head (last virtual stage). */
+int ptdp_embedding_forward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *out);
+int ptdp_embedding_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *dx);
+int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl);
+int ptdp_head_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float loss_scale, float *dx);
+
+/* TP/SP conjugate operators on [N, h] / [Nl, h] row blocks:
+ * gather: SP all-gather of a shard into full (no SP: not called);
+ * reduce: a partial sum over TP -> SP reduce-scatter into shard, or all-reduce in place. */
+int ptdp_tp_gather(ptdp_gpt *m, const float *shard, float *full, int cols, int tag);
+int ptdp_tp_reduce(ptdp_gpt *m, float *full, float *shard, int cols, int tag);
+
+#endif

@@ -1,0 +1,137 @@
+/* Pipeline schedules as a pure function (Narayanan et al. 2021, Sec. 2.2; Megatron-LM's
+ * megatron/core/pipeline_parallel/schedules.py).
+ *
+ * Stage s of p runs v model chunks; chunk c is virtual stage c p + s of p v.  The list for one
+ * stage holds 2 m v items: (F|B, micro-batch, chunk).
+ *
+ * GPipe (v = 1): F0 F1 ... F(m-1) B0 B1 ... B(m-1).  Peak in flight m.
+ *
+ * 1F1B, PipeDream-Flush (v = 1):
+ *     warmup    w = min(p - s - 1, m) forwards  F0 .. F(w-1)
+ *     steady    for i in 0 .. m-w-1:  F(w+i) B(i)
+ *     cooldown  B(m-w) .. B(m-1)
+ *   e.g. p = 4, m = 6, s = 1: F0 F1 | F2 B0 F3 B1 F4 B2 F5 B3 | B4 B5; peak in flight
+ *   min(p - s, m) = 3.  With unit forward and 2-unit backward the bubble is (p-1)/m.
+ *
+ * Interleaved 1F1B (Megatron): the k-th forward (k in 0 .. m v - 1) of a stage is
+ *     chunk      = (k / p) % v
+ *     microbatch = (k / (p v)) p + k % p
+ * i.e. groups of p micro-batches go through chunk 0, then chunk 1, ...; the k-th backward has
+ * the same micro-batch and chunk v - 1 - (k / p) % v.  Warmup
+ *     w = (p - s - 1) 2 + (v - 1) p, capped at m v (then every forward runs first),
+ * then steady F(w+i) B(i), then cooldown; requires p > 1 and m % p == 0.
+ *   e.g. p = 2, v = 2, m = 4, s = 0: w = 2 + 2 = 4;
+ *     F(0,c0) F(1,c0) F(0,c1) F(1,c1) | F(2,c0) B(0,c1) F(3,c0) B(1,c1) F(2,c1) B(0,c0)
+ *     F(3,c1) B(1,c0) | B(2,c1) B(3,c1) B(2,c0) B(3,c0)
+ *   With per-chunk times 1/v and 2/v the bubble shrinks to (p-1)/(v m).
+ * Older Megatron also sent every forward first when m == p; current Megatron (and ptdp) only
+ * caps w at m v, which the dependency simulation of the unit test shows to be deadlock-free. */
+#include "ptdp/schedule.h"
+
+#include "ptdp/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int ptdp_schedule_parse(const char *s)
+{
+  if (!s) return -1;
+  if (strcmp(s, "gpipe") == 0) return PTDP_SCHED_GPIPE;
+  if (strcmp(s, "1f1b") == 0) return PTDP_SCHED_1F1B;
+  if (strcmp(s, "interleaved") == 0) return PTDP_SCHED_INTERLEAVED;
+  return -1;
+}
+
+const char *ptdp_schedule_name(ptdp_schedule_kind k)
+{
+  switch (k) {
+  case PTDP_SCHED_GPIPE: return "gpipe";
+  case PTDP_SCHED_1F1B: return "1f1b";
+  case PTDP_SCHED_INTERLEAVED: return "interleaved";
+  }
+  return "unknown";
+}
+
+int ptdp_schedule_validate(ptdp_schedule_kind kind, int p, int v, int m)
+{
+  PTDP_CHECK(kind == PTDP_SCHED_GPIPE || kind == PTDP_SCHED_1F1B || kind == PTDP_SCHED_INTERLEAVED,
+             "schedule: unknown pipeline schedule %d (expected gpipe, 1f1b or interleaved)", (int)kind);
+  const char *name = ptdp_schedule_name(kind);
+  PTDP_CHECK(p >= 1, "schedule %s: pipeline-model-parallel-size p = %d must be at least 1", name, p);
+  PTDP_CHECK(m >= 1, "schedule %s: number of micro-batches m = %d must be at least 1", name, m);
+  PTDP_CHECK(v >= 1, "schedule %s: model chunks per stage v = %d must be at least 1", name, v);
+  if (kind != PTDP_SCHED_INTERLEAVED)
+    PTDP_CHECK(v == 1, "schedule %s: v = %d model chunks per stage needs the interleaved schedule", name, v);
+  else {
+    PTDP_CHECK(p > 1, "schedule interleaved: needs pipeline-model-parallel-size p > 1 (got p = %d)", p);
+    PTDP_CHECK(m % p == 0,
+               "schedule interleaved: number of micro-batches m = %d must be a multiple of "
+               "pipeline-model-parallel-size p = %d",
+               m, p);
+  }
+  /* 2 m v items must fit an int */
+  PTDP_CHECK((long long)m * v <= 1 << 28, "schedule %s: m v = %d x %d is too large", name, m, v);
+  return PTDP_OK;
+}
+
+/* The k-th forward (backward) of an interleaved stage: micro-batch and chunk. */
+static ptdp_work interleaved_item(int k, int p, int v, ptdp_work_kind kind)
+{
+  ptdp_work w;
+  int c = (k / p) % v;
+  w.kind = kind;
+  w.microbatch = (k / (p * v)) * p + k % p;
+  w.chunk = kind == PTDP_WORK_FORWARD ? c : v - 1 - c;
+  return w;
+}
+
+int ptdp_schedule_build(ptdp_schedule_kind kind, int stage, int p, int v, int m, ptdp_schedule *s)
+{
+  memset(s, 0, sizeof *s);
+  PTDP_CALL(ptdp_schedule_validate(kind, p, v, m));
+  PTDP_CHECK(stage >= 0 && stage < p, "schedule %s: stage %d outside 0 .. p-1 = %d", ptdp_schedule_name(kind),
+             stage, p - 1);
+  int total = m * v, w;
+  switch (kind) {
+  case PTDP_SCHED_GPIPE: w = m; break;
+  case PTDP_SCHED_1F1B: w = p - stage - 1 < m ? p - stage - 1 : m; break;
+  default:
+    w = (p - stage - 1) * 2 + (v - 1) * p;
+    if (w > total) w = total;
+    break;
+  }
+  s->kind = kind;
+  s->stage = stage;
+  s->p = p;
+  s->v = v;
+  s->m = m;
+  s->n_warmup = w;
+  s->count = 2 * total;
+  PTDP_ALLOC(s->items, sizeof(ptdp_work) * (size_t)s->count);
+  /* Order of the k-th forward / backward; for v = 1 every formula reduces to (k, chunk 0). */
+  int n = 0;
+  for (int k = 0; k < w; k++) s->items[n++] = interleaved_item(k, p, v, PTDP_WORK_FORWARD);
+  for (int i = 0; i < total - w; i++) {
+    s->items[n++] = interleaved_item(w + i, p, v, PTDP_WORK_FORWARD);
+    s->items[n++] = interleaved_item(i, p, v, PTDP_WORK_BACKWARD);
+  }
+  for (int k = total - w; k < total; k++) s->items[n++] = interleaved_item(k, p, v, PTDP_WORK_BACKWARD);
+  return PTDP_OK;
+}
+
+void ptdp_schedule_free(ptdp_schedule *s)
+{
+  free(s->items);
+  s->items = NULL;
+  s->count = 0;
+}
+
+int ptdp_schedule_max_in_flight(const ptdp_schedule *s)
+{
+  int cur = 0, peak = 0;
+  for (int i = 0; i < s->count; i++) {
+    cur += s->items[i].kind == PTDP_WORK_FORWARD ? 1 : -1;
+    if (cur > peak) peak = cur;
+  }
+  return peak;
+}

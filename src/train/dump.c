@@ -1,0 +1,206 @@
+/* The debug dump (debug-dump = FILE): an HDF5 file, written collectively with MPI-IO, that holds
+ * everything needed to check a run against an independent implementation:
+ *   /            attributes: the model and optimizer settings
+ *   /tokens      int32 [train-iters, global-batch-size, seq-length + 1]: every sample, in the
+ *                order the iterations consume them
+ *   /init/NAME   float32 global-shaped parameters before the first step (Megatron-core names)
+ *   /step1/grads/NAME  gradients of the first iteration after DP averaging, before clipping
+ *                (not written with use-distributed-optimizer, whose gradients are sharded)
+ *   /step1/logits      float32 [seq-length x micro-batch-size, padded vocab]: logits of the
+ *                first micro-batch, rows in (position, sample) order
+ *   /lm_loss /lr /grad_norm  float64 [train-iters]: per-iteration loss, learning rate used,
+ *                gradient norm before clipping
+ *   /final/NAME  parameters after the last iteration
+ * Every rank holding a part of a tensor writes its hyperslab; TP-replicated tensors are written
+ * by TP rank 0 of DP rank 0, and the last stage's copy of the tied embedding not at all. */
+#include "dump.h"
+
+#include "ptdp/error.h"
+
+#include <hdf5.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ptdp_dump {
+  hid_t file;
+  ptdp_param *global;
+  int nglobal;
+  double *loss, *lr, *norm;
+  long long iters;
+  float *logits; /* [N, V/t] of micro-batch 0 */
+};
+
+static int attr_double(hid_t obj, const char *name, double v)
+{
+  hid_t sp = H5Screate(H5S_SCALAR);
+  PTDP_CALL_HDF5(sp);
+  hid_t a = H5Acreate2(obj, name, H5T_NATIVE_DOUBLE, sp, H5P_DEFAULT, H5P_DEFAULT);
+  PTDP_CALL_HDF5(a);
+  PTDP_CALL_HDF5(H5Awrite(a, H5T_NATIVE_DOUBLE, &v));
+  PTDP_CALL_HDF5(H5Aclose(a));
+  PTDP_CALL_HDF5(H5Sclose(sp));
+  return 0;
+}
+
+/* Create dataset path (making groups) of rank-n dims, collectively. */
+static int create_dataset(hid_t file, const char *path, hid_t type, int rank, const hsize_t *dims, hid_t *out)
+{
+  hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+  PTDP_CALL_HDF5(lcpl);
+  PTDP_CALL_HDF5(H5Pset_create_intermediate_group(lcpl, 1));
+  hid_t sp = H5Screate_simple(rank, dims, NULL);
+  PTDP_CALL_HDF5(sp);
+  *out = H5Dcreate2(file, path, type, sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  PTDP_CALL_HDF5(*out);
+  PTDP_CALL_HDF5(H5Sclose(sp));
+  PTDP_CALL_HDF5(H5Pclose(lcpl));
+  return 0;
+}
+
+/* Write a [rows, cols] block at (r0, c0) of a 2-D dataset (independent I/O). */
+static int write_block(hid_t ds, hid_t type, const void *buf, hsize_t r0, hsize_t c0, hsize_t rows, hsize_t cols)
+{
+  hid_t fs = H5Dget_space(ds);
+  PTDP_CALL_HDF5(fs);
+  hsize_t start[2] = {r0, c0}, count[2] = {rows, cols};
+  PTDP_CALL_HDF5(H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL));
+  hid_t ms = H5Screate_simple(2, count, NULL);
+  PTDP_CALL_HDF5(ms);
+  PTDP_CALL_HDF5(H5Dwrite(ds, type, ms, fs, H5P_DEFAULT, buf));
+  PTDP_CALL_HDF5(H5Sclose(ms));
+  PTDP_CALL_HDF5(H5Sclose(fs));
+  return 0;
+}
+
+static int write_params(ptdp_dump *d, ptdp_trainer *tr, const char *group, const float *base)
+{
+  ptdp_gpt *m = &tr->model;
+  char path[256];
+  for (int g = 0; g < d->nglobal; g++) {
+    const ptdp_param *gp = &d->global[g];
+    hsize_t dims[2] = {(hsize_t)gp->grows, (hsize_t)gp->gcols};
+    hid_t ds;
+    snprintf(path, sizeof path, "%s/%s", group, gp->name);
+    PTDP_CALL(create_dataset(d->file, path, H5T_NATIVE_FLOAT, gp->gcols > 1 ? 2 : 1, dims, &ds));
+    for (int i = 0; i < m->nparams; i++) {
+      const ptdp_param *p = &m->params[i];
+      if (strcmp(p->name, gp->name) != 0 || p->tied_copy || tr->grid.me.dp != 0) continue;
+      if (p->split == PTDP_SPLIT_NONE && m->tp_rank != 0) continue;
+      hsize_t r0 = p->split == PTDP_SPLIT_ROWS ? (hsize_t)m->tp_rank * p->rows : 0;
+      hsize_t c0 = p->split == PTDP_SPLIT_COLS ? (hsize_t)m->tp_rank * p->cols : 0;
+      if (gp->gcols == 1) {
+        hid_t fs = H5Dget_space(ds);
+        PTDP_CALL_HDF5(fs);
+        hsize_t start = r0, count = (hsize_t)p->rows;
+        PTDP_CALL_HDF5(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL));
+        hid_t ms = H5Screate_simple(1, &count, NULL);
+        PTDP_CALL_HDF5(ms);
+        PTDP_CALL_HDF5(H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, base + p->offset));
+        PTDP_CALL_HDF5(H5Sclose(ms));
+        PTDP_CALL_HDF5(H5Sclose(fs));
+      } else {
+        PTDP_CALL(write_block(ds, H5T_NATIVE_FLOAT, base + p->offset, r0, c0, (hsize_t)p->rows, (hsize_t)p->cols));
+      }
+    }
+    PTDP_CALL_HDF5(H5Dclose(ds));
+  }
+  return 0;
+}
+
+int ptdp_dump_open(ptdp_dump **out, ptdp_trainer *tr, const char *path)
+{
+  ptdp_dump *d;
+  PTDP_CALLOC(d, 1, sizeof *d);
+  *out = d;
+  const ptdp_args *a = &tr->args;
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  PTDP_CALL_HDF5(fapl);
+  PTDP_CALL_HDF5(H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL));
+  H5E_BEGIN_TRY { d->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl); }
+  H5E_END_TRY;
+  H5Pclose(fapl);
+  PTDP_CHECK(d->file >= 0, "cannot create debug-dump file '%s' (check the directory exists and is writable)", path);
+  PTDP_CALL(ptdp_gpt_global_params(&tr->model.cfg, &d->global, &d->nglobal));
+  const ptdp_gpt_config *c = &tr->model.cfg;
+  struct { const char *k; double v; } at[] = {
+    {"num_layers", c->num_layers}, {"hidden_size", c->hidden}, {"num_attention_heads", c->heads},
+    {"ffn_hidden_size", c->ffn}, {"seq_length", c->seq}, {"max_position_embeddings", c->max_pos},
+    {"padded_vocab_size", (double)c->padded_vocab}, {"vocab_size", (double)c->vocab},
+    {"micro_batch_size", c->micro_batch}, {"global_batch_size", (double)tr->gbs}, {"layernorm_epsilon", a->layernorm_epsilon},
+    {"train_iters", (double)a->train_iters}, {"seed", (double)a->seed}, {"init_method_std", a->init_method_std},
+    {"clip_grad", a->clip_grad}, {"weight_decay", a->weight_decay}, {"adam_beta1", a->adam_beta1},
+    {"adam_beta2", a->adam_beta2}, {"adam_eps", a->adam_eps}, {"hidden_dropout", a->hidden_dropout},
+    {"attention_dropout", a->attention_dropout}};
+  for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) PTDP_CALL(attr_double(d->file, at[i].k, at[i].v));
+  d->iters = a->train_iters;
+  PTDP_CALLOC(d->loss, d->iters + 1, sizeof(double));
+  PTDP_CALLOC(d->lr, d->iters + 1, sizeof(double));
+  PTDP_CALLOC(d->norm, d->iters + 1, sizeof(double));
+  /* every sample of the run, in consumption order */
+  hsize_t dims[3] = {(hsize_t)d->iters, (hsize_t)tr->gbs, (hsize_t)c->seq + 1};
+  hid_t ds;
+  PTDP_CALL(create_dataset(d->file, "tokens", H5T_NATIVE_INT32, 3, dims, &ds));
+  if (tr->grid.world_rank == 0 && d->iters > 0) {
+    size_t n = (size_t)(dims[0] * dims[1] * dims[2]);
+    int32_t *tok;
+    PTDP_ALLOC(tok, n * sizeof(int32_t));
+    for (long long s = 0; s < d->iters * tr->gbs; s++)
+      PTDP_CALL(ptdp_batch_sample(tr->data, PTDP_SPLIT_TRAIN, s, tok + (size_t)s * dims[2]));
+    PTDP_CALL_HDF5(H5Dwrite(ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, tok));
+    free(tok);
+  }
+  PTDP_CALL_HDF5(H5Dclose(ds));
+  PTDP_CALL(write_params(d, tr, "init", tr->model.param));
+  if (tr->model.chunks[tr->model.nchunks - 1].has_head) {
+    PTDP_ALLOC(d->logits, (size_t)tr->model.N * tr->model.vl * sizeof(float));
+    tr->model.debug_logits = d->logits;
+  }
+  return 0;
+}
+
+int ptdp_dump_grads(ptdp_dump *d, ptdp_trainer *tr)
+{
+  if (tr->args.use_distributed_optimizer && tr->grid.dp.size > 1) return 0;
+  PTDP_CALL(write_params(d, tr, "step1/grads", tr->model.grad));
+  hsize_t dims[2] = {(hsize_t)tr->model.N, (hsize_t)tr->model.cfg.padded_vocab};
+  hid_t ds;
+  PTDP_CALL(create_dataset(d->file, "step1/logits", H5T_NATIVE_FLOAT, 2, dims, &ds));
+  if (d->logits && tr->grid.me.dp == 0)
+    PTDP_CALL(write_block(ds, H5T_NATIVE_FLOAT, d->logits, 0, (hsize_t)tr->model.v0, dims[0], (hsize_t)tr->model.vl));
+  PTDP_CALL_HDF5(H5Dclose(ds));
+  return 0;
+}
+
+void ptdp_dump_record(ptdp_dump *d, long long iteration, double loss, double lr, double norm)
+{
+  if (iteration >= 1 && iteration <= d->iters) {
+    d->loss[iteration - 1] = loss;
+    d->lr[iteration - 1] = lr;
+    d->norm[iteration - 1] = norm;
+  }
+}
+
+int ptdp_dump_close(ptdp_dump **dp, ptdp_trainer *tr)
+{
+  ptdp_dump *d = *dp;
+  if (!d) return 0;
+  const char *names[3] = {"lm_loss", "lr", "grad_norm"};
+  double *vals[3] = {d->loss, d->lr, d->norm};
+  hsize_t n = (hsize_t)d->iters;
+  for (int k = 0; k < 3; k++) {
+    hid_t ds;
+    PTDP_CALL(create_dataset(d->file, names[k], H5T_NATIVE_DOUBLE, 1, &n, &ds));
+    if (tr->grid.world_rank == 0 && n > 0) PTDP_CALL_HDF5(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, vals[k]));
+    PTDP_CALL_HDF5(H5Dclose(ds));
+  }
+  PTDP_CALL(write_params(d, tr, "final", tr->model.param));
+  PTDP_CALL_HDF5(H5Fclose(d->file));
+  free(d->global);
+  free(d->loss);
+  free(d->lr);
+  free(d->norm);
+  free(d->logits);
+  free(d);
+  *dp = NULL;
+  return 0;
+}

@@ -1,0 +1,254 @@
+/* The training run: see include/ptdp/trainer.h. */
+#include "ptdp/trainer.h"
+
+#include "dump.h"
+#include "ptdp/error.h"
+#include "ptdp/tokenizer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+double ptdp_model_flops(long long B, long long s, long long l, long long h, long long V)
+{
+  double hh = (double)h;
+  return 72.0 * (double)B * (double)s * (double)l * hh * hh *
+         (1.0 + (double)s / (6.0 * hh) + (double)V / (12.0 * (double)l * hh));
+}
+
+/* The vocabulary the run uses: the tokenizer's unless vocab-size is given. */
+static int resolve_vocab(const ptdp_args *a, long long *vocab)
+{
+  if (a->vocab_size > 0) {
+    *vocab = a->vocab_size;
+    return 0;
+  }
+  if (strcmp(a->tokenizer_type, "ByteLevel") == 0) {
+    *vocab = 257;
+    return 0;
+  }
+  PTDP_CHECK(a->vocab_file[0], "the vocabulary is unknown: give vocab-size, or vocab-file (and merge-file) for "
+                               "GPT2BPETokenizer, or tokenizer-type = ByteLevel");
+  PTDP_CHECK(a->merge_file[0], "vocab-file is given but merge-file is not (GPT2BPETokenizer needs both)");
+  ptdp_tokenizer *tok = NULL;
+  PTDP_CALL(ptdp_tokenizer_create_gpt2(&tok, a->vocab_file, a->merge_file));
+  *vocab = ptdp_tokenizer_vocab_size(tok);
+  ptdp_tokenizer_destroy(&tok);
+  return 0;
+}
+
+static int feed(void *ctx, int mb, int32_t *tokens, int32_t *targets, long long *sample0)
+{
+  ptdp_trainer *tr = ctx;
+  const int b = (int)tr->args.micro_batch_size, d = tr->grid.layout.d;
+  /* Megatron's sampler: micro-step mb takes b d consecutive samples, DP rank r the r-th b */
+  long long first = tr->batch_first + (long long)mb * b * d + (long long)tr->grid.me.dp * b;
+  *sample0 = first;
+  return ptdp_batch_micro(tr->data, tr->split, first, b, (int)tr->args.seq_length, tokens, targets, tr->scratch);
+}
+
+int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a)
+{
+  memset(tr, 0, sizeof *tr);
+  tr->args = *a;
+  int world;
+  PTDP_CALL_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
+  ptdp_schedule_kind sk = (ptdp_schedule_kind)ptdp_schedule_parse(a->pipeline_schedule);
+  int v = 1;
+  if (a->num_layers_per_virtual_pipeline_stage) {
+    sk = PTDP_SCHED_INTERLEAVED; /* as Megatron: chunks imply the interleaved schedule */
+    v = (int)(a->num_layers / a->pipeline_model_parallel_size / a->num_layers_per_virtual_pipeline_stage);
+  }
+  PTDP_CHECK(sk != PTDP_SCHED_INTERLEAVED || v > 1 || a->pipeline_model_parallel_size > 1,
+             "pipeline-schedule = interleaved needs num-layers-per-virtual-pipeline-stage");
+  const long long t = a->tensor_model_parallel_size, p = a->pipeline_model_parallel_size, d = world / (t * p);
+  tr->gbs = a->global_batch_size ? a->global_batch_size : a->micro_batch_size * d;
+  tr->args.global_batch_size = tr->gbs;
+  tr->m = (int)(tr->gbs / (a->micro_batch_size * d));
+  PTDP_CALL(ptdp_schedule_validate(sk, (int)p, v, tr->m));
+  PTDP_CALL(resolve_vocab(a, &tr->vocab));
+  PTDP_CALL(ptdp_grid_create(MPI_COMM_WORLD, (int)t, (int)p, (ptdp_grid_order)ptdp_grid_order_parse(a->parallel_order),
+                             &tr->grid));
+  PTDP_CALL(ptdp_batch_open(&tr->data, &tr->args, tr->vocab, MPI_COMM_WORLD));
+  PTDP_CALL(ptdp_backend_cpu_create(&tr->be));
+
+  ptdp_schedule probe;
+  PTDP_CALL(ptdp_schedule_build(sk, tr->grid.me.pp, (int)p, v, tr->m, &probe));
+  int inflight = ptdp_schedule_max_in_flight(&probe);
+  ptdp_schedule_free(&probe);
+  ptdp_gpt_config mc = {
+    .num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size, .heads = (int)a->num_attention_heads,
+    .ffn = (int)ptdp_args_ffn(a), .seq = (int)a->seq_length,
+    .max_pos = (int)(a->max_position_embeddings ? a->max_position_embeddings : a->seq_length),
+    .micro_batch = (int)a->micro_batch_size, .vocab = tr->vocab, .padded_vocab = ptdp_args_padded_vocab(a, tr->vocab),
+    .eps = (float)a->layernorm_epsilon, .hidden_dropout = (float)a->hidden_dropout,
+    .attn_dropout = (float)a->attention_dropout, .init_std = (float)a->init_method_std, .seed = (uint64_t)a->seed,
+    .sequence_parallel = a->sequence_parallel && t > 1, .chunks = v, .max_in_flight = inflight,
+    .recompute = !strcmp(a->recompute_granularity, "full")        ? PTDP_RECOMPUTE_FULL
+                 : !strcmp(a->recompute_granularity, "selective") ? PTDP_RECOMPUTE_SELECTIVE
+                                                                  : PTDP_RECOMPUTE_NONE,
+    .recompute_method = !strcmp(a->recompute_method, "block") ? PTDP_RECOMPUTE_BLOCK : PTDP_RECOMPUTE_UNIFORM,
+    .recompute_num_layers = (int)a->recompute_num_layers};
+  PTDP_CALL(ptdp_gpt_create(&tr->model, &mc, tr->be, &tr->grid));
+  PTDP_CALL(ptdp_gpt_init_params(&tr->model));
+  ptdp_optim_config oc = {.lr = a->lr, .min_lr = a->min_lr, .wd = a->weight_decay, .clip = a->clip_grad,
+                          .beta1 = a->adam_beta1, .beta2 = a->adam_beta2, .eps = a->adam_eps,
+                          .warmup = a->lr_warmup_iters, .decay_iters = a->lr_decay_iters ? a->lr_decay_iters : a->train_iters,
+                          .decay_style = !strcmp(a->lr_decay_style, "constant") ? 0 : !strcmp(a->lr_decay_style, "linear") ? 1 : 2,
+                          .distributed = a->use_distributed_optimizer, .bucket_elems = a->ddp_bucket_size};
+  PTDP_CALL(ptdp_optimizer_create(&tr->opt, &oc, &tr->model));
+  PTDP_CALL(ptdp_pipeline_create(&tr->pipe, &tr->model, sk, tr->m));
+  PTDP_CALLOC(tr->scratch, a->seq_length + 1, sizeof(int32_t));
+  if (a->debug_dump[0]) PTDP_CALL(ptdp_dump_open(&tr->dump, tr, a->debug_dump));
+  return 0;
+}
+
+/* Sum of micro-batch losses on the last stage (TP rank 0 only), averaged over the global batch. */
+static int global_loss(ptdp_trainer *tr, double *loss)
+{
+  ptdp_gpt *m = &tr->model;
+  double l = (m->chunks[m->nchunks - 1].has_head && m->tp_rank == 0) ? tr->pipe.loss_sum : 0.0;
+  PTDP_CALL(ptdp_comm_allreduce_sum_f64(&tr->grid.world, &l, 1, PTDP_TAG_MISC));
+  *loss = l / ((double)tr->m * tr->grid.layout.d);
+  return 0;
+}
+
+int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double *lr)
+{
+  ptdp_gpt *m = &tr->model;
+  PTDP_CALL(m->be->memset0(m->be, m->grad, (size_t)m->nalloc * sizeof(float)));
+  tr->split = PTDP_SPLIT_TRAIN;
+  tr->batch_first = tr->consumed;
+  PTDP_CALL(ptdp_pipeline_run(&tr->pipe, feed, tr, 1.0f / (float)tr->m, 0));
+  PTDP_CALL(global_loss(tr, loss));
+  /* Megatron: iteration n + 1 runs with the rate after n completed iterations */
+  *lr = ptdp_lr_at(&tr->opt.cfg, tr->iteration);
+  if (tr->dump && tr->iteration == 0) {
+    PTDP_CALL(ptdp_optimizer_sync(&tr->opt));
+    PTDP_CALL(ptdp_dump_grads(tr->dump, tr));
+    PTDP_CALL(ptdp_optimizer_update(&tr->opt, *lr, grad_norm));
+  } else {
+    PTDP_CALL(ptdp_optimizer_step(&tr->opt, *lr, grad_norm));
+  }
+  tr->iteration++;
+  tr->consumed += tr->gbs;
+  if (tr->dump) ptdp_dump_record(tr->dump, tr->iteration, *loss, *lr, *grad_norm);
+  return 0;
+}
+
+int ptdp_trainer_evaluate(ptdp_trainer *tr, double *loss)
+{
+  ptdp_gpt *m = &tr->model;
+  float hd = m->cfg.hidden_dropout, ad = m->cfg.attn_dropout;
+  m->cfg.hidden_dropout = m->cfg.attn_dropout = 0.0f; /* evaluation: no dropout */
+  double sum = 0;
+  tr->split = PTDP_SPLIT_VALID;
+  for (long long e = 0; e < tr->args.eval_iters; e++) {
+    /* each evaluation walks the validation split from where the last one stopped, as Megatron */
+    tr->batch_first = (tr->iteration / tr->args.eval_interval) * tr->args.eval_iters * tr->gbs + e * tr->gbs;
+    PTDP_CALL(ptdp_pipeline_run(&tr->pipe, feed, tr, 1.0f, 1));
+    double l = 0;
+    PTDP_CALL(global_loss(tr, &l));
+    sum += l;
+  }
+  m->cfg.hidden_dropout = hd;
+  m->cfg.attn_dropout = ad;
+  *loss = tr->args.eval_iters > 0 ? sum / (double)tr->args.eval_iters : 0.0;
+  return 0;
+}
+
+static int print_memory(ptdp_trainer *tr);
+static void print_comm(ptdp_trainer *tr, long long iters);
+
+int ptdp_trainer_run(ptdp_trainer *tr)
+{
+  const ptdp_args *a = &tr->args;
+  const int rank0 = tr->grid.world_rank == 0;
+  const double flops = ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size, tr->model.cfg.padded_vocab);
+  double t_last = MPI_Wtime(), loss_acc = 0;
+  int n_acc = 0, nan_iters = 0;
+  while (tr->iteration < a->train_iters) {
+    double loss, norm, lr;
+    PTDP_CALL(ptdp_trainer_step(tr, &loss, &norm, &lr));
+    if (!isfinite(loss)) nan_iters++;
+    loss_acc += loss;
+    n_acc++;
+    tr->last_loss = loss;
+    tr->last_grad_norm = norm;
+    if (tr->iteration == 1) {
+      PTDP_CALL(print_memory(tr));
+      print_comm(tr, 1);
+    }
+    if (tr->iteration % a->log_interval == 0 || tr->iteration == a->train_iters) {
+      double now = MPI_Wtime(), per_iter = (now - t_last) / n_acc;
+      if (rank0) {
+        printf(" iteration %8lld/%8lld | consumed samples: %12lld | elapsed time per iteration (ms): %.1f |"
+               " throughput per GPU (TFLOP/s/GPU): %.1f | learning rate: %.6E | global batch size: %5lld |"
+               " lm loss: %.6E | loss scale: 1.0 | grad norm: %.3f | number of skipped iterations: %3d |"
+               " number of nan iterations: %3d |\n",
+               tr->iteration, a->train_iters, tr->consumed, per_iter * 1000.0,
+               flops / per_iter / 1e12 / tr->grid.layout.world, ptdp_lr_at(&tr->opt.cfg, tr->iteration), tr->gbs,
+               loss_acc / n_acc, norm, 0, nan_iters);
+        fflush(stdout);
+      }
+      loss_acc = 0;
+      n_acc = 0;
+      nan_iters = 0;
+      t_last = MPI_Wtime();
+    }
+    if (a->eval_iters > 0 && tr->iteration % a->eval_interval == 0 && ptdp_batch_has_split(tr->data, PTDP_SPLIT_VALID)) {
+      double vl;
+      PTDP_CALL(ptdp_trainer_evaluate(tr, &vl));
+      if (rank0) {
+        printf("-----------------------------------------------------------------------------------------------\n"
+               " validation loss at iteration %lld | lm loss value: %.6E | lm loss PPL: %.6E | \n"
+               "-----------------------------------------------------------------------------------------------\n",
+               tr->iteration, vl, exp(vl < 700 ? vl : 700));
+        fflush(stdout);
+      }
+      t_last = MPI_Wtime();
+    }
+  }
+  if (tr->dump) PTDP_CALL(ptdp_dump_close(&tr->dump, tr));
+  return 0;
+}
+
+/* Activation memory measured from the arena, per rank (first iteration). */
+static int print_memory(ptdp_trainer *tr)
+{
+  ptdp_gpt *m = &tr->model;
+  double peak = (double)m->mem.peak_busy_bytes, maxp = peak, minp = -peak;
+  PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &maxp, 1, PTDP_TAG_MISC));
+  PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &minp, 1, PTDP_TAG_MISC));
+  minp = -minp;
+  size_t layer = m->chunks[0].nlayers ? ptdp_memory_held(&m->mem, 0, 0, m->chunks[0].layer0) : 0;
+  if (tr->grid.world_rank == 0)
+    printf("[memory] rank 0: activations held per layer per micro-batch %.3f MiB; peak held activations %.3f MiB "
+           "(max over ranks %.3f MiB, min %.3f MiB); parameters %.3f MiB, gradients %.3f MiB, optimizer state %.3f MiB\n",
+           layer / 1048576.0, peak / 1048576.0, maxp / 1048576.0, minp / 1048576.0, m->nelem * 4.0 / 1048576.0,
+           m->nelem * 4.0 / 1048576.0, tr->opt.state_bytes / 1048576.0);
+  return 0;
+}
+
+/* Bytes sent by this rank per communicator, over `iters` iterations (rank 0 prints). */
+static void print_comm(ptdp_trainer *tr, long long iters)
+{
+  ptdp_grid *g = &tr->grid;
+  double tp = ptdp_comm_total_bytes(&g->tp), dp = ptdp_comm_total_bytes(&g->dp), pp = ptdp_comm_total_bytes(&g->pp);
+  double layer = g->tp.stats.bytes[PTDP_TAG_LAYER];
+  if (g->world_rank == 0)
+    printf("[comm] rank 0 bytes sent per iteration: TP %.0f (in transformer layers %.0f), DP %.0f, PP %.0f\n", tp / iters,
+           layer / iters, dp / iters, pp / iters);
+}
+
+void ptdp_trainer_destroy(ptdp_trainer *tr)
+{
+  ptdp_pipeline_destroy(&tr->pipe);
+  ptdp_optimizer_destroy(&tr->opt);
+  ptdp_gpt_destroy(&tr->model);
+  ptdp_batch_close(&tr->data);
+  ptdp_backend_destroy(&tr->be);
+  free(tr->scratch);
+  if (tr->grid.world.comm != MPI_COMM_NULL && tr->grid.world.size > 0) ptdp_grid_destroy(&tr->grid);
+}

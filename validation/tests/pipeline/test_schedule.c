@@ -1,0 +1,207 @@
+/* Unit test of the pipeline schedules (ptdp_schedule_build), 1 rank, no communication.
+ * For p in 1..8, v in 1..4, m in 1..32 and every schedule whose (p, v, m) is valid:
+ *   - every (micro-batch, chunk) appears once forward and once backward, the forward first;
+ *   - warmup w: GPipe m; 1F1B min(p - s - 1, m); interleaved min(2 (p - s - 1) + (v - 1) p, m v),
+ *     and the list starts with w forwards followed by alternating F/B;
+ *   - peak in flight: GPipe m, 1F1B min(p - s, m), interleaved min(w + 1, m v);
+ *   - a discrete-event simulation of all p stages, each running its list in order, where
+ *     F(mb, virtual stage k) waits for F(mb, k-1) and B(mb, k) for B(mb, k+1) (messages take
+ *     no time), completes without deadlock, and with forward 1, backward 2 time units per chunk
+ *     finishes at T = 3 m v + 3 (p - 1): bubble / ideal = (p-1)/m for GPipe and 1F1B and
+ *     (p-1)/(v m) for interleaved (per-chunk times tf/v and tb/v, scaled by v to integers);
+ *   - invalid (p, v, m, stage) give errors naming the problem. */
+#include "ptdp/error.h"
+#include "ptdp/schedule.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int n_fail = 0, n_pass = 0;
+#define EXPECT(cond, ...)                                  \
+  do {                                                     \
+    if (cond) {                                            \
+      n_pass++;                                            \
+    } else if (n_fail++ < 20) {                            \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                        \
+      fprintf(stderr, "\n");                               \
+    }                                                      \
+  } while (0)
+
+enum { TF = 1, TB = 2 }; /* per-chunk forward and backward time (units) */
+
+static int imin(int a, int b) { return a < b ? a : b; }
+
+/* Coverage, order, warmup and peak in flight of one stage's list. */
+static void check_stage(const ptdp_schedule *s, const char *tag)
+{
+  int p = s->p, v = s->v, m = s->m, st = s->stage;
+  int *fpos = malloc(sizeof(int) * m * v), *bpos = malloc(sizeof(int) * m * v);
+  for (int i = 0; i < m * v; i++) fpos[i] = bpos[i] = -1;
+  EXPECT(s->count == 2 * m * v, "%s: count %d", tag, s->count);
+  int ok = 1;
+  for (int i = 0; i < s->count; i++) {
+    ptdp_work w = s->items[i];
+    if (w.microbatch < 0 || w.microbatch >= m || w.chunk < 0 || w.chunk >= v) {
+      ok = 0;
+      continue;
+    }
+    int *pos = w.kind == PTDP_WORK_FORWARD ? fpos : bpos;
+    if (pos[w.microbatch * v + w.chunk] >= 0) ok = 0; /* twice */
+    pos[w.microbatch * v + w.chunk] = i;
+  }
+  for (int i = 0; i < m * v; i++) ok &= fpos[i] >= 0 && bpos[i] > fpos[i];
+  EXPECT(ok, "%s: every (micro-batch, chunk) once forward then once backward", tag);
+
+  int w;
+  switch (s->kind) {
+  case PTDP_SCHED_GPIPE: w = m; break;
+  case PTDP_SCHED_1F1B: w = imin(p - st - 1, m); break;
+  default: w = imin(2 * (p - st - 1) + (v - 1) * p, m * v); break;
+  }
+  EXPECT(s->n_warmup == w, "%s: warmup %d, expected %d", tag, s->n_warmup, w);
+  /* shape: w forwards, then F B pairs, then backwards */
+  ok = 1;
+  for (int i = 0; i < s->count; i++) {
+    ptdp_work_kind want;
+    if (i < w) want = PTDP_WORK_FORWARD;
+    else if (i < w + 2 * (m * v - w)) want = (i - w) % 2 == 0 ? PTDP_WORK_FORWARD : PTDP_WORK_BACKWARD;
+    else want = PTDP_WORK_BACKWARD;
+    ok &= s->items[i].kind == want;
+  }
+  EXPECT(ok, "%s: warmup / steady 1F1B / cooldown shape", tag);
+  int peak = ptdp_schedule_max_in_flight(s), want_peak;
+  switch (s->kind) {
+  case PTDP_SCHED_GPIPE: want_peak = m; break;
+  case PTDP_SCHED_1F1B: want_peak = imin(p - st, m); break;
+  default: want_peak = imin(w + 1, m * v); break;
+  }
+  EXPECT(peak == want_peak, "%s: max in flight %d, expected %d", tag, peak, want_peak);
+  free(fpos);
+  free(bpos);
+}
+
+/* Simulate all stages; returns the finish time T, or -1 on deadlock. */
+static long simulate(ptdp_schedule *st, int p, int v, int m)
+{
+  int P = p * v;
+  long *ff = malloc(sizeof(long) * m * P), *fb = malloc(sizeof(long) * m * P);
+  long *free_at = calloc((size_t)p, sizeof(long));
+  int *next = calloc((size_t)p, sizeof(int));
+  for (int i = 0; i < m * P; i++) ff[i] = fb[i] = -1;
+  long T = 0;
+  for (int progress = 1; progress;) {
+    progress = 0;
+    for (int s = 0; s < p; s++)
+      while (next[s] < st[s].count) {
+        ptdp_work w = st[s].items[next[s]];
+        int k = w.chunk * p + s; /* virtual stage */
+        long dep;
+        if (w.kind == PTDP_WORK_FORWARD)
+          dep = k == 0 ? 0 : ff[w.microbatch * P + k - 1];
+        else {
+          dep = k == P - 1 ? ff[w.microbatch * P + k] : fb[w.microbatch * P + k + 1];
+          if (ff[w.microbatch * P + k] < 0) dep = -1; /* own forward first */
+        }
+        if (dep < 0) break; /* blocked: wait for another stage */
+        long start = dep > free_at[s] ? dep : free_at[s];
+        long end = start + (w.kind == PTDP_WORK_FORWARD ? TF : TB);
+        (w.kind == PTDP_WORK_FORWARD ? ff : fb)[w.microbatch * P + k] = end;
+        free_at[s] = end;
+        if (end > T) T = end;
+        next[s]++;
+        progress = 1;
+      }
+  }
+  for (int s = 0; s < p; s++)
+    if (next[s] < st[s].count) T = -1;
+  free(ff), free(fb), free(free_at), free(next);
+  return T;
+}
+
+static void check_bad(ptdp_schedule_kind kind, int stage, int p, int v, int m, const char *needle)
+{
+  ptdp_schedule s;
+  ptdp_error_clear();
+  int rc = ptdp_schedule_build(kind, stage, p, v, m, &s);
+  EXPECT(rc == PTDP_ERR_INPUT && s.items == NULL, "%s stage %d p %d v %d m %d should fail",
+         ptdp_schedule_name(kind), stage, p, v, m);
+  EXPECT(strstr(ptdp_error_message(), needle) != NULL, "message \"%s\" lacks \"%s\"", ptdp_error_message(),
+         needle);
+  ptdp_error_clear();
+}
+
+/* The worked examples in schedule.c's comment, item by item. */
+static void check_examples(void)
+{
+  ptdp_schedule s;
+  const char *want1 = "F0F1F2B0F3B1F4B2F5B3B4B5";
+  char got[256] = "";
+  ptdp_schedule_build(PTDP_SCHED_1F1B, 1, 4, 1, 6, &s);
+  for (int i = 0; i < s.count; i++)
+    sprintf(got + strlen(got), "%c%d", s.items[i].kind == PTDP_WORK_FORWARD ? 'F' : 'B', s.items[i].microbatch);
+  EXPECT(strcmp(got, want1) == 0, "1f1b p 4 m 6 stage 1: %s, expected %s", got, want1);
+  ptdp_schedule_free(&s);
+  const char *want2 = "F0.0F1.0F0.1F1.1F2.0B0.1F3.0B1.1F2.1B0.0F3.1B1.0B2.1B3.1B2.0B3.0";
+  got[0] = '\0';
+  ptdp_schedule_build(PTDP_SCHED_INTERLEAVED, 0, 2, 2, 4, &s);
+  for (int i = 0; i < s.count; i++)
+    sprintf(got + strlen(got), "%c%d.%d", s.items[i].kind == PTDP_WORK_FORWARD ? 'F' : 'B', s.items[i].microbatch,
+            s.items[i].chunk);
+  EXPECT(strcmp(got, want2) == 0, "interleaved p 2 v 2 m 4 stage 0: %s, expected %s", got, want2);
+  ptdp_schedule_free(&s);
+}
+
+int main(int argc, char **argv)
+{
+  MPI_Init(&argc, &argv);
+  int combos = 0;
+  for (int kind = 0; kind < 3; kind++)
+    for (int p = 1; p <= 8; p++)
+      for (int v = 1; v <= 4; v++)
+        for (int m = 1; m <= 32; m++) {
+          if (kind != PTDP_SCHED_INTERLEAVED && v > 1) continue;
+          if (kind == PTDP_SCHED_INTERLEAVED && (p == 1 || m % p)) continue;
+          ptdp_schedule st[8];
+          char tag[96];
+          int built = 1;
+          for (int s = 0; s < p; s++) {
+            snprintf(tag, sizeof tag, "%s p %d v %d m %d stage %d", ptdp_schedule_name(kind), p, v, m, s);
+            int rc = ptdp_schedule_build(kind, s, p, v, m, &st[s]);
+            EXPECT(rc == 0, "%s: build failed", tag);
+            if (rc) built = 0;
+            else check_stage(&st[s], tag);
+          }
+          if (built) {
+            long T = simulate(st, p, v, m);
+            snprintf(tag, sizeof tag, "%s p %d v %d m %d", ptdp_schedule_name(kind), p, v, m);
+            EXPECT(T >= 0, "%s: deadlock in the dependency simulation", tag);
+            /* ideal m v (tf + tb); bubble (p - 1)(tf + tb): (p-1)/m, or (p-1)/(v m) per-chunk */
+            long ideal = (long)m * v * (TF + TB), bubble = (long)(p - 1) * (TF + TB);
+            EXPECT(T == ideal + bubble, "%s: T %ld, expected %ld + %ld (bubble fraction %.4f, expected %.4f)", tag,
+                   T, ideal, bubble, (double)(T - ideal) / ideal, (double)bubble / ideal);
+            for (int s = 0; s < p; s++) ptdp_schedule_free(&st[s]);
+          }
+          combos++;
+        }
+  check_examples();
+  ptdp_error_set_quiet(1);
+  check_bad(PTDP_SCHED_INTERLEAVED, 0, 1, 2, 4, "needs pipeline-model-parallel-size p > 1");
+  check_bad(PTDP_SCHED_INTERLEAVED, 0, 4, 2, 6, "m = 6 must be a multiple of pipeline-model-parallel-size p = 4");
+  check_bad(PTDP_SCHED_INTERLEAVED, 0, 4, 0, 8, "v = 0");
+  check_bad(PTDP_SCHED_1F1B, 0, 4, 1, 0, "m = 0");
+  check_bad(PTDP_SCHED_GPIPE, 0, 0, 1, 4, "p = 0");
+  check_bad(PTDP_SCHED_1F1B, 0, 4, 2, 8, "v = 2 model chunks per stage needs the interleaved schedule");
+  check_bad(PTDP_SCHED_1F1B, 4, 4, 1, 8, "stage 4 outside 0 .. p-1 = 3");
+  check_bad((ptdp_schedule_kind)7, 0, 4, 1, 8, "unknown pipeline schedule 7");
+  ptdp_error_set_quiet(0);
+  EXPECT(ptdp_schedule_parse("gpipe") == PTDP_SCHED_GPIPE && ptdp_schedule_parse("1f1b") == PTDP_SCHED_1F1B &&
+             ptdp_schedule_parse("interleaved") == PTDP_SCHED_INTERLEAVED && ptdp_schedule_parse("1F1B") == -1 &&
+             ptdp_schedule_parse(NULL) == -1,
+         "parse");
+  printf("test_schedule: %d (schedule, p, v, m) combinations, %d checks passed, %d failed\n", combos, n_pass,
+         n_fail);
+  MPI_Finalize();
+  return n_fail ? 1 : 0;
+}
