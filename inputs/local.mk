@@ -1,1 +1,2 @@
-# inputs: sources and programs of this folder
+# inputs: input decks and hardware descriptions
+dist_noinst_DATA += inputs/gpt-tiny.in

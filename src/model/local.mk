@@ -1,3 +1,9 @@
 # src/model: the GPT model (parameters, layers, embedding and head, activation accounting)
 libptdp_a_SOURCES += src/model/gpt.c src/model/layer.c src/model/head.c src/model/chunk.c src/model/memory.c \
                      src/model/model_internal.h
+
+# Tests (validation/tests/model)
+check_PROGRAMS += validation/tests/model/test_gradcheck
+validation_tests_model_test_gradcheck_SOURCES = validation/tests/model/test_gradcheck.c
+TESTS += validation/tests/model/test_gradcheck validation/tests/model/test_gradcheck_recompute.sh
+dist_noinst_SCRIPTS += validation/tests/model/test_gradcheck_recompute.sh

@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Reference check of a ptdp run against the same GPT written in PyTorch (float64).
+
+    python3 gpt_torch.py DUMP.h5 [--tol 1e-5] [--final-tol 2e-3] [--quiet]
+
+DUMP.h5 is what `ptdp-train DECK --debug-dump DUMP.h5` writes (src/train/dump.c).  The run must
+use no dropout (hidden-dropout = attention-dropout = 0): ptdp's counter-based dropout masks cannot
+be reproduced here.  The model below is GPT-2 as Megatron-LM builds it, written from torch.nn
+primitives (nn.Embedding, nn.Linear, F.layer_norm, F.gelu(approximate='tanh'), F.softmax with a
+causal mask, F.cross_entropy) with the initial weights of /init, all in float64.  Checks:
+
+  (a) iteration 1: the logits of the first micro-batch (/step1/logits), the loss (/lm_loss[0]) and
+      the gradient of every parameter (/step1/grads, averaged over the global batch);
+  (b) every iteration of the run (train-iters AdamW steps, learning rates /lr, clipping clip_grad,
+      weight decay weight_decay): the loss /lm_loss[i] (and the gradient norm /grad_norm[i]);
+  (c) the parameters after the last iteration (/final).
+
+Error norm, per tensor: rel = max|ours - ref| / max|ref|.  An elementwise relative error is
+meaningless for entries near zero (a gradient entry of 1e-9 computed with fp32 rounding noise
+of the tensor's scale, ~1e-7 * max|g|, has a relative error of order 1); what fp32 arithmetic
+promises is an error relative to the scale of the tensor.  ptdp accumulates its matrix products
+in fp32 over K = h..4h (64..256 here) and its reductions over s b tokens: the rounding error of
+a sum of K terms grows like sqrt(K) eps_32 ~ 16 * 6e-8 ~ 1e-6 of the scale of the terms, so a
+correct fp32 implementation sits near 1e-6 and 1e-5 (the tolerance, --tol) leaves a factor of
+~10; a wrong formula (a missing scale, transposed layout, wrong eps) gives 1e-3 or more.
+
+Tolerance of (c), --final-tol: after n Adam steps an entry has moved by
+sum_i lr_i m_hat_i / (sqrt(v_hat_i) + eps): the step is ~lr_i whatever the size of the gradient,
+so fp32 noise on an entry whose true gradient is (near) zero is turned into a movement of
+lr_i min(1, |noise| / eps).  The clearest case is the key part of the QKV bias: its gradient is
+exactly zero (adding b_k to every key shifts a whole row of scores by q.b_k, which the softmax
+ignores), so fp64 leaves it where it was while ptdp's fp32 gradient, ~1e-11, moves it by
+~lr 1e-11 / 1e-8 per step.  The difference is therefore measured against the largest possible
+Adam displacement, sum_i lr_i, not against the tensor's scale: the table's "scale" column for
+/final is sum_i lr_i and --final-tol bounds max|diff| / sum_i lr_i.  The tiny test measures
+3.7e-4 (the key bias, ~2e-6 absolute) and every other tensor < 6e-5; the default 2e-3 leaves a
+factor of 5 and still catches optimizer bugs: weight decay on a LayerNorm weight (= 1) moves it
+by wd sum_i lr_i = 0.1 sum_i lr_i, a missing bias correction changes step 1 by a factor of ~10.
+Note that clipping barely changes Adam's steps (they are invariant to the scale of the
+gradient up to eps), so the clipping rule is checked through the losses and /grad_norm.
+
+Mapping of ptdp's (Megatron-core) names and layouts to this module (L = layer index):
+
+  embedding.word_embeddings.weight        [V', h]  wte.weight  (V' = padded vocabulary; the
+                                                   output layer is tied: logits = lnf(x) wte^T
+                                                   over all V' columns, padded ones included)
+  embedding.position_embeddings.weight    [P, h]   wpe.weight
+  decoder.layers.L.input_layernorm.{weight,bias}   [h]      blocks[L].ln1_w / ln1_b
+  decoder.layers.L.self_attention.linear_qkv.weight [3h, h] blocks[L].q / k / v .weight
+        rows are ordered [head][q|k|v][head_dim] (Megatron's fused layout with one query group
+        per head): row  a*3*hd + j*hd + d  is output d of head a of projection j (0 q, 1 k, 2 v).
+        We split it into three nn.Linear(h, h) whose rows are [head][head_dim].
+  decoder.layers.L.self_attention.linear_qkv.bias   [3h]    blocks[L].q / k / v .bias (same order)
+  decoder.layers.L.self_attention.linear_proj.{weight [h, h], bias [h]}  blocks[L].proj
+  decoder.layers.L.pre_mlp_layernorm.{weight,bias}  [h]     blocks[L].ln2_w / ln2_b
+  decoder.layers.L.mlp.linear_fc1.{weight [f, h], bias [f]} blocks[L].fc1
+  decoder.layers.L.mlp.linear_fc2.{weight [h, f], bias [h]} blocks[L].fc2
+  decoder.final_layernorm.{weight,bias}   [h]      lnf_w / lnf_b
+
+Every weight is stored as torch stores nn.Linear.weight: [out_features, in_features], y = x W^T + b.
+Activations are [s, b, h] as in Megatron; the logits of a micro-batch, [s, b, V'] flattened to
+[s b, V'], have rows in (position, sample) order, as /step1/logits.
+
+Exit status: 0 if every check passes, 1 otherwise, 2 on bad input.
+"""
+import argparse
+import math
+import sys
+
+import h5py
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+torch.set_default_dtype(torch.float64)
+
+
+class Block(nn.Module):
+    """Pre-LayerNorm transformer layer: x + proj(attn(LN1 x)), then + fc2(gelu(fc1(LN2 x)))."""
+
+    def __init__(self, h, heads, ffn, eps):
+        super().__init__()
+        self.h, self.heads, self.hd, self.eps = h, heads, h // heads, eps
+        self.ln1_w, self.ln1_b = nn.Parameter(torch.ones(h)), nn.Parameter(torch.zeros(h))
+        self.q, self.k, self.v = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
+        self.proj = nn.Linear(h, h)
+        self.ln2_w, self.ln2_b = nn.Parameter(torch.ones(h)), nn.Parameter(torch.zeros(h))
+        self.fc1, self.fc2 = nn.Linear(h, ffn), nn.Linear(ffn, h)
+
+    def attention(self, x):  # x [s, b, h]
+        s, b, _ = x.shape
+
+        def heads(t):  # [s, b, h] -> [b, a, s, hd]
+            return t.view(s, b, self.heads, self.hd).permute(1, 2, 0, 3)
+
+        q, k, v = heads(self.q(x)), heads(self.k(x)), heads(self.v(x))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.hd)  # [b, a, s, s]
+        causal = torch.ones(s, s, dtype=torch.bool).triu(1)    # key after query: masked
+        probs = F.softmax(scores.masked_fill(causal, float("-inf")), dim=-1)
+        ctx = (probs @ v).permute(2, 0, 1, 3).reshape(s, b, self.h)  # [s, b, h], heads concatenated
+        return self.proj(ctx)
+
+    def forward(self, x):
+        x = x + self.attention(F.layer_norm(x, (self.h,), self.ln1_w, self.ln1_b, self.eps))
+        y = F.layer_norm(x, (self.h,), self.ln2_w, self.ln2_b, self.eps)
+        return x + self.fc2(F.gelu(self.fc1(y), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, V, P, h, heads, ffn, layers, eps):
+        super().__init__()
+        self.h, self.eps = h, eps
+        self.wte, self.wpe = nn.Embedding(V, h), nn.Embedding(P, h)
+        self.blocks = nn.ModuleList(Block(h, heads, ffn, eps) for _ in range(layers))
+        self.lnf_w, self.lnf_b = nn.Parameter(torch.ones(h)), nn.Parameter(torch.zeros(h))
+
+    def forward(self, tokens):  # tokens [s, b] -> logits [s, b, V]
+        s = tokens.shape[0]
+        x = self.wte(tokens) + self.wpe(torch.arange(s))[:, None, :]
+        for blk in self.blocks:
+            x = blk(x)
+        x = F.layer_norm(x, (self.h,), self.lnf_w, self.lnf_b, self.eps)
+        return F.linear(x, self.wte.weight)  # output layer tied to the word embedding
+
+
+# ---- name mapping: Megatron-core name <-> module tensors -----------------------------------------
+
+def megatron_views(model, which, heads):
+    """{Megatron name: tensor} built from the module's parameters (which = 'data' or 'grad'),
+    in Megatron's layouts (fused QKV rows [head][q|k|v][head_dim])."""
+    get = (lambda p: p.detach()) if which == "data" else (lambda p: p.grad.detach())
+    out = {"embedding.word_embeddings.weight": get(model.wte.weight),
+           "embedding.position_embeddings.weight": get(model.wpe.weight),
+           "decoder.final_layernorm.weight": get(model.lnf_w),
+           "decoder.final_layernorm.bias": get(model.lnf_b)}
+    for L, blk in enumerate(model.blocks):
+        pre = "decoder.layers.%d." % L
+        hd, h = blk.hd, blk.h
+        w = torch.stack([get(blk.q.weight).view(heads, hd, h), get(blk.k.weight).view(heads, hd, h),
+                         get(blk.v.weight).view(heads, hd, h)], dim=1)  # [a, 3, hd, h]
+        bb = torch.stack([get(blk.q.bias).view(heads, hd), get(blk.k.bias).view(heads, hd),
+                          get(blk.v.bias).view(heads, hd)], dim=1)       # [a, 3, hd]
+        out[pre + "input_layernorm.weight"] = get(blk.ln1_w)
+        out[pre + "input_layernorm.bias"] = get(blk.ln1_b)
+        out[pre + "self_attention.linear_qkv.weight"] = w.reshape(3 * h, h)
+        out[pre + "self_attention.linear_qkv.bias"] = bb.reshape(3 * h)
+        out[pre + "self_attention.linear_proj.weight"] = get(blk.proj.weight)
+        out[pre + "self_attention.linear_proj.bias"] = get(blk.proj.bias)
+        out[pre + "pre_mlp_layernorm.weight"] = get(blk.ln2_w)
+        out[pre + "pre_mlp_layernorm.bias"] = get(blk.ln2_b)
+        out[pre + "mlp.linear_fc1.weight"] = get(blk.fc1.weight)
+        out[pre + "mlp.linear_fc1.bias"] = get(blk.fc1.bias)
+        out[pre + "mlp.linear_fc2.weight"] = get(blk.fc2.weight)
+        out[pre + "mlp.linear_fc2.bias"] = get(blk.fc2.bias)
+    return out
+
+
+def load_megatron(model, group, heads):
+    """Copy the datasets of an HDF5 group (Megatron names and layouts) into the module."""
+    def t(name):
+        return torch.from_numpy(np.asarray(group[name], dtype=np.float64))
+
+    with torch.no_grad():
+        model.wte.weight.copy_(t("embedding.word_embeddings.weight"))
+        model.wpe.weight.copy_(t("embedding.position_embeddings.weight"))
+        model.lnf_w.copy_(t("decoder.final_layernorm.weight"))
+        model.lnf_b.copy_(t("decoder.final_layernorm.bias"))
+        for L, blk in enumerate(model.blocks):
+            pre = "decoder.layers.%d." % L
+            hd, h = blk.hd, blk.h
+            w = t(pre + "self_attention.linear_qkv.weight").view(heads, 3, hd, h)
+            bb = t(pre + "self_attention.linear_qkv.bias").view(heads, 3, hd)
+            for j, lin in enumerate((blk.q, blk.k, blk.v)):
+                lin.weight.copy_(w[:, j].reshape(h, h))
+                lin.bias.copy_(bb[:, j].reshape(h))
+            blk.ln1_w.copy_(t(pre + "input_layernorm.weight"))
+            blk.ln1_b.copy_(t(pre + "input_layernorm.bias"))
+            blk.proj.weight.copy_(t(pre + "self_attention.linear_proj.weight"))
+            blk.proj.bias.copy_(t(pre + "self_attention.linear_proj.bias"))
+            blk.ln2_w.copy_(t(pre + "pre_mlp_layernorm.weight"))
+            blk.ln2_b.copy_(t(pre + "pre_mlp_layernorm.bias"))
+            blk.fc1.weight.copy_(t(pre + "mlp.linear_fc1.weight"))
+            blk.fc1.bias.copy_(t(pre + "mlp.linear_fc1.bias"))
+            blk.fc2.weight.copy_(t(pre + "mlp.linear_fc2.weight"))
+            blk.fc2.bias.copy_(t(pre + "mlp.linear_fc2.bias"))
+
+
+def no_decay_names(model):
+    """Biases and LayerNorm parameters: no weight decay (as Megatron and ptdp)."""
+    return {n for n, p in model.named_parameters() if n.endswith("bias") or n.endswith("_w") or n.endswith("_b")}
+
+
+# ---- one iteration -------------------------------------------------------------------------------
+
+def iteration(model, samples, b, s):
+    """Forward and backward of one global batch, samples [B, s+1] in consumption order.  As ptdp
+    (and Megatron): micro-batch j holds samples j b .. j b + b - 1; its loss is the mean cross
+    entropy over its s b tokens; the iteration's loss and gradient are the mean over the
+    micro-batches (gradient accumulation with each micro-batch's loss scaled by 1 / m).
+    Returns (loss, logits of micro-batch 0 as [s b, V] in (position, sample) order)."""
+    B = samples.shape[0]
+    m = B // b
+    total, first = 0.0, None
+    for j in range(m):
+        mb = samples[j * b:(j + 1) * b]                    # [b, s+1]
+        tokens, targets = mb[:, :s].t(), mb[:, 1:s + 1].t()  # [s, b]: inputs first s, targets last s
+        logits = model(tokens)                             # [s, b, V]
+        loss = F.cross_entropy(logits.reshape(s * b, -1), targets.reshape(s * b))
+        (loss / m).backward()
+        total += loss.item() / m
+        if j == 0:
+            first = logits.detach().reshape(s * b, -1)
+    return total, first
+
+
+# ---- comparison ----------------------------------------------------------------------------------
+
+class Table:
+    def __init__(self, quiet):
+        self.rows, self.failed, self.quiet = [], 0, quiet
+        self.worst = {}
+
+    def add(self, kind, name, ours, ref, tol, scale=None, unit="max|ref|"):
+        ours = np.asarray(ours, dtype=np.float64)
+        ref = np.asarray(ref, dtype=np.float64)
+        if ours.shape != ref.shape:
+            self.rows.append((kind, name, float("nan"), float("nan"), float("inf"), tol, "FAIL (shape %s vs %s)"
+                              % (ours.shape, ref.shape)))
+            self.failed += 1
+            return
+        diff = float(np.max(np.abs(ours - ref))) if ours.size else 0.0
+        if scale is None:
+            scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+        rel = diff / scale if scale > 0 else (0.0 if diff == 0 else float("inf"))
+        ok = rel <= tol and np.all(np.isfinite(ours))
+        self.failed += not ok
+        self.rows.append((kind, name, diff, scale, rel, tol, "ok" if ok else "FAIL"))
+        if rel >= self.worst.get(kind, (-1, ""))[0]:
+            self.worst[kind] = (rel, name)
+
+    def print(self):
+        w = max(len(r[1]) for r in self.rows)
+        print("%-6s %-*s %12s %12s %12s %9s  %s" % ("check", w, "tensor", "max|diff|", "scale", "relative", "tol", ""))
+        for kind, name, diff, scale, rel, tol, st in self.rows:
+            if self.quiet and st == "ok":
+                continue
+            print("%-6s %-*s %12.4e %12.4e %12.4e %9.1e  %s" % (kind, w, name, diff, scale, rel, tol, st))
+        print("worst relative error per check:")
+        for kind, (rel, name) in self.worst.items():
+            print("  %-6s %.3e  (%s)" % (kind, rel, name))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dump", help="HDF5 file written by ptdp-train --debug-dump")
+    ap.add_argument("--tol", type=float, default=1e-5, help="relative tolerance of logits, losses, gradients")
+    ap.add_argument("--final-tol", type=float, default=2e-3,
+                    help="tolerance of the final parameters, as max|diff| / sum of the learning rates")
+    ap.add_argument("--quiet", action="store_true", help="print only failing rows and the summary")
+    args = ap.parse_args()
+
+    f = h5py.File(args.dump, "r")
+    at = {k: float(v) for k, v in f.attrs.items()}
+    if at.get("hidden_dropout", 0) != 0 or at.get("attention_dropout", 0) != 0:
+        print("error: the run used dropout; the reference needs hidden-dropout = attention-dropout = 0")
+        return 2
+    L, h, a = int(at["num_layers"]), int(at["hidden_size"]), int(at["num_attention_heads"])
+    ffn, s, b = int(at["ffn_hidden_size"]), int(at["seq_length"]), int(at["micro_batch_size"])
+    V, P, B = int(at["padded_vocab_size"]), int(at["max_position_embeddings"]), int(at["global_batch_size"])
+    eps, iters = at["layernorm_epsilon"], int(at["train_iters"])
+    tokens = torch.from_numpy(np.asarray(f["tokens"], dtype=np.int64))  # [iters, B, s+1]
+    lm_loss, lrs, gnorm = (np.asarray(f[k], dtype=np.float64) for k in ("lm_loss", "lr", "grad_norm"))
+    print("reference check of %s: %d layers, h %d, %d heads, ffn %d, s %d, b %d, B %d, padded vocab %d, %d iterations"
+          % (args.dump, L, h, a, ffn, s, b, B, V, iters))
+
+    model = GPT(V, P, h, a, ffn, L, eps)
+    load_megatron(model, f["init"], a)
+    # sanity: the mapping round-trips
+    back = megatron_views(model, "data", a)
+    for name, t in back.items():
+        if not np.array_equal(t.numpy(), np.asarray(f["init"][name], dtype=np.float64)):
+            print("error: name/layout mapping does not round-trip for %s" % name)
+            return 2
+    if set(back) != set(f["init"].keys()):
+        print("error: parameter sets differ: %s" % sorted(set(back) ^ set(f["init"].keys())))
+        return 2
+
+    nd = no_decay_names(model)
+    named = list(model.named_parameters())
+    groups = [{"params": [p for n, p in named if n not in nd], "weight_decay": at["weight_decay"]},
+              {"params": [p for n, p in named if n in nd], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=0.0, betas=(at["adam_beta1"], at["adam_beta2"]), eps=at["adam_eps"])
+    params = [p for _, p in named]
+    clip = at["clip_grad"]
+    tab = Table(args.quiet)
+
+    for it in range(iters):
+        opt.zero_grad(set_to_none=False)
+        loss, logits0 = iteration(model, tokens[it], b, s)
+        if it == 0:
+            tab.add("logits", "step1/logits", f["step1/logits"], logits0, args.tol)
+            tab.add("loss", "lm_loss[1]", lm_loss[0], loss, args.tol)
+            grads = megatron_views(model, "grad", a)
+            for name in sorted(grads):
+                tab.add("grad", name, f["step1/grads"][name], grads[name], args.tol)
+        else:
+            tab.add("loss", "lm_loss[%d]" % (it + 1), lm_loss[it], loss, args.tol)
+        # global-norm clipping: coeff = clip / (norm + 1e-6), applied when < 1 (torch's rule too)
+        norm = float(torch.nn.utils.clip_grad_norm_(params, clip)) if clip > 0 else \
+            math.sqrt(sum(float((p.grad ** 2).sum()) for p in params))
+        tab.add("norm", "grad_norm[%d]" % (it + 1), gnorm[it], norm, args.tol)
+        for g in opt.param_groups:
+            g["lr"] = float(lrs[it])  # the rate ptdp used at this iteration
+        opt.step()
+
+    if "final" in f:
+        sum_lr = float(np.sum(lrs))
+        final = megatron_views(model, "data", a)
+        for name in sorted(final):
+            tab.add("final", name, f["final"][name], final[name], args.final_tol, scale=sum_lr)
+    tab.print()
+    if "final" in f:
+        fin = [r for r in tab.rows if r[0] == "final"]
+        worst = max(fin, key=lambda r: r[2])
+        print("final parameters: max|diff| = %.3e on %s, = %.3e x sum(lr) (sum(lr) = %.3e); relative to the"
+              " tensor's max|ref|: %.3e" % (worst[2], worst[1], worst[4], float(np.sum(lrs)),
+                                            worst[2] / float(np.max(np.abs(final[worst[1]].numpy())))))
+    n = len(tab.rows)
+    print("%d passed, %d failed" % (n - tab.failed, tab.failed))
+    return 1 if tab.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+/* Gradient check: every parameter tensor's gradient against central finite differences of the
+ * loss, on a tiny model with dropout on (masks are fixed functions of global indices, so the
+ * loss is a deterministic, differentiable function of the parameters).
+ *
+ * Two checks per tensor W with gradient g:
+ *  1. directional: D(u) = (L(W + eps u) - L(W - eps u)) / (2 eps) against g.u for u = g/|g| and
+ *     for a random unit u.  The step moves the loss by eps |g| >> the float32 rounding of L.
+ *  2. elementwise, on the two largest |g_i| of the tensor.
+ * Tolerance |fd - an| <= rtol |an| + atol with rtol = 2e-2 and atol = 4 u L / (2 eps): the loss
+ * is evaluated in float32 (unit roundoff u = 6e-8, a few roundings accumulated, hence 4), so a
+ * difference quotient cannot resolve less than that; the O(eps^2) truncation error with
+ * eps = 1e-2 and O(1) third derivatives is ~1e-4 relative, far inside rtol. */
+#include "ptdp/backend.h"
+#include "ptdp/error.h"
+#include "ptdp/gpt.h"
+#include "ptdp/grid.h"
+#include "ptdp/rng.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double loss_at(ptdp_gpt *m, const int32_t *tok, const int32_t *tgt)
+{
+  if (ptdp_gpt_forward(m, 0, 0, tok, tgt, 0)) exit(2);
+  ptdp_gpt_release(m, 0, 0);
+  return m->chunks[0].slots[0].loss;
+}
+
+int main(int argc, char **argv)
+{
+  MPI_Init(&argc, &argv);
+  ptdp_grid grid;
+  ptdp_backend *be;
+  if (ptdp_grid_create(MPI_COMM_WORLD, 1, 1, PTDP_ORDER_TP_DP_PP, &grid) || ptdp_backend_cpu_create(&be)) return 2;
+  ptdp_gpt_config c = {.num_layers = 2, .hidden = 16, .heads = 2, .ffn = 32, .seq = 8, .max_pos = 10, .micro_batch = 2,
+                       .vocab = 37, .padded_vocab = 40, .eps = 1e-5f, .hidden_dropout = 0.1f, .attn_dropout = 0.1f,
+                       .init_std = 0.2f, .seed = 7, .chunks = 1, .max_in_flight = 1};
+  const char *rc = argc > 1 ? argv[1] : "none";
+  c.recompute = !strcmp(rc, "full") ? PTDP_RECOMPUTE_FULL : !strcmp(rc, "selective") ? PTDP_RECOMPUTE_SELECTIVE : PTDP_RECOMPUTE_NONE;
+  c.recompute_num_layers = 1;
+  ptdp_gpt m;
+  if (ptdp_gpt_create(&m, &c, be, &grid) || ptdp_gpt_init_params(&m)) return 2;
+  /* LayerNorm weights and biases start at 1 and 0: move them so their gradients are generic */
+  for (int i = 0; i < m.nparams; i++)
+    if (m.params[i].no_decay)
+      for (long long k = 0; k < m.params[i].rows * m.params[i].cols; k++)
+        m.param[m.params[i].offset + k] += 0.1f * (float)ptdp_rng_normal(ptdp_rng_row(3, 9, (uint32_t)i, 0, (uint64_t)k));
+  const int N = c.seq * c.micro_batch;
+  int32_t tok[64], tgt[64];
+  for (int r = 0; r < N; r++) {
+    tok[r] = (int32_t)(ptdp_rng_mix(100 + r) % 37);
+    tgt[r] = (int32_t)(ptdp_rng_mix(200 + r) % 37);
+  }
+  memset(m.grad, 0, sizeof(float) * (size_t)m.nalloc);
+  if (ptdp_gpt_forward(&m, 0, 0, tok, tgt, 0)) return 2;
+  double L0 = m.chunks[0].slots[0].loss;
+  float *dinput;
+  if (ptdp_gpt_backward(&m, 0, 0, NULL, 1.0f, &dinput)) return 2;
+
+  const double eps = 1e-2, rtol = 2e-2, atol = 4 * 6e-8 * fabs(L0) / (2 * eps);
+  int fails = 0, checks = 0;
+  printf("gradcheck (recompute %s): loss %.6f, atol %.2e, rtol %.0e\n", rc, L0, atol, rtol);
+  for (int i = 0; i < m.nparams; i++) {
+    const ptdp_param *p = &m.params[i];
+    long long n = p->rows * p->cols;
+    float *w = m.param + p->offset, *g = m.grad + p->offset;
+    float *w0 = malloc(sizeof(float) * (size_t)n), *u = malloc(sizeof(float) * (size_t)n);
+    memcpy(w0, w, sizeof(float) * (size_t)n);
+    double gn = 0;
+    for (long long k = 0; k < n; k++) gn += (double)g[k] * g[k];
+    gn = sqrt(gn);
+    for (int dir = 0; dir < 2; dir++) {
+      double un = 0, an = 0;
+      for (long long k = 0; k < n; k++) {
+        u[k] = dir == 0 ? (gn > 0 ? (float)(g[k] / gn) : 0.0f) : (float)ptdp_rng_normal(ptdp_rng_row(5, 1, (uint32_t)i, 0, (uint64_t)k));
+        un += (double)u[k] * u[k];
+      }
+      un = sqrt(un);
+      if (un == 0) continue;
+      for (long long k = 0; k < n; k++) {
+        u[k] = (float)(u[k] / un);
+        an += (double)g[k] * u[k];
+      }
+      for (long long k = 0; k < n; k++) w[k] = w0[k] + (float)eps * u[k];
+      double lp = loss_at(&m, tok, tgt);
+      for (long long k = 0; k < n; k++) w[k] = w0[k] - (float)eps * u[k];
+      double lm = loss_at(&m, tok, tgt);
+      memcpy(w, w0, sizeof(float) * (size_t)n);
+      double fd = (lp - lm) / (2 * eps);
+      int ok = fabs(fd - an) <= rtol * fabs(an) + atol;
+      checks++;
+      fails += !ok;
+      if (!ok || dir == 0)
+        printf("  %-52s %-6s fd %+.6e analytic %+.6e %s\n", p->name, dir ? "random" : "grad", fd, an, ok ? "ok" : "FAIL");
+    }
+    /* the two largest entries */
+    for (int pick = 0; pick < 2 && n > 0; pick++) {
+      long long best = 0;
+      for (long long k = 0; k < n; k++)
+        if (fabsf(g[k]) > fabsf(g[best]) && (pick == 0 || fabsf(g[k]) < fabsf(u[0]))) best = k;
+      if (pick == 0) u[0] = g[best];
+      float keep = w[best];
+      w[best] = keep + (float)eps;
+      double lp = loss_at(&m, tok, tgt);
+      w[best] = keep - (float)eps;
+      double lm = loss_at(&m, tok, tgt);
+      w[best] = keep;
+      double fd = (lp - lm) / (2 * eps), an = g[best];
+      int ok = fabs(fd - an) <= rtol * fabs(an) + atol;
+      checks++;
+      fails += !ok;
+      if (!ok) printf("  %-52s elem %lld fd %+.6e analytic %+.6e FAIL\n", p->name, best, fd, an);
+    }
+    free(w0);
+    free(u);
+  }
+  printf("%d checks, %d failed\n", checks, fails);
+  ptdp_gpt_destroy(&m);
+  ptdp_backend_destroy(&be);
+  ptdp_grid_destroy(&grid);
+  MPI_Finalize();
+  return fails ? 1 : 0;
+}
