@@ -32,7 +32,22 @@ typedef struct {
   ptdp_recompute recompute;
   ptdp_recompute_method recompute_method;
   int recompute_num_layers;
+  long long bucket_elems; /* gradient elements per data-parallel bucket (ddp-bucket-size) */
+  int dp_size;            /* d: every bucket is padded to a multiple of 16 d elements */
 } ptdp_gpt_config;
+
+/* A data-parallel gradient bucket: a contiguous range [lo, hi) of the flat buffers, of whole
+ * parameters, reduced as one message.  Buckets are formed in reverse parameter order (the order
+ * the backward pass completes gradients); the tied word embedding has a bucket of its own,
+ * reduced after the pipeline has finished (its two copies are summed first). */
+typedef struct {
+  long long lo, hi;
+  int nparams;
+  int late;       /* the embedding bucket */
+  int remaining;  /* parameters whose gradient is not final yet (this iteration) */
+  int started;
+  MPI_Request req;
+} ptdp_bucket;
 
 /* How a parameter's global tensor is split across TP ranks. */
 typedef enum { PTDP_SPLIT_NONE = 0, PTDP_SPLIT_ROWS = 1, PTDP_SPLIT_COLS = 2 } ptdp_split;
@@ -48,6 +63,7 @@ typedef struct {
   int sp_partial;    /* with sequence parallelism its gradient is a partial sum over TP */
   int tied_copy;     /* the last stage's copy of the word embedding (p > 1) */
   int embedding;     /* the word embedding (either copy) */
+  int bucket;        /* index of its gradient bucket */
   int tensor_id;     /* key of its initial values */
   int init;          /* 0 zero, 1 one, 2 normal(std), 3 normal(std / sqrt(2 L)) */
 } ptdp_param;
@@ -130,6 +146,12 @@ typedef struct {
   ptdp_memory mem;        /* activation accounting, from the allocations themselves */
   int wte_index, wte_copy_index, wpe_index, lnf_w_index, lnf_b_index;
   int *layer_param0;      /* per chunk-local layer (over all chunks): index of its first parameter */
+  int nbuckets;
+  ptdp_bucket *buckets;
+  /* called when the gradients of params [first, first + count) are final (last micro-batch) */
+  int (*grads_ready)(void *ctx, int first, int count);
+  void *grads_ready_ctx;
+  int grads_final;        /* set by the driver around the last backward of each chunk */
   float *debug_logits;    /* if set, the next head forward copies its logits [N, V/t] here, then clears it */
   int layer_params_count; /* parameters per layer (12) */
 } ptdp_gpt;

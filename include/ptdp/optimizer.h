@@ -26,8 +26,8 @@ typedef struct {
   ptdp_optim_config cfg;
   ptdp_gpt *model;
   float *m, *v;          /* Adam moments: all local elements, or the DP shard */
-  float *buf;            /* [shard] staging for the distributed optimizer's collectives */
-  long long shard0, shard1; /* this DP rank's range of the flat buffer (distributed) */
+  float *buf;            /* distributed: reduce-scatter results, laid out as m and v */
+  double wait_seconds;   /* last sync: time blocked waiting for data-parallel reductions */
   long long step;
   size_t state_bytes;    /* optimizer state held by this rank */
 } ptdp_optimizer;

@@ -25,6 +25,7 @@ typedef struct {
   ptdp_schedule sched;
   int m;
   int *slot_of;            /* [m v] slot of (microbatch, chunk) */
+  int *last_backward;      /* [v] index in the schedule of each chunk's last backward */
   MPI_Request *act_req;    /* [v max_in_flight] pending activation sends from each slot */
   MPI_Request *grad_req;   /* [v max_in_flight] pending gradient sends */
   float **grad_send;       /* [v max_in_flight] gradient send buffers [Nl, h] */

@@ -11,6 +11,19 @@
 
 #include <string.h>
 
+/* Tell the owner of the gradient buckets that params [first, first + count) are final. */
+static int ready(ptdp_gpt *m, int first, int count)
+{
+  if (!m->grads_final || !m->grads_ready || first < 0) return 0;
+  return m->grads_ready(m->grads_ready_ctx, first, count);
+}
+
+static int layer_index(const ptdp_gpt *m, int c, int i)
+{
+  for (int k = 0; k < c; k++) i += m->chunks[k].nlayers;
+  return i;
+}
+
 /* The activation set layer i of chunk c uses for this slot: stored buffers, or scratch. */
 static ptdp_layer_acts resolve(ptdp_gpt *m, int c, int slot, int i)
 {
@@ -77,9 +90,11 @@ int ptdp_gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float los
   PTDP_CHECK_LOCAL(sl->busy, "internal: backward of chunk %d slot %d before its forward", c, slot);
   float *dcur = m->work.grad_a, *dnext = m->work.grad_b;
   const size_t nlh = (size_t)m->Nl * m->cfg.hidden;
-  if (ch->has_head)
+  if (ch->has_head) {
     PTDP_CALL(ptdp_head_backward(m, sl, loss_scale, dcur));
-  else
+    PTDP_CALL(ready(m, m->lnf_w_index, 2)); /* final LayerNorm weight and bias are adjacent */
+    PTDP_CALL(ready(m, m->wte_copy_index, 1));
+  } else
     PTDP_CALL(be->copy(be, dcur, dout, nlh * sizeof(float)));
   for (int i = ch->nlayers - 1; i >= 0; i--) {
     int g0, g1;
@@ -93,11 +108,16 @@ int ptdp_gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float los
       PTDP_CALL(be->attention_forward(be, &d, a.qkv, a.probs, a.attn_mask, a.probs_drop, m->work.dctx));
     }
     PTDP_CALL(ptdp_layer_backward(m, c, i, &a, dcur, dnext, sl->sample0));
+    PTDP_CALL(ready(m, m->layer_param0[layer_index(m, c, i)], 12));
     float *t = dcur;
     dcur = dnext;
     dnext = t;
   }
-  if (ch->has_embedding) PTDP_CALL(ptdp_embedding_backward(m, sl, dcur));
+  if (ch->has_embedding) {
+    PTDP_CALL(ptdp_embedding_backward(m, sl, dcur));
+    PTDP_CALL(ready(m, m->wte_index, 1));
+    PTDP_CALL(ready(m, m->wpe_index, 1));
+  }
   *dinput = dcur;
   sl->busy = 0;
   ptdp_memory_slot_busy(&m->mem, c, slot, 0);

@@ -265,6 +265,8 @@ static int alloc_activations(ptdp_gpt *m)
 }
 
 /* Chunk c of this stage holds virtual stage c p + stage: layers [k L/(p v), (k+1) L/(p v)). */
+static int layout_buckets(ptdp_gpt *m);
+
 static int build_chunks(ptdp_gpt *m)
 {
   const int v = m->cfg.chunks, p = m->p, L = m->cfg.num_layers;
@@ -305,8 +307,8 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
   m->row0 = cfg->sequence_parallel ? (long long)m->tp_rank * m->Nl : 0;
   PTDP_CALL(build_chunks(m));
   PTDP_CALL(build_params(m));
-  int d = grid->dp.size > 0 ? grid->dp.size : 1;
-  m->nalloc = (m->nelem + d - 1) / d * d;
+  PTDP_CALL(layout_buckets(m));
+  m->nalloc = m->nelem;
   PTDP_CALL(be->alloc(be, (void **)&m->param, (size_t)m->nalloc * sizeof(float)));
   PTDP_CALL(be->alloc(be, (void **)&m->grad, (size_t)m->nalloc * sizeof(float)));
   PTDP_CALL(alloc_activations(m));
@@ -324,10 +326,60 @@ void ptdp_gpt_destroy(ptdp_gpt *m)
   free(m->chunks);
   free(m->work.recomp);
   free(m->params);
+  free(m->buckets);
   free(m->layer_param0);
   m->be->free(m->be, m->param);
   m->be->free(m->be, m->grad);
   memset(m, 0, sizeof *m);
+}
+
+/* Lay the parameters out in buckets (see ptdp_bucket): walk them in reverse, close a bucket once
+ * it holds bucket_elems elements, give the word embedding its own; then assign offsets in
+ * forward order, each bucket padded to a multiple of 16 d elements so that it splits evenly
+ * over the data-parallel ranks. */
+static int layout_buckets(ptdp_gpt *m)
+{
+  const long long align = 16LL * (m->cfg.dp_size > 0 ? m->cfg.dp_size : 1);
+  const long long cap = m->cfg.bucket_elems > 0 ? m->cfg.bucket_elems : (1LL << 62);
+  int nb = 0;
+  long long acc = 0;
+  for (int i = m->nparams - 1; i >= 0; i--) {
+    ptdp_param *p = &m->params[i];
+    if (p->embedding) continue;
+    if (acc == 0) nb++;
+    p->bucket = nb - 1;
+    acc += p->rows * p->cols;
+    if (acc >= cap) acc = 0;
+  }
+  int emb = -1;
+  for (int i = 0; i < m->nparams; i++)
+    if (m->params[i].embedding) {
+      if (emb < 0) emb = nb++;
+      m->params[i].bucket = emb;
+    }
+  PTDP_CALLOC(m->buckets, nb > 0 ? nb : 1, sizeof *m->buckets);
+  m->nbuckets = nb;
+  long long off = 0;
+  /* memory order: the embedding bucket, then the others from the earliest parameters on */
+  for (int pass = 0; pass < nb; pass++) {
+    int nb0 = emb >= 0 ? nb - 1 : nb;
+    int b = emb >= 0 ? (pass == 0 ? emb : nb0 - pass) : nb0 - 1 - pass;
+    ptdp_bucket *bk = &m->buckets[b];
+    bk->lo = off;
+    bk->late = b == emb;
+    for (int i = 0; i < m->nparams; i++) {
+      ptdp_param *p = &m->params[i];
+      if (p->bucket != b) continue;
+      p->offset = off;
+      off += (p->rows * p->cols + 15) / 16 * 16;
+      bk->nparams++;
+    }
+    off = (off + align - 1) / align * align;
+    bk->hi = off;
+    bk->req = MPI_REQUEST_NULL;
+  }
+  m->nelem = off;
+  return 0;
 }
 
 int ptdp_gpt_global_params(const ptdp_gpt_config *cfg, ptdp_param **list, int *n)

@@ -28,6 +28,9 @@ int ptdp_pipeline_create(ptdp_pipeline *pl, ptdp_gpt *model, ptdp_schedule_kind 
                    "internal: the schedule holds %d micro-batches, the model has %d slots",
                    ptdp_schedule_max_in_flight(&pl->sched), slots);
   PTDP_CALLOC(pl->slot_of, (size_t)m * v, sizeof(int));
+  PTDP_CALLOC(pl->last_backward, (size_t)v, sizeof(int));
+  for (int i = 0; i < pl->sched.count; i++)
+    if (pl->sched.items[i].kind == PTDP_WORK_BACKWARD) pl->last_backward[pl->sched.items[i].chunk] = i;
   PTDP_CALLOC(pl->act_req, (size_t)v * slots, sizeof(MPI_Request));
   PTDP_CALLOC(pl->grad_req, (size_t)v * slots, sizeof(MPI_Request));
   PTDP_CALLOC(pl->grad_send, (size_t)v * slots, sizeof(float *));
@@ -50,6 +53,7 @@ void ptdp_pipeline_destroy(ptdp_pipeline *pl)
 {
   ptdp_schedule_free(&pl->sched);
   free(pl->slot_of);
+  free(pl->last_backward);
   free(pl->act_req);
   free(pl->grad_req);
   free(pl->grad_send); /* buffers belong to the model's memory records */
@@ -128,7 +132,9 @@ int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float l
         dout = pl->grad_recv;
       }
       float *dinput = NULL;
+      m->grads_final = it == pl->last_backward[c]; /* gradients of the chunk are final after it */
       PTDP_CALL(ptdp_gpt_backward(m, c, slot, dout, loss_scale, &dinput));
+      m->grads_final = 0;
       if (k > 0) {
         MPI_Request *rq = &pl->grad_req[c * slots + slot];
         PTDP_CALL(ptdp_comm_wait(pp, rq));

@@ -89,7 +89,7 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a)
                  : !strcmp(a->recompute_granularity, "selective") ? PTDP_RECOMPUTE_SELECTIVE
                                                                   : PTDP_RECOMPUTE_NONE,
     .recompute_method = !strcmp(a->recompute_method, "block") ? PTDP_RECOMPUTE_BLOCK : PTDP_RECOMPUTE_UNIFORM,
-    .recompute_num_layers = (int)a->recompute_num_layers};
+    .recompute_num_layers = (int)a->recompute_num_layers, .bucket_elems = a->ddp_bucket_size, .dp_size = (int)d};
   PTDP_CALL(ptdp_gpt_create(&tr->model, &mc, tr->be, &tr->grid));
   PTDP_CALL(ptdp_gpt_init_params(&tr->model));
   ptdp_optim_config oc = {.lr = a->lr, .min_lr = a->min_lr, .wd = a->weight_decay, .clip = a->clip_grad,

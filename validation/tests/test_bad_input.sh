@@ -32,15 +32,29 @@ deck() {
 line() { echo "line $((BASE_LINES + $1))"; }
 
 # bad NAME NP PHRASE [ARGS...]: run ptdp-train ARGS on NP ranks and expect a clean failure whose
-# stderr holds PHRASE (fixed string) exactly once, with exactly one "ptdp: error" line.
+# stderr holds PHRASE (fixed string) exactly once, with exactly one "ptdp: error" line.  Runs are
+# mostly launcher start-up latency, so up to $JOBS run at once; `check_all` judges them in order.
+JOBS=${PTDP_BAD_INPUT_JOBS:-6}
+running=0
+: > "$TMPD/cases"
 bad() {
-  name=$1 np=$2 phrase=$3
+  name=$1
+  printf '%s\n' "$1" >> "$TMPD/cases"
+  printf '%s\n' "$2" > "$TMPD/$name.np"
+  printf '%s\n' "$3" > "$TMPD/$name.phrase"
+  np=$2
   shift 3
-  out="$TMPD/$name.out" err="$TMPD/$name.err"
-  start=$(date +%s)
-  timeout 30 $MPIRUN -n "$np" "$TRAIN" "$@" > "$out" 2> "$err"
-  rc=$?
-  secs=$(($(date +%s) - start))
+  (
+    start=$(date +%s)
+    timeout 30 $MPIRUN -n "$np" "$TRAIN" "$@" > "$TMPD/$name.out" 2> "$TMPD/$name.err"
+    echo "$? $(($(date +%s) - start))" > "$TMPD/$name.rc"
+  ) &
+  running=$((running + 1))
+  if [ "$running" -ge "$JOBS" ]; then wait; running=0; fi
+}
+check() {
+  name=$1 np=$(cat "$TMPD/$1.np") phrase=$(cat "$TMPD/$1.phrase") err="$TMPD/$1.err"
+  read -r rc secs < "$TMPD/$name.rc"
   if [ "$rc" -eq 124 ]; then
     ok 1 "$name ($np ranks): timed out after 30 s (hang)"
     return
@@ -56,6 +70,10 @@ bad() {
   if [ "$n" -ne 1 ] || [ "$nerr" -ne 1 ]; then
     echo "---- stderr of $name:"; sed 's/^/  | /' "$err" | head -20
   fi
+}
+check_all() {
+  wait
+  while read -r c; do check "$c"; done < "$TMPD/cases"
 }
 
 # ---- the deck and the command line -----------------------------------------------------------
@@ -166,4 +184,5 @@ bad no-vocab 1 "the vocabulary is unknown: give vocab-size" \
 # ---- outputs ---------------------------------------------------------------------------------
 bad dump-dir 2 "cannot create debug-dump file '$TMPD/no-such-dir/d.h5'" "$BASE" --debug-dump "$TMPD/no-such-dir/d.h5"
 
+check_all
 finish
