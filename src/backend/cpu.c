@@ -40,6 +40,21 @@ static int cpu_copy(ptdp_backend *be, void *dst, const void *src, size_t bytes)
   return 0;
 }
 
+/* One thread pool: OpenBLAS runs single-threaded (ptdp_threads_setup sets it) and a large
+ * product is split here into one block of C per OpenMP thread, along C's longer side in
+ * multiples of 64 (whole micro-kernel tiles).  Each element of C is still the same dot product
+ * in the same K order, so the result does not depend on the thread count.  Two pools (OpenMP's
+ * workers and OpenBLAS's pthreads) spin against each other when they share the cores, which made
+ * 2 threads slower than 1.  Inside a parallel region (attention) the call runs as it is. */
+#define GEMM_SPLIT_FLOPS 4.0e6 /* below this one thread is faster than waking the others */
+#define GEMM_SPLIT_ALIGN 64
+static void sgemm1(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                   float beta, float *C, int ldc)
+{
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B,
+              ldb, beta, C, ldc);
+}
+
 static int cpu_gemm(ptdp_backend *be, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                     const float *B, int ldb, float beta, float *C, int ldc)
 {
@@ -50,8 +65,34 @@ static int cpu_gemm(ptdp_backend *be, int ta, int tb, int M, int N, int K, float
                            "invalid sgemm arguments M=%d N=%d K=%d lda=%d ldb=%d ldc=%d (ta=%d tb=%d)", M, N, K, lda,
                            ldb, ldc, ta, tb);
   if (M == 0 || N == 0) return 0;
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B,
-              ldb, beta, C, ldc);
+  int nt = 1;
+#ifdef _OPENMP
+  if (!omp_in_parallel() && 2.0 * M * N * (double)K >= GEMM_SPLIT_FLOPS) nt = omp_get_max_threads();
+#endif
+  int split_rows = M >= N, len = split_rows ? M : N;
+  int tiles = (len + GEMM_SPLIT_ALIGN - 1) / GEMM_SPLIT_ALIGN;
+  if (nt > tiles) nt = tiles;
+  if (nt <= 1) {
+    sgemm1(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return 0;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+#ifdef _OPENMP
+    int me = omp_get_thread_num(), n = omp_get_num_threads();
+#else
+    int me = 0, n = 1;
+#endif
+    int i0 = (int)((long long)tiles * me / n) * GEMM_SPLIT_ALIGN, i1 = (int)((long long)tiles * (me + 1) / n) * GEMM_SPLIT_ALIGN;
+    if (i1 > len) i1 = len;
+    if (i1 > i0) {
+      if (split_rows) /* rows i0..i1 of op(A) and C */
+        sgemm1(ta, tb, i1 - i0, N, K, alpha, ta ? A + i0 : A + (size_t)i0 * lda, lda, B, ldb, beta, C + (size_t)i0 * ldc,
+               ldc);
+      else /* columns i0..i1 of op(B) and C */
+        sgemm1(ta, tb, M, i1 - i0, K, alpha, A, lda, tb ? B + (size_t)i0 * ldb : B + i0, ldb, beta, C + i0, ldc);
+    }
+  }
   return 0;
 }
 

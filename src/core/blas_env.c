@@ -84,7 +84,9 @@ int ptdp_threads_setup(int requested, int ranks_on_node)
   omp_set_num_threads(n);
 #endif
 #if PTDP_HAVE_OPENBLAS
-  openblas_set_num_threads(n);
+  /* One pool: OpenMP's.  The CPU backend splits large products over the OpenMP threads and
+   * calls OpenBLAS single-threaded, so OpenBLAS's own pthreads never compete with them. */
+  openblas_set_num_threads(1);
 #endif
   return n;
 }

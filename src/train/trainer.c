@@ -3,6 +3,7 @@
 
 #include "dump.h"
 #include "ptdp/error.h"
+#include "ptdp/memory_formula.h"
 #include "ptdp/tokenizer.h"
 
 #include <math.h>
@@ -166,7 +167,7 @@ int ptdp_trainer_run(ptdp_trainer *tr)
   const ptdp_args *a = &tr->args;
   const int rank0 = tr->grid.world_rank == 0;
   const double flops = ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size, tr->model.cfg.padded_vocab);
-  double t_last = MPI_Wtime(), loss_acc = 0;
+  double t_last = MPI_Wtime(), loss_acc = 0, bubble_acc = 0, iter_acc = 0;
   int n_acc = 0, nan_iters = 0;
   while (tr->iteration < a->train_iters) {
     double loss, norm, lr;
@@ -176,10 +177,9 @@ int ptdp_trainer_run(ptdp_trainer *tr)
     n_acc++;
     tr->last_loss = loss;
     tr->last_grad_norm = norm;
-    if (tr->iteration == 1) {
-      PTDP_CALL(print_memory(tr));
-      print_comm(tr, 1);
-    }
+    if (tr->iteration == 1) PTDP_CALL(print_memory(tr));
+    bubble_acc += tr->pipe.wait_seconds;
+    iter_acc += tr->pipe.wait_seconds + tr->pipe.busy_seconds;
     if (tr->iteration % a->log_interval == 0 || tr->iteration == a->train_iters) {
       double now = MPI_Wtime(), per_iter = (now - t_last) / n_acc;
       if (rank0) {
@@ -192,6 +192,20 @@ int ptdp_trainer_run(ptdp_trainer *tr)
                loss_acc / n_acc, norm, 0, nan_iters);
         fflush(stdout);
       }
+      print_comm(tr, n_acc);
+      if (tr->grid.layout.p > 1) {
+        /* pipeline bubble: this rank's time blocked in receives, as a fraction of its pipeline time */
+        double frac = iter_acc > 0 ? bubble_acc / iter_acc : 0, fmax = frac, fmin = -frac;
+        PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &fmax, 1, PTDP_TAG_MISC));
+        PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &fmin, 1, PTDP_TAG_MISC));
+        int v = tr->model.nchunks;
+        if (rank0)
+          printf("[pipeline] bubble (time waiting for neighbours / pipeline time): rank 0 %.3f, max %.3f, min %.3f over "
+                 "ranks; schedule %s: (p-1)/(v m) = %.3f\n",
+                 frac, fmax, -fmin, ptdp_schedule_name(tr->pipe.sched.kind),
+                 (double)(tr->grid.layout.p - 1) / ((double)v * tr->m));
+      }
+      bubble_acc = iter_acc = 0;
       loss_acc = 0;
       n_acc = 0;
       nan_iters = 0;
@@ -214,32 +228,44 @@ int ptdp_trainer_run(ptdp_trainer *tr)
   return 0;
 }
 
-/* Activation memory measured from the arena, per rank (first iteration). */
+/* Activation memory measured from the arena, per rank (first iteration), beside the formulas. */
 static int print_memory(ptdp_trainer *tr)
 {
   ptdp_gpt *m = &tr->model;
+  const ptdp_args *a = &tr->args;
   double peak = (double)m->mem.peak_busy_bytes, maxp = peak, minp = -peak;
   PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &maxp, 1, PTDP_TAG_MISC));
   PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &minp, 1, PTDP_TAG_MISC));
   minp = -minp;
+  if (tr->grid.world_rank != 0) return 0;
+  ptdp_layer_shape ls = {.s = a->seq_length, .b = a->micro_batch_size, .h = a->hidden_size, .a = a->num_attention_heads,
+                         .f = ptdp_args_ffn(a), .t = tr->grid.layout.t, .sequence_parallel = m->cfg.sequence_parallel,
+                         .hidden_dropout = a->hidden_dropout > 0, .attention_dropout = a->attention_dropout > 0,
+                         .recompute = (int)m->cfg.recompute};
+  /* a layer that keeps everything (under full recompute: the first of a group keeps its input) */
   size_t layer = m->chunks[0].nlayers ? ptdp_memory_held(&m->mem, 0, 0, m->chunks[0].layer0) : 0;
-  if (tr->grid.world_rank == 0)
-    printf("[memory] rank 0: activations held per layer per micro-batch %.3f MiB; peak held activations %.3f MiB "
-           "(max over ranks %.3f MiB, min %.3f MiB); parameters %.3f MiB, gradients %.3f MiB, optimizer state %.3f MiB\n",
-           layer / 1048576.0, peak / 1048576.0, maxp / 1048576.0, minp / 1048576.0, m->nelem * 4.0 / 1048576.0,
-           m->nelem * 4.0 / 1048576.0, tr->opt.state_bytes / 1048576.0);
+  double ours = ptdp_layer_bytes_ptdp(&ls), paper = ptdp_layer_bytes_paper(&ls);
+  int layers = 0;
+  for (int c = 0; c < m->nchunks; c++) layers += m->chunks[c].nlayers;
+  printf("[memory] activations per layer per micro-batch: measured %zu bytes, ptdp fp32 count %.0f bytes, "
+         "Korthikanti et al. (2-byte activations) %.0f bytes\n", layer, ours, paper);
+  printf("[memory] peak held activations: rank 0 %.0f bytes (max over ranks %.0f, min %.0f); rank 0 holds %d layers x "
+         "up to %d micro-batches in flight; parameters %lld bytes, gradients %lld bytes, optimizer state %zu bytes\n",
+         peak, maxp, minp, layers, m->cfg.max_in_flight, m->nelem * 4, m->nelem * 4, tr->opt.state_bytes);
   return 0;
 }
 
-/* Bytes sent by this rank per communicator, over `iters` iterations (rank 0 prints). */
+/* Bytes sent per iteration by rank 0 on each communicator since the last report. */
 static void print_comm(ptdp_trainer *tr, long long iters)
 {
   ptdp_grid *g = &tr->grid;
   double tp = ptdp_comm_total_bytes(&g->tp), dp = ptdp_comm_total_bytes(&g->dp), pp = ptdp_comm_total_bytes(&g->pp);
-  double layer = g->tp.stats.bytes[PTDP_TAG_LAYER];
+  double emb = g->emb.size > 0 ? ptdp_comm_total_bytes(&g->emb) : 0, layer = g->tp.stats.bytes[PTDP_TAG_LAYER];
   if (g->world_rank == 0)
-    printf("[comm] rank 0 bytes sent per iteration: TP %.0f (in transformer layers %.0f), DP %.0f, PP %.0f\n", tp / iters,
-           layer / iters, dp / iters, pp / iters);
+    printf("[comm] rank 0 bytes sent per iteration: TP %.0f (transformer layers %.0f), DP %.0f, PP %.0f, embedding %.0f\n",
+           tp / iters, layer / iters, dp / iters, pp / iters, emb / iters);
+  ptdp_comm *all[] = {&g->tp, &g->dp, &g->pp, &g->mp, &g->emb, &g->world};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ptdp_comm_reset_stats(all[i]);
 }
 
 void ptdp_trainer_destroy(ptdp_trainer *tr)

@@ -1,0 +1,33 @@
+/* Activation bytes per transformer layer per micro-batch, by formula, to set beside what the
+ * arena measures (ptdp/memory.h).
+ *
+ * Korthikanti et al. 2022 count 2-byte activations and 1-byte dropout masks (Table 2):
+ *   no parallelism           s b h (34 + 5 a s / h)
+ *   tensor parallel          s b h (10 + 24/t + 5 a s / (h t))
+ *   + sequence parallel      s b h (34/t + 5 a s / (h t))
+ *   selective recompute      drops the 5 a s / (h t) term
+ *   full recompute           2 s b h (the layer input only)
+ * ptdp stores the same tensors in fp32 (4 bytes), masks as 1 byte, plus LayerNorm mean and
+ * 1/std (4 floats per token, which the paper neglects).  With dropout on and f = 4h:
+ *   ptdp                     s b h (18 + 48/t + 9 a s / (h t)) + 16 s b          (TP)
+ *                            s b h (66/t + 9 a s / (h t)) + 16 s b / t           (TP + SP)
+ * i.e. twice the paper's bytes for every 2-byte tensor, the same for every 1-byte mask
+ * (18 = 2 x 8 + 2; 48 = 2 x 24; 9 = 2 x 4 + 1 for softmax output, dropout output, mask).
+ * The general count below also follows ffn-hidden-size and drops the masks and the dropout
+ * output when their dropout probability is 0. */
+#ifndef PTDP_MEMORY_FORMULA_H
+#define PTDP_MEMORY_FORMULA_H
+
+typedef struct {
+  long long s, b, h, a, f, t;
+  int sequence_parallel;
+  int hidden_dropout, attention_dropout; /* 1 if > 0 */
+  int recompute;                         /* 0 none, 1 full (layer stores its input), 2 selective */
+} ptdp_layer_shape;
+
+/* ptdp's fp32 bytes for one layer of a micro-batch (exactly what the arena allocates). */
+double ptdp_layer_bytes_ptdp(const ptdp_layer_shape *l);
+/* The paper's bytes (2-byte activations) for the same setting. */
+double ptdp_layer_bytes_paper(const ptdp_layer_shape *l);
+
+#endif
