@@ -2,8 +2,9 @@
 # blending, and the ptdp-preprocess executable.  User documentation: src/data/README.md.
 libptdp_a_SOURCES += src/data/unicode.c src/data/unicode_tables.c src/data/json.c src/data/strmap.c \
                      src/data/tokenizer.c src/data/tokenizer_encode.c \
+                     src/data/indexed_dataset.c src/data/mmidx_writer.c \
                      src/data/unicode.h src/data/json.h src/data/strmap.h src/data/tokenizer_impl.h
-nobase_include_HEADERS += include/ptdp/tokenizer.h
+nobase_include_HEADERS += include/ptdp/tokenizer.h include/ptdp/indexed_dataset.h
 
 EXTRA_DIST += src/data/gen_unicode_tables.py
 dist_noinst_SCRIPTS += inputs/fetch-data.sh
@@ -11,3 +12,6 @@ dist_noinst_SCRIPTS += inputs/fetch-data.sh
 # ---- tests (validation/tests/data)
 check_PROGRAMS += validation/tests/data/tokenize_tool
 validation_tests_data_tokenize_tool_SOURCES = validation/tests/data/tokenize_tool.c
+
+bin_PROGRAMS += ptdp-preprocess
+ptdp_preprocess_SOURCES = src/data/ptdp_preprocess.c src/data/preprocess.c src/data/preprocess.h

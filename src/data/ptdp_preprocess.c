@@ -240,7 +240,6 @@ static int run(const pp_args *a)
 
 int main(int argc, char **argv)
 {
-  ptdp_error_set_collective(0);
   pp_args a;
   int help;
   if (parse_args(argc, argv, &a, &help)) return 2;

@@ -7,3 +7,5 @@ check_PROGRAMS += validation/tests/model/test_gradcheck
 validation_tests_model_test_gradcheck_SOURCES = validation/tests/model/test_gradcheck.c
 TESTS += validation/tests/model/test_gradcheck validation/tests/model/test_gradcheck_recompute.sh
 dist_noinst_SCRIPTS += validation/tests/model/test_gradcheck_recompute.sh
+TESTS += validation/tests/model/test_comm_volume.sh validation/tests/model/test_memory.sh
+dist_noinst_SCRIPTS += validation/tests/model/test_comm_volume.sh validation/tests/model/test_memory.sh

@@ -1,0 +1,57 @@
+#!/bin/sh
+# Activation memory: the bytes per layer per micro-batch that the arena holds equal the count
+# derived in README ("Activation memory") for every setting, and move with t, sequence
+# parallelism and recomputation as Korthikanti et al.'s formulas say: the measured ratios are
+# printed beside the paper's (they differ only by the fp32/1-byte mapping README derives) and
+# checked to order the same way.
+. "$top_srcdir/validation/tests/common.sh"
+deck="$TMPD/deck.in"
+cat > "$deck" <<EOD
+num-layers = 4
+hidden-size = 64
+num-attention-heads = 8
+seq-length = 64
+micro-batch-size = 2
+global-batch-size = 8
+train-iters = 1
+mock-data = true
+vocab-size = 300
+log-interval = 1
+EOD
+run() { # np flags -> "measured ptdp paper"
+  np=$1; shift
+  timeout 60 $MPIRUN -n "$np" "$TRAIN" "$deck" "$@" 2>&1 |
+    sed -n 's/.*per micro-batch: measured \([0-9]*\) bytes, ptdp fp32 count \([0-9]*\) bytes, Korthikanti et al. (2-byte activations) \([0-9]*\) bytes.*/\1 \2 \3/p'
+}
+check() { # name np flags...
+  name=$1; shift
+  set -- $(run "$@")
+  [ $# -eq 3 ] && [ "$1" = "$2" ]; ok $? "$name: measured $1 bytes = derived count $2 (paper: $3)"
+  eval "m_$name=$1; p_$name=$3"
+}
+check tp1 1
+check tp2 2 --tensor-model-parallel-size 2
+check tp4 4 --tensor-model-parallel-size 4
+check sp2 2 --tensor-model-parallel-size 2 --sequence-parallel
+check sel2 2 --tensor-model-parallel-size 2 --recompute-granularity selective
+check spsel2 2 --tensor-model-parallel-size 2 --sequence-parallel --recompute-granularity selective
+check full1 1 --recompute-granularity full
+check nodrop1 1 --hidden-dropout 0 --attention-dropout 0
+check pp2 2 --pipeline-model-parallel-size 2
+# the orderings the formulas predict
+lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+lt "$m_tp2" "$m_tp1" && lt "$m_tp4" "$m_tp2"; ok $? "more tensor parallelism holds less ($m_tp1 > $m_tp2 > $m_tp4)"
+lt "$m_sp2" "$m_tp2"; ok $? "sequence parallelism holds less ($m_sp2 < $m_tp2)"
+lt "$m_sel2" "$m_tp2" && lt "$m_spsel2" "$m_sel2" && lt "$m_spsel2" "$m_sp2"; ok $? "selective recomputation holds less, least with SP"
+lt "$m_full1" "$m_spsel2"; ok $? "full recomputation holds least"
+[ "$m_pp2" = "$m_tp1" ]; ok $? "pipeline parallelism does not change a layer's bytes"
+# the layer input alone under full recomputation: 4 bytes x s b h
+[ "$m_full1" = $((4 * 64 * 2 * 64)) ]; ok $? "full recomputation keeps exactly the fp32 layer input, 4 s b h bytes"
+# sequence-parallel and selective: everything scales with 1/t (paper eq. 6: 34 s b h / t)
+awk -v a="$m_spsel2" -v b="$m_tp1" -v sel1="$(set -- $(run 1 --recompute-granularity selective); echo $1)" \
+  'BEGIN { r = a / sel1; printf "SP+selective at t=2 / selective at t=1 = %.4f\n", r; exit !(r > 0.499 && r < 0.501) }'
+ok $? "SP + selective recomputation divides the layer's bytes by t exactly"
+for k in tp2 tp4 sp2 sel2 spsel2 full1; do
+  eval "awk -v m=\$m_$k -v m1=\$m_tp1 -v p=\$p_$k -v p1=\$p_tp1 'BEGIN { printf \"ratio to t=1: %-7s measured %.3f  paper %.3f\\n\", \"$k\", m / m1, p / p1 }'"
+done
+finish
