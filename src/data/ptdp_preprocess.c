@@ -180,8 +180,8 @@ static int run(const pp_args *a)
   double t0 = now();
   ptdp_tokenizer *tok;
   PTDP_CALL(ptdp_tokenizer_create(&tok, a->tokenizer_type, a->vocab_file, a->merge_file));
-  const unsigned char *in;
-  size_t in_size;
+  const unsigned char *in = NULL;
+  size_t in_size = 0;
   PTDP_CALL(map_input(a->input, &in, &in_size));
   PTDP_CHECK(in_size > 0, "input '%s' is empty", a->input);
 

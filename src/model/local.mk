@@ -9,3 +9,7 @@ TESTS += validation/tests/model/test_gradcheck validation/tests/model/test_gradc
 dist_noinst_SCRIPTS += validation/tests/model/test_gradcheck_recompute.sh
 TESTS += validation/tests/model/test_comm_volume.sh validation/tests/model/test_memory.sh
 dist_noinst_SCRIPTS += validation/tests/model/test_comm_volume.sh validation/tests/model/test_memory.sh
+check_PROGRAMS += validation/tests/model/test_vocab_xent
+validation_tests_model_test_vocab_xent_SOURCES = validation/tests/model/test_vocab_xent.c
+TESTS += validation/tests/model/test_vocab_xent.sh
+dist_noinst_SCRIPTS += validation/tests/model/test_vocab_xent.sh
