@@ -23,6 +23,7 @@ AM_TESTS_ENVIRONMENT = \
   ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=0}; export ASAN_OPTIONS;
 
 dist_noinst_SCRIPTS += validation/tests/launch.sh validation/tests/common.sh
+EXTRA_DIST += validation/bench/bench_parallel.sh validation/bench/bench_pipeline.sh
 EXTRA_DIST += validation/run_suite.sh validation/gen_readme_keys.sh .ci/run
 TESTS += validation/tests/docs/test_readme.sh
 dist_noinst_SCRIPTS += validation/tests/docs/test_readme.sh

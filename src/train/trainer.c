@@ -179,7 +179,7 @@ int ptdp_trainer_run(ptdp_trainer *tr)
     tr->last_grad_norm = norm;
     if (tr->iteration == 1) PTDP_CALL(print_memory(tr));
     bubble_acc += tr->pipe.wait_seconds;
-    iter_acc += tr->pipe.wait_seconds + tr->pipe.busy_seconds;
+    iter_acc += tr->pipe.busy_seconds;
     if (tr->iteration % a->log_interval == 0 || tr->iteration == a->train_iters) {
       double now = MPI_Wtime(), per_iter = (now - t_last) / n_acc;
       if (rank0) {
@@ -194,13 +194,14 @@ int ptdp_trainer_run(ptdp_trainer *tr)
       }
       print_comm(tr, n_acc);
       if (tr->grid.layout.p > 1) {
-        /* pipeline bubble: this rank's time blocked in receives, as a fraction of its pipeline time */
+        /* pipeline bubble as Narayanan et al. define it: idle time over ideal (compute) time,
+         * t_pb / t_id = (p - 1) / m for 1F1B; idle = this rank's time blocked in receives */
         double frac = iter_acc > 0 ? bubble_acc / iter_acc : 0, fmax = frac, fmin = -frac;
         PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &fmax, 1, PTDP_TAG_MISC));
         PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &fmin, 1, PTDP_TAG_MISC));
         int v = tr->model.nchunks;
         if (rank0)
-          printf("[pipeline] bubble (time waiting for neighbours / pipeline time): rank 0 %.3f, max %.3f, min %.3f over "
+          printf("[pipeline] bubble (time waiting for neighbours / time computing): rank 0 %.3f, max %.3f, min %.3f over "
                  "ranks; schedule %s: (p-1)/(v m) = %.3f\n",
                  frac, fmax, -fmin, ptdp_schedule_name(tr->pipe.sched.kind),
                  (double)(tr->grid.layout.p - 1) / ((double)v * tr->m));
