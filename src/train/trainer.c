@@ -253,6 +253,15 @@ static int print_memory(ptdp_trainer *tr)
   printf("[memory] peak held activations: rank 0 %.0f bytes (max over ranks %.0f, min %.0f); rank 0 holds %d layers x "
          "up to %d micro-batches in flight; parameters %lld bytes, gradients %lld bytes, optimizer state %zu bytes\n",
          peak, maxp, minp, layers, m->cfg.max_in_flight, m->nelem * 4, m->nelem * 4, tr->opt.state_bytes);
+  if (ours > 0 && tr->grid.layout.p > 1) {
+    /* Korthikanti et al. eq. 5: the first stage of 1F1B holds p micro-batches x L/p layers = L layers' worth;
+     * interleaving multiplies that by 1 + (p - 1) / (p v) */
+    const double p = tr->grid.layout.p, v = m->nchunks, L = (double)a->num_layers;
+    double paper_layers = L * (v > 1 ? 1.0 + (p - 1) / (p * v) : 1.0);
+    if ((double)tr->m < p && v == 1) paper_layers = L / p * tr->m; /* fewer micro-batches than stages */
+    printf("[memory] first stage: peak = %.3f layers' activations (embedding extras included); Korthikanti et al. "
+           "eq. 5%s: %.3f\n", peak / ours, v > 1 ? " x interleaving factor 1 + (p-1)/(p v)" : "", paper_layers);
+  }
   return 0;
 }
 

@@ -1,0 +1,195 @@
+/* Index builders of Megatron's GPTDataset and blending (see gpt_index.h). */
+#include "gpt_index.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static uint64_t splitmix64(uint64_t *x)
+{
+  uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void ptdp_rng_seed(ptdp_rng *r, uint64_t seed)
+{
+  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t ptdp_rng_next(ptdp_rng *r)
+{
+  uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return out;
+}
+
+uint64_t ptdp_rng_below(ptdp_rng *r, uint64_t n)
+{
+  /* 128-bit product: the high word is uniform once low words under 2^64 mod n are rejected */
+  unsigned __int128 m = (unsigned __int128)ptdp_rng_next(r) * n;
+  uint64_t lo = (uint64_t)m;
+  if (lo < n) {
+    uint64_t threshold = (0 - n) % n;
+    while (lo < threshold) {
+      m = (unsigned __int128)ptdp_rng_next(r) * n;
+      lo = (uint64_t)m;
+    }
+  }
+  return (uint64_t)(m >> 64);
+}
+
+void ptdp_shuffle_i32(ptdp_rng *r, int32_t *a, int64_t n)
+{
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t j = (int64_t)ptdp_rng_below(r, (uint64_t)i + 1);
+    int32_t t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+  }
+}
+
+void ptdp_shuffle_i64(ptdp_rng *r, int64_t *a, int64_t n)
+{
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t j = (int64_t)ptdp_rng_below(r, (uint64_t)i + 1);
+    int64_t t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+  }
+}
+
+int ptdp_split_bounds(const char *split, int64_t n, int64_t bounds[4], char *err, int errlen)
+{
+  /* Megatron reads the numbers with re.findall(r"[.0-9]+"): any other character separates */
+  double w[3] = {0, 0, 0}, sum = 0;
+  int k = 0;
+  const char *p = split;
+  while (*p) {
+    if (!(isdigit((unsigned char)*p) || *p == '.')) {
+      if (*p != ',' && *p != ' ' && *p != '/') {
+        snprintf(err, (size_t)errlen, "split '%s': unexpected character '%c'", split, *p);
+        return -1;
+      }
+      p++;
+      continue;
+    }
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p || k == 3) {
+      snprintf(err, (size_t)errlen, "split '%s': expected at most 3 non-negative numbers", split);
+      return -1;
+    }
+    w[k++] = v;
+    sum += v;
+    p = end;
+  }
+  if (k == 0 || !(sum > 0)) {
+    snprintf(err, (size_t)errlen, "split '%s': needs at least one positive weight, e.g. 969,30,1", split);
+    return -1;
+  }
+  bounds[0] = 0;
+  for (int i = 0; i < 3; i++) bounds[i + 1] = bounds[i] + (int64_t)nearbyint(w[i] / sum * (double)n);
+  int64_t excess = bounds[3] - n;
+  for (int i = 1; i < 4; i++) bounds[i] -= excess;
+  for (int i = 1; i < 4; i++)
+    if (bounds[i] < bounds[i - 1] || bounds[i] < 0) bounds[i] = bounds[i - 1] > 0 ? bounds[i - 1] : 0;
+  return 0;
+}
+
+int ptdp_gpt_plan_make(ptdp_gpt_plan *p, int64_t tokens_per_epoch, int64_t num_samples, int seq_length)
+{
+  p->tokens_per_epoch = tokens_per_epoch;
+  p->num_epochs = 1;
+  p->separate_final_epoch = 0;
+  if (tokens_per_epoch <= 1) return num_samples > 0 ? -1 : (p->total_samples = 0, p->num_samples_sans_final = 0, 0);
+  /* the +1: a sample needs one token beyond its s (the label of its last position) */
+  int64_t need = num_samples * seq_length + 1, have = tokens_per_epoch;
+  while (have < need) have += tokens_per_epoch, p->num_epochs++;
+  p->total_samples = (p->num_epochs * tokens_per_epoch - 1) / seq_length;
+  p->num_samples_sans_final = p->total_samples;
+  if (p->num_epochs > 1) {
+    int64_t sans = ((p->num_epochs - 1) * tokens_per_epoch - 1) / seq_length;
+    int64_t from_final = num_samples - sans, per_epoch = (tokens_per_epoch - 1) / seq_length;
+    /* Megatron: shuffle the last epoch apart when it supplies under 80% of an epoch's samples */
+    p->separate_final_epoch = from_final < (int64_t)(0.80 * (double)per_epoch);
+    if (p->separate_final_epoch) p->num_samples_sans_final = sans;
+  }
+  return 0;
+}
+
+static void doc_block(int32_t *out, int64_t begin, int64_t end, int64_t epochs, ptdp_rng *r)
+{
+  int64_t nd = end - begin;
+  for (int64_t e = 0; e < epochs; e++)
+    for (int64_t d = 0; d < nd; d++) out[e * nd + d] = (int32_t)(begin + d);
+  ptdp_shuffle_i32(r, out, epochs * nd);
+}
+
+void ptdp_gpt_doc_index(int32_t *doc_index, int64_t begin, int64_t end, const ptdp_gpt_plan *p, ptdp_rng *r)
+{
+  if (!p->separate_final_epoch) {
+    doc_block(doc_index, begin, end, p->num_epochs, r);
+    return;
+  }
+  doc_block(doc_index, begin, end, p->num_epochs - 1, r);
+  doc_block(doc_index + (p->num_epochs - 1) * (end - begin), begin, end, 1, r);
+}
+
+void ptdp_gpt_sample_index(int64_t *sample_index, const int32_t *doc_index, const int32_t *lengths,
+                           const ptdp_gpt_plan *p, int seq_length)
+{
+  int64_t pos = 0, offset = 0; /* position in doc_index, token offset in that document */
+  sample_index[0] = 0;
+  sample_index[1] = 0;
+  for (int64_t i = 1; i <= p->total_samples; i++) {
+    int64_t remaining = (int64_t)seq_length + 1;
+    while (remaining != 0) {
+      int64_t left = lengths[doc_index[pos]] - offset;
+      remaining -= left;
+      if (remaining <= 0) { /* ends inside this document, at its token offset+left-1+remaining */
+        offset += remaining + left - 1;
+        remaining = 0;
+      } else {
+        pos++;
+        offset = 0;
+      }
+    }
+    sample_index[2 * i] = pos;
+    sample_index[2 * i + 1] = offset;
+  }
+}
+
+void ptdp_gpt_shuffle_index(int64_t *shuffle, const ptdp_gpt_plan *p, ptdp_rng *r)
+{
+  int64_t n = p->num_samples_sans_final, total = p->total_samples;
+  for (int64_t i = 0; i < total; i++) shuffle[i] = i;
+  ptdp_shuffle_i64(r, shuffle, n);
+  if (total > n) ptdp_shuffle_i64(r, shuffle + n, total - n);
+}
+
+void ptdp_blend_index(int32_t *source, int64_t *source_sample, int64_t size, const double *weights, int n,
+                      int64_t *count)
+{
+  for (int k = 0; k < n; k++) count[k] = 0;
+  for (int64_t i = 0; i < size; i++) {
+    double step = i > 1 ? (double)i : 1.0;
+    int best = 0;
+    double best_err = weights[0] * step - (double)count[0];
+    for (int k = 1; k < n; k++) {
+      double e = weights[k] * step - (double)count[k];
+      if (e > best_err) best_err = e, best = k;
+    }
+    source[i] = best;
+    source_sample[i] = count[best]++;
+  }
+}
