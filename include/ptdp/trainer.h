@@ -29,6 +29,8 @@ typedef struct {
   int32_t *scratch;       /* s + 1 tokens */
   double last_loss, last_grad_norm, last_lr;
   struct ptdp_dump *dump; /* debug-dump state, or NULL */
+  /* timers of the current log interval, seconds (PETSc's -log_view, Megatron's timers) */
+  double timer[8];
 } ptdp_trainer;
 
 int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a);

@@ -11,12 +11,14 @@
 #include <stdint.h>
 #include <string.h>
 
-#pragma omp declare simd notinbranch
+
 static inline float ptdp_cpu_expf(float x)
 {
   const float lo = -87.3f, hi = 88.3f;
-  float xc = x < lo ? lo : (x > hi ? hi : x);
-  float n = __builtin_roundf(xc * 1.44269504088896341f);
+  float xc = x > hi ? hi : x;
+  xc = xc < lo ? lo : xc;
+  /* round to nearest by adding and removing 1.5 2^23 (|x / ln 2| < 2^22) */
+  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;

@@ -39,6 +39,11 @@ static int resolve_vocab(const ptdp_args *a, long long *vocab)
   return 0;
 }
 
+/* Named timers, reported every log interval as max and min over ranks. */
+enum { TM_FWD_BWD, TM_PP_WAIT, TM_TP_COMM, TM_DP_WAIT, TM_GRAD_SYNC, TM_OPTIMIZER, TM_COUNT };
+static const char *timer_name[TM_COUNT] = {"forward-backward", "pipeline-wait", "tp-comm",
+                                           "dp-wait", "grads-sync", "optimizer"};
+
 static int feed(void *ctx, int mb, int32_t *tokens, int32_t *targets, long long *sample0)
 {
   ptdp_trainer *tr = ctx;
@@ -121,17 +126,24 @@ int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double 
   PTDP_CALL(m->be->memset0(m->be, m->grad, (size_t)m->nalloc * sizeof(float)));
   tr->split = PTDP_SPLIT_TRAIN;
   tr->batch_first = tr->consumed;
+  double t0 = MPI_Wtime(), tp0 = tr->grid.tp.stats.wait_seconds;
   PTDP_CALL(ptdp_pipeline_run(&tr->pipe, feed, tr, 1.0f / (float)tr->m, 0));
+  double t1 = MPI_Wtime();
+  tr->timer[TM_FWD_BWD] += t1 - t0;
+  tr->timer[TM_PP_WAIT] += tr->pipe.wait_seconds;
   PTDP_CALL(global_loss(tr, loss));
   /* Megatron: iteration n + 1 runs with the rate after n completed iterations */
   *lr = ptdp_lr_at(&tr->opt.cfg, tr->iteration);
-  if (tr->dump && tr->iteration == 0) {
-    PTDP_CALL(ptdp_optimizer_sync(&tr->opt));
-    PTDP_CALL(ptdp_dump_grads(tr->dump, tr));
-    PTDP_CALL(ptdp_optimizer_update(&tr->opt, *lr, grad_norm));
-  } else {
-    PTDP_CALL(ptdp_optimizer_step(&tr->opt, *lr, grad_norm));
-  }
+  double t2 = MPI_Wtime();
+  PTDP_CALL(ptdp_optimizer_sync(&tr->opt));
+  double t3 = MPI_Wtime();
+  if (tr->dump && tr->iteration == 0) PTDP_CALL(ptdp_dump_grads(tr->dump, tr));
+  double t4 = MPI_Wtime();
+  PTDP_CALL(ptdp_optimizer_update(&tr->opt, *lr, grad_norm));
+  tr->timer[TM_GRAD_SYNC] += t3 - t2;
+  tr->timer[TM_DP_WAIT] += tr->opt.wait_seconds;
+  tr->timer[TM_OPTIMIZER] += MPI_Wtime() - t4;
+  tr->timer[TM_TP_COMM] += tr->grid.tp.stats.wait_seconds - tp0;
   tr->iteration++;
   tr->consumed += tr->gbs;
   if (tr->dump) ptdp_dump_record(tr->dump, tr->iteration, *loss, *lr, *grad_norm);
@@ -161,6 +173,7 @@ int ptdp_trainer_evaluate(ptdp_trainer *tr, double *loss)
 
 static int print_memory(ptdp_trainer *tr);
 static void print_comm(ptdp_trainer *tr, long long iters);
+static int print_timers(ptdp_trainer *tr, int iters);
 
 int ptdp_trainer_run(ptdp_trainer *tr)
 {
@@ -192,6 +205,7 @@ int ptdp_trainer_run(ptdp_trainer *tr)
                loss_acc / n_acc, norm, 0, nan_iters);
         fflush(stdout);
       }
+      PTDP_CALL(print_timers(tr, n_acc));
       print_comm(tr, n_acc);
       if (tr->grid.layout.p > 1) {
         /* pipeline bubble as Narayanan et al. define it: idle time over ideal (compute) time,
@@ -262,6 +276,24 @@ static int print_memory(ptdp_trainer *tr)
     printf("[memory] first stage: peak = %.3f layers' activations (embedding extras included); Korthikanti et al. "
            "eq. 5%s: %.3f\n", peak / ours, v > 1 ? " x interleaving factor 1 + (p-1)/(p v)" : "", paper_layers);
   }
+  return 0;
+}
+
+/* Timers of the interval: ms per iteration, max and min over ranks. */
+static int print_timers(ptdp_trainer *tr, int iters)
+{
+  double mx[TM_COUNT], mn[TM_COUNT];
+  for (int i = 0; i < TM_COUNT; i++) {
+    mx[i] = tr->timer[i] / iters * 1e3;
+    mn[i] = -mx[i];
+    tr->timer[i] = 0;
+  }
+  PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, mx, TM_COUNT, PTDP_TAG_MISC));
+  PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, mn, TM_COUNT, PTDP_TAG_MISC));
+  if (tr->grid.world_rank != 0) return 0;
+  printf("[timers] ms per iteration (max, min over ranks):");
+  for (int i = 0; i < TM_COUNT; i++) printf(" %s %.1f, %.1f |", timer_name[i], mx[i], -mn[i]);
+  printf("\n");
   return 0;
 }
 
