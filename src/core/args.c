@@ -121,8 +121,10 @@ void ptdp_args_print(const ptdp_options *o, FILE *out)
     char v[PTDP_OPT_STRLEN];
     ptdp_options_value_text(o, i, v, sizeof v);
     const char *src = o->source[i] == PTDP_SRC_DECK ? " (deck)" : o->source[i] == PTDP_SRC_CMDLINE ? " (command line)" : "";
-    fprintf(out, "  %s %s %s%s\n", o->table[i].name, ".................................." + strlen(o->table[i].name) % 34,
-            v, src);
+    /* Megatron-style echo: name, dots to column 40, value */
+    int dots = 38 - (int)strlen(o->table[i].name);
+    fprintf(out, "  %s %.*s %s%s\n", o->table[i].name, dots > 3 ? dots : 3, "......................................", v,
+            src);
   }
   fprintf(out, "-------------------- end of arguments ---------------------\n");
 }
