@@ -44,6 +44,9 @@ void ptdp_args_print_help(FILE *out);
 /* Echo every input, marking the ones set by the deck or command line. */
 void ptdp_args_print(const ptdp_options *o, FILE *out);
 
+/* Warn (rank 0) about keys given but without effect in this configuration. */
+void ptdp_args_warn_unused(const ptdp_options *o, const ptdp_args *a, int world, FILE *out);
+
 /* Derived sizes. */
 long long ptdp_args_ffn(const ptdp_args *a);
 /* Vocabulary padded to a multiple of make-vocab-size-divisible-by x t (Megatron). */

@@ -180,3 +180,33 @@ int ptdp_args_validate(const ptdp_args *a, int world)
   PTDP_CHECK(!a->mock_data || a->vocab_size > 0, "mock-data needs vocab-size (e.g. vocab-size = 50257)");
   return 0;
 }
+
+/* A key given in the deck or on the command line that this configuration never reads. */
+static void unused(const ptdp_options *o, FILE *out, const char *key, int condition, const char *why)
+{
+  int i = ptdp_options_find(o, key);
+  if (condition && i >= 0 && o->source[i] != PTDP_SRC_DEFAULT)
+    fprintf(out, "ptdp: warning: %s is given but has no effect: %s\n", key, why);
+}
+
+void ptdp_args_warn_unused(const ptdp_options *o, const ptdp_args *a, int world, FILE *out)
+{
+  long long t = a->tensor_model_parallel_size, p = a->pipeline_model_parallel_size;
+  long long d = t * p > 0 ? world / (t * p) : 1;
+  int full = !strcmp(a->recompute_granularity, "full"), constant = !strcmp(a->lr_decay_style, "constant");
+  int flat = a->data_path[0] && !strchr(a->data_path, ' ');
+  unused(o, out, "recompute-method", !full, "recompute-granularity is not full");
+  unused(o, out, "recompute-num-layers", !full, "recompute-granularity is not full");
+  unused(o, out, "lr-decay-iters", constant, "lr-decay-style is constant");
+  unused(o, out, "min-lr", constant, "lr-decay-style is constant");
+  unused(o, out, "sequence-parallel", t == 1, "tensor-model-parallel-size is 1");
+  unused(o, out, "use-distributed-optimizer", d == 1, "the data-parallel size is 1");
+  unused(o, out, "ddp-bucket-size", d == 1, "the data-parallel size is 1");
+  unused(o, out, "pipeline-schedule", p == 1, "pipeline-model-parallel-size is 1");
+  unused(o, out, "flat-data-dtype", a->mock_data || !flat, "data-path is not a flat token file");
+  unused(o, out, "split", a->mock_data, "mock-data has no validation or test split");
+  unused(o, out, "data-cache-path", a->mock_data, "mock-data builds no index");
+  unused(o, out, "eval-interval", a->mock_data || a->eval_iters == 0, "there is no evaluation (mock-data or eval-iters 0)");
+  unused(o, out, "merge-file", a->vocab_size > 0, "vocab-size is given, the tokenizer is not read");
+  unused(o, out, "vocab-file", a->vocab_size > 0, "vocab-size is given, the tokenizer is not read");
+}

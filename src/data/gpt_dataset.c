@@ -74,7 +74,7 @@ static int write_all(FILE *f, const void *p, size_t size, size_t n) { return n =
 
 static int save_split(const gpt_split *g, const char *path, const char *desc)
 {
-  char tmp[4200];
+  char tmp[4400];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "wb");
   PTDP_CHECK_IO(f, "cannot create the index cache file '%s': %s", tmp, strerror(errno));

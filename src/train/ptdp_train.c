@@ -58,6 +58,7 @@ static int run(int argc, char **argv)
     ptdp_blas_describe(blas, sizeof blas);
     printf("ptdp-train %s: %d rank(s); %s\n", PACKAGE_VERSION, world, blas);
     ptdp_args_print(&o, stdout);
+    ptdp_args_warn_unused(&o, &a, world, stderr);
   }
   ptdp_options_free(&o);
   ptdp_trainer tr;

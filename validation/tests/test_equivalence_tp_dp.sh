@@ -1,0 +1,94 @@
+#!/bin/sh
+# Equivalence of tensor, sequence and data parallelism with one rank (issue 3, "Tests").
+# A small model trained 20 iterations with dropout on, from the same seed, in every layout of
+# {t=2; t=4; t=2 sequence-parallel; d=2; d=4; t=2 d=2; t=2 d=2 sequence-parallel + distributed
+# optimizer}, must match t=d=1: the loss of every iteration within 1e-5 relative, every parameter
+# after the last step within max|a-b|/max|b| <= 1e-5, and (where the dump holds them: not with the
+# distributed optimizer) the gradients of the first step within 1e-5.
+#
+# The padded vocabulary is a multiple of make-vocab-size-divisible-by x t, so a t=2 run has more
+# padding rows than a t=1 run (300 -> 512 instead of 384).  Each layout is therefore compared with
+# a one-rank run whose make-vocab-size-divisible-by is 128 t, i.e. with the same padded vocabulary:
+# this isolates the parallelism.  One more check compares t=2 with the plain t=1 run, which holds
+# only if the padding rows do not change the numbers (see the note at that check).
+#
+# PTDP_EQUIV_LOSS_TOL and PTDP_EQUIV_PARAM_TOL override the tolerances (default 1e-5 each).
+. "$top_srcdir/validation/tests/common.sh"
+LOSS_TOL=${PTDP_EQUIV_LOSS_TOL:-1e-5}
+PARAM_TOL=${PTDP_EQUIV_PARAM_TOL:-1e-5}
+CMP="$PYTHON3 $top_srcdir/validation/tests/compare_dumps.py --loss-rtol $LOSS_TOL --param-tol $PARAM_TOL"
+
+DECK="$TMPD/equiv.in"
+cat > "$DECK" <<'EOF'
+num-layers = 2
+hidden-size = 64
+num-attention-heads = 4
+seq-length = 32
+micro-batch-size = 2
+global-batch-size = 8
+vocab-size = 300
+mock-data = true
+train-iters = 20
+hidden-dropout = 0.1
+attention-dropout = 0.1
+log-interval = 20
+EOF
+
+# train NAME NP [FLAGS...]: 20 iterations on NP ranks, dump to $TMPD/NAME.h5
+train() {
+  name=$1 np=$2
+  shift 2
+  start=$(date +%s)
+  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" --debug-dump "$TMPD/$name.h5" "$@" > "$TMPD/$name.log" 2>&1
+  rc=$?
+  ok $rc "train $name ($np ranks: $*) in $(($(date +%s) - start)) s"
+  [ $rc -eq 0 ] || tail -20 "$TMPD/$name.log"
+  return $rc
+}
+# compare NAME REF GROUPS: compare_dumps.py on $TMPD/NAME.h5 against $TMPD/REF.h5
+: > "$TMPD/worst"
+compare() {
+  $CMP --groups "$3" "$TMPD/$1.h5" "$TMPD/$2.h5" > "$TMPD/$1-vs-$2.cmp" 2>&1
+  rc=$?
+  sed 's/^/  /' "$TMPD/$1-vs-$2.cmp"
+  ok $rc "$1 equals $2 (losses, $3)"
+  printf '%-10s vs %-8s %s\n' "$1" "$2" "$(grep '^WORST' "$TMPD/$1-vs-$2.cmp" | sed 's/^WORST //')" >> "$TMPD/worst"
+}
+
+# one-rank references, padded vocabulary 384 (t=1), 512 (as t=2), 512 (as t=4)
+train ref 1
+train ref_v256 1 --make-vocab-size-divisible-by 256
+train ref_v512 1 --make-vocab-size-divisible-by 512
+# the float32 noise floor: the same one-rank run with 2 threads (other BLAS blocking, other sums)
+train ref_2threads 1 --num-threads 2
+
+# name ranks reference flags
+while read -r name np ref flags; do
+  [ -n "$name" ] || continue
+  # shellcheck disable=SC2086
+  train "$name" "$np" $flags || continue
+  groups=final,init,step1/grads
+  case "$flags" in *use-distributed-optimizer*) groups=final,init ;; esac # grads are sharded then
+  compare "$name" "$ref" "$groups"
+done <<'EOF'
+t2        2 ref_v256 --tensor-model-parallel-size 2
+t4        4 ref_v512 --tensor-model-parallel-size 4
+t2_sp     2 ref_v256 --tensor-model-parallel-size 2 --sequence-parallel
+d2        2 ref      --global-batch-size 8
+d4        4 ref      --global-batch-size 8
+t2_d2     4 ref_v256 --tensor-model-parallel-size 2
+t2_d2_sp_do 4 ref_v256 --tensor-model-parallel-size 2 --sequence-parallel --use-distributed-optimizer
+EOF
+
+# The issue asks t=2 to match plain t=1.  That holds only if the extra padding rows of the
+# vocabulary (384 -> 512) leave the numbers unchanged, i.e. if padded logits are kept out of the
+# softmax.  REPORTED TO THE LEAD: today they are not, and the loss differs by ~5e-2 relative.
+compare t2 ref final,init
+
+# for the record: what thread count alone changes (not a pass/fail criterion of the layouts)
+$CMP --groups final "$TMPD/ref_2threads.h5" "$TMPD/ref.h5" > "$TMPD/noise.cmp" 2>&1
+printf '%-10s vs %-8s %s (noise floor, not checked)\n' ref_2threads ref "$(grep '^WORST' "$TMPD/noise.cmp" | sed 's/^WORST //')" >> "$TMPD/worst"
+
+echo "worst relative differences (losses: per iteration; parameters and gradients: max|a-b|/max|b|):"
+cat "$TMPD/worst"
+finish
