@@ -10,13 +10,12 @@
 #define PTDP_BATCH_H
 
 #include "ptdp/args.h"
+#include "ptdp/gpt_dataset.h" /* PTDP_SPLIT_TRAIN, _VALID, _TEST */
 
 #include <mpi.h>
 #include <stdint.h>
 
 typedef struct ptdp_batch_source ptdp_batch_source;
-
-enum { PTDP_SPLIT_TRAIN = 0, PTDP_SPLIT_VALID = 1, PTDP_SPLIT_TEST = 2 };
 
 int ptdp_batch_open(ptdp_batch_source **src, const ptdp_args *a, long long vocab, MPI_Comm comm);
 void ptdp_batch_close(ptdp_batch_source **src);

@@ -2,12 +2,7 @@
 #include "ptdp/batch.h"
 
 #include "ptdp/error.h"
-#if __has_include("ptdp/gpt_dataset.h")
 #include "ptdp/gpt_dataset.h"
-#define HAVE_GPT_DATASET 1
-#else
-#define HAVE_GPT_DATASET 0
-#endif
 #include "ptdp/rng.h"
 
 #include <errno.h>
@@ -31,7 +26,7 @@ struct ptdp_batch_source {
   long long ntokens;
   int elem; /* 2 or 4 bytes */
   /* indexed */
-  struct ptdp_data *data;
+  ptdp_data *data;
 };
 
 static int file_exists(const char *path)
@@ -93,7 +88,6 @@ int ptdp_batch_open(ptdp_batch_source **out, const ptdp_args *a, long long vocab
   snprintf(idx, sizeof idx, "%s.idx", a->data_path);
   if (strchr(a->data_path, ' ') || file_exists(idx)) {
     s->kind = SRC_INDEXED;
-#if HAVE_GPT_DATASET
     long long gbs = a->global_batch_size;
     ptdp_data_args da = {.data_path = a->data_path, .split = a->split,
                          .cache_path = a->data_cache_path[0] ? a->data_cache_path : NULL,
@@ -103,9 +97,6 @@ int ptdp_batch_open(ptdp_batch_source **out, const ptdp_args *a, long long vocab
     da.num_samples[2] = a->eval_iters * gbs;
     PTDP_CALL(ptdp_data_open(&s->data, &da, comm));
     return 0;
-#else
-    PTDP_CHECK(0, "indexed datasets are not built in");
-#endif
   }
   PTDP_CHECK(file_exists(a->data_path), "data-path '%s' is neither a file nor an indexed dataset prefix (no '%s')",
              a->data_path, idx);
@@ -118,9 +109,7 @@ void ptdp_batch_close(ptdp_batch_source **src)
   if (!src || !*src) return;
   ptdp_batch_source *s = *src;
   if (s->map && s->map != MAP_FAILED) munmap(s->map, s->map_bytes);
-#if HAVE_GPT_DATASET
   if (s->data) ptdp_data_destroy(&s->data);
-#endif
   free(s);
   *src = NULL;
 }
@@ -129,9 +118,7 @@ long long ptdp_batch_vocab(const ptdp_batch_source *src) { return src->vocab; }
 
 int ptdp_batch_has_split(const ptdp_batch_source *src, int split)
 {
-#if HAVE_GPT_DATASET
   if (src->kind == SRC_INDEXED) return ptdp_data_num_samples(src->data, split) > 0;
-#endif
   return split == PTDP_SPLIT_TRAIN;
 }
 
@@ -150,9 +137,7 @@ int ptdp_batch_sample(ptdp_batch_source *s, int split, long long n, int32_t *tok
       tok[i] = s->elem == 2 ? ((const uint16_t *)s->map)[off + i] : ((const int32_t *)s->map)[off + i];
     return 0;
   }
-#if HAVE_GPT_DATASET
   PTDP_CALL(ptdp_data_get_sample(s->data, split, n, tok));
-#endif
   for (int i = 0; i < len; i++)
     PTDP_CHECK_LOCAL(tok[i] >= 0 && tok[i] < s->vocab, "sample %lld of the data holds token id %d, outside the vocabulary [0, %lld)",
                      n, tok[i], s->vocab);

@@ -46,7 +46,7 @@ bad() {
   shift 3
   (
     start=$(date +%s)
-    timeout 30 $MPIRUN -n "$np" "$TRAIN" "$@" > "$TMPD/$name.out" 2> "$TMPD/$name.err"
+    timeout 30 $MPIRUN -n "$np" "$TRAIN" "$@" < /dev/null > "$TMPD/$name.out" 2> "$TMPD/$name.err"
     echo "$? $(($(date +%s) - start))" > "$TMPD/$name.rc"
   ) &
   running=$((running + 1))

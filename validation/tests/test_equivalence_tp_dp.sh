@@ -39,7 +39,7 @@ train() {
   name=$1 np=$2
   shift 2
   start=$(date +%s)
-  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" --debug-dump "$TMPD/$name.h5" "$@" > "$TMPD/$name.log" 2>&1
+  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" --debug-dump "$TMPD/$name.h5" "$@" < /dev/null > "$TMPD/$name.log" 2>&1
   rc=$?
   ok $rc "train $name ($np ranks: $*) in $(($(date +%s) - start)) s"
   [ $rc -eq 0 ] || tail -20 "$TMPD/$name.log"
@@ -74,8 +74,8 @@ done <<'EOF'
 t2        2 ref_v256 --tensor-model-parallel-size 2
 t4        4 ref_v512 --tensor-model-parallel-size 4
 t2_sp     2 ref_v256 --tensor-model-parallel-size 2 --sequence-parallel
-d2        2 ref      --global-batch-size 8
-d4        4 ref      --global-batch-size 8
+d2        2 ref
+d4        4 ref
 t2_d2     4 ref_v256 --tensor-model-parallel-size 2
 t2_d2_sp_do 4 ref_v256 --tensor-model-parallel-size 2 --sequence-parallel --use-distributed-optimizer
 EOF
