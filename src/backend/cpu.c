@@ -5,6 +5,8 @@
 #include "ptdp/error.h"
 #include "ptdp/rng.h"
 
+#include "cpu_math.h"
+
 #include <cblas.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -12,6 +14,24 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The backend's own state: a scratch buffer that grows to the largest request. */
+typedef struct {
+  float *scratch;
+  size_t scratch_n;
+} cpu_ctx;
+
+float *ptdp_cpu_scratch(ptdp_backend *be, size_t n);
+float *ptdp_cpu_scratch(ptdp_backend *be, size_t n)
+{
+  cpu_ctx *c = be->ctx;
+  if (n > c->scratch_n) {
+    free(c->scratch);
+    c->scratch = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    c->scratch_n = c->scratch ? n : 0;
+  }
+  return c->scratch;
+}
 
 static int cpu_alloc(ptdp_backend *be, void **p, size_t bytes)
 {
@@ -157,14 +177,18 @@ static int cpu_layernorm_backward(ptdp_backend *be, const float *dy, const float
   return 0;
 }
 
-/* GELU, tanh form (Megatron's gelu_impl / openai_gelu). */
+/* GELU, tanh form (Megatron's gelu_impl / openai_gelu):
+ * gelu(x) = x (1 + tanh u) / 2 = x sigma(2u), u = k (x + 0.044715 x^3), since (1 + tanh u) / 2 =
+ * 1 / (1 + e^-2u).  The sigmoid form is accurate for all x (no 1 + tanh cancellation) and uses
+ * the vectorised exponential; gelu'(x) = sigma + 2 x sigma (1 - sigma) du/dx. */
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 static int cpu_gelu_forward(ptdp_backend *be, const float *x, float *y, size_t n)
 {
 #pragma omp parallel for simd schedule(static)
   for (size_t i = 0; i < n; i++) {
     float v = x[i];
-    y[i] = 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+    float u = GELU_K * (v + 0.044715f * v * v * v);
+    y[i] = v / (1.0f + ptdp_cpu_expf(-2.0f * u));
   }
   return 0;
 }
@@ -175,9 +199,9 @@ static int cpu_gelu_backward(ptdp_backend *be, const float *x, const float *dy, 
   for (size_t i = 0; i < n; i++) {
     float v = x[i];
     float u = GELU_K * (v + 0.044715f * v * v * v);
-    float th = tanhf(u);
+    float sg = 1.0f / (1.0f + ptdp_cpu_expf(-2.0f * u));
     float du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
-    dx[i] = dy[i] * (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du);
+    dx[i] = dy[i] * (sg + 2.0f * v * sg * (1.0f - sg) * du);
   }
   return 0;
 }
@@ -291,6 +315,7 @@ static int cpu_xent_stats(ptdp_backend *be, const float *logits, const int32_t *
   for (long long r = 0; r < rows; r++) {
     const float *l = logits + r * vl;
     float m = -INFINITY;
+#pragma omp simd reduction(max : m)
     for (int j = 0; j < vl; j++) m = l[j] > m ? l[j] : m;
     rowmax[r] = m;
     long long id = (long long)target[r] - v0;
@@ -306,7 +331,7 @@ static int cpu_xent_sumexp(ptdp_backend *be, const float *logits, const float *g
     const float *l = logits + r * vl;
     float m = gmax[r], s = 0.0f;
 #pragma omp simd reduction(+ : s)
-    for (int j = 0; j < vl; j++) s += expf(l[j] - m);
+    for (int j = 0; j < vl; j++) s += ptdp_cpu_expf(l[j] - m);
     se[r] = s;
   }
   return 0;
@@ -320,7 +345,7 @@ static int cpu_xent_grad(ptdp_backend *be, float *logits, const int32_t *target,
     float *l = logits + r * vl;
     float m = gmax[r], inv = scale / se[r];
 #pragma omp simd
-    for (int j = 0; j < vl; j++) l[j] = expf(l[j] - m) * inv;
+    for (int j = 0; j < vl; j++) l[j] = ptdp_cpu_expf(l[j] - m) * inv;
     long long id = (long long)target[r] - v0;
     if (id >= 0 && id < vl) l[id] -= scale;
   }
@@ -361,6 +386,9 @@ int ptdp_backend_cpu_create(ptdp_backend **out)
   ptdp_backend *be;
   PTDP_CALLOC(be, 1, sizeof *be);
   be->name = "cpu";
+  cpu_ctx *c;
+  PTDP_CALLOC(c, 1, sizeof *c);
+  be->ctx = c;
   be->alloc = cpu_alloc;
   be->free = cpu_free;
   be->memset0 = cpu_memset0;
@@ -392,6 +420,8 @@ int ptdp_backend_cpu_create(ptdp_backend **out)
 void ptdp_backend_destroy(ptdp_backend **be)
 {
   if (!be || !*be) return;
+  if (!strcmp((*be)->name, "cpu") && (*be)->ctx) free(((cpu_ctx *)(*be)->ctx)->scratch);
+  free((*be)->ctx);
   free(*be);
   *be = NULL;
 }

@@ -159,6 +159,10 @@ int ptdp_args_validate(const ptdp_args *a, int world)
   PTDP_CHECK(gbs % (a->micro_batch_size * d) == 0,
              "global-batch-size %lld is not divisible by micro-batch-size x data-parallel size = %lld x %lld", gbs,
              a->micro_batch_size, d);
+  PTDP_CHECK(gbs / (a->micro_batch_size * d) <= 1000000,
+             "global-batch-size %lld gives %lld micro-batches per iteration (micro-batch-size %lld x data-parallel size "
+             "%lld per micro-batch); at most 1000000 are supported",
+             gbs, gbs / (a->micro_batch_size * d), a->micro_batch_size, d);
   PTDP_CHECK(a->num_layers % p == 0, "num-layers %lld is not divisible by pipeline-model-parallel-size %lld",
              a->num_layers, p);
   if (a->num_layers_per_virtual_pipeline_stage) {

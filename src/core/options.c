@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Canonical form of a key: leading dashes dropped, '_' read as '-'. */
 static void canon_key(const char *key, char *out, size_t n)
@@ -182,6 +183,9 @@ static char *trim(char *s)
 
 int ptdp_options_read_deck(ptdp_options *o, const char *path)
 {
+  struct stat st;
+  PTDP_CHECK(stat(path, &st) == 0, "cannot open input deck '%s': %s", path, strerror(errno));
+  PTDP_CHECK(!S_ISDIR(st.st_mode), "input deck '%s' is a directory, not a file of 'key = value' lines", path);
   FILE *f = fopen(path, "r");
   PTDP_CHECK(f != NULL, "cannot open input deck '%s': %s", path, strerror(errno));
   snprintf(o->deck, sizeof o->deck, "%s", path);

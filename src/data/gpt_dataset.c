@@ -264,8 +264,7 @@ static int indices(ptdp_data *d, const ptdp_data_args *a, char prefixes[][1024],
 static int open_local(ptdp_data *d, const ptdp_data_args *a, char prefixes[][1024], int root)
 {
   for (int k = 0; k < d->n; k++) PTDP_CALL(ptdp_indexed_dataset_open(&d->ds[k], prefixes[k]));
-  d->vocab_hint = -1;
-  if (root)
+  if (root) /* the others receive it by broadcast */
     for (int k = 0; k < d->n; k++) {
       int64_t m;
       PTDP_CALL(ptdp_indexed_dataset_max_token(d->ds[k], &m));
@@ -309,6 +308,7 @@ int ptdp_data_open(ptdp_data **dp, const ptdp_data_args *a, MPI_Comm comm)
   PTDP_CHECK(prefixes, "out of memory");
   int rc = parse_data_path(d, a->data_path, prefixes);
   d->seq_length = a->seq_length;
+  d->vocab_hint = -1;
   /* rank 0 first: it validates, builds and writes; the others follow only if it succeeded */
   int status = rc;
   if (!rc && rank == 0) status = open_local(d, a, prefixes, 1);

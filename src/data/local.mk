@@ -15,3 +15,17 @@ validation_tests_data_tokenize_tool_SOURCES = validation/tests/data/tokenize_too
 
 bin_PROGRAMS += ptdp-preprocess
 ptdp_preprocess_SOURCES = src/data/ptdp_preprocess.c src/data/preprocess.c src/data/preprocess.h
+check_PROGRAMS += validation/tests/data/test_data_units validation/tests/data/mmidx_dump
+validation_tests_data_test_data_units_SOURCES = validation/tests/data/test_data_units.c
+validation_tests_data_mmidx_dump_SOURCES = validation/tests/data/mmidx_dump.c
+TESTS += validation/tests/data/test_data_units
+check_PROGRAMS += validation/tests/data/gpt_data_tool
+validation_tests_data_gpt_data_tool_SOURCES = validation/tests/data/gpt_data_tool.c
+TESTS += validation/tests/data/test_tokenizer_gpt2.sh validation/tests/data/test_preprocess.sh \
+         validation/tests/data/test_mmidx_files.sh validation/tests/data/test_gpt_dataset.sh
+dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_gpt2.sh validation/tests/data/test_preprocess.sh \
+                       validation/tests/data/test_mmidx_files.sh validation/tests/data/test_gpt_dataset.sh \
+                       validation/tests/data/read_mmidx.py validation/tests/data/write_mmidx.py
+EXTRA_DIST += validation/tests/data/js_encode.js
+dist_noinst_SCRIPTS += validation/fuzz/run_fuzz.sh validation/bench/bench_tokenizer.sh
+EXTRA_DIST += validation/fuzz/fuzz_mmidx.c src/data/README.md

@@ -4,7 +4,12 @@
  * Cross entropy never gathers the logits [N, V]: each TP rank holds [N, V/t] and three
  * reductions over TP make the loss: the row max (MAX), then the sum of exp(l - max) and the
  * target's logit (SUM, one call on 2N floats).  loss_r = log(sumexp) + max - target logit.
- * The forward pass leaves softmax - onehot in the logits buffer; the backward pass scales it. */
+ * The forward pass leaves softmax - onehot in the logits buffer; the backward pass scales it.
+ *
+ * Padding of the vocabulary (to a multiple of make-vocab-size-divisible-by x t) is excluded:
+ * logits are computed only for the real tokens of this rank's slice (vv <= V/t columns), so
+ * the loss does not depend on t.  Megatron includes the padding in the softmax; a run that pads
+ * differently then computes a slightly different function. */
 #include "model_internal.h"
 
 #include "ptdp/error.h"
@@ -50,10 +55,17 @@ int ptdp_embedding_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *dx)
   return be->embedding_backward(be, dE, sl->tokens, m->v0, m->vl, wte_of(m, m->grad), m->N, h);
 }
 
+/* Columns of this rank's vocabulary slice that are real tokens, not padding. */
+static int valid_columns(const ptdp_gpt *m)
+{
+  long long vv = m->cfg.vocab - m->v0;
+  return (int)(vv < 0 ? 0 : vv > m->vl ? m->vl : vv);
+}
+
 int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
 {
   ptdp_backend *be = m->be;
-  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, vl = (int)m->vl;
+  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, vl = valid_columns(m);
   const float *lw = m->param + m->params[m->lnf_w_index].offset, *lb = m->param + m->params[m->lnf_b_index].offset;
   PTDP_CALL(be->layernorm_forward(be, sl->out, lw, lb, sl->lnf_out, sl->lnf_mean, sl->lnf_rstd, Nl, h, m->cfg.eps));
   const float *G = sl->lnf_out;
@@ -61,7 +73,7 @@ int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
     PTDP_CALL(ptdp_tp_gather(m, sl->lnf_out, m->work.full_a, h, PTDP_TAG_EMBED));
     G = m->work.full_a;
   }
-  PTDP_CALL(be->gemm(be, 0, 1, N, vl, h, 1.0f, G, h, wte_of(m, m->param), h, 0.0f, sl->logits, vl)); /* [N, V/t] */
+  PTDP_CALL(be->gemm(be, 0, 1, N, vl, h, 1.0f, G, h, wte_of(m, m->param), h, 0.0f, sl->logits, vl > 0 ? vl : 1)); /* [N, vv] */
   if (m->debug_logits) {
     PTDP_CALL(be->copy(be, m->debug_logits, sl->logits, (size_t)N * vl * sizeof(float)));
     m->debug_logits = NULL;
@@ -82,16 +94,16 @@ int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
 int ptdp_head_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float loss_scale, float *dx)
 {
   ptdp_backend *be = m->be;
-  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, vl = (int)m->vl;
+  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, vl = valid_columns(m);
   PTDP_CALL(be->scale(be, sl->logits, loss_scale / (float)N, (size_t)N * vl)); /* d loss / d logits */
   const float *G = sl->lnf_out;
   if (m->cfg.sequence_parallel) {
     PTDP_CALL(ptdp_tp_gather(m, sl->lnf_out, m->work.full_a, h, PTDP_TAG_EMBED));
     G = m->work.full_a;
   }
-  PTDP_CALL(be->gemm(be, 1, 0, vl, h, N, 1.0f, sl->logits, vl, G, h, 1.0f, wte_of(m, m->grad), h));
+  PTDP_CALL(be->gemm(be, 1, 0, vl, h, N, 1.0f, sl->logits, vl > 0 ? vl : 1, G, h, 1.0f, wte_of(m, m->grad), h));
   float *dG = m->work.full_b;
-  PTDP_CALL(be->gemm(be, 0, 0, N, h, vl, 1.0f, sl->logits, vl, wte_of(m, m->param), h, 0.0f, dG, h));
+  PTDP_CALL(be->gemm(be, 0, 0, N, h, vl, 1.0f, sl->logits, vl > 0 ? vl : 1, wte_of(m, m->param), h, 0.0f, dG, h));
   float *dln = m->work.shard_c;
   PTDP_CALL(ptdp_tp_reduce(m, dG, dln, h, PTDP_TAG_EMBED));
   return be->layernorm_backward(be, dln, sl->out, m->param + m->params[m->lnf_w_index].offset, sl->lnf_mean,

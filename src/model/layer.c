@@ -140,6 +140,10 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   PTDP_CALL(be->attention_backward(be, &d, a->qkv, a->probs, a->attn_mask, a->probs_drop, m->work.dctx, m->work.dqkv,
                                    m->work.attn));
   PTDP_CALL(be->bias_backward(be, m->work.dqkv, g.qkv_b, N, 3 * m->hl));
+  /* The key bias's gradient is exactly zero: softmax is invariant to adding one number to a
+   * query's row of scores, and a key bias adds q . b_k to the whole row.  In floating point the
+   * sum is rounding noise (~1e-11) that Adam would turn into lr-sized steps; store the zero. */
+  for (int hh = 0; hh < m->al; hh++) PTDP_CALL(be->memset0(be, g.qkv_b + (size_t)hh * 3 * m->hd + m->hd, sizeof(float) * (size_t)m->hd));
   in = a->ln1_out;
   if (sp) {
     PTDP_CALL(ptdp_tp_gather(m, a->ln1_out, fb, h, PTDP_TAG_LAYER));

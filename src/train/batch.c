@@ -37,6 +37,10 @@ static int file_exists(const char *path)
 
 static int open_flat(ptdp_batch_source *s, const ptdp_args *a)
 {
+  struct stat sd;
+  PTDP_CHECK(stat(a->data_path, &sd) != 0 || !S_ISDIR(sd.st_mode),
+             "data-path '%s' is a directory; give a dataset prefix (PREFIX for PREFIX.bin/.idx) or a token file",
+             a->data_path);
   int fd = open(a->data_path, O_RDONLY);
   PTDP_CHECK(fd >= 0, "cannot open data-path '%s': %s", a->data_path, strerror(errno));
   struct stat st;

@@ -7,7 +7,8 @@
  *   /step1/grads/NAME  gradients of the first iteration after DP averaging, before clipping
  *                (not written with use-distributed-optimizer, whose gradients are sharded)
  *   /step1/logits      float32 [seq-length x micro-batch-size, padded vocab]: logits of the
- *                first micro-batch, rows in (position, sample) order
+ *                first micro-batch, rows in (position, sample) order; padding columns are 0
+ *                (not computed: padding is excluded from the softmax)
  *   /lm_loss /lr /grad_norm  float64 [train-iters]: per-iteration loss, learning rate used,
  *                gradient norm before clipping
  *   /final/NAME  parameters after the last iteration
@@ -165,8 +166,11 @@ int ptdp_dump_grads(ptdp_dump *d, ptdp_trainer *tr)
   hsize_t dims[2] = {(hsize_t)tr->model.N, (hsize_t)tr->model.cfg.padded_vocab};
   hid_t ds;
   PTDP_CALL(create_dataset(d->file, "step1/logits", H5T_NATIVE_FLOAT, 2, dims, &ds));
-  if (d->logits && tr->grid.me.dp == 0)
-    PTDP_CALL(write_block(ds, H5T_NATIVE_FLOAT, d->logits, 0, (hsize_t)tr->model.v0, dims[0], (hsize_t)tr->model.vl));
+  /* the logits of real tokens only: padding columns are not computed (they stay 0 here) */
+  long long vv = tr->model.cfg.vocab - tr->model.v0;
+  vv = vv < 0 ? 0 : vv > tr->model.vl ? tr->model.vl : vv;
+  if (d->logits && tr->grid.me.dp == 0 && vv > 0)
+    PTDP_CALL(write_block(ds, H5T_NATIVE_FLOAT, d->logits, 0, (hsize_t)tr->model.v0, dims[0], (hsize_t)vv));
   PTDP_CALL_HDF5(H5Dclose(ds));
   return 0;
 }

@@ -44,7 +44,8 @@ Mapping of ptdp's (Megatron-core) names and layouts to this module (L = layer in
 
   embedding.word_embeddings.weight        [V', h]  wte.weight  (V' = padded vocabulary; the
                                                    output layer is tied: logits = lnf(x) wte^T
-                                                   over all V' columns, padded ones included)
+                                                   over the real vocabulary's columns; ptdp
+                                                   leaves the padding out of the softmax)
   embedding.position_embeddings.weight    [P, h]   wpe.weight
   decoder.layers.L.input_layernorm.{weight,bias}   [h]      blocks[L].ln1_w / ln1_b
   decoder.layers.L.self_attention.linear_qkv.weight [3h, h] blocks[L].q / k / v .weight
@@ -194,19 +195,19 @@ def no_decay_names(model):
 
 # ---- one iteration -------------------------------------------------------------------------------
 
-def iteration(model, samples, b, s):
+def iteration(model, samples, b, s, vocab):
     """Forward and backward of one global batch, samples [B, s+1] in consumption order.  As ptdp
     (and Megatron): micro-batch j holds samples j b .. j b + b - 1; its loss is the mean cross
     entropy over its s b tokens; the iteration's loss and gradient are the mean over the
     micro-batches (gradient accumulation with each micro-batch's loss scaled by 1 / m).
-    Returns (loss, logits of micro-batch 0 as [s b, V] in (position, sample) order)."""
+    Returns (loss, logits of micro-batch 0 as [s b, vocab] in (position, sample) order)."""
     B = samples.shape[0]
     m = B // b
     total, first = 0.0, None
     for j in range(m):
         mb = samples[j * b:(j + 1) * b]                    # [b, s+1]
         tokens, targets = mb[:, :s].t(), mb[:, 1:s + 1].t()  # [s, b]: inputs first s, targets last s
-        logits = model(tokens)                             # [s, b, V]
+        logits = model(tokens)[:, :, :vocab]               # [s, b, vocab]: padding excluded, as ptdp
         loss = F.cross_entropy(logits.reshape(s * b, -1), targets.reshape(s * b))
         (loss / m).backward()
         total += loss.item() / m
@@ -269,6 +270,7 @@ def main():
     L, h, a = int(at["num_layers"]), int(at["hidden_size"]), int(at["num_attention_heads"])
     ffn, s, b = int(at["ffn_hidden_size"]), int(at["seq_length"]), int(at["micro_batch_size"])
     V, P, B = int(at["padded_vocab_size"]), int(at["max_position_embeddings"]), int(at["global_batch_size"])
+    vocab = int(at["vocab_size"])
     eps, iters = at["layernorm_epsilon"], int(at["train_iters"])
     tokens = torch.from_numpy(np.asarray(f["tokens"], dtype=np.int64))  # [iters, B, s+1]
     lm_loss, lrs, gnorm = (np.asarray(f[k], dtype=np.float64) for k in ("lm_loss", "lr", "grad_norm"))
@@ -298,9 +300,9 @@ def main():
 
     for it in range(iters):
         opt.zero_grad(set_to_none=False)
-        loss, logits0 = iteration(model, tokens[it], b, s)
+        loss, logits0 = iteration(model, tokens[it], b, s, vocab)
         if it == 0:
-            tab.add("logits", "step1/logits", f["step1/logits"], logits0, args.tol)
+            tab.add("logits", "step1/logits", np.asarray(f["step1/logits"])[:, :vocab], logits0, args.tol)
             tab.add("loss", "lm_loss[1]", lm_loss[0], loss, args.tol)
             grads = megatron_views(model, "grad", a)
             for name in sorted(grads):

@@ -12,8 +12,9 @@ Tensors whose first dimension is the padded vocabulary may differ in length betw
 (padding is a multiple of make-vocab-size-divisible-by x t); then the real vocabulary rows
 (attribute vocab_size) are compared.  A tensor or group present in one file only is a failure.
 
-Prints a table of the worst cases and one machine-readable line
+Prints a table of the worst cases and machine-readable lines
     WORST loss_rel=R (iteration I) param_rel=R (NAME)
+    WORST_GROUP GROUP rel=R (NAME)          (one per group)
 and exits 0 if every check passes, 1 if any fails, 2 on a usage or file error.
 """
 import argparse
@@ -93,6 +94,7 @@ def main(argv):
     # ---- parameter tensors
     vocab = int(fb.attrs.get("vocab_size", 0)) or int(fa.attrs.get("vocab_size", 0))
     worst_param, worst_name = 0.0, "-"
+    group_worst = {}
     for g in [s for s in args.groups.split(",") if s]:
         if g not in fa or g not in fb:
             failures.append(f"group /{g} missing from " + (args.test if g not in fa else args.reference))
@@ -117,6 +119,8 @@ def main(argv):
             rows.append((rel, f"/{g}/{n}{note}", "x".join(map(str, a.shape)), diff, scale, args.param_tol))
             if rel > worst_param:
                 worst_param, worst_name = rel, f"/{g}/{n}"
+            if rel >= group_worst.get(g, (-1.0, ""))[0]:
+                group_worst[g] = (rel, n)
             if not rel <= args.param_tol:
                 failures.append(f"/{g}/{n}: max|a-b|/max|b| = {rel:.3e} > {args.param_tol:g}")
 
@@ -128,6 +132,8 @@ def main(argv):
         flag = "ok" if rel <= tol else "FAIL"
         print(f"  {rel:10.3e} {diff:10.3e} {scale:10.3e} {tol:8.1e}  {flag:4} {what} {shape}")
     print(f"WORST loss_rel={worst_loss:.3e} (iteration {worst_it}) param_rel={worst_param:.3e} ({worst_name})")
+    for g, (rel, n) in group_worst.items():
+        print(f"WORST_GROUP {g} rel={rel:.3e} ({n})")
     for f in failures:
         print("FAIL: " + f)
     print("PASS" if not failures else f"{len(failures)} failure(s)")

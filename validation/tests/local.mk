@@ -1,1 +1,9 @@
-# validation/tests
+# validation/tests: end-to-end tests of ptdp-train (bad input, equivalence of parallel layouts).
+# compare_dumps.py is a helper of the equivalence tests, not a test itself.
+TESTS += validation/tests/test_bad_input.sh \
+  validation/tests/test_equivalence_tp_dp.sh \
+  validation/tests/test_equivalence_pp.sh
+dist_noinst_SCRIPTS += validation/tests/test_bad_input.sh \
+  validation/tests/test_equivalence_tp_dp.sh \
+  validation/tests/test_equivalence_pp.sh \
+  validation/tests/compare_dumps.py

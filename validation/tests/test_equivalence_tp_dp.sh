@@ -52,7 +52,7 @@ compare() {
   rc=$?
   sed 's/^/  /' "$TMPD/$1-vs-$2.cmp"
   ok $rc "$1 equals $2 (losses, $3)"
-  printf '%-10s vs %-8s %s\n' "$1" "$2" "$(grep '^WORST' "$TMPD/$1-vs-$2.cmp" | sed 's/^WORST //')" >> "$TMPD/worst"
+  printf '%-12s vs %-8s %s\n' "$1" "$2" "$(grep '^WORST' "$TMPD/$1-vs-$2.cmp" | sed 's/^WORST[A-Z_]* //' | tr '\n' ' ')" >> "$TMPD/worst"
 }
 
 # one-rank references, padded vocabulary 384 (t=1), 512 (as t=2), 512 (as t=4)
@@ -87,7 +87,7 @@ compare t2 ref final,init
 
 # for the record: what thread count alone changes (not a pass/fail criterion of the layouts)
 $CMP --groups final "$TMPD/ref_2threads.h5" "$TMPD/ref.h5" > "$TMPD/noise.cmp" 2>&1
-printf '%-10s vs %-8s %s (noise floor, not checked)\n' ref_2threads ref "$(grep '^WORST' "$TMPD/noise.cmp" | sed 's/^WORST //')" >> "$TMPD/worst"
+printf '%-12s vs %-8s %s(noise floor, not checked)\n' ref_2threads ref "$(grep '^WORST' "$TMPD/noise.cmp" | sed 's/^WORST[A-Z_]* //' | tr '\n' ' ')" >> "$TMPD/worst"
 
 echo "worst relative differences (losses: per iteration; parameters and gradients: max|a-b|/max|b|):"
 cat "$TMPD/worst"

@@ -1,0 +1,97 @@
+#!/bin/sh
+# Equivalence of pipeline parallelism, its schedules and activation recomputation with one rank
+# (issue 4, "Tests").  An 8-layer model trained 20 iterations with dropout on, from the same seed,
+# must match t=p=d=1 in every layout below: the loss of every iteration within 1e-5 relative,
+# every parameter after the last step within max|a-b|/max|b| <= 1e-5, and the gradients of the
+# first step within 1e-5.  Layouts: p=2; p=4; p=2 v=2; p=4 v=2; t=2 p=2; t=2 p=2 d=2 with
+# sequence parallel; each schedule (gpipe, 1f1b, interleaved); full recomputation (uniform and
+# block) and selective recomputation, with and without pipelining.  At most 8 ranks.
+#
+# As in test_equivalence_tp_dp.sh, layouts with t > 1 are compared with a one-rank run of the same
+# padded vocabulary (make-vocab-size-divisible-by 128 t), which isolates the parallelism.
+#
+# PTDP_EQUIV_LOSS_TOL and PTDP_EQUIV_PARAM_TOL override the tolerances (default 1e-5 each).
+. "$top_srcdir/validation/tests/common.sh"
+LOSS_TOL=${PTDP_EQUIV_LOSS_TOL:-1e-5}
+PARAM_TOL=${PTDP_EQUIV_PARAM_TOL:-1e-5}
+CMP="$PYTHON3 $top_srcdir/validation/tests/compare_dumps.py --loss-rtol $LOSS_TOL --param-tol $PARAM_TOL"
+
+DECK="$TMPD/equiv.in"
+cat > "$DECK" <<'EOF'
+num-layers = 8
+hidden-size = 32
+num-attention-heads = 4
+seq-length = 16
+micro-batch-size = 1
+global-batch-size = 8
+vocab-size = 300
+mock-data = true
+train-iters = 20
+hidden-dropout = 0.1
+attention-dropout = 0.1
+log-interval = 20
+EOF
+
+# train NAME NP [FLAGS...]: 20 iterations on NP ranks, dump to $TMPD/NAME.h5
+train() {
+  name=$1 np=$2
+  shift 2
+  start=$(date +%s)
+  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" --debug-dump "$TMPD/$name.h5" "$@" < /dev/null > "$TMPD/$name.log" 2>&1
+  rc=$?
+  ok $rc "train $name ($np ranks: $*) in $(($(date +%s) - start)) s"
+  [ $rc -eq 0 ] || tail -20 "$TMPD/$name.log"
+  return $rc
+}
+# compare NAME REF GROUPS: compare_dumps.py on $TMPD/NAME.h5 against $TMPD/REF.h5
+: > "$TMPD/worst"
+compare() {
+  $CMP --groups "$3" "$TMPD/$1.h5" "$TMPD/$2.h5" > "$TMPD/$1-vs-$2.cmp" 2>&1
+  rc=$?
+  sed 's/^/  /' "$TMPD/$1-vs-$2.cmp"
+  ok $rc "$1 equals $2 (losses, $3)"
+  printf '%-12s vs %-8s %s\n' "$1" "$2" "$(grep '^WORST' "$TMPD/$1-vs-$2.cmp" | sed 's/^WORST[A-Z_]* //' | tr '\n' ' ')" >> "$TMPD/worst"
+}
+
+# one-rank references, padded vocabulary 384 (t=1) and 512 (as t=2)
+train ref 1
+train ref_v256 1 --make-vocab-size-divisible-by 256
+# the float32 noise floor: the same one-rank run with 2 threads (other BLAS blocking, other sums)
+train ref_2threads 1 --num-threads 2
+
+# name ranks reference flags (m = 8 micro-batches per pipeline, 4 with d=2)
+while read -r name np ref flags; do
+  [ -n "$name" ] || continue
+  # shellcheck disable=SC2086
+  train "$name" "$np" $flags || continue
+  compare "$name" "$ref" final,init,step1/grads
+done <<'EOF'
+p2              2 ref      --pipeline-model-parallel-size 2
+p4              4 ref      --pipeline-model-parallel-size 4
+p2_v2           2 ref      --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 2
+p4_v2           4 ref      --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 1
+t2_p2           4 ref_v256 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2
+t2_p2_d2_sp     8 ref_v256 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --sequence-parallel
+p2_gpipe        2 ref      --pipeline-model-parallel-size 2 --pipeline-schedule gpipe
+p4_gpipe        4 ref      --pipeline-model-parallel-size 4 --pipeline-schedule gpipe
+p4_1f1b         4 ref      --pipeline-model-parallel-size 4 --pipeline-schedule 1f1b
+p2_interleaved  2 ref      --pipeline-model-parallel-size 2 --pipeline-schedule interleaved --num-layers-per-virtual-pipeline-stage 1
+full_uniform    1 ref      --recompute-granularity full --recompute-method uniform --recompute-num-layers 1
+full_uniform2   1 ref      --recompute-granularity full --recompute-method uniform --recompute-num-layers 2
+full_block      1 ref      --recompute-granularity full --recompute-method block --recompute-num-layers 3
+selective       1 ref      --recompute-granularity selective
+p2_full_uniform 2 ref      --pipeline-model-parallel-size 2 --recompute-granularity full --recompute-method uniform --recompute-num-layers 2
+p2_full_block   2 ref      --pipeline-model-parallel-size 2 --recompute-granularity full --recompute-method block --recompute-num-layers 1
+p2_selective    2 ref      --pipeline-model-parallel-size 2 --recompute-granularity selective
+p4_v2_full      4 ref      --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 1 --recompute-granularity full
+p2_v2_selective 2 ref      --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 2 --recompute-granularity selective
+t2_p2_d2_sp_full 8 ref_v256 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --sequence-parallel --recompute-granularity full --recompute-method block --recompute-num-layers 2
+EOF
+
+# for the record: what thread count alone changes (not a pass/fail criterion of the layouts)
+$CMP --groups final "$TMPD/ref_2threads.h5" "$TMPD/ref.h5" > "$TMPD/noise.cmp" 2>&1
+printf '%-12s vs %-8s %s(noise floor, not checked)\n' ref_2threads ref "$(grep '^WORST' "$TMPD/noise.cmp" | sed 's/^WORST[A-Z_]* //' | tr '\n' ' ')" >> "$TMPD/worst"
+
+echo "worst relative differences (losses: per iteration; parameters and gradients: max|a-b|/max|b|):"
+cat "$TMPD/worst"
+finish
