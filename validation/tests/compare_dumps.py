@@ -53,6 +53,8 @@ def main(argv):
     ap.add_argument("--loss-rtol", type=float, default=1e-5, help="relative tolerance on /lm_loss (default 1e-5)")
     ap.add_argument("--param-tol", type=float, default=1e-5,
                     help="tolerance on max|a-b|/max|b| per parameter tensor (default 1e-5)")
+    ap.add_argument("--grad-tol", type=float, default=1e-5,
+                    help="tolerance max|a-b|/max|b| for the step1/grads group (default 1e-5)")
     ap.add_argument("--groups", default="final",
                     help="comma-separated groups of parameter tensors to compare (default final; e.g. final,init)")
     ap.add_argument("--top", type=int, default=8, help="rows of the worst-case table (default 8)")
@@ -116,13 +118,14 @@ def main(argv):
                 failures.append(f"/{g}/{n}: non-finite values")
                 continue
             rel, diff, scale = tensor_rel(a, b)
-            rows.append((rel, f"/{g}/{n}{note}", "x".join(map(str, a.shape)), diff, scale, args.param_tol))
+            tol = args.grad_tol if g.startswith("step1") else args.param_tol
+            rows.append((rel, f"/{g}/{n}{note}", "x".join(map(str, a.shape)), diff, scale, tol))
             if rel > worst_param:
                 worst_param, worst_name = rel, f"/{g}/{n}"
             if rel >= group_worst.get(g, (-1.0, ""))[0]:
                 group_worst[g] = (rel, n)
-            if not rel <= args.param_tol:
-                failures.append(f"/{g}/{n}: max|a-b|/max|b| = {rel:.3e} > {args.param_tol:g}")
+            if not rel <= tol:
+                failures.append(f"/{g}/{n}: max|a-b|/max|b| = {rel:.3e} > {tol:g}")
 
     # ---- report
     rows.sort(key=lambda r: -r[0] if np.isfinite(r[0]) else -np.inf)
