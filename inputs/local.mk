@@ -1,2 +1,2 @@
 # inputs: input decks and hardware descriptions
-dist_noinst_DATA += inputs/gpt-tiny.in
+dist_noinst_DATA += inputs/gpt-tiny.in inputs/gpt-mock.in

@@ -1,5 +1,5 @@
 # src/data: tokenizers, the Megatron indexed dataset (.bin/.idx), GPT dataset indexing and
-# blending, and the ptdp-preprocess executable.  User documentation: src/data/README.md.
+# blending, and the ptdp-preprocess executable.  User documentation: README, "Data".
 libptdp_a_SOURCES += src/data/unicode.c src/data/unicode_tables.c src/data/json.c src/data/strmap.c \
                      src/data/tokenizer.c src/data/tokenizer_encode.c \
                      src/data/indexed_dataset.c src/data/mmidx_writer.c src/data/gpt_index.c src/data/gpt_dataset.c \
@@ -28,4 +28,4 @@ dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_gpt2.sh validation/t
                        validation/tests/data/read_mmidx.py validation/tests/data/write_mmidx.py
 EXTRA_DIST += validation/tests/data/js_encode.js
 dist_noinst_SCRIPTS += validation/fuzz/run_fuzz.sh validation/bench/bench_tokenizer.sh
-EXTRA_DIST += validation/fuzz/fuzz_mmidx.c src/data/README.md
+EXTRA_DIST += validation/fuzz/fuzz_mmidx.c
