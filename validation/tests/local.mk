@@ -6,4 +6,4 @@ TESTS += validation/tests/test_bad_input.sh \
 dist_noinst_SCRIPTS += validation/tests/test_bad_input.sh \
   validation/tests/test_equivalence_tp_dp.sh \
   validation/tests/test_equivalence_pp.sh \
-  validation/tests/compare_dumps.py
+  validation/tests/compare_dumps.py validation/tests/equivalence_lib.sh

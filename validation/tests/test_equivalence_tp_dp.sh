@@ -23,9 +23,6 @@
 # all layouts: 5.4e-5 (pipeline, t2 p2); the same one-rank run with 2 threads instead of 1
 # already differs by 9e-6 (printed below as the noise floor).
 . "$top_srcdir/validation/tests/common.sh"
-LOSS_TOL=${PTDP_EQUIV_LOSS_TOL:-1e-5}
-PARAM_TOL=${PTDP_EQUIV_PARAM_TOL:-1e-4}
-CMP="$PYTHON3 $top_srcdir/validation/tests/compare_dumps.py --loss-rtol $LOSS_TOL --param-tol $PARAM_TOL"
 
 DECK="$TMPD/equiv.in"
 cat > "$DECK" <<'EOF'
@@ -43,26 +40,7 @@ attention-dropout = 0.1
 log-interval = 20
 EOF
 
-# train NAME NP [FLAGS...]: 20 iterations on NP ranks, dump to $TMPD/NAME.h5
-train() {
-  name=$1 np=$2
-  shift 2
-  start=$(date +%s)
-  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" --debug-dump "$TMPD/$name.h5" "$@" < /dev/null > "$TMPD/$name.log" 2>&1
-  rc=$?
-  ok $rc "train $name ($np ranks: $*) in $(($(date +%s) - start)) s"
-  [ $rc -eq 0 ] || tail -20 "$TMPD/$name.log"
-  return $rc
-}
-# compare NAME REF GROUPS: compare_dumps.py on $TMPD/NAME.h5 against $TMPD/REF.h5
-: > "$TMPD/worst"
-compare() {
-  $CMP --groups "$3" "$TMPD/$1.h5" "$TMPD/$2.h5" > "$TMPD/$1-vs-$2.cmp" 2>&1
-  rc=$?
-  sed 's/^/  /' "$TMPD/$1-vs-$2.cmp"
-  ok $rc "$1 equals $2 (losses, $3)"
-  printf '%-12s vs %-8s %s\n' "$1" "$2" "$(grep '^WORST' "$TMPD/$1-vs-$2.cmp" | sed 's/^WORST[A-Z_]* //' | tr '\n' ' ')" >> "$TMPD/worst"
-}
+. "$top_srcdir/validation/tests/equivalence_lib.sh"
 
 # one-rank references, padded vocabulary 384 (t=1), 512 (as t=2), 512 (as t=4)
 train ref 1

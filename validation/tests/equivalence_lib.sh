@@ -1,0 +1,28 @@
+# Shared by the equivalence tests: source it after writing the deck to $DECK.
+#   train NAME NP [FLAGS...]   train on NP ranks with --debug-dump $TMPD/NAME.h5
+#   compare NAME REF GROUPS    compare_dumps.py of NAME against REF (losses and GROUPS)
+# Tolerances: PTDP_EQUIV_LOSS_TOL (default 1e-5: losses and first-step gradients),
+# PTDP_EQUIV_PARAM_TOL (default 1e-4: parameters after the last step; see the tests' headers).
+LOSS_TOL=${PTDP_EQUIV_LOSS_TOL:-1e-5}
+PARAM_TOL=${PTDP_EQUIV_PARAM_TOL:-1e-4}
+CMP="$PYTHON3 $top_srcdir/validation/tests/compare_dumps.py --loss-rtol $LOSS_TOL --grad-tol $LOSS_TOL --param-tol $PARAM_TOL"
+
+train() {
+  name=$1 np=$2
+  shift 2
+  start=$(date +%s)
+  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" --debug-dump "$TMPD/$name.h5" "$@" < /dev/null > "$TMPD/$name.log" 2>&1
+  rc=$?
+  ok $rc "train $name ($np ranks: $*) in $(($(date +%s) - start)) s"
+  [ $rc -eq 0 ] || tail -20 "$TMPD/$name.log"
+  return $rc
+}
+
+: > "$TMPD/worst"
+compare() {
+  $CMP --groups "$3" "$TMPD/$1.h5" "$TMPD/$2.h5" > "$TMPD/$1-vs-$2.cmp" 2>&1
+  rc=$?
+  sed 's/^/  /' "$TMPD/$1-vs-$2.cmp"
+  ok $rc "$1 equals $2 (losses, $3)"
+  printf '%-12s vs %-8s %s\n' "$1" "$2" "$(grep '^WORST' "$TMPD/$1-vs-$2.cmp" | sed 's/^WORST[A-Z_]* //' | tr '\n' ' ')" >> "$TMPD/worst"
+}
