@@ -1,8 +1,8 @@
 /* The pipeline driver: runs one iteration's schedule (ptdp/schedule.h) on this rank, moving
  * activations [Nl, h] forward and their gradients backward between neighbouring virtual
  * stages with nonblocking MPI.  Sends are nonblocking and complete before their buffer is
- * reused; receives block when their data is needed, and the time spent blocked is the
- * measured pipeline bubble.  Every work item is recorded as an event for the statistics file. */
+ * reused; each receive is posted one work item ahead and waited for when its data is needed,
+ * and the time spent waiting is the measured pipeline bubble.  Every work item is recorded as an event for the statistics file. */
 #ifndef PTDP_PIPELINE_H
 #define PTDP_PIPELINE_H
 
@@ -29,7 +29,9 @@ typedef struct {
   MPI_Request *act_req;    /* [v max_in_flight] pending activation sends from each slot */
   MPI_Request *grad_req;   /* [v max_in_flight] pending gradient sends */
   float **grad_send;       /* [v max_in_flight] gradient send buffers [Nl, h] */
-  float *grad_recv;        /* [Nl, h] */
+  float *grad_recv[2];     /* [Nl, h] x 2: the current item's and the one posted ahead */
+  int next_grad_buf;
+  int *reserved;           /* [v max_in_flight] slots whose input a posted receive will fill */
   int32_t *tokens, *targets;
   ptdp_event *events;      /* 2 m v of the last iteration */
   int nevents;

@@ -1,5 +1,8 @@
 /* Pipeline driver: see include/ptdp/pipeline.h.
  *
+ * Each work item's receive is posted while the previous item computes (one item of lookahead),
+ * so messages arrive during compute; the time still spent waiting for them is the bubble.
+ *
  * Virtual stage k = chunk p + stage.  Forward of (mb, k) needs the output of (mb, k - 1) from
  * rank (k - 1) mod p of the PP group; backward of (mb, k) needs the input gradient of
  * (mb, k + 1) from rank (k + 1) mod p.  Message tags name (micro-batch, sender's chunk,
@@ -34,14 +37,16 @@ int ptdp_pipeline_create(ptdp_pipeline *pl, ptdp_gpt *model, ptdp_schedule_kind 
   PTDP_CALLOC(pl->act_req, (size_t)v * slots, sizeof(MPI_Request));
   PTDP_CALLOC(pl->grad_req, (size_t)v * slots, sizeof(MPI_Request));
   PTDP_CALLOC(pl->grad_send, (size_t)v * slots, sizeof(float *));
+  PTDP_CALLOC(pl->reserved, (size_t)v * slots, sizeof(int));
   for (int i = 0; i < v * slots; i++) pl->act_req[i] = pl->grad_req[i] = MPI_REQUEST_NULL;
   size_t nlh = (size_t)model->Nl * model->cfg.hidden;
   if (model->p > 1) {
     for (int i = 0; i < v * slots; i++)
       PTDP_CALL(ptdp_memory_alloc(&model->mem, model->be, (void **)&pl->grad_send[i], nlh * sizeof(float),
                                   "p2p_grad_send", -1, -1, PTDP_MEM_LAYER_NONE, 0));
-    PTDP_CALL(ptdp_memory_alloc(&model->mem, model->be, (void **)&pl->grad_recv, nlh * sizeof(float), "p2p_grad_recv",
-                                -1, -1, PTDP_MEM_LAYER_NONE, 0));
+    for (int b = 0; b < 2; b++)
+      PTDP_CALL(ptdp_memory_alloc(&model->mem, model->be, (void **)&pl->grad_recv[b], nlh * sizeof(float), "p2p_grad_recv",
+                                  -1, -1, PTDP_MEM_LAYER_NONE, 0));
   }
   PTDP_CALLOC(pl->tokens, model->N, sizeof(int32_t));
   PTDP_CALLOC(pl->targets, model->N, sizeof(int32_t));
@@ -57,31 +62,64 @@ void ptdp_pipeline_destroy(ptdp_pipeline *pl)
   free(pl->act_req);
   free(pl->grad_req);
   free(pl->grad_send); /* buffers belong to the model's memory records */
+  free(pl->reserved);
   free(pl->tokens);
   free(pl->targets);
   free(pl->events);
   memset(pl, 0, sizeof *pl);
 }
 
-static int free_slot(ptdp_pipeline *pl, int c, int *slot)
+/* A receive posted ahead of its work item: into a slot's input (forward) or one of the two
+ * gradient buffers (backward). */
+typedef struct {
+  int item, slot, buf, valid;
+  MPI_Request req;
+} posted_recv;
+
+static int needs_recv(const ptdp_pipeline *pl, int it)
 {
-  ptdp_gpt *m = pl->model;
-  for (int s = 0; s < m->cfg.max_in_flight; s++)
-    if (!m->chunks[c].slots[s].busy) {
-      *slot = s;
-      return 0;
-    }
-  PTDP_CHECK_LOCAL(0, "internal: no free activation slot in chunk %d", c);
+  const ptdp_gpt *m = pl->model;
+  const ptdp_work w = pl->sched.items[it];
+  const int k = w.chunk * m->p + m->stage;
+  return w.kind == PTDP_WORK_FORWARD ? k > 0 : k < m->p * m->nchunks - 1;
 }
 
-static int recv_blocking(ptdp_pipeline *pl, float *buf, int peer, int tag, double *wait)
+/* A free slot of chunk c not reserved by a posted receive; -1 if none. */
+static int find_slot(const ptdp_pipeline *pl, int c)
+{
+  const ptdp_gpt *m = pl->model;
+  for (int s = 0; s < m->cfg.max_in_flight; s++)
+    if (!m->chunks[c].slots[s].busy && !pl->reserved[c * m->cfg.max_in_flight + s]) return s;
+  return -1;
+}
+
+/* Post item it's receive; *posted = 0 when no slot is free yet (the caller tries later). */
+static int post_recv(ptdp_pipeline *pl, int it, posted_recv *r, int *posted)
 {
   ptdp_gpt *m = pl->model;
-  MPI_Request r;
-  PTDP_CALL(ptdp_comm_irecv(&m->grid->pp, buf, (size_t)m->Nl * m->cfg.hidden, peer, tag, PTDP_TAG_P2P, &r));
-  double t0 = MPI_Wtime();
-  PTDP_CALL(ptdp_comm_wait(&m->grid->pp, &r));
-  *wait += MPI_Wtime() - t0;
+  const ptdp_work w = pl->sched.items[it];
+  const int c = w.chunk, p = m->p, k = c * p + m->stage, slots = m->cfg.max_in_flight;
+  const size_t nlh = (size_t)m->Nl * m->cfg.hidden;
+  *posted = 0;
+  r->item = it;
+  r->valid = 0;
+  if (w.kind == PTDP_WORK_FORWARD) {
+    int s = find_slot(pl, c);
+    if (s < 0) return 0;
+    /* the slot's last activation send must be done before its forward reuses the output,
+     * not before we receive into its input: different buffers */
+    pl->reserved[c * slots + s] = 1;
+    r->slot = s;
+    PTDP_CALL(ptdp_comm_irecv(&m->grid->pp, ptdp_gpt_input(m, c, s), nlh, (k - 1) % p, msg_tag(pl, w.microbatch, (k - 1) / p, 0),
+                              PTDP_TAG_P2P, &r->req));
+  } else {
+    r->buf = pl->next_grad_buf;
+    pl->next_grad_buf ^= 1;
+    PTDP_CALL(ptdp_comm_irecv(&m->grid->pp, pl->grad_recv[r->buf], nlh, (k + 1) % p,
+                              msg_tag(pl, w.microbatch, (k + 1) / p, 1), PTDP_TAG_P2P, &r->req));
+  }
+  r->valid = 1;
+  *posted = 1;
   return 0;
 }
 
@@ -94,6 +132,7 @@ int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float l
   double t_iter = MPI_Wtime();
   pl->wait_seconds = pl->busy_seconds = pl->loss_sum = 0;
   pl->nevents = 0;
+  posted_recv cur = {.valid = 0}, ahead = {.valid = 0};
   for (int it = 0; it < pl->sched.count; it++) {
     const ptdp_work w = pl->sched.items[it];
     if (forward_only && w.kind != PTDP_WORK_FORWARD) continue;
@@ -105,15 +144,39 @@ int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float l
     ev->chunk = c;
     ev->wait = 0;
     ev->start = MPI_Wtime() - t_iter;
+    /* this item's receive: posted ahead during the previous item, or now */
+    cur.valid = 0;
+    if (needs_recv(pl, it)) {
+      int posted = 1;
+      if (ahead.valid && ahead.item == it) {
+        cur = ahead;
+        ahead.valid = 0;
+      } else {
+        PTDP_CALL(post_recv(pl, it, &cur, &posted));
+      }
+      PTDP_CHECK_LOCAL(posted, "internal: no free activation slot for micro-batch %d of chunk %d", mb, c);
+    }
+    /* post the next item's receive now, so that it arrives while this item computes */
+    int nx = it + 1;
+    while (forward_only && nx < pl->sched.count && pl->sched.items[nx].kind != PTDP_WORK_FORWARD) nx++;
+    if (!ahead.valid && nx < pl->sched.count && needs_recv(pl, nx)) {
+      int posted;
+      PTDP_CALL(post_recv(pl, nx, &ahead, &posted));
+    }
     if (w.kind == PTDP_WORK_FORWARD) {
-      int slot = 0;
-      PTDP_CALL(free_slot(pl, c, &slot));
+      int slot = cur.valid ? cur.slot : find_slot(pl, c);
+      PTDP_CHECK_LOCAL(slot >= 0, "internal: no free activation slot in chunk %d", c);
+      pl->reserved[c * slots + slot] = 0;
       pl->slot_of[mb * v + c] = slot;
       PTDP_CALL(ptdp_comm_wait(pp, &pl->act_req[c * slots + slot]));
       long long sample0 = 0;
-      PTDP_CALL(batch(ctx, mb, pl->tokens, pl->targets, &sample0));
-      if (k > 0)
-        PTDP_CALL(recv_blocking(pl, ptdp_gpt_input(m, c, slot), (k - 1) % p, msg_tag(pl, mb, (k - 1) / p, 0), &ev->wait));
+      /* only the chunks with the embedding or the loss read data (Megatron: first and last stage) */
+      if (ch->has_embedding || ch->has_head) PTDP_CALL(batch(ctx, mb, pl->tokens, pl->targets, &sample0));
+      if (cur.valid) {
+        double t0 = MPI_Wtime();
+        PTDP_CALL(ptdp_comm_wait(pp, &cur.req));
+        ev->wait += MPI_Wtime() - t0;
+      }
       PTDP_CALL(ptdp_gpt_forward(m, c, slot, ch->has_embedding ? pl->tokens : NULL, ch->has_head ? pl->targets : NULL,
                                  sample0));
       if (k < pv - 1)
@@ -127,9 +190,11 @@ int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float l
     } else {
       const int slot = pl->slot_of[mb * v + c];
       const float *dout = NULL;
-      if (k < pv - 1) {
-        PTDP_CALL(recv_blocking(pl, pl->grad_recv, (k + 1) % p, msg_tag(pl, mb, (k + 1) / p, 1), &ev->wait));
-        dout = pl->grad_recv;
+      if (cur.valid) {
+        double t0 = MPI_Wtime();
+        PTDP_CALL(ptdp_comm_wait(pp, &cur.req));
+        ev->wait += MPI_Wtime() - t0;
+        dout = pl->grad_recv[cur.buf];
       }
       float *dinput = NULL;
       m->grads_final = it == pl->last_backward[c]; /* gradients of the chunk are final after it */
