@@ -1,6 +1,6 @@
 # src/parallel: the rank grid (TP, PP, DP, MP, embedding groups) and the counting comm layer
 libptdp_a_SOURCES += src/parallel/grid.c src/parallel/comm.c
-nobase_include_HEADERS += include/ptdp/grid.h include/ptdp/comm.h
+ptdpinclude_HEADERS += include/ptdp/grid.h include/ptdp/comm.h
 
 # Unit tests: the pure layout on 1 rank; the split communicators on 8 ranks, the comm layer on 4
 # (the .sh wrappers start their own mpirun with the rank count they need).

@@ -1,10 +1,10 @@
 # src/pipeline: pipeline schedules (GPipe, 1F1B, interleaved 1F1B) as a pure function
 libptdp_a_SOURCES += src/pipeline/schedule.c
-nobase_include_HEADERS += include/ptdp/schedule.h
+ptdpinclude_HEADERS += include/ptdp/schedule.h
 
 # Unit test (1 rank): coverage, order, dependency simulation, warmup, in-flight, bubble, errors.
 check_PROGRAMS += validation/tests/pipeline/test_schedule
 validation_tests_pipeline_test_schedule_SOURCES = validation/tests/pipeline/test_schedule.c
 TESTS += validation/tests/pipeline/test_schedule
 libptdp_a_SOURCES += src/pipeline/driver.c
-nobase_include_HEADERS += include/ptdp/pipeline.h
+ptdpinclude_HEADERS += include/ptdp/pipeline.h
