@@ -10,7 +10,7 @@
 #include "ptdp/schedule.h"
 
 /* Supplies micro-batch mb's tokens and targets [N] ((pos, sample) order) and the global index
- * of its first sample. */
+ * of its first sample; with tokens == NULL only the index (stages that read no data). */
 typedef int (*ptdp_batch_fn)(void *ctx, int mb, int32_t *tokens, int32_t *targets, long long *sample0);
 
 typedef struct {

@@ -170,8 +170,10 @@ int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float l
       pl->slot_of[mb * v + c] = slot;
       PTDP_CALL(ptdp_comm_wait(pp, &pl->act_req[c * slots + slot]));
       long long sample0 = 0;
-      /* only the chunks with the embedding or the loss read data (Megatron: first and last stage) */
-      if (ch->has_embedding || ch->has_head) PTDP_CALL(batch(ctx, mb, pl->tokens, pl->targets, &sample0));
+      /* only the chunks with the embedding or the loss read data (Megatron: first and last stage);
+       * every chunk needs the micro-batch's first global sample, the key of its dropout masks */
+      int reads = ch->has_embedding || ch->has_head;
+      PTDP_CALL(batch(ctx, mb, reads ? pl->tokens : NULL, reads ? pl->targets : NULL, &sample0));
       if (cur.valid) {
         double t0 = MPI_Wtime();
         PTDP_CALL(ptdp_comm_wait(pp, &cur.req));

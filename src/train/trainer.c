@@ -51,6 +51,7 @@ static int feed(void *ctx, int mb, int32_t *tokens, int32_t *targets, long long 
   /* Megatron's sampler: micro-step mb takes b d consecutive samples, DP rank r the r-th b */
   long long first = tr->batch_first + (long long)mb * b * d + (long long)tr->grid.me.dp * b;
   *sample0 = first;
+  if (!tokens) return 0;
   return ptdp_batch_micro(tr->data, tr->split, first, b, (int)tr->args.seq_length, tokens, targets, tr->scratch);
 }
 
