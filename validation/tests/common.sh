@@ -12,3 +12,6 @@ ok() { if [ "$1" -eq 0 ]; then ptdp_pass=$((ptdp_pass+1)); echo "ok: $2"; else p
 finish() { echo "$ptdp_pass checks passed, $ptdp_fail failed"; [ "$ptdp_fail" -eq 0 ]; exit $?; }
 # scratch directory, removed at exit
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/ptdp-test.XXXXXX"); trap 'rm -rf "$TMPD"' EXIT
+# Open MPI keeps its session directory under TMPDIR; tests running at once (make -j) would race
+# creating the same one, so each test gets its own.
+TMPDIR=$TMPD; export TMPDIR

@@ -46,7 +46,9 @@ bad() {
   shift 3
   (
     start=$(date +%s)
-    timeout 30 $MPIRUN -n "$np" "$TRAIN" "$@" < /dev/null > "$TMPD/$name.out" 2> "$TMPD/$name.err"
+    # own session directory: concurrent mpiruns race creating one in the shared TMPDIR
+    mkdir -p "$TMPD/ompi-$name"
+    TMPDIR="$TMPD/ompi-$name" timeout 30 $MPIRUN -n "$np" "$TRAIN" "$@" < /dev/null > "$TMPD/$name.out" 2> "$TMPD/$name.err"
     echo "$? $(($(date +%s) - start))" > "$TMPD/$name.rc"
   ) &
   running=$((running + 1))
