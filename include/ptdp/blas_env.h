@@ -13,7 +13,8 @@
 void ptdp_blas_choose_core(int argc, char **argv);
 /* One line about the BLAS: library, kernels, threads, and what ptdp changed. */
 void ptdp_blas_describe(char *buf, size_t n);
-/* Threads per rank: requested (> 0), else OMP_NUM_THREADS, else cores / ranks on this node. */
-int ptdp_threads_setup(int requested, int ranks_on_node);
+/* Threads per rank: requested (> 0), else OMP_NUM_THREADS, else the CPUs this rank is bound to,
+ * else cores / ranks on this node; warns (if report) when the binding allows fewer CPUs. */
+int ptdp_threads_setup(int requested, int ranks_on_node, int report);
 
 #endif

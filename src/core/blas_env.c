@@ -1,7 +1,11 @@
 /* BLAS kernels and threads: see include/ptdp/blas_env.h. */
+/* sched_getaffinity and CPU_COUNT are GNU extensions */
+#define _GNU_SOURCE
 #include "ptdp/blas_env.h"
 
 #include "ptdp/config.h"
+
+#include <sched.h>
 
 #include <cblas.h>
 #include <stdio.h>
@@ -70,16 +74,33 @@ void ptdp_blas_describe(char *buf, size_t n)
 #endif
 }
 
-int ptdp_threads_setup(int requested, int ranks_on_node)
+/* CPUs this process may run on (an MPI launcher's binding narrows them). */
+static int allowed_cpus(void)
+{
+#ifdef CPU_COUNT
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 ? (int)cores : 1;
+}
+
+int ptdp_threads_setup(int requested, int ranks_on_node, int report)
 {
   int n = requested;
   const char *env = getenv("OMP_NUM_THREADS");
+  const int cpus = allowed_cpus();
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
   if (n <= 0 && env && atoi(env) > 0) n = atoi(env);
   if (n <= 0) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    n = (int)(cores > 0 ? cores : 1) / (ranks_on_node > 0 ? ranks_on_node : 1);
+    /* bound to a set of CPUs: use them; unbound: share the node's cores among its ranks */
+    n = cpus < online ? cpus : (int)(online > 0 ? online : 1) / (ranks_on_node > 0 ? ranks_on_node : 1);
     if (n < 1) n = 1;
   }
+  if (n > cpus && report)
+    fprintf(stderr, "ptdp: warning: %d threads per rank, but this rank is bound to %d CPU(s) (MPI binding); they "
+                    "will share them: use mpirun --bind-to none, or bind each rank to %d cores (e.g. --map-by slot:PE=%d)\n",
+            n, cpus, n, n);
 #ifdef _OPENMP
   omp_set_num_threads(n);
 #endif

@@ -52,7 +52,7 @@ static int run(int argc, char **argv)
   PTDP_CALL_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
   PTDP_CALL_MPI(MPI_Comm_size(node, &on_node));
   PTDP_CALL_MPI(MPI_Comm_free(&node));
-  ptdp_threads_setup((int)a.num_threads, on_node);
+  ptdp_threads_setup((int)a.num_threads, on_node, rank == 0);
   if (rank == 0) {
     char blas[1024];
     ptdp_blas_describe(blas, sizeof blas);

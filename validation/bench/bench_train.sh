@@ -15,7 +15,7 @@ train="$build/ptdp-train"
 threads=${THREADS:-2}
 iters=${ITERS:-10}
 n=${SGEMM_N:-4096}
-mpiexec=${MPIEXEC:-mpirun}
+mpiexec=${MPIEXEC:-mpirun --bind-to none}  # Open MPI binds 1-2 ranks to one core each by default: the threads need both
 [ "$(id -u)" = 0 ] && mpiexec="$mpiexec --allow-run-as-root"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
