@@ -78,7 +78,9 @@ int ptdp_comm_isend(ptdp_comm *c, const float *buf, size_t n, int peer, int mpit
                     MPI_Request *req);
 int ptdp_comm_irecv(ptdp_comm *c, float *buf, size_t n, int peer, int mpitag, ptdp_comm_tag tag,
                     MPI_Request *req);
-/* Wait (time counted in stats.wait_seconds). */
+/* Wait (time counted in stats.wait_seconds).  With ptdp_comm_set_wait_sleep(us > 0), waits test
+ * and sleep us microseconds between tests instead of polling (oversubscribed nodes). */
+void ptdp_comm_set_wait_sleep(int microseconds);
 int ptdp_comm_wait(ptdp_comm *c, MPI_Request *req);
 int ptdp_comm_waitall(ptdp_comm *c, int count, MPI_Request *reqs);
 

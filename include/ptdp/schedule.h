@@ -40,4 +40,10 @@ void ptdp_schedule_free(ptdp_schedule *s);
 /* Largest number of micro-batches (x chunks) whose activations this stage holds at once. */
 int ptdp_schedule_max_in_flight(const ptdp_schedule *s);
 
+/* Replay the schedules of all p stages with measured compute times (durations[stage * 2mv + i]
+ * for item i of that stage's list), messages taking no time: idle[stage] = (total - busy) / busy,
+ * the bubble the schedule implies (Narayanan et al.'s t_pb / t_id); *total the makespan. */
+int ptdp_schedule_replay(ptdp_schedule_kind kind, int p, int v, int m, const double *durations, double *idle,
+                         double *total);
+
 #endif

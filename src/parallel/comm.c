@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 const char *ptdp_comm_tag_name(ptdp_comm_tag t)
 {
@@ -283,11 +284,32 @@ int ptdp_comm_irecv(ptdp_comm *c, float *buf, size_t n, int peer, int mpitag, pt
   return PTDP_OK;
 }
 
+/* How waits wait: MPI_Wait polls the network at full speed, the right thing on a cluster.
+ * When more ranks than cores share a node, a polling rank takes the CPU a computing rank
+ * needs; then waits test and sleep this long between tests (process-wide setting). */
+static int wait_sleep_us = 0;
+
+void ptdp_comm_set_wait_sleep(int microseconds) { wait_sleep_us = microseconds > 0 ? microseconds : 0; }
+
+static int wait_polling(int count_, MPI_Request *reqs)
+{
+  for (;;) {
+    int done = 0;
+    PTDP_CALL_MPI(MPI_Testall(count_, reqs, &done, MPI_STATUSES_IGNORE));
+    if (done) return PTDP_OK;
+    struct timespec ts = {0, 1000L * wait_sleep_us};
+    nanosleep(&ts, NULL);
+  }
+}
+
 int ptdp_comm_wait(ptdp_comm *c, MPI_Request *req)
 {
   if (*req == MPI_REQUEST_NULL) return PTDP_OK;
   double t0 = MPI_Wtime();
-  PTDP_CALL_MPI(MPI_Wait(req, MPI_STATUS_IGNORE));
+  if (wait_sleep_us > 0)
+    PTDP_CALL(wait_polling(1, req));
+  else
+    PTDP_CALL_MPI(MPI_Wait(req, MPI_STATUS_IGNORE));
   c->stats.wait_seconds += MPI_Wtime() - t0;
   return PTDP_OK;
 }
@@ -296,7 +318,10 @@ int ptdp_comm_waitall(ptdp_comm *c, int count_, MPI_Request *reqs)
 {
   if (count_ <= 0) return PTDP_OK;
   double t0 = MPI_Wtime();
-  PTDP_CALL_MPI(MPI_Waitall(count_, reqs, MPI_STATUSES_IGNORE));
+  if (wait_sleep_us > 0)
+    PTDP_CALL(wait_polling(count_, reqs));
+  else
+    PTDP_CALL_MPI(MPI_Waitall(count_, reqs, MPI_STATUSES_IGNORE));
   c->stats.wait_seconds += MPI_Wtime() - t0;
   return PTDP_OK;
 }

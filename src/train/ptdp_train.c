@@ -13,6 +13,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *out)
 {
@@ -52,7 +53,10 @@ static int run(int argc, char **argv)
   PTDP_CALL_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
   PTDP_CALL_MPI(MPI_Comm_size(node, &on_node));
   PTDP_CALL_MPI(MPI_Comm_free(&node));
-  ptdp_threads_setup((int)a.num_threads, on_node, rank == 0);
+  int threads = ptdp_threads_setup((int)a.num_threads, on_node, rank == 0);
+  /* more ranks x threads than cores on this node: waiting ranks sleep instead of polling */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && (long)on_node * threads > cores) ptdp_comm_set_wait_sleep(50);
   if (rank == 0) {
     char blas[1024];
     ptdp_blas_describe(blas, sizeof blas);

@@ -175,6 +175,7 @@ int ptdp_trainer_evaluate(ptdp_trainer *tr, double *loss)
 static int print_memory(ptdp_trainer *tr);
 static void print_comm(ptdp_trainer *tr, long long iters);
 static int print_timers(ptdp_trainer *tr, int iters);
+static int replay_bubble(ptdp_trainer *tr, double *bubble);
 
 int ptdp_trainer_run(ptdp_trainer *tr)
 {
@@ -215,10 +216,12 @@ int ptdp_trainer_run(ptdp_trainer *tr)
         PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &fmax, 1, PTDP_TAG_MISC));
         PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &fmin, 1, PTDP_TAG_MISC));
         int v = tr->model.nchunks;
+        double replay = 0;
+        PTDP_CALL(replay_bubble(tr, &replay));
         if (rank0)
           printf("[pipeline] bubble (time waiting for neighbours / time computing): rank 0 %.3f, max %.3f, min %.3f over "
-                 "ranks; schedule %s: (p-1)/(v m) = %.3f\n",
-                 frac, fmax, -fmin, ptdp_schedule_name(tr->pipe.sched.kind),
+                 "ranks; replayed with the measured compute times %.3f; schedule %s: (p-1)/(v m) = %.3f\n",
+                 frac, fmax, -fmin, replay, ptdp_schedule_name(tr->pipe.sched.kind),
                  (double)(tr->grid.layout.p - 1) / ((double)v * tr->m));
       }
       bubble_acc = iter_acc = 0;
@@ -278,6 +281,33 @@ static int print_memory(ptdp_trainer *tr)
            "eq. 5%s: %.3f\n", peak / ours, v > 1 ? " x interleaving factor 1 + (p-1)/(p v)" : "", paper_layers);
   }
   return 0;
+}
+
+/* The bubble of the last iteration replayed from every stage's measured compute times (no
+ * message time, a processor per stage): what the schedule implies, free of waits the machine
+ * adds (oversubscribed cores).  The largest over the stages of this rank's PP group. */
+static int replay_bubble(ptdp_trainer *tr, double *bubble)
+{
+  ptdp_pipeline *pl = &tr->pipe;
+  const int p = tr->grid.layout.p, n = pl->sched.count;
+  float *mine, *all;
+  double *dur, *idle;
+  PTDP_ALLOC(mine, sizeof(float) * (size_t)n);
+  PTDP_ALLOC(all, sizeof(float) * (size_t)n * p);
+  PTDP_ALLOC(dur, sizeof(double) * (size_t)n * p);
+  PTDP_ALLOC(idle, sizeof(double) * (size_t)p);
+  for (int i = 0; i < n; i++)
+    mine[i] = i < pl->nevents ? (float)(pl->events[i].end - pl->events[i].start - pl->events[i].wait) : 0.0f;
+  int err = ptdp_comm_allgather(&tr->grid.pp, mine, all, (size_t)n, PTDP_TAG_MISC);
+  for (int i = 0; !err && i < n * p; i++) dur[i] = all[i];
+  if (!err) err = ptdp_schedule_replay(pl->sched.kind, p, tr->model.nchunks, tr->m, dur, idle, NULL);
+  *bubble = 0;
+  for (int st = 0; !err && st < p; st++) *bubble = idle[st] > *bubble ? idle[st] : *bubble;
+  free(mine);
+  free(all);
+  free(dur);
+  free(idle);
+  return err;
 }
 
 /* Timers of the interval: ms per iteration, max and min over ranks. */
