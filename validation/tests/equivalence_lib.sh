@@ -2,7 +2,15 @@
 #   train NAME NP [FLAGS...]   train on NP ranks with --debug-dump $TMPD/NAME.h5
 #   compare NAME REF GROUPS    compare_dumps.py of NAME against REF (losses and GROUPS)
 # Tolerances: PTDP_EQUIV_LOSS_TOL (default 1e-5: losses and first-step gradients),
-# PTDP_EQUIV_PARAM_TOL (default 1e-4: parameters after the last step; see the tests' headers).
+# PTDP_EQUIV_PARAM_TOL (default 1e-4: parameters after the last step).
+# Why: losses (every iteration) and the first step's gradients: 1e-5 relative, as the
+# issue asks (measured: losses 4e-8, gradients 7e-7: float32 sums in another order).  Parameters
+# after 20 AdamW steps: 1e-4 of the tensor's largest entry.  AdamW divides each entry's step by
+# sqrt(v), so an entry whose gradient is near the rounding level of its tensor moves by up to lr
+# per step in a direction the rounding decides; the 1e-7-level gradient differences of another
+# summation order become 1e-5-level parameter differences for such entries.  Measured worst over
+# all layouts: 5.4e-5 (pipeline, t2 p2); the same one-rank run with 2 threads instead of 1
+# already differs by 9e-6 (the tests print that noise floor).
 LOSS_TOL=${PTDP_EQUIV_LOSS_TOL:-1e-5}
 PARAM_TOL=${PTDP_EQUIV_PARAM_TOL:-1e-4}
 CMP="$PYTHON3 $top_srcdir/validation/tests/compare_dumps.py --loss-rtol $LOSS_TOL --grad-tol $LOSS_TOL --param-tol $PARAM_TOL"

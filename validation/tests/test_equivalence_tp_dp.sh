@@ -14,14 +14,7 @@
 #
 # PTDP_EQUIV_LOSS_TOL and PTDP_EQUIV_PARAM_TOL override the tolerances (defaults 1e-5 and 1e-4).
 #
-# Tolerances.  Losses (every iteration) and the first step's gradients: 1e-5 relative, as the
-# issue asks (measured: losses 4e-8, gradients 7e-7: float32 sums in another order).  Parameters
-# after 20 AdamW steps: 1e-4 of the tensor's largest entry.  AdamW divides each entry's step by
-# sqrt(v), so an entry whose gradient is near the rounding level of its tensor moves by up to lr
-# per step in a direction the rounding decides; the 1e-7-level gradient differences of another
-# summation order become 1e-5-level parameter differences for such entries.  Measured worst over
-# all layouts: 5.4e-5 (pipeline, t2 p2); the same one-rank run with 2 threads instead of 1
-# already differs by 9e-6 (printed below as the noise floor).
+# Tolerances: see validation/tests/equivalence_lib.sh.
 . "$top_srcdir/validation/tests/common.sh"
 
 DECK="$TMPD/equiv.in"
