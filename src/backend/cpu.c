@@ -139,12 +139,24 @@ static int cpu_layernorm_forward(ptdp_backend *be, const float *x, const float *
 }
 
 /* dx_i = rstd (g_i - mean(g) - xhat_i mean(g xhat)), g = dy w; dw += dy xhat; db += dy. */
+/* Columns [c0, c1) of cols for thread `me` of `nt`: column sums split by columns, each summed
+ * over the rows in order, give the same bits for any thread count (and need no atomics). */
+static void column_block(int cols, int *c0, int *c1)
+{
+  int nt = 1, me = 0;
+#ifdef _OPENMP
+  nt = omp_get_num_threads();
+  me = omp_get_thread_num();
+#endif
+  *c0 = (int)((long long)cols * me / nt);
+  *c1 = (int)((long long)cols * (me + 1) / nt);
+}
+
 static int cpu_layernorm_backward(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *mean,
                                   const float *rstd, float *dx, float *dw, float *db, long long rows, int h)
 {
 #pragma omp parallel
   {
-    float *ldw = calloc((size_t)2 * h, sizeof(float)), *ldb = ldw ? ldw + h : NULL;
 #pragma omp for schedule(static)
     for (long long r = 0; r < rows; r++) {
       const float *dyr = dy + r * h, *xr = x + r * h;
@@ -155,10 +167,6 @@ static int cpu_layernorm_backward(ptdp_backend *be, const float *dy, const float
         float xh = (xr[i] - m) * rs, g = dyr[i] * w[i];
         sg += g;
         sgx += (double)g * xh;
-        if (ldw) {
-          ldw[i] += dyr[i] * xh;
-          ldb[i] += dyr[i];
-        }
       }
       float mg = (float)(sg / h), mgx = (float)(sgx / h);
       for (int i = 0; i < h; i++) {
@@ -166,13 +174,19 @@ static int cpu_layernorm_backward(ptdp_backend *be, const float *dy, const float
         dxr[i] = rs * (dyr[i] * w[i] - mg - xh * mgx);
       }
     }
-#pragma omp critical
-    if (ldw)
-      for (int i = 0; i < h; i++) {
-        dw[i] += ldw[i];
-        db[i] += ldb[i];
+    /* dw += sum_r dy xhat, db += sum_r dy: by columns, rows in order (deterministic) */
+    int c0, c1;
+    column_block(h, &c0, &c1);
+    for (int i = c0; i < c1; i++) {
+      float sw = 0.0f, sb = 0.0f;
+      for (long long r = 0; r < rows; r++) {
+        float d = dy[r * h + i];
+        sw += d * ((x[r * h + i] - mean[r]) * rstd[r]);
+        sb += d;
       }
-    free(ldw);
+      dw[i] += sw;
+      db[i] += sb;
+    }
   }
   return 0;
 }
@@ -218,15 +232,14 @@ static int cpu_bias_backward(ptdp_backend *be, const float *dy, float *db, long 
 {
 #pragma omp parallel
   {
-    float *acc = calloc((size_t)cols, sizeof(float));
-#pragma omp for schedule(static)
-    for (long long r = 0; r < rows; r++)
-      if (acc)
-        for (int c = 0; c < cols; c++) acc[c] += dy[r * cols + c];
-#pragma omp critical
-    if (acc)
-      for (int c = 0; c < cols; c++) db[c] += acc[c];
-    free(acc);
+    /* by columns, rows in order: the same bits for any thread count */
+    int c0, c1;
+    column_block(cols, &c0, &c1);
+    for (int c = c0; c < c1; c++) {
+      float acc = 0.0f;
+      for (long long r = 0; r < rows; r++) acc += dy[r * cols + c];
+      db[c] += acc;
+    }
   }
   return 0;
 }
