@@ -114,12 +114,14 @@ int ptdp_dump_open(ptdp_dump **out, ptdp_trainer *tr, const char *path)
   PTDP_CALLOC(d, 1, sizeof *d);
   *out = d;
   const ptdp_args *a = &tr->args;
+  /* errors are reported once, by PTDP_CALL_HDF5 with HDF5's own innermost message */
+  PTDP_CALL_HDF5(H5Eset_auto2(H5E_DEFAULT, NULL, NULL));
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   PTDP_CALL_HDF5(fapl);
   PTDP_CALL_HDF5(H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL));
   H5E_BEGIN_TRY { d->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl); }
   H5E_END_TRY;
-  H5Pclose(fapl);
+  PTDP_CALL_HDF5(H5Pclose(fapl));
   PTDP_CHECK(d->file >= 0, "cannot create debug-dump file '%s' (check the directory exists and is writable)", path);
   PTDP_CALL(ptdp_gpt_global_params(&tr->model.cfg, &d->global, &d->nglobal));
   const ptdp_gpt_config *c = &tr->model.cfg;
