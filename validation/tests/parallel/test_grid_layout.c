@@ -11,17 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_fail = 0, n_pass = 0;
-#define EXPECT(cond, ...)                                          \
-  do {                                                             \
-    if (cond) {                                                    \
-      n_pass++;                                                    \
-    } else if (n_fail++ < 20) {                                    \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);         \
-      fprintf(stderr, __VA_ARGS__);                                \
-      fprintf(stderr, "\n");                                       \
-    }                                                              \
-  } while (0)
+#include "../expect.h"
 
 /* The formula of grid.h, independently: world rank of (tp, dp, pp). */
 static int formula_rank(int order, int t, int p, int d, int tp, int dp, int pp)

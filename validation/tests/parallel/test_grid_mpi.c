@@ -8,17 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int n_fail = 0, n_pass = 0, wrank = 0;
-#define EXPECT(cond, ...)                                            \
-  do {                                                               \
-    if (cond) {                                                      \
-      n_pass++;                                                      \
-    } else if (n_fail++ < 20) {                                      \
-      fprintf(stderr, "FAIL [rank %d] %s:%d: ", wrank, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                  \
-      fprintf(stderr, "\n");                                         \
-    }                                                                \
-  } while (0)
+#include "../expect.h"
 
 static void check_comm(const ptdp_grid *g, const ptdp_comm *c, int kind)
 {

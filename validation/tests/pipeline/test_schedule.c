@@ -17,17 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_fail = 0, n_pass = 0;
-#define EXPECT(cond, ...)                                  \
-  do {                                                     \
-    if (cond) {                                            \
-      n_pass++;                                            \
-    } else if (n_fail++ < 20) {                            \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-    }                                                      \
-  } while (0)
+#include "../expect.h"
 
 enum { TF = 1, TB = 2 }; /* per-chunk forward and backward time (units) */
 
