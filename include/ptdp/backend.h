@@ -59,7 +59,8 @@ struct ptdp_backend {
    * ctx [N, al hd]. */
   int (*attention_forward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *probs,
                            uint8_t *mask, float *probs_drop, float *ctx);
-  /* From dctx [N, al hd] to dqkv [N, 3 hl] (overwrites); scratch of b al s s floats. */
+  /* From dctx [N, al hd] to dqkv [N, 3 hl] (overwrites); scratch of s s floats (one (sample, head)
+   * pair; a backend working on several pairs at once finds its own). */
   int (*attention_backward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *probs,
                             const uint8_t *mask, const float *probs_drop, const float *dctx, float *dqkv,
                             float *scratch);

@@ -19,8 +19,6 @@ typedef struct ptdp_batch_source ptdp_batch_source;
 
 int ptdp_batch_open(ptdp_batch_source **src, const ptdp_args *a, long long vocab, MPI_Comm comm);
 void ptdp_batch_close(ptdp_batch_source **src);
-/* Vocabulary the data needs (tokenizer or vocab-size). */
-long long ptdp_batch_vocab(const ptdp_batch_source *src);
 int ptdp_batch_has_split(const ptdp_batch_source *src, int split);
 /* One sample: seq + 1 tokens. */
 int ptdp_batch_sample(ptdp_batch_source *src, int split, long long index, int32_t *tokens);

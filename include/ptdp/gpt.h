@@ -153,7 +153,6 @@ typedef struct {
   void *grads_ready_ctx;
   int grads_final;        /* set by the driver around the last backward of each chunk */
   float *debug_logits;    /* if set, the next head forward copies its logits [N, V/t] here, then clears it */
-  int layer_params_count; /* parameters per layer (12) */
 } ptdp_gpt;
 
 int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, ptdp_grid *grid);

@@ -18,8 +18,7 @@ typedef struct {
   double lr, min_lr, wd, clip, beta1, beta2, eps;
   long long warmup, decay_iters;
   int decay_style; /* 0 constant, 1 linear, 2 cosine */
-  int distributed; /* ZeRO-1 */
-  long long bucket_elems;
+  int distributed; /* ZeRO-1 (buckets: ptdp_gpt_config.bucket_elems) */
 } ptdp_optim_config;
 
 typedef struct {

@@ -11,6 +11,10 @@
 #include "ptdp/optimizer.h"
 #include "ptdp/pipeline.h"
 
+/* Named timers, reported every log interval as max and min over ranks. */
+enum { PTDP_TM_FWD_BWD, PTDP_TM_PP_WAIT, PTDP_TM_TP_COMM, PTDP_TM_DP_WAIT, PTDP_TM_GRAD_SYNC, PTDP_TM_OPTIMIZER,
+       PTDP_TIMER_COUNT };
+
 typedef struct {
   ptdp_args args;
   ptdp_grid grid;
@@ -27,10 +31,9 @@ typedef struct {
   int split;              /* split being fed (train or valid) */
   long long batch_first;  /* first global sample of the batch being fed */
   int32_t *scratch;       /* s + 1 tokens */
-  double last_loss, last_grad_norm, last_lr;
   struct ptdp_dump *dump; /* debug-dump state, or NULL */
   /* timers of the current log interval, seconds (PETSc's -log_view, Megatron's timers) */
-  double timer[8];
+  double timer[PTDP_TIMER_COUNT];
 } ptdp_trainer;
 
 int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a);

@@ -4,7 +4,8 @@
  * Cross entropy never gathers the logits [N, V]: each TP rank holds [N, V/t] and three
  * reductions over TP make the loss: the row max (MAX), then the sum of exp(l - max) and the
  * target's logit (SUM, one call on 2N floats).  loss_r = log(sumexp) + max - target logit.
- * The forward pass leaves softmax - onehot in the logits buffer; the backward pass scales it.
+ * The forward pass leaves softmax - onehot in the logits buffer; the backward pass scales the
+ * products that read it.
  *
  * Padding of the vocabulary (to a multiple of make-vocab-size-divisible-by x t) is excluded:
  * logits are computed only for the real tokens of this rank's slice (vv <= V/t columns), so
@@ -95,15 +96,16 @@ int ptdp_head_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float loss_scale, float
 {
   ptdp_backend *be = m->be;
   const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, vl = valid_columns(m);
-  PTDP_CALL(be->scale(be, sl->logits, loss_scale / (float)N, (size_t)N * vl)); /* d loss / d logits */
+  /* d loss / d logits = (softmax - onehot) loss_scale / N: the factor rides on the products */
+  const float k = loss_scale / (float)N;
   const float *G = sl->lnf_out;
   if (m->cfg.sequence_parallel) {
     PTDP_CALL(ptdp_tp_gather(m, sl->lnf_out, m->work.full_a, h, PTDP_TAG_EMBED));
     G = m->work.full_a;
   }
-  PTDP_CALL(be->gemm(be, 1, 0, vl, h, N, 1.0f, sl->logits, vl > 0 ? vl : 1, G, h, 1.0f, wte_of(m, m->grad), h));
+  PTDP_CALL(be->gemm(be, 1, 0, vl, h, N, k, sl->logits, vl > 0 ? vl : 1, G, h, 1.0f, wte_of(m, m->grad), h));
   float *dG = m->work.full_b;
-  PTDP_CALL(be->gemm(be, 0, 0, N, h, vl, 1.0f, sl->logits, vl > 0 ? vl : 1, wte_of(m, m->param), h, 0.0f, dG, h));
+  PTDP_CALL(be->gemm(be, 0, 0, N, h, vl, k, sl->logits, vl > 0 ? vl : 1, wte_of(m, m->param), h, 0.0f, dG, h));
   float *dln = m->work.shard_c;
   PTDP_CALL(ptdp_tp_reduce(m, dG, dln, h, PTDP_TAG_EMBED));
   return be->layernorm_backward(be, dln, sl->out, m->param + m->params[m->lnf_w_index].offset, sl->lnf_mean,

@@ -118,8 +118,6 @@ void ptdp_batch_close(ptdp_batch_source **src)
   *src = NULL;
 }
 
-long long ptdp_batch_vocab(const ptdp_batch_source *src) { return src->vocab; }
-
 int ptdp_batch_has_split(const ptdp_batch_source *src, int split)
 {
   if (src->kind == SRC_INDEXED) return ptdp_data_num_samples(src->data, split) > 0;

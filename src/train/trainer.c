@@ -39,9 +39,7 @@ static int resolve_vocab(const ptdp_args *a, long long *vocab)
   return 0;
 }
 
-/* Named timers, reported every log interval as max and min over ranks. */
-enum { TM_FWD_BWD, TM_PP_WAIT, TM_TP_COMM, TM_DP_WAIT, TM_GRAD_SYNC, TM_OPTIMIZER, TM_COUNT };
-static const char *timer_name[TM_COUNT] = {"forward-backward", "pipeline-wait", "tp-comm",
+static const char *timer_name[PTDP_TIMER_COUNT] = {"forward-backward", "pipeline-wait", "tp-comm",
                                            "dp-wait", "grads-sync", "optimizer"};
 
 static int feed(void *ctx, int mb, int32_t *tokens, int32_t *targets, long long *sample0)
@@ -103,7 +101,7 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a)
                           .beta1 = a->adam_beta1, .beta2 = a->adam_beta2, .eps = a->adam_eps,
                           .warmup = a->lr_warmup_iters, .decay_iters = a->lr_decay_iters ? a->lr_decay_iters : a->train_iters,
                           .decay_style = !strcmp(a->lr_decay_style, "constant") ? 0 : !strcmp(a->lr_decay_style, "linear") ? 1 : 2,
-                          .distributed = a->use_distributed_optimizer, .bucket_elems = a->ddp_bucket_size};
+                          .distributed = a->use_distributed_optimizer};
   PTDP_CALL(ptdp_optimizer_create(&tr->opt, &oc, &tr->model));
   PTDP_CALL(ptdp_pipeline_create(&tr->pipe, &tr->model, sk, tr->m));
   PTDP_CALLOC(tr->scratch, a->seq_length + 1, sizeof(int32_t));
@@ -130,8 +128,8 @@ int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double 
   double t0 = MPI_Wtime(), tp0 = tr->grid.tp.stats.wait_seconds;
   PTDP_CALL(ptdp_pipeline_run(&tr->pipe, feed, tr, 1.0f / (float)tr->m, 0));
   double t1 = MPI_Wtime();
-  tr->timer[TM_FWD_BWD] += t1 - t0;
-  tr->timer[TM_PP_WAIT] += tr->pipe.wait_seconds;
+  tr->timer[PTDP_TM_FWD_BWD] += t1 - t0;
+  tr->timer[PTDP_TM_PP_WAIT] += tr->pipe.wait_seconds;
   PTDP_CALL(global_loss(tr, loss));
   /* Megatron: iteration n + 1 runs with the rate after n completed iterations */
   *lr = ptdp_lr_at(&tr->opt.cfg, tr->iteration);
@@ -141,10 +139,10 @@ int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double 
   if (tr->dump && tr->iteration == 0) PTDP_CALL(ptdp_dump_grads(tr->dump, tr));
   double t4 = MPI_Wtime();
   PTDP_CALL(ptdp_optimizer_update(&tr->opt, *lr, grad_norm));
-  tr->timer[TM_GRAD_SYNC] += t3 - t2;
-  tr->timer[TM_DP_WAIT] += tr->opt.wait_seconds;
-  tr->timer[TM_OPTIMIZER] += MPI_Wtime() - t4;
-  tr->timer[TM_TP_COMM] += tr->grid.tp.stats.wait_seconds - tp0;
+  tr->timer[PTDP_TM_GRAD_SYNC] += t3 - t2;
+  tr->timer[PTDP_TM_DP_WAIT] += tr->opt.wait_seconds;
+  tr->timer[PTDP_TM_OPTIMIZER] += MPI_Wtime() - t4;
+  tr->timer[PTDP_TM_TP_COMM] += tr->grid.tp.stats.wait_seconds - tp0;
   tr->iteration++;
   tr->consumed += tr->gbs;
   if (tr->dump) ptdp_dump_record(tr->dump, tr->iteration, *loss, *lr, *grad_norm);
@@ -190,8 +188,6 @@ int ptdp_trainer_run(ptdp_trainer *tr)
     if (!isfinite(loss)) nan_iters++;
     loss_acc += loss;
     n_acc++;
-    tr->last_loss = loss;
-    tr->last_grad_norm = norm;
     if (tr->iteration == 1) PTDP_CALL(print_memory(tr));
     bubble_acc += tr->pipe.wait_seconds;
     iter_acc += tr->pipe.busy_seconds;
@@ -313,17 +309,17 @@ static int replay_bubble(ptdp_trainer *tr, double *bubble)
 /* Timers of the interval: ms per iteration, max and min over ranks. */
 static int print_timers(ptdp_trainer *tr, int iters)
 {
-  double mx[TM_COUNT], mn[TM_COUNT];
-  for (int i = 0; i < TM_COUNT; i++) {
+  double mx[PTDP_TIMER_COUNT], mn[PTDP_TIMER_COUNT];
+  for (int i = 0; i < PTDP_TIMER_COUNT; i++) {
     mx[i] = tr->timer[i] / iters * 1e3;
     mn[i] = -mx[i];
     tr->timer[i] = 0;
   }
-  PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, mx, TM_COUNT, PTDP_TAG_MISC));
-  PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, mn, TM_COUNT, PTDP_TAG_MISC));
+  PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, mx, PTDP_TIMER_COUNT, PTDP_TAG_MISC));
+  PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, mn, PTDP_TIMER_COUNT, PTDP_TAG_MISC));
   if (tr->grid.world_rank != 0) return 0;
   printf("[timers] ms per iteration (max, min over ranks):");
-  for (int i = 0; i < TM_COUNT; i++) printf(" %s %.1f, %.1f |", timer_name[i], mx[i], -mn[i]);
+  for (int i = 0; i < PTDP_TIMER_COUNT; i++) printf(" %s %.1f, %.1f |", timer_name[i], mx[i], -mn[i]);
   printf("\n");
   return 0;
 }
