@@ -33,10 +33,22 @@ typedef struct ptdp_backend ptdp_backend;
 struct ptdp_backend {
   const char *name;
   void *ctx;
+  /* 1 when the host may read and write the backend's memory directly (the CPU backend); 0 when
+   * only the operations below may touch it (a GPU; the guard backend of the tests).  Host code
+   * never relies on it for correctness: it moves data with to_device / to_host.  The MPI
+   * transport reads it to decide whether messages must be staged through host buffers. */
+  int host_accessible;
   int (*alloc)(ptdp_backend *be, void **p, size_t bytes); /* zeroed */
   void (*free)(ptdp_backend *be, void *p);
   int (*memset0)(ptdp_backend *be, void *p, size_t bytes);
-  int (*copy)(ptdp_backend *be, void *dst, const void *src, size_t bytes);
+  int (*copy)(ptdp_backend *be, void *dst, const void *src, size_t bytes); /* device to device */
+  int (*to_device)(ptdp_backend *be, void *dst, const void *src_host, size_t bytes); /* host to device */
+  int (*to_host)(ptdp_backend *be, void *dst_host, const void *src, size_t bytes);   /* device to host */
+  /* Wait until every operation issued so far has finished (a no-op where operations are
+   * synchronous); host code calls it before it reads results fetched by to_host. */
+  int (*synchronize)(ptdp_backend *be);
+  /* Release the backend's own state (not the table itself; ptdp_backend_destroy does that). */
+  void (*destroy)(ptdp_backend *be);
   /* C[M,N] = alpha op(A) op(B) + beta C; op(A) is [M,K], op(B) [K,N]; ld* are row strides. */
   int (*gemm)(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
               int lda, const float *B, int ldb, float beta, float *C, int ldc);

@@ -68,21 +68,26 @@ int ptdp_comm_reduce_scatter(ptdp_comm *c, const float *send, float *recv, size_
 int ptdp_comm_bcast(ptdp_comm *c, void *buf, size_t bytes, int root, ptdp_comm_tag tag);
 int ptdp_comm_barrier(ptdp_comm *c);
 
-/* Nonblocking: *req is MPI_REQUEST_NULL after a size-1 call. */
-int ptdp_comm_iallreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag, MPI_Request *req);
+/* A pending nonblocking operation.  Callers treat it as opaque: they initialise it to
+ * PTDP_COMM_REQ_NULL, pass its address, and wait for it through ptdp_comm_wait*. */
+typedef MPI_Request ptdp_comm_req;
+#define PTDP_COMM_REQ_NULL MPI_REQUEST_NULL
+
+/* Nonblocking: *req is PTDP_COMM_REQ_NULL after a size-1 call. */
+int ptdp_comm_iallreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag, ptdp_comm_req *req);
 int ptdp_comm_ireduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
-                              ptdp_comm_tag tag, MPI_Request *req);
+                              ptdp_comm_tag tag, ptdp_comm_req *req);
 int ptdp_comm_iallgather(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
-                         ptdp_comm_tag tag, MPI_Request *req);
+                         ptdp_comm_tag tag, ptdp_comm_req *req);
 int ptdp_comm_isend(ptdp_comm *c, const float *buf, size_t n, int peer, int mpitag, ptdp_comm_tag tag,
-                    MPI_Request *req);
+                    ptdp_comm_req *req);
 int ptdp_comm_irecv(ptdp_comm *c, float *buf, size_t n, int peer, int mpitag, ptdp_comm_tag tag,
-                    MPI_Request *req);
+                    ptdp_comm_req *req);
 /* Wait (time counted in stats.wait_seconds).  With ptdp_comm_set_wait_sleep(us > 0), waits test
  * and sleep us microseconds between tests instead of polling (oversubscribed nodes). */
 void ptdp_comm_set_wait_sleep(int microseconds);
-int ptdp_comm_wait(ptdp_comm *c, MPI_Request *req);
-int ptdp_comm_waitall(ptdp_comm *c, int count, MPI_Request *reqs);
+int ptdp_comm_wait(ptdp_comm *c, ptdp_comm_req *req);
+int ptdp_comm_waitall(ptdp_comm *c, int count, ptdp_comm_req *reqs);
 
 /* One line per tag with calls or bytes: "  <group> <tag>: <calls> calls, <bytes> bytes".
  * Writes at most n chars (always terminated); returns PTDP_OK. */

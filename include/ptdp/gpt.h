@@ -46,7 +46,7 @@ typedef struct {
   int late;       /* the embedding bucket */
   int remaining;  /* parameters whose gradient is not final yet (this iteration) */
   int started;
-  MPI_Request req;
+  ptdp_comm_req req;
 } ptdp_bucket;
 
 /* How a parameter's global tensor is split across TP ranks. */
@@ -177,5 +177,12 @@ float *ptdp_gpt_input(ptdp_gpt *m, int c, int slot);
 /* Free a slot without a backward pass (evaluation). */
 void ptdp_gpt_release(ptdp_gpt *m, int c, int slot);
 float *ptdp_gpt_output(ptdp_gpt *m, int c, int slot);
+
+/* What the pipeline driver may ask of the model (it never reads the slots themselves). */
+int ptdp_gpt_num_slots(const ptdp_gpt *m);                 /* activation slots per chunk */
+int ptdp_gpt_slot_busy(const ptdp_gpt *m, int c, int slot); /* between its forward and backward */
+double ptdp_gpt_slot_loss(const ptdp_gpt *m, int c, int slot); /* head chunk, after the forward */
+int ptdp_gpt_chunk_has_embedding(const ptdp_gpt *m, int c);
+int ptdp_gpt_chunk_has_head(const ptdp_gpt *m, int c);
 
 #endif

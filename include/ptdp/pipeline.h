@@ -26,8 +26,8 @@ typedef struct {
   int m;
   int *slot_of;            /* [m v] slot of (microbatch, chunk) */
   int *last_backward;      /* [v] index in the schedule of each chunk's last backward */
-  MPI_Request *act_req;    /* [v max_in_flight] pending activation sends from each slot */
-  MPI_Request *grad_req;   /* [v max_in_flight] pending gradient sends */
+  ptdp_comm_req *act_req;    /* [v max_in_flight] pending activation sends from each slot */
+  ptdp_comm_req *grad_req;   /* [v max_in_flight] pending gradient sends */
   float **grad_send;       /* [v max_in_flight] gradient send buffers [Nl, h] */
   float *grad_recv[2];     /* [Nl, h] x 2: the current item's and the one posted ahead */
   int next_grad_buf;

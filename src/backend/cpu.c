@@ -60,6 +60,16 @@ static int cpu_copy(ptdp_backend *be, void *dst, const void *src, size_t bytes)
   return 0;
 }
 
+static int cpu_synchronize(ptdp_backend *be) { return 0; }
+
+static void cpu_destroy(ptdp_backend *be)
+{
+  cpu_ctx *c = be->ctx;
+  if (c) free(c->scratch);
+  free(c);
+  be->ctx = NULL;
+}
+
 /* One thread pool: OpenBLAS runs single-threaded (ptdp_threads_setup sets it) and a large
  * product is split here into one block of C per OpenMP thread, along C's longer side in
  * multiples of 64 (whole micro-kernel tiles).  Each element of C is still the same dot product
@@ -405,7 +415,12 @@ int ptdp_backend_cpu_create(ptdp_backend **out)
   be->alloc = cpu_alloc;
   be->free = cpu_free;
   be->memset0 = cpu_memset0;
+  be->host_accessible = 1;
   be->copy = cpu_copy;
+  be->to_device = cpu_copy;
+  be->to_host = cpu_copy;
+  be->synchronize = cpu_synchronize;
+  be->destroy = cpu_destroy;
   be->gemm = cpu_gemm;
   be->layernorm_forward = cpu_layernorm_forward;
   be->layernorm_backward = cpu_layernorm_backward;
@@ -433,8 +448,7 @@ int ptdp_backend_cpu_create(ptdp_backend **out)
 void ptdp_backend_destroy(ptdp_backend **be)
 {
   if (!be || !*be) return;
-  if (!strcmp((*be)->name, "cpu") && (*be)->ctx) free(((cpu_ctx *)(*be)->ctx)->scratch);
-  free((*be)->ctx);
+  if ((*be)->destroy) (*be)->destroy(*be);
   free(*be);
   *be = NULL;
 }

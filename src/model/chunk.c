@@ -131,3 +131,9 @@ void ptdp_gpt_release(ptdp_gpt *m, int c, int slot)
   sl->busy = 0;
   ptdp_memory_slot_busy(&m->mem, c, slot, 0);
 }
+
+int ptdp_gpt_num_slots(const ptdp_gpt *m) { return m->cfg.max_in_flight; }
+int ptdp_gpt_slot_busy(const ptdp_gpt *m, int c, int slot) { return m->chunks[c].slots[slot].busy; }
+double ptdp_gpt_slot_loss(const ptdp_gpt *m, int c, int slot) { return m->chunks[c].slots[slot].loss; }
+int ptdp_gpt_chunk_has_embedding(const ptdp_gpt *m, int c) { return m->chunks[c].has_embedding; }
+int ptdp_gpt_chunk_has_head(const ptdp_gpt *m, int c) { return m->chunks[c].has_head; }

@@ -376,7 +376,7 @@ static int layout_buckets(ptdp_gpt *m)
     }
     off = (off + align - 1) / align * align;
     bk->hi = off;
-    bk->req = MPI_REQUEST_NULL;
+    bk->req = PTDP_COMM_REQ_NULL;
   }
   m->nelem = off;
   return 0;

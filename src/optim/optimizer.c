@@ -55,7 +55,7 @@ static void reset_buckets(ptdp_gpt *m)
   for (int b = 0; b < m->nbuckets; b++) {
     m->buckets[b].remaining = m->buckets[b].nparams;
     m->buckets[b].started = 0;
-    m->buckets[b].req = MPI_REQUEST_NULL;
+    m->buckets[b].req = PTDP_COMM_REQ_NULL;
   }
 }
 

@@ -146,7 +146,7 @@ int ptdp_comm_allreduce_max_f64(ptdp_comm *c, double *buf, size_t n, ptdp_comm_t
 }
 
 /* All-gather: recv [g, n_per_rank], send may already be recv's own block (in place). */
-static int allgather(ptdp_comm *c, const float *send, float *recv, size_t n, ptdp_comm_tag tag, MPI_Request *req)
+static int allgather(ptdp_comm *c, const float *send, float *recv, size_t n, ptdp_comm_tag tag, ptdp_comm_req *req)
 {
   PTDP_CALL(check_use(c, tag, n * (size_t)(c->size > 0 ? c->size : 1), "all-gather"));
   if (req) *req = MPI_REQUEST_NULL;
@@ -170,7 +170,7 @@ static int allgather(ptdp_comm *c, const float *send, float *recv, size_t n, ptd
 /* Reduce-scatter: send [g, n_per_rank] summed over ranks, block `rank` lands in recv [n].
  * send == recv means in place (recv then holds the whole input; the result is its first n). */
 static int reduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n, ptdp_comm_tag tag,
-                          MPI_Request *req)
+                          ptdp_comm_req *req)
 {
   PTDP_CALL(check_use(c, tag, n * (size_t)(c->size > 0 ? c->size : 1), "reduce-scatter"));
   if (req) *req = MPI_REQUEST_NULL;
@@ -233,7 +233,7 @@ int ptdp_comm_barrier(ptdp_comm *c)
   return PTDP_OK;
 }
 
-int ptdp_comm_iallreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag, MPI_Request *req)
+int ptdp_comm_iallreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag, ptdp_comm_req *req)
 {
   *req = MPI_REQUEST_NULL;
   PTDP_CALL(check_use(c, tag, n, "all-reduce"));
@@ -247,21 +247,21 @@ int ptdp_comm_iallreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag t
 }
 
 int ptdp_comm_ireduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
-                              ptdp_comm_tag tag, MPI_Request *req)
+                              ptdp_comm_tag tag, ptdp_comm_req *req)
 {
   PTDP_CALL(reduce_scatter(c, send, recv, n_per_rank, tag, req));
   return PTDP_OK;
 }
 
 int ptdp_comm_iallgather(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
-                         ptdp_comm_tag tag, MPI_Request *req)
+                         ptdp_comm_tag tag, ptdp_comm_req *req)
 {
   PTDP_CALL(allgather(c, send, recv, n_per_rank, tag, req));
   return PTDP_OK;
 }
 
 int ptdp_comm_isend(ptdp_comm *c, const float *buf, size_t n, int peer, int mpitag, ptdp_comm_tag tag,
-                    MPI_Request *req)
+                    ptdp_comm_req *req)
 {
   *req = MPI_REQUEST_NULL;
   PTDP_CALL(check_use(c, tag, n, "send"));
@@ -273,7 +273,7 @@ int ptdp_comm_isend(ptdp_comm *c, const float *buf, size_t n, int peer, int mpit
 }
 
 int ptdp_comm_irecv(ptdp_comm *c, float *buf, size_t n, int peer, int mpitag, ptdp_comm_tag tag,
-                    MPI_Request *req)
+                    ptdp_comm_req *req)
 {
   *req = MPI_REQUEST_NULL;
   PTDP_CALL(check_use(c, tag, n, "receive"));
@@ -291,7 +291,7 @@ static int wait_sleep_us = 0;
 
 void ptdp_comm_set_wait_sleep(int microseconds) { wait_sleep_us = microseconds > 0 ? microseconds : 0; }
 
-static int wait_polling(int count_, MPI_Request *reqs)
+static int wait_polling(int count_, ptdp_comm_req *reqs)
 {
   for (;;) {
     int done = 0;
@@ -302,7 +302,7 @@ static int wait_polling(int count_, MPI_Request *reqs)
   }
 }
 
-int ptdp_comm_wait(ptdp_comm *c, MPI_Request *req)
+int ptdp_comm_wait(ptdp_comm *c, ptdp_comm_req *req)
 {
   if (*req == MPI_REQUEST_NULL) return PTDP_OK;
   double t0 = MPI_Wtime();
@@ -314,7 +314,7 @@ int ptdp_comm_wait(ptdp_comm *c, MPI_Request *req)
   return PTDP_OK;
 }
 
-int ptdp_comm_waitall(ptdp_comm *c, int count_, MPI_Request *reqs)
+int ptdp_comm_waitall(ptdp_comm *c, int count_, ptdp_comm_req *reqs)
 {
   if (count_ <= 0) return PTDP_OK;
   double t0 = MPI_Wtime();

@@ -34,11 +34,11 @@ int ptdp_pipeline_create(ptdp_pipeline *pl, ptdp_gpt *model, ptdp_schedule_kind 
   PTDP_CALLOC(pl->last_backward, (size_t)v, sizeof(int));
   for (int i = 0; i < pl->sched.count; i++)
     if (pl->sched.items[i].kind == PTDP_WORK_BACKWARD) pl->last_backward[pl->sched.items[i].chunk] = i;
-  PTDP_CALLOC(pl->act_req, (size_t)v * slots, sizeof(MPI_Request));
-  PTDP_CALLOC(pl->grad_req, (size_t)v * slots, sizeof(MPI_Request));
+  PTDP_CALLOC(pl->act_req, (size_t)v * slots, sizeof(ptdp_comm_req));
+  PTDP_CALLOC(pl->grad_req, (size_t)v * slots, sizeof(ptdp_comm_req));
   PTDP_CALLOC(pl->grad_send, (size_t)v * slots, sizeof(float *));
   PTDP_CALLOC(pl->reserved, (size_t)v * slots, sizeof(int));
-  for (int i = 0; i < v * slots; i++) pl->act_req[i] = pl->grad_req[i] = MPI_REQUEST_NULL;
+  for (int i = 0; i < v * slots; i++) pl->act_req[i] = pl->grad_req[i] = PTDP_COMM_REQ_NULL;
   size_t nlh = (size_t)model->Nl * model->cfg.hidden;
   if (model->p > 1) {
     for (int i = 0; i < v * slots; i++)
@@ -73,7 +73,7 @@ void ptdp_pipeline_destroy(ptdp_pipeline *pl)
  * gradient buffers (backward). */
 typedef struct {
   int item, slot, buf, valid;
-  MPI_Request req;
+  ptdp_comm_req req;
 } posted_recv;
 
 static int needs_recv(const ptdp_pipeline *pl, int it)
@@ -203,7 +203,7 @@ int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float l
       PTDP_CALL(ptdp_gpt_backward(m, c, slot, dout, loss_scale, &dinput));
       m->grads_final = 0;
       if (k > 0) {
-        MPI_Request *rq = &pl->grad_req[c * slots + slot];
+        ptdp_comm_req *rq = &pl->grad_req[c * slots + slot];
         PTDP_CALL(ptdp_comm_wait(pp, rq));
         float *buf = pl->grad_send[c * slots + slot];
         PTDP_CALL(m->be->copy(m->be, buf, dinput, nlh * sizeof(float)));

@@ -103,7 +103,7 @@ static void check_collectives(ptdp_comm *c)
   check_counts(c, PTDP_TAG_EMBED, 1, (g > 1 && r == root) ? 4.0 * N : 0.0, "bcast");
 
   /* nonblocking: the same numbers and bytes as blocking, on tag LOSS */
-  MPI_Request req[3];
+  ptdp_comm_req req[3];
   float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N * g), *z = malloc(sizeof(float) * N);
   for (int i = 0; i < N; i++) x[i] = val(r, i), send[i] = val(r, i);
   for (int q = 0; q < g; q++)
@@ -112,8 +112,8 @@ static void check_collectives(ptdp_comm *c)
   EXPECT(ptdp_comm_iallgather(c, send, y, N, PTDP_TAG_LOSS, &req[1]) == 0, "iallgather");
   EXPECT(ptdp_comm_ireduce_scatter(c, b, z, N, PTDP_TAG_LOSS, &req[2]) == 0, "ireduce_scatter");
   if (g == 1)
-    EXPECT(req[0] == MPI_REQUEST_NULL && req[1] == MPI_REQUEST_NULL && req[2] == MPI_REQUEST_NULL,
-           "size-1 nonblocking requests are MPI_REQUEST_NULL");
+    EXPECT(req[0] == PTDP_COMM_REQ_NULL && req[1] == PTDP_COMM_REQ_NULL && req[2] == PTDP_COMM_REQ_NULL,
+           "size-1 nonblocking requests are PTDP_COMM_REQ_NULL");
   EXPECT(ptdp_comm_wait(c, &req[0]) == 0 && ptdp_comm_waitall(c, 2, req + 1) == 0, "waits");
   ok = 1;
   for (int i = 0; i < N; i++) {
@@ -140,7 +140,7 @@ static void check_ring(ptdp_comm *c)
 {
   int g = c->size, r = c->rank;
   float out[N], in[N];
-  MPI_Request req[2];
+  ptdp_comm_req req[2];
   ptdp_comm_reset_stats(c);
   for (int i = 0; i < N; i++) out[i] = val(r, i), in[i] = -1;
   EXPECT(ptdp_comm_irecv(c, in, N, (r + g - 1) % g, 5, PTDP_TAG_P2P, &req[0]) == 0, "irecv");
