@@ -151,7 +151,7 @@ typedef struct {
   /* called when the gradients of params [first, first + count) are final (last micro-batch) */
   int (*grads_ready)(void *ctx, int first, int count);
   void *grads_ready_ctx;
-  int grads_final;        /* set by the driver around the last backward of each chunk */
+  int grads_final;        /* within ptdp_gpt_backward: its `last` argument */
   float *debug_logits;    /* if set, the next head forward copies its logits [N, V/t] here, then clears it */
 } ptdp_gpt;
 
@@ -171,8 +171,10 @@ ptdp_layer_params ptdp_gpt_layer(const ptdp_gpt *m, int chunk, int i, float *bas
 int ptdp_gpt_forward(ptdp_gpt *m, int c, int slot, const int32_t *tokens, const int32_t *targets, long long sample0);
 /* Backward of the same: dout [Nl, h] the gradient w.r.t. the chunk's output (NULL on the head
  * chunk, whose loss gradient is scaled by loss_scale); on return *dinput (unless the chunk has
- * the embedding) points at the gradient w.r.t. the chunk input, valid until the next call. */
-int ptdp_gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float loss_scale, float **dinput);
+ * the embedding) points at the gradient w.r.t. the chunk input, valid until the next call.
+ * last: this is the chunk's last backward of the iteration, so its gradients become final (the
+ * model then tells grads_ready, which starts data-parallel reductions). */
+int ptdp_gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float loss_scale, int last, float **dinput);
 float *ptdp_gpt_input(ptdp_gpt *m, int c, int slot);
 /* Free a slot without a backward pass (evaluation). */
 void ptdp_gpt_release(ptdp_gpt *m, int c, int slot);

@@ -71,6 +71,8 @@ int ptdp_gpt_forward(ptdp_gpt *m, int c, int slot, const int32_t *tokens, const 
   return 0;
 }
 
+static int gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float loss_scale, float **dinput);
+
 /* Run the forward pass of layers [g0, g1) again from the stored input of g0. */
 static int recompute_group(ptdp_gpt *m, int c, int slot, int g0, int g1)
 {
@@ -82,7 +84,15 @@ static int recompute_group(ptdp_gpt *m, int c, int slot, int g0, int g1)
   return 0;
 }
 
-int ptdp_gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float loss_scale, float **dinput)
+int ptdp_gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float loss_scale, int last, float **dinput)
+{
+  m->grads_final = last;
+  int err = gpt_backward(m, c, slot, dout, loss_scale, dinput);
+  m->grads_final = 0;
+  return err;
+}
+
+static int gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float loss_scale, float **dinput)
 {
   ptdp_chunk *ch = &m->chunks[c];
   ptdp_chunk_slot *sl = &ch->slots[slot];

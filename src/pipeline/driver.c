@@ -199,9 +199,8 @@ int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float l
         dout = pl->grad_recv[cur.buf];
       }
       float *dinput = NULL;
-      m->grads_final = it == pl->last_backward[c]; /* gradients of the chunk are final after it */
-      PTDP_CALL(ptdp_gpt_backward(m, c, slot, dout, loss_scale, &dinput));
-      m->grads_final = 0;
+      /* gradients of the chunk are final after its last backward */
+      PTDP_CALL(ptdp_gpt_backward(m, c, slot, dout, loss_scale, it == pl->last_backward[c], &dinput));
       if (k > 0) {
         ptdp_comm_req *rq = &pl->grad_req[c * slots + slot];
         PTDP_CALL(ptdp_comm_wait(pp, rq));

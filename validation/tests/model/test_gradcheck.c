@@ -57,7 +57,7 @@ int main(int argc, char **argv)
   if (ptdp_gpt_forward(&m, 0, 0, tok, tgt, 0)) return 2;
   double L0 = m.chunks[0].slots[0].loss;
   float *dinput;
-  if (ptdp_gpt_backward(&m, 0, 0, NULL, 1.0f, &dinput)) return 2;
+  if (ptdp_gpt_backward(&m, 0, 0, NULL, 1.0f, 1, &dinput)) return 2;
 
   const double eps = 1e-2, rtol = 2e-2, atol = 4 * 6e-8 * fabs(L0) / (2 * eps);
   int fails = 0, checks = 0;

@@ -46,7 +46,7 @@ static int run(int t, double *loss, float *wte_grad)
   if (ptdp_gpt_forward(&m, 0, 0, tok, tgt, 0)) return 1;
   *loss = m.chunks[0].slots[0].loss;
   float *din;
-  if (ptdp_gpt_backward(&m, 0, 0, NULL, 1.0f, &din)) return 1;
+  if (ptdp_gpt_backward(&m, 0, 0, NULL, 1.0f, 1, &din)) return 1;
   const ptdp_param *p = &m.params[m.wte_index];
   if (ptdp_comm_allgather(&g.tp, m.grad + p->offset, wte_grad, (size_t)(p->rows * p->cols), PTDP_TAG_MISC)) return 1;
   ptdp_gpt_destroy(&m);
