@@ -13,60 +13,33 @@
 #define PTDP_GPT_H
 
 #include "ptdp/backend.h"
+#include "ptdp/grad_buffer.h"
 #include "ptdp/grid.h"
 #include "ptdp/memory.h"
+#include "ptdp/params.h"
+#include "ptdp/plan.h"
+#include "ptdp/recompute.h"
+#include "ptdp/schedule.h"
 
 #include <stdint.h>
 
-typedef enum { PTDP_RECOMPUTE_NONE = 0, PTDP_RECOMPUTE_FULL = 1, PTDP_RECOMPUTE_SELECTIVE = 2 } ptdp_recompute;
-typedef enum { PTDP_RECOMPUTE_UNIFORM = 0, PTDP_RECOMPUTE_BLOCK = 1 } ptdp_recompute_method;
-
 typedef struct {
   int num_layers, hidden, heads, ffn, seq, max_pos, micro_batch;
-  long long vocab, padded_vocab;
+  long long vocab;        /* the real vocabulary; the model pads it (ptdp_padded_vocab) */
+  int vocab_divisible_by; /* make-vocab-size-divisible-by */
   float eps, hidden_dropout, attn_dropout, init_std;
   uint64_t seed;
   int sequence_parallel;
-  int chunks;            /* v: model chunks per pipeline stage (1 unless interleaved) */
-  int max_in_flight;     /* activation slots per chunk (from the schedule) */
+  int chunks;             /* v: model chunks per pipeline stage (1 unless interleaved) */
+  ptdp_schedule_kind schedule;
+  int m;                  /* micro-batches per iteration per DP rank (the schedule's, for the plan) */
   ptdp_recompute recompute;
   ptdp_recompute_method recompute_method;
   int recompute_num_layers;
   long long bucket_elems; /* gradient elements per data-parallel bucket (ddp-bucket-size) */
-  int dp_size;            /* d: every bucket is padded to a multiple of 16 d elements */
+  int dp_size;            /* d */
+  int distributed_optimizer;
 } ptdp_gpt_config;
-
-/* A data-parallel gradient bucket: a contiguous range [lo, hi) of the flat buffers, of whole
- * parameters, reduced as one message.  Buckets are formed in reverse parameter order (the order
- * the backward pass completes gradients); the tied word embedding has a bucket of its own,
- * reduced after the pipeline has finished (its two copies are summed first). */
-typedef struct {
-  long long lo, hi;
-  int nparams;
-  int late;       /* the embedding bucket */
-  int remaining;  /* parameters whose gradient is not final yet (this iteration) */
-  int started;
-  ptdp_comm_req req;
-} ptdp_bucket;
-
-/* How a parameter's global tensor is split across TP ranks. */
-typedef enum { PTDP_SPLIT_NONE = 0, PTDP_SPLIT_ROWS = 1, PTDP_SPLIT_COLS = 2 } ptdp_split;
-
-typedef struct {
-  char name[96];        /* Megatron-core name, e.g. decoder.layers.3.self_attention.linear_qkv.weight */
-  long long offset;     /* into the flat local parameter buffer (elements) */
-  long long rows, cols; /* local shape (cols = 1 for vectors) */
-  long long grows, gcols;
-  ptdp_split split;
-  int no_decay;      /* biases and LayerNorm: no weight decay */
-  int tp_replicated; /* every TP rank holds the same values */
-  int sp_partial;    /* with sequence parallelism its gradient is a partial sum over TP */
-  int tied_copy;     /* the last stage's copy of the word embedding (p > 1) */
-  int embedding;     /* the word embedding (either copy) */
-  int bucket;        /* index of its gradient bucket */
-  int tensor_id;     /* key of its initial values */
-  int init;          /* 0 zero, 1 one, 2 normal(std), 3 normal(std / sqrt(2 L)) */
-} ptdp_param;
 
 /* Pointers to one layer's parameters (or gradients). */
 typedef struct {
@@ -101,14 +74,22 @@ typedef struct {
   float *lnf_mean, *lnf_rstd, *lnf_out; /* [Nl], [Nl], [Nl, h] */
   float *logits;           /* [N, Vl]: logits, then the gradient of the loss w.r.t. them */
   long long sample0;       /* global index of the micro-batch's first sample */
-  float loss;              /* mean cross entropy of the micro-batch (head chunk) */
+  double loss;             /* mean cross entropy of the micro-batch (head chunk; host) */
   int busy;
 } ptdp_chunk_slot;
+
+/* One transformer layer of a chunk: pointers to its parameters and gradients, and the range of
+ * its entries in the parameter table (for telling the data-parallel module they are final). */
+typedef struct {
+  ptdp_layer_params w, g;
+  int param_first, param_end;
+} ptdp_gpt_layer_ref;
 
 typedef struct {
   int layer0, nlayers;   /* global index of the first layer, count */
   int has_embedding, has_head;
-  ptdp_chunk_slot *slots; /* max_in_flight of them */
+  ptdp_gpt_layer_ref *layers; /* nlayers */
+  ptdp_chunk_slot *slots;     /* plan.slots of them */
 } ptdp_chunk;
 
 /* Work buffers shared by all micro-batches (not held between forward and backward). */
@@ -126,44 +107,52 @@ typedef struct {
   int nrecomp;
 } ptdp_gpt_work;
 
+/* Parameters outside the layers: table indices (-1 when this rank has none) and pointers. */
+typedef struct {
+  int index;
+  float *w, *g;
+} ptdp_gpt_param_ref;
+
 typedef struct {
   ptdp_gpt_config cfg;
   ptdp_backend *be;
   ptdp_grid *grid;
   int t, tp_rank, p, stage;
   int al, hd, hl, fl;     /* local heads, head size, local width h/t, local ffn f/t */
+  long long padded_vocab; /* V' */
   long long vl, v0;       /* local vocab rows and first row */
   int N, Nl;              /* tokens per micro-batch, per rank under SP */
   long long row0;         /* first global token row of this rank's sequence shard */
   int nparams;
-  ptdp_param *params;
-  long long nelem;        /* local parameter elements */
-  long long nalloc;       /* elements allocated: nelem rounded up to a multiple of d (optimizer shards) */
-  float *param, *grad;
+  ptdp_param_info *params; /* the parameter table (ptdp/params.h) */
+  ptdp_grad_layout layout; /* where they sit in param and grad; buckets (ptdp/grad_buffer.h) */
+  float *param, *grad;     /* flat buffers of layout.total elements */
+  ptdp_gpt_param_ref wte, wte_copy, wpe, lnf_w, lnf_b;
   int nchunks;
   ptdp_chunk *chunks;
   ptdp_gpt_work work;
-  ptdp_memory mem;        /* activation accounting, from the allocations themselves */
-  int wte_index, wte_copy_index, wpe_index, lnf_w_index, lnf_b_index;
-  int *layer_param0;      /* per chunk-local layer (over all chunks): index of its first parameter */
-  int nbuckets;
-  ptdp_bucket *buckets;
-  /* called when the gradients of params [first, first + count) are final (last micro-batch) */
-  int (*grads_ready)(void *ctx, int first, int count);
+  ptdp_plan plan;          /* every buffer of this rank (ptdp/plan.h) */
+  ptdp_memory mem;         /* the allocations of the plan, recorded */
+  float *host_xent;        /* [3 N] host copy of the loss statistics */
+  /* called for each parameter whose gradient is final (the chunk's last backward) */
+  int (*grads_ready)(void *ctx, int param);
   void *grads_ready_ctx;
   int grads_final;        /* within ptdp_gpt_backward: its `last` argument */
-  float *debug_logits;    /* if set, the next head forward copies its logits [N, V/t] here, then clears it */
+  float *debug_logits;    /* host; if set, the next head forward copies its logits [N, vocab slice] here, then clears it */
 } ptdp_gpt;
 
 int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, ptdp_grid *grid);
 void ptdp_gpt_destroy(ptdp_gpt *m);
-/* The parameter table of the whole model as one rank would hold it (t = p = 1): names and
- * global shapes, for files with global-shaped datasets.  Caller frees *list. */
-int ptdp_gpt_global_params(const ptdp_gpt_config *cfg, ptdp_param **list, int *n);
+/* The plan configuration of this model on a rank at `pos` (what ptdp_gpt_create plans). */
+ptdp_plan_config ptdp_gpt_plan_config(const ptdp_gpt_config *cfg, const ptdp_param_position *pos);
+ptdp_model_shape ptdp_gpt_shape(const ptdp_gpt_config *cfg);
 /* Set every parameter from its global-index key (layout independent). */
 int ptdp_gpt_init_params(ptdp_gpt *m);
-/* Pointers into base (m->param or m->grad) for chunk c's layer i. */
-ptdp_layer_params ptdp_gpt_layer(const ptdp_gpt *m, int chunk, int i, float *base);
+/* Device pointers to parameter i's local buffer (ptdp_param_info lrows x lcols) and gradient. */
+float *ptdp_gpt_param_data(const ptdp_gpt *m, int i);
+float *ptdp_gpt_grad_data(const ptdp_gpt *m, int i);
+/* Number of real-vocabulary columns of this rank's logits (its slice of the vocabulary). */
+int ptdp_gpt_vocab_columns(const ptdp_gpt *m);
 
 /* Forward one micro-batch through chunk c, activation slot `slot`.  tokens/targets: [N] in
  * (pos, sample) order, needed on the embedding / head chunk (NULL elsewhere).  On other chunks

@@ -6,6 +6,7 @@
 #include "ptdp/args.h"
 #include "ptdp/backend.h"
 #include "ptdp/batch.h"
+#include "ptdp/ddp.h"
 #include "ptdp/gpt.h"
 #include "ptdp/grid.h"
 #include "ptdp/optimizer.h"
@@ -20,6 +21,7 @@ typedef struct {
   ptdp_grid grid;
   ptdp_backend *be;
   ptdp_gpt model;
+  ptdp_ddp ddp;
   ptdp_optimizer opt;
   ptdp_pipeline pipe;
   ptdp_batch_source *data;

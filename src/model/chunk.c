@@ -11,18 +11,15 @@
 
 #include <string.h>
 
-/* Tell the owner of the gradient buckets that params [first, first + count) are final. */
-static int ready(ptdp_gpt *m, int first, int count)
+/* Tell the owner of the gradient buckets that params [first, end) of the table are final. */
+static int ready(ptdp_gpt *m, int first, int end)
 {
   if (!m->grads_final || !m->grads_ready || first < 0) return 0;
-  return m->grads_ready(m->grads_ready_ctx, first, count);
+  for (int i = first; i < end; i++) PTDP_CALL(m->grads_ready(m->grads_ready_ctx, i));
+  return 0;
 }
 
-static int layer_index(const ptdp_gpt *m, int c, int i)
-{
-  for (int k = 0; k < c; k++) i += m->chunks[k].nlayers;
-  return i;
-}
+static int ready_one(ptdp_gpt *m, const ptdp_gpt_param_ref *r) { return ready(m, r->index, r->index + 1); }
 
 /* The activation set layer i of chunk c uses for this slot: stored buffers, or scratch. */
 static ptdp_layer_acts resolve(ptdp_gpt *m, int c, int slot, int i)
@@ -59,10 +56,10 @@ int ptdp_gpt_forward(ptdp_gpt *m, int c, int slot, const int32_t *tokens, const 
   sl->sample0 = sample0;
   ptdp_memory_slot_busy(&m->mem, c, slot, 1);
   if (ch->has_embedding) {
-    memcpy(sl->tokens, tokens, sizeof(int32_t) * (size_t)m->N);
+    PTDP_CALL(m->be->to_device(m->be, sl->tokens, tokens, sizeof(int32_t) * (size_t)m->N));
     PTDP_CALL(ptdp_embedding_forward(m, sl, ch->nlayers ? resolve(m, c, slot, 0).x : sl->out));
   }
-  if (ch->has_head) memcpy(sl->targets, targets, sizeof(int32_t) * (size_t)m->N);
+  if (ch->has_head) PTDP_CALL(m->be->to_device(m->be, sl->targets, targets, sizeof(int32_t) * (size_t)m->N));
   for (int i = 0; i < ch->nlayers; i++) {
     ptdp_layer_acts a = resolve(m, c, slot, i);
     PTDP_CALL(ptdp_layer_forward(m, c, i, &a, layer_output(m, c, slot, i), sample0));
@@ -102,8 +99,9 @@ static int gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float l
   const size_t nlh = (size_t)m->Nl * m->cfg.hidden;
   if (ch->has_head) {
     PTDP_CALL(ptdp_head_backward(m, sl, loss_scale, dcur));
-    PTDP_CALL(ready(m, m->lnf_w_index, 2)); /* final LayerNorm weight and bias are adjacent */
-    PTDP_CALL(ready(m, m->wte_copy_index, 1));
+    PTDP_CALL(ready_one(m, &m->lnf_w));
+    PTDP_CALL(ready_one(m, &m->lnf_b));
+    PTDP_CALL(ready_one(m, &m->wte_copy));
   } else
     PTDP_CALL(be->copy(be, dcur, dout, nlh * sizeof(float)));
   for (int i = ch->nlayers - 1; i >= 0; i--) {
@@ -118,15 +116,15 @@ static int gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float l
       PTDP_CALL(be->attention_forward(be, &d, a.qkv, a.probs, a.attn_mask, a.probs_drop, m->work.dctx));
     }
     PTDP_CALL(ptdp_layer_backward(m, c, i, &a, dcur, dnext, sl->sample0));
-    PTDP_CALL(ready(m, m->layer_param0[layer_index(m, c, i)], 12));
+    PTDP_CALL(ready(m, ch->layers[i].param_first, ch->layers[i].param_end));
     float *t = dcur;
     dcur = dnext;
     dnext = t;
   }
   if (ch->has_embedding) {
     PTDP_CALL(ptdp_embedding_backward(m, sl, dcur));
-    PTDP_CALL(ready(m, m->wte_index, 1));
-    PTDP_CALL(ready(m, m->wpe_index, 1));
+    PTDP_CALL(ready_one(m, &m->wte));
+    PTDP_CALL(ready_one(m, &m->wpe));
   }
   *dinput = dcur;
   sl->busy = 0;
@@ -142,8 +140,10 @@ void ptdp_gpt_release(ptdp_gpt *m, int c, int slot)
   ptdp_memory_slot_busy(&m->mem, c, slot, 0);
 }
 
-int ptdp_gpt_num_slots(const ptdp_gpt *m) { return m->cfg.max_in_flight; }
+int ptdp_gpt_num_slots(const ptdp_gpt *m) { return m->plan.slots; }
 int ptdp_gpt_slot_busy(const ptdp_gpt *m, int c, int slot) { return m->chunks[c].slots[slot].busy; }
 double ptdp_gpt_slot_loss(const ptdp_gpt *m, int c, int slot) { return m->chunks[c].slots[slot].loss; }
 int ptdp_gpt_chunk_has_embedding(const ptdp_gpt *m, int c) { return m->chunks[c].has_embedding; }
 int ptdp_gpt_chunk_has_head(const ptdp_gpt *m, int c) { return m->chunks[c].has_head; }
+float *ptdp_gpt_input(ptdp_gpt *m, int c, int slot) { return m->chunks[c].slots[slot].layers[0].x; }
+float *ptdp_gpt_output(ptdp_gpt *m, int c, int slot) { return m->chunks[c].slots[slot].out; }

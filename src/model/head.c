@@ -20,22 +20,18 @@
 
 #define EMBED_DROPOUT_LAYER 0xffffu
 
-static float *wte_of(ptdp_gpt *m, float *base)
-{
-  int i = m->wte_index >= 0 ? m->wte_index : m->wte_copy_index;
-  return base + m->params[i].offset;
-}
+/* The word embedding of this chunk: the first stage's own, or the last stage's tied copy. */
+static const ptdp_gpt_param_ref *wte_of(const ptdp_gpt *m) { return m->wte.index >= 0 ? &m->wte : &m->wte_copy; }
 
 int ptdp_embedding_forward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *out)
 {
   ptdp_backend *be = m->be;
   const int h = m->cfg.hidden, Nl = m->Nl;
   float *E = m->work.full_a; /* [N, h]: rows of this rank's vocabulary slice, zero elsewhere */
-  PTDP_CALL(be->embedding_forward(be, wte_of(m, m->param), sl->tokens, m->v0, m->vl, E, m->N, h));
+  PTDP_CALL(be->embedding_forward(be, wte_of(m)->w, sl->tokens, m->v0, m->vl, E, m->N, h));
   PTDP_CALL(ptdp_tp_reduce(m, E, out, h, PTDP_TAG_EMBED)); /* [Nl, h] */
   float *P = m->work.shard_c;
-  const float *wpe = m->param + m->params[m->wpe_index].offset;
-  PTDP_CALL(be->embedding_forward(be, wpe, m->work.pos, 0, m->cfg.max_pos, P, Nl, h));
+  PTDP_CALL(be->embedding_forward(be, m->wpe.w, m->work.pos, 0, m->cfg.max_pos, P, Nl, h));
   PTDP_CALL(be->add(be, out, P, (size_t)Nl * h));
   ptdp_dropout_key k = {.seed = m->cfg.seed, .site = PTDP_RNG_EMBED_DROP, .layer = EMBED_DROPOUT_LAYER,
                         .sample0 = sl->sample0, .row0 = m->row0, .b = m->cfg.micro_batch, .p = m->cfg.hidden_dropout};
@@ -47,36 +43,29 @@ int ptdp_embedding_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *dx)
   ptdp_backend *be = m->be;
   const int h = m->cfg.hidden, Nl = m->Nl;
   PTDP_CALL(be->dropout_backward(be, dx, sl->emb_mask, (size_t)Nl * h, m->cfg.hidden_dropout));
-  PTDP_CALL(be->embedding_backward(be, dx, m->work.pos, 0, m->cfg.max_pos, m->grad + m->params[m->wpe_index].offset, Nl, h));
+  PTDP_CALL(be->embedding_backward(be, dx, m->work.pos, 0, m->cfg.max_pos, m->wpe.g, Nl, h));
   const float *dE = dx;
   if (m->cfg.sequence_parallel) {
     PTDP_CALL(ptdp_tp_gather(m, dx, m->work.full_a, h, PTDP_TAG_EMBED));
     dE = m->work.full_a;
   }
-  return be->embedding_backward(be, dE, sl->tokens, m->v0, m->vl, wte_of(m, m->grad), m->N, h);
-}
-
-/* Columns of this rank's vocabulary slice that are real tokens, not padding. */
-static int valid_columns(const ptdp_gpt *m)
-{
-  long long vv = m->cfg.vocab - m->v0;
-  return (int)(vv < 0 ? 0 : vv > m->vl ? m->vl : vv);
+  return be->embedding_backward(be, dE, sl->tokens, m->v0, m->vl, wte_of(m)->g, m->N, h);
 }
 
 int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
 {
   ptdp_backend *be = m->be;
-  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, vl = valid_columns(m);
-  const float *lw = m->param + m->params[m->lnf_w_index].offset, *lb = m->param + m->params[m->lnf_b_index].offset;
-  PTDP_CALL(be->layernorm_forward(be, sl->out, lw, lb, sl->lnf_out, sl->lnf_mean, sl->lnf_rstd, Nl, h, m->cfg.eps));
+  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, vl = ptdp_gpt_vocab_columns(m);
+  PTDP_CALL(be->layernorm_forward(be, sl->out, m->lnf_w.w, m->lnf_b.w, sl->lnf_out, sl->lnf_mean, sl->lnf_rstd, Nl, h, m->cfg.eps));
   const float *G = sl->lnf_out;
   if (m->cfg.sequence_parallel) {
     PTDP_CALL(ptdp_tp_gather(m, sl->lnf_out, m->work.full_a, h, PTDP_TAG_EMBED));
     G = m->work.full_a;
   }
-  PTDP_CALL(be->gemm(be, 0, 1, N, vl, h, 1.0f, G, h, wte_of(m, m->param), h, 0.0f, sl->logits, vl > 0 ? vl : 1)); /* [N, vv] */
-  if (m->debug_logits) {
-    PTDP_CALL(be->copy(be, m->debug_logits, sl->logits, (size_t)N * vl * sizeof(float)));
+  PTDP_CALL(be->gemm(be, 0, 1, N, vl, h, 1.0f, G, h, wte_of(m)->w, h, 0.0f, sl->logits, vl > 0 ? vl : 1)); /* [N, vv] */
+  if (m->debug_logits) { /* host memory */
+    PTDP_CALL(be->to_host(be, m->debug_logits, sl->logits, (size_t)N * vl * sizeof(float)));
+    PTDP_CALL(be->synchronize(be));
     m->debug_logits = NULL;
   }
   float *mx = m->work.xent, *se = mx + N, *tg = mx + 2 * N;
@@ -84,18 +73,22 @@ int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
   PTDP_CALL(ptdp_comm_allreduce_max(&m->grid->tp, mx, (size_t)N, PTDP_TAG_LOSS));
   PTDP_CALL(be->xent_sumexp(be, sl->logits, mx, N, vl, se));
   PTDP_CALL(ptdp_comm_allreduce_sum(&m->grid->tp, se, (size_t)2 * N, PTDP_TAG_LOSS)); /* sum-exp and target logit */
+  /* the loss on the host, from a copy of the three statistics [3 N] */
+  float *hx = m->host_xent;
+  PTDP_CALL(be->to_host(be, hx, mx, sizeof(float) * 3 * (size_t)N));
+  PTDP_CALL(be->synchronize(be));
   double loss = 0;
-  for (int r = 0; r < N; r++) loss += log((double)se[r]) + mx[r] - tg[r];
+  for (int r = 0; r < N; r++) loss += log((double)hx[N + r]) + hx[r] - hx[2 * N + r];
   sl->loss = (float)(loss / N);
   PTDP_CHECK_LOCAL(isfinite(sl->loss), "the loss is not finite (%g) at micro-batch starting at sample %lld",
-                   (double)sl->loss, sl->sample0);
+                   sl->loss, sl->sample0);
   return be->xent_grad(be, sl->logits, sl->targets, m->v0, mx, se, N, vl, 1.0f); /* softmax - onehot */
 }
 
 int ptdp_head_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float loss_scale, float *dx)
 {
   ptdp_backend *be = m->be;
-  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, vl = valid_columns(m);
+  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, vl = ptdp_gpt_vocab_columns(m);
   /* d loss / d logits = (softmax - onehot) loss_scale / N: the factor rides on the products */
   const float k = loss_scale / (float)N;
   const float *G = sl->lnf_out;
@@ -103,12 +96,11 @@ int ptdp_head_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float loss_scale, float
     PTDP_CALL(ptdp_tp_gather(m, sl->lnf_out, m->work.full_a, h, PTDP_TAG_EMBED));
     G = m->work.full_a;
   }
-  PTDP_CALL(be->gemm(be, 1, 0, vl, h, N, k, sl->logits, vl > 0 ? vl : 1, G, h, 1.0f, wte_of(m, m->grad), h));
+  PTDP_CALL(be->gemm(be, 1, 0, vl, h, N, k, sl->logits, vl > 0 ? vl : 1, G, h, 1.0f, wte_of(m)->g, h));
   float *dG = m->work.full_b;
-  PTDP_CALL(be->gemm(be, 0, 0, N, h, vl, k, sl->logits, vl > 0 ? vl : 1, wte_of(m, m->param), h, 0.0f, dG, h));
+  PTDP_CALL(be->gemm(be, 0, 0, N, h, vl, k, sl->logits, vl > 0 ? vl : 1, wte_of(m)->w, h, 0.0f, dG, h));
   float *dln = m->work.shard_c;
   PTDP_CALL(ptdp_tp_reduce(m, dG, dln, h, PTDP_TAG_EMBED));
-  return be->layernorm_backward(be, dln, sl->out, m->param + m->params[m->lnf_w_index].offset, sl->lnf_mean,
-                                sl->lnf_rstd, dx, m->grad + m->params[m->lnf_w_index].offset,
-                                m->grad + m->params[m->lnf_b_index].offset, Nl, h);
+  return be->layernorm_backward(be, dln, sl->out, m->lnf_w.w, sl->lnf_mean, sl->lnf_rstd, dx, m->lnf_w.g, m->lnf_b.g,
+                                Nl, h);
 }

@@ -49,7 +49,7 @@ int ptdp_layer_forward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a, 
   ptdp_backend *be = m->be;
   const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, sp = m->cfg.sequence_parallel;
   const int layer = m->chunks[chunk].layer0 + i;
-  ptdp_layer_params w = ptdp_gpt_layer(m, chunk, i, m->param);
+  const ptdp_layer_params w = m->chunks[chunk].layers[i].w;
   float *full = m->work.full_a;
 
   /* attention block */
@@ -95,8 +95,7 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   ptdp_backend *be = m->be;
   const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, sp = m->cfg.sequence_parallel;
   const int layer = m->chunks[chunk].layer0 + i;
-  ptdp_layer_params w = ptdp_gpt_layer(m, chunk, i, m->param);
-  ptdp_layer_params g = ptdp_gpt_layer(m, chunk, i, m->grad);
+  const ptdp_layer_params w = m->chunks[chunk].layers[i].w, g = m->chunks[chunk].layers[i].g;
   float *fa = m->work.full_a, *fb = m->work.full_b;
   float *dz = m->work.shard_a, *dx2 = m->work.shard_b, *dln = m->work.shard_c;
   const size_t nlh = (size_t)Nl * h;

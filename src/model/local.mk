@@ -1,5 +1,7 @@
-# src/model: the GPT model (parameters, layers, embedding and head, activation accounting)
-libptdp_a_SOURCES += src/model/memory_formula.c src/model/gpt.c src/model/layer.c src/model/head.c src/model/chunk.c src/model/memory.c \
+# src/model: the GPT model: the parameter table, the memory plan and its allocation, layers
+# (TP/SP), embedding and head, recomputation, the papers' memory formulas
+libptdp_a_SOURCES += src/model/params.c src/model/plan.c src/model/memory.c src/model/memory_formula.c \
+                     src/model/gpt.c src/model/gpt_bind.c src/model/layer.c src/model/head.c src/model/chunk.c \
                      src/model/model_internal.h
 
 # Tests (validation/tests/model)

@@ -4,7 +4,14 @@
 
 #include "ptdp/gpt.h"
 
-int ptdp_gpt_recompute_group(const ptdp_gpt *m, int c, int i, int *g0, int *g1);
+/* Bind the allocations of the plan to the model's fields (gpt_bind.c). */
+int ptdp_gpt_bind(ptdp_gpt *m);
+/* Layer i of chunk c: in a full-recomputation group [g0, g1)? (ptdp/recompute.h) */
+static inline int ptdp_gpt_recompute_group(const ptdp_gpt *m, int c, int i, int *g0, int *g1)
+{
+  return ptdp_recompute_group(m->cfg.recompute, m->cfg.recompute_method, m->cfg.recompute_num_layers,
+                              m->chunks[c].nlayers, i, g0, g1);
+}
 
 /* One transformer layer: forward writes `out` [Nl, h]; backward turns dout [Nl, h] into dx
  * [Nl, h] (dx may alias nothing else) and accumulates parameter gradients. */

@@ -25,7 +25,7 @@ int ptdp_pipeline_create(ptdp_pipeline *pl, ptdp_gpt *model, ptdp_schedule_kind 
   memset(pl, 0, sizeof *pl);
   pl->model = model;
   pl->m = m;
-  const int v = model->nchunks, slots = model->cfg.max_in_flight;
+  const int v = model->nchunks, slots = ptdp_gpt_num_slots(model);
   PTDP_CALL(ptdp_schedule_build(kind, model->stage, model->p, v, m, &pl->sched));
   PTDP_CHECK_LOCAL(ptdp_schedule_max_in_flight(&pl->sched) <= slots,
                    "internal: the schedule holds %d micro-batches, the model has %d slots",
@@ -39,14 +39,14 @@ int ptdp_pipeline_create(ptdp_pipeline *pl, ptdp_gpt *model, ptdp_schedule_kind 
   PTDP_CALLOC(pl->grad_send, (size_t)v * slots, sizeof(float *));
   PTDP_CALLOC(pl->reserved, (size_t)v * slots, sizeof(int));
   for (int i = 0; i < v * slots; i++) pl->act_req[i] = pl->grad_req[i] = PTDP_COMM_REQ_NULL;
-  size_t nlh = (size_t)model->Nl * model->cfg.hidden;
-  if (model->p > 1) {
-    for (int i = 0; i < v * slots; i++)
-      PTDP_CALL(ptdp_memory_alloc(&model->mem, model->be, (void **)&pl->grad_send[i], nlh * sizeof(float),
-                                  "p2p_grad_send", -1, -1, PTDP_MEM_LAYER_NONE, 0));
-    for (int b = 0; b < 2; b++)
-      PTDP_CALL(ptdp_memory_alloc(&model->mem, model->be, (void **)&pl->grad_recv[b], nlh * sizeof(float), "p2p_grad_recv",
-                                  -1, -1, PTDP_MEM_LAYER_NONE, 0));
+  if (model->p > 1) { /* the planned p2p buffers */
+    const int none = PTDP_PLAN_NONE;
+    for (int c = 0; c < v; c++)
+      for (int s = 0; s < slots; s++)
+        pl->grad_send[c * slots + s] = ptdp_memory_find(&model->mem, PTDP_BUF_P2P_GRAD_SEND, c, s, none, 0);
+    for (int b = 0; b < 2; b++) pl->grad_recv[b] = ptdp_memory_find(&model->mem, PTDP_BUF_P2P_GRAD_RECV, none, none, none, b);
+    for (int i = 0; i < v * slots; i++) PTDP_CHECK_LOCAL(pl->grad_send[i], "internal: p2p send buffer %d not planned", i);
+    PTDP_CHECK_LOCAL(pl->grad_recv[0] && pl->grad_recv[1], "internal: p2p receive buffers not planned");
   }
   PTDP_CALLOC(pl->tokens, model->N, sizeof(int32_t));
   PTDP_CALLOC(pl->targets, model->N, sizeof(int32_t));
@@ -88,8 +88,8 @@ static int needs_recv(const ptdp_pipeline *pl, int it)
 static int find_slot(const ptdp_pipeline *pl, int c)
 {
   const ptdp_gpt *m = pl->model;
-  for (int s = 0; s < m->cfg.max_in_flight; s++)
-    if (!m->chunks[c].slots[s].busy && !pl->reserved[c * m->cfg.max_in_flight + s]) return s;
+  for (int s = 0; s < ptdp_gpt_num_slots(m); s++)
+    if (!m->chunks[c].slots[s].busy && !pl->reserved[c * ptdp_gpt_num_slots(m) + s]) return s;
   return -1;
 }
 
@@ -98,7 +98,7 @@ static int post_recv(ptdp_pipeline *pl, int it, posted_recv *r, int *posted)
 {
   ptdp_gpt *m = pl->model;
   const ptdp_work w = pl->sched.items[it];
-  const int c = w.chunk, p = m->p, k = c * p + m->stage, slots = m->cfg.max_in_flight;
+  const int c = w.chunk, p = m->p, k = c * p + m->stage, slots = ptdp_gpt_num_slots(m);
   const size_t nlh = (size_t)m->Nl * m->cfg.hidden;
   *posted = 0;
   r->item = it;
@@ -126,7 +126,7 @@ static int post_recv(ptdp_pipeline *pl, int it, posted_recv *r, int *posted)
 int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float loss_scale, int forward_only)
 {
   ptdp_gpt *m = pl->model;
-  const int p = m->p, v = m->nchunks, slots = m->cfg.max_in_flight, pv = p * v;
+  const int p = m->p, v = m->nchunks, slots = ptdp_gpt_num_slots(m), pv = p * v;
   const size_t nlh = (size_t)m->Nl * m->cfg.hidden;
   ptdp_comm *pp = &m->grid->pp;
   double t_iter = MPI_Wtime();

@@ -3,17 +3,18 @@
  *   /            attributes: the model and optimizer settings
  *   /tokens      int32 [train-iters, global-batch-size, seq-length + 1]: every sample, in the
  *                order the iterations consume them
- *   /init/NAME   float32 global-shaped parameters before the first step (Megatron-core names)
+ *   /init/NAME   float32 global-shaped parameters before the first step (Megatron-core names; the
+ *                word embedding [vocab-size, h], without the padding of the vocabulary)
  *   /step1/grads/NAME  gradients of the first iteration after DP averaging, before clipping
  *                (not written with use-distributed-optimizer, whose gradients are sharded)
- *   /step1/logits      float32 [seq-length x micro-batch-size, padded vocab]: logits of the
- *                first micro-batch, rows in (position, sample) order; padding columns are 0
- *                (not computed: padding is excluded from the softmax)
+ *   /step1/logits      float32 [seq-length x micro-batch-size, vocab-size]: logits of the
+ *                first micro-batch, rows in (position, sample) order
  *   /lm_loss /lr /grad_norm  float64 [train-iters]: per-iteration loss, learning rate used,
  *                gradient norm before clipping
  *   /final/NAME  parameters after the last iteration
- * Every rank holding a part of a tensor writes its hyperslab; TP-replicated tensors are written
- * by TP rank 0 of DP rank 0, and the last stage's copy of the tied embedding not at all. */
+ * Every rank holding a part of a tensor writes its hyperslab (its slice from the parameter table,
+ * ptdp/params.h, fetched from the device); TP-replicated tensors are written by TP rank 0 of DP
+ * rank 0, and the last stage's copy of the tied embedding not at all. */
 #include "dump.h"
 
 #include "ptdp/error.h"
@@ -24,7 +25,7 @@
 
 struct ptdp_dump {
   hid_t file;
-  ptdp_param *global;
+  ptdp_param_info *global;
   int nglobal;
   double *loss, *lr, *norm;
   long long iters;
@@ -73,39 +74,60 @@ static int write_block(hid_t ds, hid_t type, const void *buf, hsize_t r0, hsize_
   return 0;
 }
 
-static int write_params(ptdp_dump *d, ptdp_trainer *tr, const char *group, const float *base)
+/* Fetch parameter i (or its gradient) to host and write its slice into dataset ds. */
+static int write_slice(hid_t ds, ptdp_gpt *m, int i, int grads, float *host)
+{
+  const ptdp_param_info *p = &m->params[i];
+  const float *dev = grads ? ptdp_gpt_grad_data(m, i) : ptdp_gpt_param_data(m, i);
+  PTDP_CALL(m->be->to_host(m->be, host, dev, (size_t)(p->rows * p->lcols) * sizeof(float)));
+  PTDP_CALL(m->be->synchronize(m->be));
+  if (p->rows == 0) return 0;
+  if (p->ndim == 2) return write_block(ds, H5T_NATIVE_FLOAT, host, (hsize_t)p->row0, (hsize_t)p->col0,
+                                       (hsize_t)p->rows, (hsize_t)p->cols);
+  hid_t fs = H5Dget_space(ds);
+  PTDP_CALL_HDF5(fs);
+  hsize_t start = (hsize_t)p->row0, count = (hsize_t)p->rows;
+  PTDP_CALL_HDF5(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL));
+  hid_t ms = H5Screate_simple(1, &count, NULL);
+  PTDP_CALL_HDF5(ms);
+  PTDP_CALL_HDF5(H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, host));
+  PTDP_CALL_HDF5(H5Sclose(ms));
+  PTDP_CALL_HDF5(H5Sclose(fs));
+  return 0;
+}
+
+/* Global tensor g of group: created by every rank (collective), written by the slices' owners. */
+static int write_global(ptdp_dump *d, ptdp_trainer *tr, const char *group, int g, int grads, float *host)
 {
   ptdp_gpt *m = &tr->model;
+  const ptdp_param_info *gp = &d->global[g];
+  hsize_t dims[2] = {(hsize_t)gp->grows, (hsize_t)gp->gcols};
   char path[256];
-  for (int g = 0; g < d->nglobal; g++) {
-    const ptdp_param *gp = &d->global[g];
-    hsize_t dims[2] = {(hsize_t)gp->grows, (hsize_t)gp->gcols};
-    hid_t ds;
-    snprintf(path, sizeof path, "%s/%s", group, gp->name);
-    PTDP_CALL(create_dataset(d->file, path, H5T_NATIVE_FLOAT, gp->gcols > 1 ? 2 : 1, dims, &ds));
-    for (int i = 0; i < m->nparams; i++) {
-      const ptdp_param *p = &m->params[i];
-      if (strcmp(p->name, gp->name) != 0 || p->tied_copy || tr->grid.me.dp != 0) continue;
-      if (p->split == PTDP_SPLIT_NONE && m->tp_rank != 0) continue;
-      hsize_t r0 = p->split == PTDP_SPLIT_ROWS ? (hsize_t)m->tp_rank * p->rows : 0;
-      hsize_t c0 = p->split == PTDP_SPLIT_COLS ? (hsize_t)m->tp_rank * p->cols : 0;
-      if (gp->gcols == 1) {
-        hid_t fs = H5Dget_space(ds);
-        PTDP_CALL_HDF5(fs);
-        hsize_t start = r0, count = (hsize_t)p->rows;
-        PTDP_CALL_HDF5(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL));
-        hid_t ms = H5Screate_simple(1, &count, NULL);
-        PTDP_CALL_HDF5(ms);
-        PTDP_CALL_HDF5(H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, base + p->offset));
-        PTDP_CALL_HDF5(H5Sclose(ms));
-        PTDP_CALL_HDF5(H5Sclose(fs));
-      } else {
-        PTDP_CALL(write_block(ds, H5T_NATIVE_FLOAT, base + p->offset, r0, c0, (hsize_t)p->rows, (hsize_t)p->cols));
-      }
-    }
-    PTDP_CALL_HDF5(H5Dclose(ds));
+  hid_t ds;
+  snprintf(path, sizeof path, "%s/%s", group, gp->name);
+  PTDP_CALL(create_dataset(d->file, path, H5T_NATIVE_FLOAT, gp->ndim, dims, &ds));
+  for (int i = 0; i < m->nparams; i++) {
+    const ptdp_param_info *p = &m->params[i];
+    if (strcmp(p->name, gp->name) != 0 || p->tied_copy || tr->grid.me.dp != 0) continue;
+    if (p->tp_replicated && m->tp_rank != 0) continue;
+    PTDP_CALL(write_slice(ds, m, i, grads, host));
   }
+  PTDP_CALL_HDF5(H5Dclose(ds));
   return 0;
+}
+
+static int write_params(ptdp_dump *d, ptdp_trainer *tr, const char *group, int grads)
+{
+  const ptdp_gpt *m = &tr->model;
+  long long most = 1;
+  for (int i = 0; i < m->nparams; i++)
+    most = ptdp_param_local_elems(&m->params[i]) > most ? ptdp_param_local_elems(&m->params[i]) : most;
+  float *host;
+  PTDP_ALLOC(host, (size_t)most * sizeof(float));
+  int err = 0;
+  for (int g = 0; g < d->nglobal && !err; g++) err = write_global(d, tr, group, g, grads, host);
+  free(host);
+  return err;
 }
 
 int ptdp_dump_open(ptdp_dump **out, ptdp_trainer *tr, const char *path)
@@ -123,12 +145,17 @@ int ptdp_dump_open(ptdp_dump **out, ptdp_trainer *tr, const char *path)
   H5E_END_TRY;
   PTDP_CALL_HDF5(H5Pclose(fapl));
   PTDP_CHECK(d->file >= 0, "cannot create debug-dump file '%s' (check the directory exists and is writable)", path);
-  PTDP_CALL(ptdp_gpt_global_params(&tr->model.cfg, &d->global, &d->nglobal));
+  /* names and global shapes: the table of one rank holding the whole model */
   const ptdp_gpt_config *c = &tr->model.cfg;
+  const ptdp_model_shape shape = ptdp_gpt_shape(c);
+  const ptdp_param_position whole = {.t = 1, .tp_rank = 0, .p = 1, .stage = 0, .v = 1};
+  d->nglobal = ptdp_params_count(&shape, &whole);
+  PTDP_CALLOC(d->global, d->nglobal, sizeof *d->global);
+  ptdp_params_list(&shape, &whole, d->global, d->nglobal);
   struct { const char *k; double v; } at[] = {
     {"num_layers", c->num_layers}, {"hidden_size", c->hidden}, {"num_attention_heads", c->heads},
     {"ffn_hidden_size", c->ffn}, {"seq_length", c->seq}, {"max_position_embeddings", c->max_pos},
-    {"padded_vocab_size", (double)c->padded_vocab}, {"vocab_size", (double)c->vocab},
+    {"padded_vocab_size", (double)tr->model.padded_vocab}, {"vocab_size", (double)c->vocab},
     {"micro_batch_size", c->micro_batch}, {"global_batch_size", (double)tr->gbs}, {"layernorm_epsilon", a->layernorm_epsilon},
     {"train_iters", (double)a->train_iters}, {"seed", (double)a->seed}, {"init_method_std", a->init_method_std},
     {"clip_grad", a->clip_grad}, {"weight_decay", a->weight_decay}, {"adam_beta1", a->adam_beta1},
@@ -153,7 +180,7 @@ int ptdp_dump_open(ptdp_dump **out, ptdp_trainer *tr, const char *path)
     free(tok);
   }
   PTDP_CALL_HDF5(H5Dclose(ds));
-  PTDP_CALL(write_params(d, tr, "init", tr->model.param));
+  PTDP_CALL(write_params(d, tr, "init", 0));
   if (tr->model.chunks[tr->model.nchunks - 1].has_head) {
     PTDP_ALLOC(d->logits, (size_t)tr->model.N * tr->model.vl * sizeof(float));
     tr->model.debug_logits = d->logits;
@@ -164,13 +191,11 @@ int ptdp_dump_open(ptdp_dump **out, ptdp_trainer *tr, const char *path)
 int ptdp_dump_grads(ptdp_dump *d, ptdp_trainer *tr)
 {
   if (tr->args.use_distributed_optimizer && tr->grid.dp.size > 1) return 0;
-  PTDP_CALL(write_params(d, tr, "step1/grads", tr->model.grad));
-  hsize_t dims[2] = {(hsize_t)tr->model.N, (hsize_t)tr->model.cfg.padded_vocab};
+  PTDP_CALL(write_params(d, tr, "step1/grads", 1));
+  hsize_t dims[2] = {(hsize_t)tr->model.N, (hsize_t)tr->model.cfg.vocab};
   hid_t ds;
   PTDP_CALL(create_dataset(d->file, "step1/logits", H5T_NATIVE_FLOAT, 2, dims, &ds));
-  /* the logits of real tokens only: padding columns are not computed (they stay 0 here) */
-  long long vv = tr->model.cfg.vocab - tr->model.v0;
-  vv = vv < 0 ? 0 : vv > tr->model.vl ? tr->model.vl : vv;
+  const int vv = ptdp_gpt_vocab_columns(&tr->model); /* this rank's real-vocabulary columns */
   if (d->logits && tr->grid.me.dp == 0 && vv > 0)
     PTDP_CALL(write_block(ds, H5T_NATIVE_FLOAT, d->logits, 0, (hsize_t)tr->model.v0, dims[0], (hsize_t)vv));
   PTDP_CALL_HDF5(H5Dclose(ds));
@@ -199,7 +224,7 @@ int ptdp_dump_close(ptdp_dump **dp, ptdp_trainer *tr)
     if (tr->grid.world_rank == 0 && n > 0) PTDP_CALL_HDF5(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, vals[k]));
     PTDP_CALL_HDF5(H5Dclose(ds));
   }
-  PTDP_CALL(write_params(d, tr, "final", tr->model.param));
+  PTDP_CALL(write_params(d, tr, "final", 0));
   PTDP_CALL_HDF5(H5Fclose(d->file));
   free(d->global);
   free(d->loss);

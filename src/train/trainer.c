@@ -78,31 +78,32 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a)
   PTDP_CALL(ptdp_batch_open(&tr->data, &tr->args, tr->vocab, MPI_COMM_WORLD));
   PTDP_CALL(ptdp_backend_cpu_create(&tr->be));
 
-  ptdp_schedule probe;
-  PTDP_CALL(ptdp_schedule_build(sk, tr->grid.me.pp, (int)p, v, tr->m, &probe));
-  int inflight = ptdp_schedule_max_in_flight(&probe);
-  ptdp_schedule_free(&probe);
   ptdp_gpt_config mc = {
     .num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size, .heads = (int)a->num_attention_heads,
     .ffn = (int)ptdp_args_ffn(a), .seq = (int)a->seq_length,
     .max_pos = (int)(a->max_position_embeddings ? a->max_position_embeddings : a->seq_length),
-    .micro_batch = (int)a->micro_batch_size, .vocab = tr->vocab, .padded_vocab = ptdp_args_padded_vocab(a, tr->vocab),
-    .eps = (float)a->layernorm_epsilon, .hidden_dropout = (float)a->hidden_dropout,
-    .attn_dropout = (float)a->attention_dropout, .init_std = (float)a->init_method_std, .seed = (uint64_t)a->seed,
-    .sequence_parallel = a->sequence_parallel && t > 1, .chunks = v, .max_in_flight = inflight,
+    .micro_batch = (int)a->micro_batch_size, .vocab = tr->vocab,
+    .vocab_divisible_by = (int)a->make_vocab_size_divisible_by, .eps = (float)a->layernorm_epsilon,
+    .hidden_dropout = (float)a->hidden_dropout, .attn_dropout = (float)a->attention_dropout,
+    .init_std = (float)a->init_method_std, .seed = (uint64_t)a->seed, .sequence_parallel = a->sequence_parallel && t > 1,
+    .chunks = v, .schedule = sk, .m = tr->m,
     .recompute = !strcmp(a->recompute_granularity, "full")        ? PTDP_RECOMPUTE_FULL
                  : !strcmp(a->recompute_granularity, "selective") ? PTDP_RECOMPUTE_SELECTIVE
                                                                   : PTDP_RECOMPUTE_NONE,
     .recompute_method = !strcmp(a->recompute_method, "block") ? PTDP_RECOMPUTE_BLOCK : PTDP_RECOMPUTE_UNIFORM,
-    .recompute_num_layers = (int)a->recompute_num_layers, .bucket_elems = a->ddp_bucket_size, .dp_size = (int)d};
+    .recompute_num_layers = (int)a->recompute_num_layers, .bucket_elems = a->ddp_bucket_size, .dp_size = (int)d,
+    .distributed_optimizer = a->use_distributed_optimizer};
   PTDP_CALL(ptdp_gpt_create(&tr->model, &mc, tr->be, &tr->grid));
   PTDP_CALL(ptdp_gpt_init_params(&tr->model));
-  ptdp_optim_config oc = {.lr = a->lr, .min_lr = a->min_lr, .wd = a->weight_decay, .clip = a->clip_grad,
-                          .beta1 = a->adam_beta1, .beta2 = a->adam_beta2, .eps = a->adam_eps,
-                          .warmup = a->lr_warmup_iters, .decay_iters = a->lr_decay_iters ? a->lr_decay_iters : a->train_iters,
-                          .decay_style = !strcmp(a->lr_decay_style, "constant") ? 0 : !strcmp(a->lr_decay_style, "linear") ? 1 : 2,
-                          .distributed = a->use_distributed_optimizer};
-  PTDP_CALL(ptdp_optimizer_create(&tr->opt, &oc, &tr->model));
+  PTDP_CALL(ptdp_ddp_create(&tr->ddp, &tr->model, a->use_distributed_optimizer));
+  ptdp_optim_config oc = {
+    .wd = a->weight_decay, .clip = a->clip_grad, .beta1 = a->adam_beta1, .beta2 = a->adam_beta2, .eps = a->adam_eps,
+    .lr = {.lr = a->lr, .min_lr = a->min_lr, .warmup = a->lr_warmup_iters,
+           .decay_iters = a->lr_decay_iters ? a->lr_decay_iters : a->train_iters,
+           .style = !strcmp(a->lr_decay_style, "constant") ? PTDP_LR_CONSTANT
+                    : !strcmp(a->lr_decay_style, "linear") ? PTDP_LR_LINEAR
+                                                           : PTDP_LR_COSINE}};
+  PTDP_CALL(ptdp_optimizer_create(&tr->opt, &oc, &tr->model, &tr->ddp));
   PTDP_CALL(ptdp_pipeline_create(&tr->pipe, &tr->model, sk, tr->m));
   PTDP_CALLOC(tr->scratch, a->seq_length + 1, sizeof(int32_t));
   if (a->debug_dump[0]) PTDP_CALL(ptdp_dump_open(&tr->dump, tr, a->debug_dump));
@@ -122,7 +123,7 @@ static int global_loss(ptdp_trainer *tr, double *loss)
 int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double *lr)
 {
   ptdp_gpt *m = &tr->model;
-  PTDP_CALL(m->be->memset0(m->be, m->grad, (size_t)m->nalloc * sizeof(float)));
+  PTDP_CALL(m->be->memset0(m->be, m->grad, (size_t)m->layout.total * sizeof(float)));
   tr->split = PTDP_SPLIT_TRAIN;
   tr->batch_first = tr->consumed;
   double t0 = MPI_Wtime(), tp0 = tr->grid.tp.stats.wait_seconds;
@@ -132,15 +133,15 @@ int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double 
   tr->timer[PTDP_TM_PP_WAIT] += tr->pipe.wait_seconds;
   PTDP_CALL(global_loss(tr, loss));
   /* Megatron: iteration n + 1 runs with the rate after n completed iterations */
-  *lr = ptdp_lr_at(&tr->opt.cfg, tr->iteration);
+  *lr = ptdp_lr_at(&tr->opt.cfg.lr, tr->iteration);
   double t2 = MPI_Wtime();
-  PTDP_CALL(ptdp_optimizer_sync(&tr->opt));
+  PTDP_CALL(ptdp_ddp_sync(&tr->ddp));
   double t3 = MPI_Wtime();
   if (tr->dump && tr->iteration == 0) PTDP_CALL(ptdp_dump_grads(tr->dump, tr));
   double t4 = MPI_Wtime();
   PTDP_CALL(ptdp_optimizer_update(&tr->opt, *lr, grad_norm));
   tr->timer[PTDP_TM_GRAD_SYNC] += t3 - t2;
-  tr->timer[PTDP_TM_DP_WAIT] += tr->opt.wait_seconds;
+  tr->timer[PTDP_TM_DP_WAIT] += tr->ddp.wait_seconds;
   tr->timer[PTDP_TM_OPTIMIZER] += MPI_Wtime() - t4;
   tr->timer[PTDP_TM_TP_COMM] += tr->grid.tp.stats.wait_seconds - tp0;
   tr->iteration++;
@@ -179,7 +180,7 @@ int ptdp_trainer_run(ptdp_trainer *tr)
 {
   const ptdp_args *a = &tr->args;
   const int rank0 = tr->grid.world_rank == 0;
-  const double flops = ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size, tr->model.cfg.padded_vocab);
+  const double flops = ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size, tr->model.padded_vocab);
   double t_last = MPI_Wtime(), loss_acc = 0, bubble_acc = 0, iter_acc = 0;
   int n_acc = 0, nan_iters = 0;
   while (tr->iteration < a->train_iters) {
@@ -199,7 +200,7 @@ int ptdp_trainer_run(ptdp_trainer *tr)
                " lm loss: %.6E | loss scale: 1.0 | grad norm: %.3f | number of skipped iterations: %3d |"
                " number of nan iterations: %3d |\n",
                tr->iteration, a->train_iters, tr->consumed, per_iter * 1000.0,
-               flops / per_iter / 1e12 / tr->grid.layout.world, ptdp_lr_at(&tr->opt.cfg, tr->iteration), tr->gbs,
+               flops / per_iter / 1e12 / tr->grid.layout.world, ptdp_lr_at(&tr->opt.cfg.lr, tr->iteration), tr->gbs,
                loss_acc / n_acc, norm, 0, nan_iters);
         fflush(stdout);
       }
@@ -264,9 +265,14 @@ static int print_memory(ptdp_trainer *tr)
   for (int c = 0; c < m->nchunks; c++) layers += m->chunks[c].nlayers;
   printf("[memory] activations per layer per micro-batch: measured %zu bytes, ptdp fp32 count %.0f bytes, "
          "Korthikanti et al. (2-byte activations) %.0f bytes\n", layer, ours, paper);
+  const ptdp_plan *pl = &m->plan;
   printf("[memory] peak held activations: rank 0 %.0f bytes (max over ranks %.0f, min %.0f); rank 0 holds %d layers x "
-         "up to %d micro-batches in flight; parameters %lld bytes, gradients %lld bytes, optimizer state %zu bytes\n",
-         peak, maxp, minp, layers, m->cfg.max_in_flight, m->nelem * 4, m->nelem * 4, tr->opt.state_bytes);
+         "up to %d micro-batches in flight; parameters %zu bytes, gradients %zu bytes, optimizer state %zu bytes\n",
+         peak, maxp, minp, layers, pl->slots, pl->total[PTDP_MEM_PARAMS], pl->total[PTDP_MEM_GRADS], tr->opt.state_bytes);
+  printf("[memory] rank 0 plan: activations held at peak %zu bytes (of %zu allocated for %d slots), work space %zu, "
+         "per-slot buffers %zu, pipeline buffers %zu, optimizer %zu; at peak %zu bytes, allocated %zu bytes\n",
+         pl->peak_activations, pl->total[PTDP_MEM_ACTIVATIONS], pl->slots, pl->total[PTDP_MEM_WORK],
+         pl->total[PTDP_MEM_TRANSIENT], pl->total[PTDP_MEM_P2P], pl->total[PTDP_MEM_OPTIMIZER], pl->peak, pl->allocated);
   if (ours > 0 && tr->grid.layout.p > 1) {
     /* Korthikanti et al. eq. 5: the first stage of 1F1B holds p micro-batches x L/p layers = L layers' worth;
      * interleaving multiplies that by 1 + (p - 1) / (p v) */
@@ -341,6 +347,7 @@ void ptdp_trainer_destroy(ptdp_trainer *tr)
 {
   ptdp_pipeline_destroy(&tr->pipe);
   ptdp_optimizer_destroy(&tr->opt);
+  ptdp_ddp_destroy(&tr->ddp);
   ptdp_gpt_destroy(&tr->model);
   ptdp_batch_close(&tr->data);
   ptdp_backend_destroy(&tr->be);

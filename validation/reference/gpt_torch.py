@@ -42,10 +42,9 @@ gives losses 5e-4 and /final 0.45; the exact-erf GELU instead of the tanh form g
 
 Mapping of ptdp's (Megatron-core) names and layouts to this module (L = layer index):
 
-  embedding.word_embeddings.weight        [V', h]  wte.weight  (V' = padded vocabulary; the
-                                                   output layer is tied: logits = lnf(x) wte^T
-                                                   over the real vocabulary's columns; ptdp
-                                                   leaves the padding out of the softmax)
+  embedding.word_embeddings.weight        [V, h]   wte.weight  (V = vocab-size, the real
+                                                   vocabulary: files hold no padding rows; the
+                                                   output layer is tied: logits = lnf(x) wte^T)
   embedding.position_embeddings.weight    [P, h]   wpe.weight
   decoder.layers.L.input_layernorm.{weight,bias}   [h]      blocks[L].ln1_w / ln1_b
   decoder.layers.L.self_attention.linear_qkv.weight [3h, h] blocks[L].q / k / v .weight
@@ -60,8 +59,8 @@ Mapping of ptdp's (Megatron-core) names and layouts to this module (L = layer in
   decoder.final_layernorm.{weight,bias}   [h]      lnf_w / lnf_b
 
 Every weight is stored as torch stores nn.Linear.weight: [out_features, in_features], y = x W^T + b.
-Activations are [s, b, h] as in Megatron; the logits of a micro-batch, [s, b, V'] flattened to
-[s b, V'], have rows in (position, sample) order, as /step1/logits.
+Activations are [s, b, h] as in Megatron; the logits of a micro-batch, [s, b, V] flattened to
+[s b, V], have rows in (position, sample) order, as /step1/logits.
 
 Exit status: 0 if every check passes, 1 otherwise, 2 on bad input.
 """
@@ -269,12 +268,13 @@ def main():
         return 2
     L, h, a = int(at["num_layers"]), int(at["hidden_size"]), int(at["num_attention_heads"])
     ffn, s, b = int(at["ffn_hidden_size"]), int(at["seq_length"]), int(at["micro_batch_size"])
-    V, P, B = int(at["padded_vocab_size"]), int(at["max_position_embeddings"]), int(at["global_batch_size"])
+    P, B = int(at["max_position_embeddings"]), int(at["global_batch_size"])
     vocab = int(at["vocab_size"])
+    V = f["init"]["embedding.word_embeddings.weight"].shape[0]  # the real vocabulary: no padding in files
     eps, iters = at["layernorm_epsilon"], int(at["train_iters"])
     tokens = torch.from_numpy(np.asarray(f["tokens"], dtype=np.int64))  # [iters, B, s+1]
     lm_loss, lrs, gnorm = (np.asarray(f[k], dtype=np.float64) for k in ("lm_loss", "lr", "grad_norm"))
-    print("reference check of %s: %d layers, h %d, %d heads, ffn %d, s %d, b %d, B %d, padded vocab %d, %d iterations"
+    print("reference check of %s: %d layers, h %d, %d heads, ffn %d, s %d, b %d, B %d, vocab %d, %d iterations"
           % (args.dump, L, h, a, ffn, s, b, B, V, iters))
 
     model = GPT(V, P, h, a, ffn, L, eps)

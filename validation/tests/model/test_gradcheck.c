@@ -35,8 +35,9 @@ int main(int argc, char **argv)
   ptdp_backend *be;
   if (ptdp_grid_create(MPI_COMM_WORLD, 1, 1, PTDP_ORDER_TP_DP_PP, &grid) || ptdp_backend_cpu_create(&be)) return 2;
   ptdp_gpt_config c = {.num_layers = 2, .hidden = 16, .heads = 2, .ffn = 32, .seq = 8, .max_pos = 10, .micro_batch = 2,
-                       .vocab = 37, .padded_vocab = 40, .eps = 1e-5f, .hidden_dropout = 0.1f, .attn_dropout = 0.1f,
-                       .init_std = 0.2f, .seed = 7, .chunks = 1, .max_in_flight = 1};
+                       .vocab = 37, .vocab_divisible_by = 8, .eps = 1e-5f, .hidden_dropout = 0.1f,
+                       .attn_dropout = 0.1f, .init_std = 0.2f, .seed = 7, .chunks = 1, .schedule = PTDP_SCHED_1F1B,
+                       .m = 1, .dp_size = 1};
   const char *rc = argc > 1 ? argv[1] : "none";
   c.recompute = !strcmp(rc, "full") ? PTDP_RECOMPUTE_FULL : !strcmp(rc, "selective") ? PTDP_RECOMPUTE_SELECTIVE : PTDP_RECOMPUTE_NONE;
   c.recompute_num_layers = 1;
@@ -44,16 +45,16 @@ int main(int argc, char **argv)
   if (ptdp_gpt_create(&m, &c, be, &grid) || ptdp_gpt_init_params(&m)) return 2;
   /* LayerNorm weights and biases start at 1 and 0: move them so their gradients are generic */
   for (int i = 0; i < m.nparams; i++)
-    if (m.params[i].no_decay)
-      for (long long k = 0; k < m.params[i].rows * m.params[i].cols; k++)
-        m.param[m.params[i].offset + k] += 0.1f * (float)ptdp_rng_normal(ptdp_rng_row(3, 9, (uint32_t)i, 0, (uint64_t)k));
+    if (!m.params[i].weight_decay)
+      for (long long k = 0; k < ptdp_param_local_elems(&m.params[i]); k++)
+        ptdp_gpt_param_data(&m, i)[k] += 0.1f * (float)ptdp_rng_normal(ptdp_rng_row(3, 9, (uint32_t)i, 0, (uint64_t)k));
   const int N = c.seq * c.micro_batch;
   int32_t tok[64], tgt[64];
   for (int r = 0; r < N; r++) {
     tok[r] = (int32_t)(ptdp_rng_mix(100 + r) % 37);
     tgt[r] = (int32_t)(ptdp_rng_mix(200 + r) % 37);
   }
-  memset(m.grad, 0, sizeof(float) * (size_t)m.nalloc);
+  memset(m.grad, 0, sizeof(float) * (size_t)m.layout.total);
   if (ptdp_gpt_forward(&m, 0, 0, tok, tgt, 0)) return 2;
   double L0 = m.chunks[0].slots[0].loss;
   float *dinput;
@@ -63,9 +64,9 @@ int main(int argc, char **argv)
   int fails = 0, checks = 0;
   printf("gradcheck (recompute %s): loss %.6f, atol %.2e, rtol %.0e\n", rc, L0, atol, rtol);
   for (int i = 0; i < m.nparams; i++) {
-    const ptdp_param *p = &m.params[i];
-    long long n = p->rows * p->cols;
-    float *w = m.param + p->offset, *g = m.grad + p->offset;
+    const ptdp_param_info *p = &m.params[i];
+    long long n = ptdp_param_local_elems(p);
+    float *w = ptdp_gpt_param_data(&m, i), *g = ptdp_gpt_grad_data(&m, i);
     float *w0 = malloc(sizeof(float) * (size_t)n), *u = malloc(sizeof(float) * (size_t)n);
     memcpy(w0, w, sizeof(float) * (size_t)n);
     double gn = 0;

@@ -33,8 +33,8 @@ static int run(int t, double *loss, float *wte_grad)
   ptdp_backend *be;
   if (ptdp_grid_create(MPI_COMM_WORLD, t, 1, PTDP_ORDER_TP_DP_PP, &g) || ptdp_backend_cpu_create(&be)) return 1;
   ptdp_gpt_config c = {.num_layers = 0, .hidden = 16, .heads = 4, .ffn = 64, .seq = 8, .max_pos = 8, .micro_batch = 2,
-                       .vocab = 37, .padded_vocab = 40, .eps = 1e-5f, .init_std = 0.5f, .seed = 11, .chunks = 1,
-                       .max_in_flight = 1};
+                       .vocab = 37, .vocab_divisible_by = 8 / t, .eps = 1e-5f, .init_std = 0.5f, .seed = 11,
+                       .chunks = 1, .schedule = PTDP_SCHED_1F1B, .m = 1, .dp_size = 1}; /* padded to 40 for t = 1, 2, 4 */
   ptdp_gpt m;
   if (ptdp_gpt_create(&m, &c, be, &g) || ptdp_gpt_init_params(&m)) return 1;
   check(m.v0 == (long long)g.me.tp * (40 / t) && m.vl == 40 / t, "vocabulary range of this rank is [r V/t, (r+1) V/t)");
@@ -47,8 +47,8 @@ static int run(int t, double *loss, float *wte_grad)
   *loss = m.chunks[0].slots[0].loss;
   float *din;
   if (ptdp_gpt_backward(&m, 0, 0, NULL, 1.0f, 1, &din)) return 1;
-  const ptdp_param *p = &m.params[m.wte_index];
-  if (ptdp_comm_allgather(&g.tp, m.grad + p->offset, wte_grad, (size_t)(p->rows * p->cols), PTDP_TAG_MISC)) return 1;
+  const ptdp_param_info *p = &m.params[m.wte.index];
+  if (ptdp_comm_allgather(&g.tp, m.wte.g, wte_grad, (size_t)ptdp_param_local_elems(p), PTDP_TAG_MISC)) return 1;
   ptdp_gpt_destroy(&m);
   ptdp_backend_destroy(&be);
   ptdp_grid_destroy(&g);

@@ -1,0 +1,95 @@
+/* The parameter table: every parameter a rank holds, as a pure function of the model shape and
+ * the rank's position in the grid (no MPI, no allocation, no device).
+ *
+ * The model allocates from it; the debug dump, checkpoints and the simulator read it.  Each entry
+ * names a parameter as Megatron-core does, gives its global (unsharded) shape, how tensor
+ * parallelism splits it, this rank's slice of the global tensor (origin and extent) and the shape
+ * of the local buffer that holds the slice.  The two differ only for the word embedding and its
+ * tied copy: the global tensor is [vocab, h] (the real vocabulary), while each TP rank's buffer
+ * holds V'/t rows of the vocabulary padded to V' = a multiple of make-vocab-size-divisible-by x t;
+ * the padding rows are in no global tensor, so nothing outside the model depends on t.
+ *
+ * Order: chunk by chunk (chunk c of stage s holds virtual stage c p + s); within a chunk the
+ * embedding (first virtual stage), the layers (twelve tensors each, in the order of the layer
+ * roles below), then the head (last virtual stage: final LayerNorm, and with p v > 1 the output
+ * layer, the last stage's own copy of the tied word embedding).
+ *
+ * Worked example: vocab 300, divisible-by 128, h 64, t 2: V' = 512, local word-embedding buffer
+ * [256, 64] on each TP rank; rank 0's slice is rows [0, 256) of the global [300, 64], rank 1's
+ * rows [256, 300) (extent 44; its last 212 buffer rows are padding). */
+#ifndef PTDP_PARAMS_H
+#define PTDP_PARAMS_H
+
+#include <stdint.h>
+
+/* How a parameter's global tensor is split across TP ranks. */
+typedef enum { PTDP_SPLIT_NONE = 0, PTDP_SPLIT_ROWS, PTDP_SPLIT_COLS } ptdp_split;
+
+/* Initial values: zeros (biases), ones (LayerNorm weights), normal(0, init-method-std), or
+ * normal(0, init-method-std / sqrt(2 L)) for the two output projections of each layer. */
+typedef enum { PTDP_INIT_ZEROS = 0, PTDP_INIT_ONES, PTDP_INIT_NORMAL, PTDP_INIT_NORMAL_SCALED } ptdp_init_kind;
+
+/* What a parameter is.  The twelve layer roles come first, in the table's order within a layer. */
+typedef enum {
+  PTDP_PARAM_LN1_WEIGHT = 0, PTDP_PARAM_LN1_BIAS, PTDP_PARAM_QKV_WEIGHT, PTDP_PARAM_QKV_BIAS,
+  PTDP_PARAM_PROJ_WEIGHT, PTDP_PARAM_PROJ_BIAS, PTDP_PARAM_LN2_WEIGHT, PTDP_PARAM_LN2_BIAS,
+  PTDP_PARAM_FC1_WEIGHT, PTDP_PARAM_FC1_BIAS, PTDP_PARAM_FC2_WEIGHT, PTDP_PARAM_FC2_BIAS,
+  PTDP_PARAM_LAYER_ROLES, /* count of the layer roles */
+  PTDP_PARAM_WORD_EMBEDDING = PTDP_PARAM_LAYER_ROLES, PTDP_PARAM_POSITION_EMBEDDING,
+  PTDP_PARAM_FINAL_LN_WEIGHT, PTDP_PARAM_FINAL_LN_BIAS,
+  PTDP_PARAM_OUTPUT_LAYER /* the last stage's copy of the tied word embedding (p v > 1) */
+} ptdp_param_role;
+
+/* The model's shape, independent of the layout. */
+typedef struct {
+  int num_layers, hidden, heads, ffn, max_pos;
+  long long vocab;             /* the real vocabulary */
+  int vocab_divisible_by;      /* make-vocab-size-divisible-by */
+  int sequence_parallel;       /* decides which gradients are partial sums over TP */
+} ptdp_model_shape;
+
+/* A rank's place in the grid, as far as the parameters care. */
+typedef struct {
+  int t, tp_rank;  /* tensor parallelism */
+  int p, stage;    /* pipeline stages */
+  int v;           /* model chunks per stage (1 unless interleaved) */
+} ptdp_param_position;
+
+typedef struct {
+  char name[96];             /* Megatron-core name, e.g. decoder.layers.3.self_attention.linear_qkv.weight */
+  ptdp_param_role role;
+  int chunk;                 /* local model chunk holding it */
+  int layer;                 /* global layer index, -1 outside the transformer layers */
+  int ndim;                  /* 2 for matrices, 1 for vectors */
+  long long grows, gcols;    /* global shape (gcols = 1 for vectors) */
+  ptdp_split split;
+  long long row0, col0;      /* origin of this rank's slice in the global tensor */
+  long long rows, cols;      /* extent of the slice (rows may be 0: a TP rank holding only padding) */
+  long long lrows, lcols;    /* local buffer shape: rows >= slice rows (word-embedding padding) */
+  ptdp_init_kind init;
+  uint32_t init_key;         /* key of its initial values: the same global tensor, the same key */
+  int weight_decay;          /* AdamW decay applies (not to biases and LayerNorm parameters) */
+  int tp_replicated;         /* every TP rank holds the whole tensor */
+  int sp_partial;            /* with sequence parallelism its gradient is a partial sum over TP */
+  int tied_copy;             /* the output layer: a copy of the word embedding, not a tensor of its own */
+  int embedding;             /* the word embedding or its tied copy */
+} ptdp_param_info;
+
+/* V' = vocab padded to a multiple of divisible_by x t (Megatron's rule). */
+long long ptdp_padded_vocab(long long vocab, int divisible_by, int t);
+/* Layers per model chunk, and the first (global) layer of local chunk c. */
+int ptdp_params_layers_per_chunk(const ptdp_model_shape *s, const ptdp_param_position *pos);
+int ptdp_params_chunk_layer0(const ptdp_model_shape *s, const ptdp_param_position *pos, int c);
+/* Does local chunk c hold the embedding (first virtual stage) / the head (last)? */
+int ptdp_params_chunk_has_embedding(const ptdp_param_position *pos, int c);
+int ptdp_params_chunk_has_head(const ptdp_param_position *pos, int c);
+/* Number of parameters this position holds. */
+int ptdp_params_count(const ptdp_model_shape *s, const ptdp_param_position *pos);
+/* Fill out[0 .. count) (cap entries available); returns the count, or -1 if cap is too small. */
+int ptdp_params_list(const ptdp_model_shape *s, const ptdp_param_position *pos, ptdp_param_info *out, int cap);
+/* Elements of a local buffer. */
+static inline long long ptdp_param_local_elems(const ptdp_param_info *p) { return p->lrows * p->lcols; }
+/* Layer-role suffix of a name ("self_attention.linear_qkv.weight"). */
+const char *ptdp_param_role_suffix(ptdp_param_role r);
+
+#endif

@@ -1,0 +1,200 @@
+/* The parameter table: see include/ptdp/params.h. */
+#include "ptdp/params.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Keys of the initial values: one per global tensor, whatever the layout.  Layer tensors get
+ * 100 + 16 l + role; the tied copy shares the word embedding's key (it holds the same tensor). */
+enum { KEY_WORD_EMBEDDING = 1, KEY_POSITION_EMBEDDING = 2, KEY_FINAL_LN_WEIGHT = 3, KEY_FINAL_LN_BIAS = 4,
+       KEY_LAYER_BASE = 100, KEY_LAYER_STRIDE = 16 };
+
+/* Static facts of each layer role: name suffix, split, shape in units of h and f, init, flags. */
+typedef struct {
+  const char *suffix;
+  ptdp_split split;
+  int rows_h3, rows_h, rows_f; /* global rows = 3h, h or f (exactly one set) */
+  int cols_h, cols_f;          /* global cols = h or f; neither: a vector */
+  ptdp_init_kind init;
+  int weight_decay, sp_partial;
+} layer_role;
+
+static const layer_role roles[PTDP_PARAM_LAYER_ROLES] = {
+  [PTDP_PARAM_LN1_WEIGHT] = {"input_layernorm.weight", PTDP_SPLIT_NONE, 0, 1, 0, 0, 0, PTDP_INIT_ONES, 0, 1},
+  [PTDP_PARAM_LN1_BIAS] = {"input_layernorm.bias", PTDP_SPLIT_NONE, 0, 1, 0, 0, 0, PTDP_INIT_ZEROS, 0, 1},
+  [PTDP_PARAM_QKV_WEIGHT] = {"self_attention.linear_qkv.weight", PTDP_SPLIT_ROWS, 1, 0, 0, 1, 0, PTDP_INIT_NORMAL, 1, 0},
+  [PTDP_PARAM_QKV_BIAS] = {"self_attention.linear_qkv.bias", PTDP_SPLIT_ROWS, 1, 0, 0, 0, 0, PTDP_INIT_ZEROS, 0, 0},
+  [PTDP_PARAM_PROJ_WEIGHT] = {"self_attention.linear_proj.weight", PTDP_SPLIT_COLS, 0, 1, 0, 1, 0,
+                              PTDP_INIT_NORMAL_SCALED, 1, 0},
+  [PTDP_PARAM_PROJ_BIAS] = {"self_attention.linear_proj.bias", PTDP_SPLIT_NONE, 0, 1, 0, 0, 0, PTDP_INIT_ZEROS, 0, 1},
+  [PTDP_PARAM_LN2_WEIGHT] = {"pre_mlp_layernorm.weight", PTDP_SPLIT_NONE, 0, 1, 0, 0, 0, PTDP_INIT_ONES, 0, 1},
+  [PTDP_PARAM_LN2_BIAS] = {"pre_mlp_layernorm.bias", PTDP_SPLIT_NONE, 0, 1, 0, 0, 0, PTDP_INIT_ZEROS, 0, 1},
+  [PTDP_PARAM_FC1_WEIGHT] = {"mlp.linear_fc1.weight", PTDP_SPLIT_ROWS, 0, 0, 1, 1, 0, PTDP_INIT_NORMAL, 1, 0},
+  [PTDP_PARAM_FC1_BIAS] = {"mlp.linear_fc1.bias", PTDP_SPLIT_ROWS, 0, 0, 1, 0, 0, PTDP_INIT_ZEROS, 0, 0},
+  [PTDP_PARAM_FC2_WEIGHT] = {"mlp.linear_fc2.weight", PTDP_SPLIT_COLS, 0, 1, 0, 0, 1, PTDP_INIT_NORMAL_SCALED, 1, 0},
+  [PTDP_PARAM_FC2_BIAS] = {"mlp.linear_fc2.bias", PTDP_SPLIT_NONE, 0, 1, 0, 0, 0, PTDP_INIT_ZEROS, 0, 1},
+};
+
+const char *ptdp_param_role_suffix(ptdp_param_role r)
+{
+  return r >= 0 && r < PTDP_PARAM_LAYER_ROLES ? roles[r].suffix : "";
+}
+
+long long ptdp_padded_vocab(long long vocab, int divisible_by, int t)
+{
+  long long mult = (long long)divisible_by * t;
+  return (vocab + mult - 1) / mult * mult;
+}
+
+int ptdp_params_layers_per_chunk(const ptdp_model_shape *s, const ptdp_param_position *pos)
+{
+  return s->num_layers / (pos->p * pos->v);
+}
+
+int ptdp_params_chunk_layer0(const ptdp_model_shape *s, const ptdp_param_position *pos, int c)
+{
+  return (c * pos->p + pos->stage) * ptdp_params_layers_per_chunk(s, pos);
+}
+
+int ptdp_params_chunk_has_embedding(const ptdp_param_position *pos, int c) { return c * pos->p + pos->stage == 0; }
+
+int ptdp_params_chunk_has_head(const ptdp_param_position *pos, int c)
+{
+  return c * pos->p + pos->stage == pos->p * pos->v - 1;
+}
+
+static int is_matrix(ptdp_param_role r)
+{
+  return r == PTDP_PARAM_WORD_EMBEDDING || r == PTDP_PARAM_OUTPUT_LAYER || r == PTDP_PARAM_POSITION_EMBEDDING ||
+         r == PTDP_PARAM_QKV_WEIGHT || r == PTDP_PARAM_PROJ_WEIGHT || r == PTDP_PARAM_FC1_WEIGHT ||
+         r == PTDP_PARAM_FC2_WEIGHT;
+}
+
+/* One entry: the global shape, split and flags decide the slice and the local buffer.  A row
+ * split gives each TP rank lrows = (padded) global rows / t; the slice is the part of
+ * [tp_rank lrows, (tp_rank + 1) lrows) inside the global tensor. */
+static void fill(ptdp_param_info *e, const ptdp_model_shape *s, const ptdp_param_position *pos, ptdp_param_role role,
+                 long long grows, long long gcols, long long padded_rows, ptdp_split split, ptdp_init_kind init,
+                 uint32_t key, int weight_decay, int sp_partial)
+{
+  memset(e, 0, sizeof *e);
+  e->role = role;
+  e->layer = -1;
+  e->ndim = is_matrix(role) ? 2 : 1;
+  e->grows = grows;
+  e->gcols = gcols;
+  e->split = split;
+  e->lrows = split == PTDP_SPLIT_ROWS ? padded_rows / pos->t : grows;
+  e->lcols = split == PTDP_SPLIT_COLS ? gcols / pos->t : gcols;
+  e->row0 = split == PTDP_SPLIT_ROWS ? (long long)pos->tp_rank * e->lrows : 0;
+  e->col0 = split == PTDP_SPLIT_COLS ? (long long)pos->tp_rank * e->lcols : 0;
+  long long left = grows - e->row0;
+  e->rows = left < 0 ? 0 : left < e->lrows ? left : e->lrows;
+  e->cols = e->lcols;
+  e->init = init;
+  e->init_key = key;
+  e->weight_decay = weight_decay;
+  e->tp_replicated = split == PTDP_SPLIT_NONE;
+  e->sp_partial = sp_partial && s->sequence_parallel && pos->t > 1;
+  e->embedding = role == PTDP_PARAM_WORD_EMBEDDING || role == PTDP_PARAM_OUTPUT_LAYER;
+  e->tied_copy = role == PTDP_PARAM_OUTPUT_LAYER;
+}
+
+static void layer_entry(ptdp_param_info *e, const ptdp_model_shape *s, const ptdp_param_position *pos, int layer,
+                        ptdp_param_role r)
+{
+  const layer_role *lr = &roles[r];
+  const long long h = s->hidden, f = s->ffn;
+  long long grows = lr->rows_h3 ? 3 * h : lr->rows_h ? h : f;
+  long long gcols = lr->cols_h ? h : lr->cols_f ? f : 1;
+  fill(e, s, pos, r, grows, gcols, grows, lr->split, lr->init,
+       (uint32_t)(KEY_LAYER_BASE + KEY_LAYER_STRIDE * layer + (int)r), lr->weight_decay, lr->sp_partial);
+  e->layer = layer;
+  snprintf(e->name, sizeof e->name, "decoder.layers.%d.%s", layer, lr->suffix);
+}
+
+/* The next entry to fill: NULL when only counting (out == NULL) or when cap is exceeded
+ * (*overflow set). */
+static ptdp_param_info *next_entry(ptdp_param_info *out, int cap, int *n, int *overflow)
+{
+  int i = (*n)++;
+  if (!out) return NULL;
+  if (i >= cap) {
+    *overflow = 1;
+    return NULL;
+  }
+  return &out[i];
+}
+
+static void embedding_entries(const ptdp_model_shape *s, const ptdp_param_position *pos, int c, ptdp_param_info *out,
+                              int cap, int *n, int *overflow)
+{
+  const long long Vp = ptdp_padded_vocab(s->vocab, s->vocab_divisible_by, pos->t);
+  ptdp_param_info *e = next_entry(out, cap, n, overflow);
+  if (e) {
+    fill(e, s, pos, PTDP_PARAM_WORD_EMBEDDING, s->vocab, s->hidden, Vp, PTDP_SPLIT_ROWS, PTDP_INIT_NORMAL,
+         KEY_WORD_EMBEDDING, 1, 0);
+    snprintf(e->name, sizeof e->name, "embedding.word_embeddings.weight");
+    e->chunk = c;
+  }
+  e = next_entry(out, cap, n, overflow);
+  if (e) {
+    fill(e, s, pos, PTDP_PARAM_POSITION_EMBEDDING, s->max_pos, s->hidden, s->max_pos, PTDP_SPLIT_NONE,
+         PTDP_INIT_NORMAL, KEY_POSITION_EMBEDDING, 1, 1);
+    snprintf(e->name, sizeof e->name, "embedding.position_embeddings.weight");
+    e->chunk = c;
+  }
+}
+
+static void head_entries(const ptdp_model_shape *s, const ptdp_param_position *pos, int c, ptdp_param_info *out,
+                         int cap, int *n, int *overflow)
+{
+  const long long h = s->hidden, Vp = ptdp_padded_vocab(s->vocab, s->vocab_divisible_by, pos->t);
+  ptdp_param_info *e = next_entry(out, cap, n, overflow);
+  if (e) {
+    fill(e, s, pos, PTDP_PARAM_FINAL_LN_WEIGHT, h, 1, h, PTDP_SPLIT_NONE, PTDP_INIT_ONES, KEY_FINAL_LN_WEIGHT, 0, 1);
+    snprintf(e->name, sizeof e->name, "decoder.final_layernorm.weight");
+    e->chunk = c;
+  }
+  e = next_entry(out, cap, n, overflow);
+  if (e) {
+    fill(e, s, pos, PTDP_PARAM_FINAL_LN_BIAS, h, 1, h, PTDP_SPLIT_NONE, PTDP_INIT_ZEROS, KEY_FINAL_LN_BIAS, 0, 1);
+    snprintf(e->name, sizeof e->name, "decoder.final_layernorm.bias");
+    e->chunk = c;
+  }
+  if (ptdp_params_chunk_has_embedding(pos, c)) return; /* one chunk holds both ends: no copy */
+  e = next_entry(out, cap, n, overflow);
+  if (e) {
+    fill(e, s, pos, PTDP_PARAM_OUTPUT_LAYER, s->vocab, h, Vp, PTDP_SPLIT_ROWS, PTDP_INIT_NORMAL, KEY_WORD_EMBEDDING,
+         1, 0);
+    snprintf(e->name, sizeof e->name, "output_layer.weight");
+    e->chunk = c;
+  }
+}
+
+/* Walk the table; with out == NULL only count. */
+static int walk(const ptdp_model_shape *s, const ptdp_param_position *pos, ptdp_param_info *out, int cap)
+{
+  const int per = ptdp_params_layers_per_chunk(s, pos);
+  int n = 0, overflow = 0;
+  for (int c = 0; c < pos->v; c++) {
+    if (ptdp_params_chunk_has_embedding(pos, c)) embedding_entries(s, pos, c, out, cap, &n, &overflow);
+    const int l0 = ptdp_params_chunk_layer0(s, pos, c);
+    for (int l = l0; l < l0 + per; l++)
+      for (int r = 0; r < PTDP_PARAM_LAYER_ROLES; r++) {
+        ptdp_param_info *e = next_entry(out, cap, &n, &overflow);
+        if (!e) continue;
+        layer_entry(e, s, pos, l, (ptdp_param_role)r);
+        e->chunk = c;
+      }
+    if (ptdp_params_chunk_has_head(pos, c)) head_entries(s, pos, c, out, cap, &n, &overflow);
+  }
+  return overflow ? -1 : n;
+}
+
+int ptdp_params_count(const ptdp_model_shape *s, const ptdp_param_position *pos) { return walk(s, pos, NULL, 0); }
+
+int ptdp_params_list(const ptdp_model_shape *s, const ptdp_param_position *pos, ptdp_param_info *out, int cap)
+{
+  return walk(s, pos, out, cap);
+}

@@ -1,0 +1,272 @@
+/* The memory plan: see include/ptdp/plan.h.  The one place that says which buffers exist and how
+ * big they are; the model binds the allocations to its fields by kind (gpt_alloc.c). */
+#include "ptdp/plan.h"
+
+#include "ptdp/error.h"
+#include "ptdp/grad_buffer.h"
+#include "ptdp/shard_map.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *kind_names[PTDP_BUF_KINDS] = {
+  "layer_input", "ln1_mean", "ln1_rstd", "ln1_out", "qkv", "attn_probs", "attn_dropout_mask", "attn_probs_dropped",
+  "attn_context", "attn_resid_mask", "ln2_input", "ln2_mean", "ln2_rstd", "ln2_out", "fc1_out", "gelu_out",
+  "mlp_resid_mask", "chunk_output", "tokens", "targets", "embedding_dropout_mask", "final_ln_mean", "final_ln_rstd",
+  "final_ln_out", "logits", "work_full_a", "work_full_b", "work_shard_a", "work_shard_b", "work_shard_c", "work_dqkv",
+  "work_dctx", "work_dfc", "work_attn", "work_xent", "work_grad_a", "work_grad_b", "work_positions", "p2p_grad_send",
+  "p2p_grad_recv", "params", "grads", "adam_m", "adam_v", "grad_shard"};
+
+const char *ptdp_buffer_kind_name(ptdp_buffer_kind k) { return k >= 0 && k < PTDP_BUF_KINDS ? kind_names[k] : "?"; }
+
+ptdp_mem_class ptdp_buffer_class(const ptdp_buffer *b)
+{
+  if (b->held) return PTDP_MEM_ACTIVATIONS;
+  if (b->kind <= PTDP_BUF_LOGITS && b->slot != PTDP_PLAN_NONE) return PTDP_MEM_TRANSIENT;
+  if (b->kind <= PTDP_BUF_WORK_POSITIONS) return PTDP_MEM_WORK; /* work space and recompute scratch */
+  if (b->kind <= PTDP_BUF_P2P_GRAD_RECV) return PTDP_MEM_P2P;
+  if (b->kind == PTDP_BUF_PARAMS) return PTDP_MEM_PARAMS;
+  if (b->kind == PTDP_BUF_GRADS) return PTDP_MEM_GRADS;
+  return PTDP_MEM_OPTIMIZER;
+}
+
+static int add(ptdp_plan *pl, ptdp_buffer_kind kind, int chunk, int slot, int layer, int index, int held,
+               size_t bytes)
+{
+  if (!bytes) return 0;
+  if (pl->n == pl->cap) {
+    int cap = pl->cap ? 2 * pl->cap : 256;
+    ptdp_buffer *b = realloc(pl->buf, (size_t)cap * sizeof *b);
+    if (!b) return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory (memory plan)");
+    pl->buf = b;
+    pl->cap = cap;
+  }
+  pl->buf[pl->n++] = (ptdp_buffer){.kind = kind, .chunk = chunk, .slot = slot, .layer = layer, .index = index,
+                                   .held = held, .bytes = bytes};
+  return 0;
+}
+
+/* Sizes of one micro-batch on this rank: N = s b tokens, Nl = N/t under SP; local widths. */
+typedef struct {
+  long long N, Nl, h, hl, fl, vl, att, s;
+} sizes;
+
+static sizes sizes_of(const ptdp_plan_config *c)
+{
+  const int t = c->pos.t;
+  sizes z;
+  z.N = (long long)c->seq * c->micro_batch;
+  z.Nl = c->shape.sequence_parallel && t > 1 ? z.N / t : z.N;
+  z.h = c->shape.hidden;
+  z.hl = (long long)(c->shape.heads / t) * (c->shape.hidden / c->shape.heads);
+  z.fl = c->shape.ffn / t;
+  z.vl = ptdp_padded_vocab(c->shape.vocab, c->shape.vocab_divisible_by, t) / t;
+  z.att = (long long)c->micro_batch * (c->shape.heads / t) * c->seq * c->seq;
+  z.s = c->seq;
+  return z;
+}
+
+/* Which parts of a layer's activation set a place holds. */
+typedef enum { LAYER_ALL, LAYER_INPUT_ONLY, LAYER_NO_ATTN_CORE, LAYER_ATTN_CORE_ONLY } layer_part;
+
+static int add_layer(ptdp_plan *pl, layer_part what, int chunk, int slot, int layer, int index, int held)
+{
+  const ptdp_plan_config *c = &pl->cfg;
+  const sizes z = sizes_of(c);
+  const size_t F = sizeof(float), M = sizeof(uint8_t);
+  const int in = what != LAYER_ATTN_CORE_ONLY, core = what == LAYER_ALL || what == LAYER_ATTN_CORE_ONLY;
+  const int rest = what == LAYER_ALL || what == LAYER_NO_ATTN_CORE;
+#define A(kind, n, unit) PTDP_CALL(add(pl, kind, chunk, slot, layer, index, held, (size_t)(n) * (unit)))
+  if (in) A(PTDP_BUF_LAYER_INPUT, z.Nl * z.h, F);
+  if (core) {
+    A(PTDP_BUF_ATTN_PROBS, z.att, F);
+    if (c->attention_dropout) {
+      A(PTDP_BUF_ATTN_MASK, z.att, M);
+      A(PTDP_BUF_ATTN_PROBS_DROPPED, z.att, F);
+    }
+  }
+  if (rest) {
+    A(PTDP_BUF_LN1_MEAN, z.Nl, F);
+    A(PTDP_BUF_LN1_RSTD, z.Nl, F);
+    A(PTDP_BUF_LN1_OUT, z.Nl * z.h, F);
+    A(PTDP_BUF_QKV, z.N * 3 * z.hl, F);
+    A(PTDP_BUF_ATTN_CONTEXT, z.N * z.hl, F);
+    if (c->hidden_dropout) A(PTDP_BUF_ATTN_RESID_MASK, z.Nl * z.h, M);
+    A(PTDP_BUF_LN2_INPUT, z.Nl * z.h, F);
+    A(PTDP_BUF_LN2_MEAN, z.Nl, F);
+    A(PTDP_BUF_LN2_RSTD, z.Nl, F);
+    A(PTDP_BUF_LN2_OUT, z.Nl * z.h, F);
+    A(PTDP_BUF_FC1_OUT, z.N * z.fl, F);
+    A(PTDP_BUF_GELU_OUT, z.N * z.fl, F);
+    if (c->hidden_dropout) A(PTDP_BUF_MLP_RESID_MASK, z.Nl * z.h, M);
+  }
+#undef A
+  return 0;
+}
+
+/* One activation slot of chunk ch: its layers, then what the chunk's ends need. */
+static int add_slot(ptdp_plan *pl, int ch, int slot)
+{
+  const ptdp_plan_config *c = &pl->cfg;
+  const sizes z = sizes_of(c);
+  const int per = ptdp_params_layers_per_chunk(&c->shape, &c->pos), l0 = ptdp_params_chunk_layer0(&c->shape, &c->pos, ch);
+  const int emb = ptdp_params_chunk_has_embedding(&c->pos, ch), head = ptdp_params_chunk_has_head(&c->pos, ch);
+  const int none = PTDP_PLAN_NONE;
+  for (int i = 0; i < per; i++) {
+    int g0, g1;
+    if (ptdp_recompute_group(c->recompute, c->recompute_method, c->recompute_num_layers, per, i, &g0, &g1)) {
+      if (i == g0) PTDP_CALL(add_layer(pl, LAYER_INPUT_ONLY, ch, slot, l0 + i, 0, 1));
+    } else {
+      PTDP_CALL(add_layer(pl, c->recompute == PTDP_RECOMPUTE_SELECTIVE ? LAYER_NO_ATTN_CORE : LAYER_ALL, ch, slot,
+                          l0 + i, 0, 1));
+    }
+  }
+  /* the chunk output: held on the head chunk (final LN input); elsewhere only the send buffer
+   * (Korthikanti et al. App. B: freed once sent), not held */
+  PTDP_CALL(add(pl, PTDP_BUF_CHUNK_OUTPUT, ch, slot, none, 0, head, (size_t)(z.Nl * z.h) * sizeof(float)));
+  if (emb || head) {
+    PTDP_CALL(add(pl, PTDP_BUF_TOKENS, ch, slot, none, 0, 0, (size_t)z.N * sizeof(int32_t)));
+    PTDP_CALL(add(pl, PTDP_BUF_TARGETS, ch, slot, none, 0, 0, (size_t)z.N * sizeof(int32_t)));
+  }
+  if (emb && c->hidden_dropout)
+    PTDP_CALL(add(pl, PTDP_BUF_EMBEDDING_MASK, ch, slot, none, 0, 1, (size_t)(z.Nl * z.h) * sizeof(uint8_t)));
+  if (head) {
+    PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_MEAN, ch, slot, none, 0, 1, (size_t)z.Nl * sizeof(float)));
+    PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_RSTD, ch, slot, none, 0, 1, (size_t)z.Nl * sizeof(float)));
+    PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_OUT, ch, slot, none, 0, 1, (size_t)(z.Nl * z.h) * sizeof(float)));
+    PTDP_CALL(add(pl, PTDP_BUF_LOGITS, ch, slot, none, 0, 1, (size_t)(z.N * z.vl) * sizeof(float)));
+  }
+  return 0;
+}
+
+/* Work space shared by every micro-batch, the recomputation scratch and the p2p buffers. */
+static int add_work(ptdp_plan *pl)
+{
+  const ptdp_plan_config *c = &pl->cfg;
+  const sizes z = sizes_of(c);
+  const int none = PTDP_PLAN_NONE;
+  const size_t F = sizeof(float);
+  const struct { ptdp_buffer_kind k; long long n; size_t unit; } w[] = {
+    {PTDP_BUF_WORK_FULL_A, z.N * z.h, F},     {PTDP_BUF_WORK_FULL_B, z.N * z.h, F},
+    {PTDP_BUF_WORK_SHARD_A, z.Nl * z.h, F},   {PTDP_BUF_WORK_SHARD_B, z.Nl * z.h, F},
+    {PTDP_BUF_WORK_SHARD_C, z.Nl * z.h, F},   {PTDP_BUF_WORK_DQKV, z.N * 3 * z.hl, F},
+    {PTDP_BUF_WORK_DCTX, z.N * z.hl, F},      {PTDP_BUF_WORK_DFC, z.N * z.fl, F},
+    {PTDP_BUF_WORK_ATTN, z.s * z.s, F},       {PTDP_BUF_WORK_XENT, 3 * z.N, F},
+    {PTDP_BUF_WORK_GRAD_A, z.Nl * z.h, F},    {PTDP_BUF_WORK_GRAD_B, z.Nl * z.h, F},
+    {PTDP_BUF_WORK_POSITIONS, z.Nl, sizeof(int32_t)}};
+  for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+    PTDP_CALL(add(pl, w[i].k, none, none, none, 0, 0, (size_t)w[i].n * w[i].unit));
+  const int per = ptdp_params_layers_per_chunk(&c->shape, &c->pos);
+  const int nrec = ptdp_recompute_scratch_layers(c->recompute, c->recompute_method, c->recompute_num_layers, per);
+  for (int j = 0; j < nrec; j++)
+    PTDP_CALL(add_layer(pl, c->recompute == PTDP_RECOMPUTE_FULL ? LAYER_ALL : LAYER_ATTN_CORE_ONLY, none, none, none,
+                        j, 0));
+  if (c->pos.p > 1) {
+    for (int ch = 0; ch < c->pos.v; ch++)
+      for (int s = 0; s < pl->slots; s++)
+        PTDP_CALL(add(pl, PTDP_BUF_P2P_GRAD_SEND, ch, s, none, 0, 0, (size_t)(z.Nl * z.h) * F));
+    for (int b = 0; b < 2; b++) PTDP_CALL(add(pl, PTDP_BUF_P2P_GRAD_RECV, none, none, none, b, 0, (size_t)(z.Nl * z.h) * F));
+  }
+  return 0;
+}
+
+/* Parameters, gradients and optimizer state: sizes from the flat-buffer layout. */
+static int add_state(ptdp_plan *pl)
+{
+  const ptdp_plan_config *c = &pl->cfg;
+  const int none = PTDP_PLAN_NONE, n = ptdp_params_count(&c->shape, &c->pos);
+  ptdp_param_info *params;
+  PTDP_CALLOC(params, n > 0 ? n : 1, sizeof *params);
+  ptdp_params_list(&c->shape, &c->pos, params, n);
+  ptdp_grad_layout L;
+  int err = ptdp_grad_layout_build(params, n, c->bucket_elems, c->d, &L);
+  free(params);
+  PTDP_CALL(err);
+  const size_t flat = (size_t)L.total * sizeof(float);
+  const int dist = c->distributed_optimizer && c->d > 1;
+  const size_t state = (size_t)ptdp_shard_state_elems(&L, dist, c->d) * sizeof(float);
+  ptdp_grad_layout_free(&L);
+  PTDP_CALL(add(pl, PTDP_BUF_PARAMS, none, none, none, 0, 0, flat));
+  PTDP_CALL(add(pl, PTDP_BUF_GRADS, none, none, none, 0, 0, flat));
+  PTDP_CALL(add(pl, PTDP_BUF_ADAM_M, none, none, none, 0, 0, state));
+  PTDP_CALL(add(pl, PTDP_BUF_ADAM_V, none, none, none, 0, 0, state));
+  if (dist) PTDP_CALL(add(pl, PTDP_BUF_GRAD_SHARD, none, none, none, 0, 0, state));
+  return 0;
+}
+
+/* Walk this stage's schedule: a slot's held bytes count from its forward to its backward. */
+static int walk_schedule(ptdp_plan *pl, int *slots)
+{
+  const ptdp_plan_config *c = &pl->cfg;
+  ptdp_schedule s;
+  size_t *held;
+  PTDP_CALLOC(held, c->pos.v, sizeof *held);
+  for (int ch = 0; ch < c->pos.v; ch++) held[ch] = ptdp_plan_held_per_slot(pl, ch);
+  int err = ptdp_schedule_build(c->schedule, c->pos.stage, c->pos.p, c->pos.v, c->m, &s);
+  if (err) {
+    free(held);
+    return err;
+  }
+  *slots = ptdp_schedule_max_in_flight(&s);
+  size_t busy = 0, peak = 0;
+  for (int i = 0; i < s.count; i++) {
+    if (s.items[i].kind == PTDP_WORK_FORWARD) {
+      busy += held[s.items[i].chunk];
+      peak = busy > peak ? busy : peak;
+    } else {
+      busy -= held[s.items[i].chunk];
+    }
+  }
+  pl->peak_activations = peak;
+  ptdp_schedule_free(&s);
+  free(held);
+  return 0;
+}
+
+int ptdp_plan_build(const ptdp_plan_config *cfg, ptdp_plan *pl)
+{
+  memset(pl, 0, sizeof *pl);
+  pl->cfg = *cfg;
+  int slots;
+  PTDP_CALL(walk_schedule(pl, &slots)); /* slots first: the buffers depend on them */
+  pl->slots = slots;
+  for (int ch = 0; ch < cfg->pos.v; ch++)
+    for (int s = 0; s < slots; s++) PTDP_CALL(add_slot(pl, ch, s));
+  PTDP_CALL(add_work(pl));
+  PTDP_CALL(add_state(pl));
+  PTDP_CALL(walk_schedule(pl, &slots));
+  for (int i = 0; i < pl->n; i++) {
+    pl->total[ptdp_buffer_class(&pl->buf[i])] += pl->buf[i].bytes;
+    pl->allocated += pl->buf[i].bytes;
+  }
+  for (int ch = 0; ch < cfg->pos.v; ch++) {
+    size_t h = ptdp_plan_held_per_slot(pl, ch);
+    pl->held_per_slot_max = h > pl->held_per_slot_max ? h : pl->held_per_slot_max;
+  }
+  pl->peak = pl->allocated - pl->total[PTDP_MEM_ACTIVATIONS] + pl->peak_activations;
+  return 0;
+}
+
+void ptdp_plan_free(ptdp_plan *pl)
+{
+  free(pl->buf);
+  memset(pl, 0, sizeof *pl);
+}
+
+size_t ptdp_plan_held_per_slot(const ptdp_plan *pl, int chunk)
+{
+  size_t s = 0;
+  for (int i = 0; i < pl->n; i++)
+    if (pl->buf[i].held && pl->buf[i].chunk == chunk && pl->buf[i].slot == 0) s += pl->buf[i].bytes;
+  return s;
+}
+
+size_t ptdp_plan_held_layer(const ptdp_plan *pl, int chunk, int layer)
+{
+  size_t s = 0;
+  for (int i = 0; i < pl->n; i++)
+    if (pl->buf[i].held && pl->buf[i].chunk == chunk && pl->buf[i].slot == 0 && pl->buf[i].layer == layer)
+      s += pl->buf[i].bytes;
+  return s;
+}
