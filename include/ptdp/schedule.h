@@ -70,10 +70,25 @@ int ptdp_work_dependency(int p, int v, int stage, ptdp_work w, ptdp_work_dep *de
  *   backward of stage 1 chunk 0 (k 1) -> backward of stage 0 chunk 0 (k 0). */
 int ptdp_work_consumer(int p, int v, int stage, ptdp_work w, ptdp_work_dep *dep);
 
-/* Replay the schedules of all p stages with measured compute times (durations[stage * 2mv + i]
- * for item i of that stage's list), messages taking no time: idle[stage] = (total - busy) / busy,
- * the bubble the schedule implies (Narayanan et al.'s t_pb / t_id); *total the makespan. */
-int ptdp_schedule_replay(ptdp_schedule_kind kind, int p, int v, int m, const double *durations, double *idle,
-                         double *total);
+/* A replayed iteration: every stage runs its list (ptdp_schedule_build) in order on its own
+ * processor, each item starting as soon as its stage is free and its dependency
+ * (ptdp_work_dependency) has ended, plus a fixed latency per message.  Times are in the unit of
+ * the durations (seconds when measured). */
+typedef struct {
+  int p, n;              /* stages; items per stage, n = 2 m v */
+  ptdp_schedule *sched;  /* [p] the lists replayed: item i of stage s is sched[s].items[i] */
+  double *start, *end;   /* [p n] item i of stage s at [s n + i]; end = start + its duration */
+  double *busy;          /* [p] sum of the stage's durations */
+  double *idle;          /* [p] (total - busy) / busy: the bubble the schedule implies
+                            (Narayanan et al.'s t_pb / t_id); 0 for a stage with no work */
+  double total;          /* makespan: the largest end */
+} ptdp_replay;
+
+/* Replay the schedules of all p stages with compute times durations[stage * 2mv + i] for item i
+ * of that stage's list; latency (>= 0) is added to every dependency between stages (0: messages
+ * take no time).  Fills *r (its arrays owned by r: ptdp_replay_destroy). */
+int ptdp_schedule_replay(ptdp_schedule_kind kind, int p, int v, int m, const double *durations, double latency,
+                         ptdp_replay *r);
+void ptdp_replay_destroy(ptdp_replay *r);
 
 #endif

@@ -9,6 +9,7 @@ validation_tests_pipeline_test_schedule_SOURCES = validation/tests/pipeline/test
 TESTS += validation/tests/pipeline/test_schedule
 libptdp_a_SOURCES += src/pipeline/driver.c src/pipeline/replay.c
 ptdpinclude_HEADERS += include/ptdp/pipeline.h
+# Unit test (1 rank): the replay's per-item timeline, hand-computed and against the old totals.
 check_PROGRAMS += validation/tests/pipeline/test_replay
 validation_tests_pipeline_test_replay_SOURCES = validation/tests/pipeline/test_replay.c
 TESTS += validation/tests/pipeline/test_replay
