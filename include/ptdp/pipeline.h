@@ -2,7 +2,9 @@
  * activations [Nl, h] forward and their gradients backward between neighbouring virtual
  * stages with nonblocking MPI.  Sends are nonblocking and complete before their buffer is
  * reused; each receive is posted one work item ahead and waited for when its data is needed,
- * and the time spent waiting is the measured pipeline bubble.  Every work item is recorded as an event for the statistics file. */
+ * and the time spent waiting is the measured pipeline bubble.  Who receives from whom is
+ * ptdp_work_dependency (ptdp/schedule.h).  Every work item is recorded as an event for the
+ * statistics file. */
 #ifndef PTDP_PIPELINE_H
 #define PTDP_PIPELINE_H
 
@@ -20,18 +22,32 @@ typedef struct {
   double wait;       /* of which blocked in receives */
 } ptdp_event;
 
+/* Where this rank sits in the pipeline and what it sends, given explicitly: the driver reads
+ * nothing of the model's layout, and calls the model only to compute (ptdp_gpt_forward /
+ * _backward) and through the accessors ptdp/gpt.h offers the driver. */
 typedef struct {
-  ptdp_gpt *model;
+  ptdp_schedule_kind kind;
+  int m;            /* micro-batches per iteration */
+  int p, stage, v;  /* pipeline stages, this rank's stage, model chunks per stage */
+  int slots;        /* activation slots per chunk (ptdp_gpt_num_slots): at least the schedule's peak */
+  size_t msg_elems; /* floats per message: an activation or its gradient, [Nl, h] */
+  int batch_tokens; /* N = s b: tokens (and targets) of a micro-batch */
+  ptdp_comm *pp;    /* the pipeline-parallel group: its rank r runs stage r */
+  ptdp_backend *be; /* the model's: copies gradients into send buffers, allocates them */
+} ptdp_pipeline_config;
+
+typedef struct {
+  ptdp_pipeline_config cfg;
+  ptdp_gpt *model;         /* computes the work items */
   ptdp_schedule sched;
-  int m;
   int *slot_of;            /* [m v] slot of (microbatch, chunk) */
   int *last_backward;      /* [v] index in the schedule of each chunk's last backward */
-  ptdp_comm_req *act_req;    /* [v max_in_flight] pending activation sends from each slot */
-  ptdp_comm_req *grad_req;   /* [v max_in_flight] pending gradient sends */
-  float **grad_send;       /* [v max_in_flight] gradient send buffers [Nl, h] */
+  ptdp_comm_req *act_req;  /* [v slots] pending activation sends from each slot */
+  ptdp_comm_req *grad_req; /* [v slots] pending gradient sends */
+  float **grad_send;       /* [v slots] gradient send buffers [Nl, h] */
   float *grad_recv[2];     /* [Nl, h] x 2: the current item's and the one posted ahead */
   int next_grad_buf;
-  int *reserved;           /* [v max_in_flight] slots whose input a posted receive will fill */
+  int *reserved;           /* [v slots] slots whose input a posted receive will fill */
   int32_t *tokens, *targets;
   ptdp_event *events;      /* 2 m v of the last iteration */
   int nevents;
@@ -40,6 +56,13 @@ typedef struct {
   double loss_sum;         /* sum of micro-batch losses (last stage), last iteration */
 } ptdp_pipeline;
 
+/* The configuration of model's own place in the pipeline (its stage, chunks, slots, message
+ * size, PP communicator and backend) for kind and m micro-batches. */
+void ptdp_pipeline_config_from_model(const ptdp_gpt *model, ptdp_schedule_kind kind, int m, ptdp_pipeline_config *cfg);
+/* A driver for cfg that runs the work items on model (whose p2p buffers it records in
+ * model->mem).  cfg->slots must be the model's slots per chunk. */
+int ptdp_pipeline_create_with(ptdp_pipeline *pl, ptdp_gpt *model, const ptdp_pipeline_config *cfg);
+/* The same, configured by ptdp_pipeline_config_from_model. */
 int ptdp_pipeline_create(ptdp_pipeline *pl, ptdp_gpt *model, ptdp_schedule_kind kind, int m);
 void ptdp_pipeline_destroy(ptdp_pipeline *pl);
 /* One iteration: every micro-batch forward and backward through this rank's chunks;

@@ -3,34 +3,64 @@
  * Each work item's receive is posted while the previous item computes (one item of lookahead),
  * so messages arrive during compute; the time still spent waiting for them is the bubble.
  *
- * Virtual stage k = chunk p + stage.  Forward of (mb, k) needs the output of (mb, k - 1) from
- * rank (k - 1) mod p of the PP group; backward of (mb, k) needs the input gradient of
- * (mb, k + 1) from rank (k + 1) mod p.  Message tags name (micro-batch, sender's chunk,
- * direction); MPI's non-overtaking order between a pair of ranks keeps them matched even
- * when tags wrap. */
+ * Whom an item receives from is ptdp_work_dependency, whom it sends to ptdp_work_consumer
+ * (ptdp/schedule.h): forward (mb, k) receives from rank (k - 1) mod p, backward (mb, k) from
+ * rank (k + 1) mod p, virtual stage k = chunk p + stage.  Message tags name (micro-batch,
+ * sender's chunk, direction); MPI's non-overtaking order between a pair of ranks keeps them
+ * matched even when tags wrap.
+ *
+ * The model is asked only to compute and through its accessors (slot free or busy, input and
+ * output buffers, loss, which chunk holds the embedding and the head); everything else comes
+ * from the configuration. */
 #include "ptdp/pipeline.h"
 
 #include "ptdp/error.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int msg_tag(const ptdp_pipeline *pl, int mb, int chunk, int dir)
+static int msg_tag(const ptdp_pipeline *pl, int mb, int chunk, ptdp_work_kind dir)
 {
-  return ((mb * pl->model->nchunks + chunk) * 2 + dir) % 30000;
+  return ((mb * pl->cfg.v + chunk) * 2 + (int)dir) % 30000;
+}
+
+void ptdp_pipeline_config_from_model(const ptdp_gpt *model, ptdp_schedule_kind kind, int m, ptdp_pipeline_config *cfg)
+{
+  *cfg = (ptdp_pipeline_config){.kind = kind,
+                                .m = m,
+                                .p = model->p,
+                                .stage = model->stage,
+                                .v = model->nchunks,
+                                .slots = ptdp_gpt_num_slots(model),
+                                .msg_elems = (size_t)model->Nl * model->cfg.hidden,
+                                .batch_tokens = model->N,
+                                .pp = &model->grid->pp,
+                                .be = model->be};
 }
 
 int ptdp_pipeline_create(ptdp_pipeline *pl, ptdp_gpt *model, ptdp_schedule_kind kind, int m)
 {
+  ptdp_pipeline_config cfg;
+  ptdp_pipeline_config_from_model(model, kind, m, &cfg);
+  PTDP_CALL(ptdp_pipeline_create_with(pl, model, &cfg));
+  return 0;
+}
+
+int ptdp_pipeline_create_with(ptdp_pipeline *pl, ptdp_gpt *model, const ptdp_pipeline_config *cfg)
+{
   memset(pl, 0, sizeof *pl);
+  pl->cfg = *cfg;
   pl->model = model;
-  pl->m = m;
-  const int v = model->nchunks, slots = ptdp_gpt_num_slots(model);
-  PTDP_CALL(ptdp_schedule_build(kind, model->stage, model->p, v, m, &pl->sched));
+  const int v = cfg->v, slots = cfg->slots;
+  PTDP_CALL(ptdp_schedule_build(cfg->kind, cfg->stage, cfg->p, v, cfg->m, &pl->sched));
+  PTDP_CHECK_LOCAL(slots == ptdp_gpt_num_slots(model),
+                   "internal: the pipeline has %d activation slots per chunk, the model %d", slots,
+                   ptdp_gpt_num_slots(model));
   PTDP_CHECK_LOCAL(ptdp_schedule_max_in_flight(&pl->sched) <= slots,
                    "internal: the schedule holds %d micro-batches, the model has %d slots",
                    ptdp_schedule_max_in_flight(&pl->sched), slots);
-  PTDP_CALLOC(pl->slot_of, (size_t)m * v, sizeof(int));
+  PTDP_CALLOC(pl->slot_of, (size_t)cfg->m * v, sizeof(int));
   PTDP_CALLOC(pl->last_backward, (size_t)v, sizeof(int));
   for (int i = 0; i < pl->sched.count; i++)
     if (pl->sched.items[i].kind == PTDP_WORK_BACKWARD) pl->last_backward[pl->sched.items[i].chunk] = i;
@@ -39,7 +69,7 @@ int ptdp_pipeline_create(ptdp_pipeline *pl, ptdp_gpt *model, ptdp_schedule_kind 
   PTDP_CALLOC(pl->grad_send, (size_t)v * slots, sizeof(float *));
   PTDP_CALLOC(pl->reserved, (size_t)v * slots, sizeof(int));
   for (int i = 0; i < v * slots; i++) pl->act_req[i] = pl->grad_req[i] = PTDP_COMM_REQ_NULL;
-  if (model->p > 1) { /* the planned p2p buffers */
+  if (cfg->p > 1) { /* the planned p2p buffers (ptdp/plan.h) */
     const int none = PTDP_PLAN_NONE;
     for (int c = 0; c < v; c++)
       for (int s = 0; s < slots; s++)
@@ -48,8 +78,8 @@ int ptdp_pipeline_create(ptdp_pipeline *pl, ptdp_gpt *model, ptdp_schedule_kind 
     for (int i = 0; i < v * slots; i++) PTDP_CHECK_LOCAL(pl->grad_send[i], "internal: p2p send buffer %d not planned", i);
     PTDP_CHECK_LOCAL(pl->grad_recv[0] && pl->grad_recv[1], "internal: p2p receive buffers not planned");
   }
-  PTDP_CALLOC(pl->tokens, model->N, sizeof(int32_t));
-  PTDP_CALLOC(pl->targets, model->N, sizeof(int32_t));
+  PTDP_CALLOC(pl->tokens, cfg->batch_tokens, sizeof(int32_t));
+  PTDP_CALLOC(pl->targets, cfg->batch_tokens, sizeof(int32_t));
   PTDP_CALLOC(pl->events, (size_t)pl->sched.count, sizeof(ptdp_event));
   return 0;
 }
@@ -76,33 +106,40 @@ typedef struct {
   ptdp_comm_req req;
 } posted_recv;
 
-static int needs_recv(const ptdp_pipeline *pl, int it)
+/* Whether item it waits for a message; *dep (if not NULL) the item that sends it. */
+static int needs_recv(const ptdp_pipeline *pl, int it, ptdp_work_dep *dep)
 {
-  const ptdp_gpt *m = pl->model;
-  const ptdp_work w = pl->sched.items[it];
-  const int k = w.chunk * m->p + m->stage;
-  return w.kind == PTDP_WORK_FORWARD ? k > 0 : k < m->p * m->nchunks - 1;
+  return ptdp_work_dependency(pl->cfg.p, pl->cfg.v, pl->cfg.stage, pl->sched.items[it], dep);
+}
+
+/* Whether w's output goes to another stage; *to the item that needs it. */
+static int sends(const ptdp_pipeline *pl, ptdp_work w, ptdp_work_dep *to)
+{
+  return ptdp_work_consumer(pl->cfg.p, pl->cfg.v, pl->cfg.stage, w, to);
 }
 
 /* A free slot of chunk c not reserved by a posted receive; -1 if none. */
 static int find_slot(const ptdp_pipeline *pl, int c)
 {
-  const ptdp_gpt *m = pl->model;
-  for (int s = 0; s < ptdp_gpt_num_slots(m); s++)
-    if (!m->chunks[c].slots[s].busy && !pl->reserved[c * ptdp_gpt_num_slots(m) + s]) return s;
+  const int slots = pl->cfg.slots;
+  for (int s = 0; s < slots; s++)
+    if (!ptdp_gpt_slot_busy(pl->model, c, s) && !pl->reserved[c * slots + s]) return s;
   return -1;
 }
 
 /* Post item it's receive; *posted = 0 when no slot is free yet (the caller tries later). */
 static int post_recv(ptdp_pipeline *pl, int it, posted_recv *r, int *posted)
 {
-  ptdp_gpt *m = pl->model;
   const ptdp_work w = pl->sched.items[it];
-  const int c = w.chunk, p = m->p, k = c * p + m->stage, slots = ptdp_gpt_num_slots(m);
-  const size_t nlh = (size_t)m->Nl * m->cfg.hidden;
+  const int c = w.chunk, slots = pl->cfg.slots;
+  ptdp_work_dep from;
+  const int needed = needs_recv(pl, it, &from);
+  assert(needed);
+  (void)needed;
   *posted = 0;
   r->item = it;
   r->valid = 0;
+  float *buf;
   if (w.kind == PTDP_WORK_FORWARD) {
     int s = find_slot(pl, c);
     if (s < 0) return 0;
@@ -110,25 +147,117 @@ static int post_recv(ptdp_pipeline *pl, int it, posted_recv *r, int *posted)
      * not before we receive into its input: different buffers */
     pl->reserved[c * slots + s] = 1;
     r->slot = s;
-    PTDP_CALL(ptdp_comm_irecv(&m->grid->pp, ptdp_gpt_input(m, c, s), nlh, (k - 1) % p, msg_tag(pl, w.microbatch, (k - 1) / p, 0),
-                              PTDP_TAG_P2P, &r->req));
+    buf = ptdp_gpt_input(pl->model, c, s);
   } else {
     r->buf = pl->next_grad_buf;
     pl->next_grad_buf ^= 1;
-    PTDP_CALL(ptdp_comm_irecv(&m->grid->pp, pl->grad_recv[r->buf], nlh, (k + 1) % p,
-                              msg_tag(pl, w.microbatch, (k + 1) / p, 1), PTDP_TAG_P2P, &r->req));
+    buf = pl->grad_recv[r->buf];
   }
+  PTDP_CALL(ptdp_comm_irecv(pl->cfg.pp, buf, pl->cfg.msg_elems, from.stage, msg_tag(pl, w.microbatch, from.chunk, w.kind),
+                            PTDP_TAG_P2P, &r->req));
   r->valid = 1;
   *posted = 1;
   return 0;
 }
 
-int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float loss_scale, int forward_only)
+/* Item it's receive into *cur (posted ahead during the previous item, or now); then the next
+ * item's (the next forward's when forward_only) into *ahead, so that it arrives while this
+ * item computes. */
+static int post_recvs(ptdp_pipeline *pl, int it, int forward_only, posted_recv *cur, posted_recv *ahead)
+{
+  const ptdp_work w = pl->sched.items[it];
+  cur->valid = 0;
+  if (needs_recv(pl, it, NULL)) {
+    int posted = 1;
+    if (ahead->valid && ahead->item == it) {
+      *cur = *ahead;
+      ahead->valid = 0;
+    } else {
+      PTDP_CALL(post_recv(pl, it, cur, &posted));
+    }
+    PTDP_CHECK_LOCAL(posted, "internal: no free activation slot for micro-batch %d of chunk %d", w.microbatch, w.chunk);
+  }
+  int nx = it + 1;
+  while (forward_only && nx < pl->sched.count && pl->sched.items[nx].kind != PTDP_WORK_FORWARD) nx++;
+  if (!ahead->valid && nx < pl->sched.count && needs_recv(pl, nx, NULL)) {
+    int posted;
+    PTDP_CALL(post_recv(pl, nx, ahead, &posted));
+  }
+  return 0;
+}
+
+/* Wait for the item's message; the time blocked is the bubble. */
+static int wait_recv(ptdp_pipeline *pl, posted_recv *cur, ptdp_event *ev)
+{
+  double t0 = MPI_Wtime();
+  PTDP_CALL(ptdp_comm_wait(pl->cfg.pp, &cur->req));
+  ev->wait += MPI_Wtime() - t0;
+  return 0;
+}
+
+/* Forward of micro-batch w.microbatch through chunk w.chunk, into the slot its receive reserved
+ * (or a free one); its output goes on to the next virtual stage. */
+static int run_forward(ptdp_pipeline *pl, ptdp_work w, posted_recv *cur, ptdp_batch_fn batch, void *ctx, int forward_only,
+                       ptdp_event *ev)
 {
   ptdp_gpt *m = pl->model;
-  const int p = m->p, v = m->nchunks, slots = ptdp_gpt_num_slots(m), pv = p * v;
-  const size_t nlh = (size_t)m->Nl * m->cfg.hidden;
-  ptdp_comm *pp = &m->grid->pp;
+  ptdp_comm *pp = pl->cfg.pp;
+  const int c = w.chunk, mb = w.microbatch, slots = pl->cfg.slots;
+  int slot = cur->valid ? cur->slot : find_slot(pl, c);
+  PTDP_CHECK_LOCAL(slot >= 0, "internal: no free activation slot in chunk %d", c);
+  pl->reserved[c * slots + slot] = 0;
+  pl->slot_of[mb * pl->cfg.v + c] = slot;
+  PTDP_CALL(ptdp_comm_wait(pp, &pl->act_req[c * slots + slot]));
+  const int emb = ptdp_gpt_chunk_has_embedding(m, c), head = ptdp_gpt_chunk_has_head(m, c);
+  long long sample0 = 0;
+  /* only the chunks with the embedding or the loss read data (Megatron: first and last stage);
+   * every chunk needs the micro-batch's first global sample, the key of its dropout masks */
+  const int reads = emb || head;
+  PTDP_CALL(batch(ctx, mb, reads ? pl->tokens : NULL, reads ? pl->targets : NULL, &sample0));
+  if (cur->valid) PTDP_CALL(wait_recv(pl, cur, ev));
+  PTDP_CALL(ptdp_gpt_forward(m, c, slot, emb ? pl->tokens : NULL, head ? pl->targets : NULL, sample0));
+  ptdp_work_dep to;
+  if (sends(pl, w, &to))
+    PTDP_CALL(ptdp_comm_isend(pp, ptdp_gpt_output(m, c, slot), pl->cfg.msg_elems, to.stage, msg_tag(pl, mb, c, w.kind),
+                              PTDP_TAG_P2P, &pl->act_req[c * slots + slot]));
+  if (head) pl->loss_sum += ptdp_gpt_slot_loss(m, c, slot);
+  if (forward_only) {
+    PTDP_CALL(ptdp_comm_wait(pp, &pl->act_req[c * slots + slot]));
+    ptdp_gpt_release(m, c, slot);
+  }
+  return 0;
+}
+
+/* Backward of the same; item it is the chunk's last backward when its gradients become final.
+ * The input gradient goes back to the previous virtual stage from a send buffer of the slot's
+ * own (the model's *dinput is valid only until its next call). */
+static int run_backward(ptdp_pipeline *pl, int it, ptdp_work w, posted_recv *cur, float loss_scale, ptdp_event *ev)
+{
+  ptdp_gpt *m = pl->model;
+  ptdp_comm *pp = pl->cfg.pp;
+  const int c = w.chunk, mb = w.microbatch, slots = pl->cfg.slots;
+  const int slot = pl->slot_of[mb * pl->cfg.v + c];
+  const float *dout = NULL;
+  if (cur->valid) {
+    PTDP_CALL(wait_recv(pl, cur, ev));
+    dout = pl->grad_recv[cur->buf];
+  }
+  float *dinput = NULL;
+  PTDP_CALL(ptdp_gpt_backward(m, c, slot, dout, loss_scale, it == pl->last_backward[c], &dinput));
+  ptdp_work_dep to;
+  if (sends(pl, w, &to)) {
+    ptdp_comm_req *rq = &pl->grad_req[c * slots + slot];
+    PTDP_CALL(ptdp_comm_wait(pp, rq));
+    float *buf = pl->grad_send[c * slots + slot];
+    PTDP_CALL(pl->cfg.be->copy(pl->cfg.be, buf, dinput, pl->cfg.msg_elems * sizeof(float)));
+    PTDP_CALL(ptdp_comm_isend(pp, buf, pl->cfg.msg_elems, to.stage, msg_tag(pl, mb, c, w.kind), PTDP_TAG_P2P, rq));
+  }
+  return 0;
+}
+
+int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float loss_scale, int forward_only)
+{
+  const int nreq = pl->cfg.v * pl->cfg.slots;
   double t_iter = MPI_Wtime();
   pl->wait_seconds = pl->busy_seconds = pl->loss_sum = 0;
   pl->nevents = 0;
@@ -136,86 +265,22 @@ int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float l
   for (int it = 0; it < pl->sched.count; it++) {
     const ptdp_work w = pl->sched.items[it];
     if (forward_only && w.kind != PTDP_WORK_FORWARD) continue;
-    const int c = w.chunk, mb = w.microbatch, k = c * p + m->stage;
-    ptdp_chunk *ch = &m->chunks[c];
     ptdp_event *ev = &pl->events[pl->nevents++];
     ev->kind = w.kind;
-    ev->microbatch = mb;
-    ev->chunk = c;
+    ev->microbatch = w.microbatch;
+    ev->chunk = w.chunk;
     ev->wait = 0;
     ev->start = MPI_Wtime() - t_iter;
-    /* this item's receive: posted ahead during the previous item, or now */
-    cur.valid = 0;
-    if (needs_recv(pl, it)) {
-      int posted = 1;
-      if (ahead.valid && ahead.item == it) {
-        cur = ahead;
-        ahead.valid = 0;
-      } else {
-        PTDP_CALL(post_recv(pl, it, &cur, &posted));
-      }
-      PTDP_CHECK_LOCAL(posted, "internal: no free activation slot for micro-batch %d of chunk %d", mb, c);
-    }
-    /* post the next item's receive now, so that it arrives while this item computes */
-    int nx = it + 1;
-    while (forward_only && nx < pl->sched.count && pl->sched.items[nx].kind != PTDP_WORK_FORWARD) nx++;
-    if (!ahead.valid && nx < pl->sched.count && needs_recv(pl, nx)) {
-      int posted;
-      PTDP_CALL(post_recv(pl, nx, &ahead, &posted));
-    }
-    if (w.kind == PTDP_WORK_FORWARD) {
-      int slot = cur.valid ? cur.slot : find_slot(pl, c);
-      PTDP_CHECK_LOCAL(slot >= 0, "internal: no free activation slot in chunk %d", c);
-      pl->reserved[c * slots + slot] = 0;
-      pl->slot_of[mb * v + c] = slot;
-      PTDP_CALL(ptdp_comm_wait(pp, &pl->act_req[c * slots + slot]));
-      long long sample0 = 0;
-      /* only the chunks with the embedding or the loss read data (Megatron: first and last stage);
-       * every chunk needs the micro-batch's first global sample, the key of its dropout masks */
-      int reads = ch->has_embedding || ch->has_head;
-      PTDP_CALL(batch(ctx, mb, reads ? pl->tokens : NULL, reads ? pl->targets : NULL, &sample0));
-      if (cur.valid) {
-        double t0 = MPI_Wtime();
-        PTDP_CALL(ptdp_comm_wait(pp, &cur.req));
-        ev->wait += MPI_Wtime() - t0;
-      }
-      PTDP_CALL(ptdp_gpt_forward(m, c, slot, ch->has_embedding ? pl->tokens : NULL, ch->has_head ? pl->targets : NULL,
-                                 sample0));
-      if (k < pv - 1)
-        PTDP_CALL(ptdp_comm_isend(pp, ptdp_gpt_output(m, c, slot), nlh, (k + 1) % p, msg_tag(pl, mb, c, 0), PTDP_TAG_P2P,
-                                  &pl->act_req[c * slots + slot]));
-      if (ch->has_head) pl->loss_sum += ch->slots[slot].loss;
-      if (forward_only) {
-        PTDP_CALL(ptdp_comm_wait(pp, &pl->act_req[c * slots + slot]));
-        ptdp_gpt_release(m, c, slot);
-      }
-    } else {
-      const int slot = pl->slot_of[mb * v + c];
-      const float *dout = NULL;
-      if (cur.valid) {
-        double t0 = MPI_Wtime();
-        PTDP_CALL(ptdp_comm_wait(pp, &cur.req));
-        ev->wait += MPI_Wtime() - t0;
-        dout = pl->grad_recv[cur.buf];
-      }
-      float *dinput = NULL;
-      /* gradients of the chunk are final after its last backward */
-      PTDP_CALL(ptdp_gpt_backward(m, c, slot, dout, loss_scale, it == pl->last_backward[c], &dinput));
-      if (k > 0) {
-        ptdp_comm_req *rq = &pl->grad_req[c * slots + slot];
-        PTDP_CALL(ptdp_comm_wait(pp, rq));
-        float *buf = pl->grad_send[c * slots + slot];
-        PTDP_CALL(m->be->copy(m->be, buf, dinput, nlh * sizeof(float)));
-        PTDP_CALL(ptdp_comm_isend(pp, buf, nlh, (k - 1) % p, msg_tag(pl, mb, c, 1), PTDP_TAG_P2P, rq));
-      }
-    }
+    PTDP_CALL(post_recvs(pl, it, forward_only, &cur, &ahead));
+    if (w.kind == PTDP_WORK_FORWARD) PTDP_CALL(run_forward(pl, w, &cur, batch, ctx, forward_only, ev));
+    else PTDP_CALL(run_backward(pl, it, w, &cur, loss_scale, ev));
     ev->end = MPI_Wtime() - t_iter;
     pl->wait_seconds += ev->wait;
     pl->busy_seconds += ev->end - ev->start - ev->wait;
   }
-  if (p > 1) {
-    PTDP_CALL(ptdp_comm_waitall(pp, v * slots, pl->act_req));
-    PTDP_CALL(ptdp_comm_waitall(pp, v * slots, pl->grad_req));
+  if (pl->cfg.p > 1) {
+    PTDP_CALL(ptdp_comm_waitall(pl->cfg.pp, nreq, pl->act_req));
+    PTDP_CALL(ptdp_comm_waitall(pl->cfg.pp, nreq, pl->grad_req));
   }
   return 0;
 }

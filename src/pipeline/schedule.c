@@ -30,6 +30,7 @@
 
 #include "ptdp/error.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,4 +135,32 @@ int ptdp_schedule_max_in_flight(const ptdp_schedule *s)
     if (cur > peak) peak = cur;
   }
   return peak;
+}
+
+/* The (stage, chunk) holding virtual stage k + delta, where k = w.chunk p + stage; 0 when
+ * k + delta falls outside 0 .. p v - 1. */
+static int virtual_neighbour(int p, int v, int stage, ptdp_work w, int delta, ptdp_work_dep *out)
+{
+  assert(p >= 1 && v >= 1 && stage >= 0 && stage < p && w.chunk >= 0 && w.chunk < v);
+  const int k = w.chunk * p + stage + delta, inside = k >= 0 && k < p * v;
+  if (out) {
+    out->stage = inside ? k % p : -1;
+    out->chunk = inside ? k / p : -1;
+    out->microbatch = w.microbatch;
+    out->kind = w.kind;
+  }
+  return inside;
+}
+
+/* Activations flow to the next virtual stage, their gradients to the previous one. */
+static int flow(ptdp_work_kind kind) { return kind == PTDP_WORK_FORWARD ? 1 : -1; }
+
+int ptdp_work_dependency(int p, int v, int stage, ptdp_work w, ptdp_work_dep *dep)
+{
+  return virtual_neighbour(p, v, stage, w, -flow(w.kind), dep);
+}
+
+int ptdp_work_consumer(int p, int v, int stage, ptdp_work w, ptdp_work_dep *dep)
+{
+  return virtual_neighbour(p, v, stage, w, flow(w.kind), dep);
 }

@@ -293,22 +293,22 @@ static int replay_bubble(ptdp_trainer *tr, double *bubble)
   ptdp_pipeline *pl = &tr->pipe;
   const int p = tr->grid.layout.p, n = pl->sched.count;
   float *mine, *all;
-  double *dur, *idle;
+  double *dur;
   PTDP_ALLOC(mine, sizeof(float) * (size_t)n);
   PTDP_ALLOC(all, sizeof(float) * (size_t)n * p);
   PTDP_ALLOC(dur, sizeof(double) * (size_t)n * p);
-  PTDP_ALLOC(idle, sizeof(double) * (size_t)p);
   for (int i = 0; i < n; i++)
     mine[i] = i < pl->nevents ? (float)(pl->events[i].end - pl->events[i].start - pl->events[i].wait) : 0.0f;
   int err = ptdp_comm_allgather(&tr->grid.pp, mine, all, (size_t)n, PTDP_TAG_MISC);
   for (int i = 0; !err && i < n * p; i++) dur[i] = all[i];
-  if (!err) err = ptdp_schedule_replay(pl->sched.kind, p, tr->model.nchunks, tr->m, dur, idle, NULL);
+  ptdp_replay rp = {0};
+  if (!err) err = ptdp_schedule_replay(pl->sched.kind, p, tr->model.nchunks, tr->m, dur, 0.0, &rp);
   *bubble = 0;
-  for (int st = 0; !err && st < p; st++) *bubble = idle[st] > *bubble ? idle[st] : *bubble;
+  for (int st = 0; !err && st < p; st++) *bubble = rp.idle[st] > *bubble ? rp.idle[st] : *bubble;
+  ptdp_replay_destroy(&rp);
   free(mine);
   free(all);
   free(dur);
-  free(idle);
   return err;
 }
 

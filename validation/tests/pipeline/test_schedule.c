@@ -9,7 +9,10 @@
  *     no time), completes without deadlock, and with forward 1, backward 2 time units per chunk
  *     finishes at T = 3 m v + 3 (p - 1): bubble / ideal = (p-1)/m for GPipe and 1F1B and
  *     (p-1)/(v m) for interleaved (per-chunk times tf/v and tb/v, scaled by v to integers);
- *   - invalid (p, v, m, stage) give errors naming the problem. */
+ *   - invalid (p, v, m, stage) give errors naming the problem;
+ *   - the dependency rule (ptdp_work_dependency, ptdp_work_consumer): the worked examples of
+ *     schedule.h item by item, and for p in 1..8, v in 1..4 every (stage, chunk, direction)
+ *     against k -/+ 1, the consumer the converse of the dependency. */
 #include "ptdp/error.h"
 #include "ptdp/schedule.h"
 
@@ -143,6 +146,76 @@ static void check_examples(void)
   ptdp_schedule_free(&s);
 }
 
+/* One expected dependency (or consumer): from (stage, chunk, kind) to (want_stage, want_chunk),
+ * want_stage -1 for none. */
+typedef struct {
+  int stage, chunk;
+  ptdp_work_kind kind;
+  int want_stage, want_chunk;
+} dep_example;
+
+static void check_dep_examples(int p, int v, const dep_example *ex, int n, int consumer)
+{
+  for (int i = 0; i < n; i++) {
+    const ptdp_work w = {.kind = ex[i].kind, .microbatch = 5, .chunk = ex[i].chunk};
+    ptdp_work_dep d;
+    int has = consumer ? ptdp_work_consumer(p, v, ex[i].stage, w, &d) : ptdp_work_dependency(p, v, ex[i].stage, w, &d);
+    int want = ex[i].want_stage >= 0;
+    EXPECT(has == want && (!want || (d.stage == ex[i].want_stage && d.chunk == ex[i].want_chunk &&
+                                     d.microbatch == 5 && d.kind == ex[i].kind)),
+           "p %d v %d: %s of %c at stage %d chunk %d is %d (stage %d chunk %d), want %d (stage %d chunk %d)", p, v,
+           consumer ? "consumer" : "dependency", ex[i].kind == PTDP_WORK_FORWARD ? 'F' : 'B', ex[i].stage, ex[i].chunk,
+           has, d.stage, d.chunk, want, ex[i].want_stage, ex[i].want_chunk);
+  }
+}
+
+/* ptdp_work_dependency and ptdp_work_consumer: schedule.h's examples, then every case. */
+static void check_dependency(void)
+{
+  const ptdp_work_kind F = PTDP_WORK_FORWARD, B = PTDP_WORK_BACKWARD;
+  /* p = 2, v = 2: virtual stage k = 2 chunk + stage */
+  const dep_example dep22[] = {
+    {0, 0, F, -1, -1}, {0, 0, B, 1, 0}, /* k 0 */
+    {1, 0, F, 0, 0},   {1, 0, B, 0, 1}, /* k 1 */
+    {0, 1, F, 1, 0},   {0, 1, B, 1, 1}, /* k 2 */
+    {1, 1, F, 0, 1},   {1, 1, B, -1, -1}, /* k 3 */
+  };
+  const dep_example con22[] = {
+    {0, 0, F, 1, 0}, {0, 0, B, -1, -1}, {1, 0, F, 0, 1}, {1, 0, B, 0, 0},
+    {0, 1, F, 1, 1}, {0, 1, B, 1, 0},   {1, 1, F, -1, -1}, {1, 1, B, 0, 1},
+  };
+  const dep_example dep41[] = {{2, 0, F, 1, 0}, {2, 0, B, 3, 0}, {3, 0, B, -1, -1}, {0, 0, F, -1, -1}, {0, 0, B, 1, 0}};
+  check_dep_examples(2, 2, dep22, 8, 0);
+  check_dep_examples(2, 2, con22, 8, 1);
+  check_dep_examples(4, 1, dep41, 5, 0);
+  int ok = 1, converse = 1, remote = 1;
+  for (int p = 1; p <= 8; p++)
+    for (int v = 1; v <= 4; v++)
+      for (int st = 0; st < p; st++)
+        for (int c = 0; c < v; c++)
+          for (int kind = 0; kind < 2; kind++) {
+            const ptdp_work w = {.kind = (ptdp_work_kind)kind, .microbatch = 3, .chunk = c};
+            const int k = c * p + st, kd = kind == PTDP_WORK_FORWARD ? k - 1 : k + 1;
+            const int kc = kind == PTDP_WORK_FORWARD ? k + 1 : k - 1;
+            ptdp_work_dep d, e;
+            int has = ptdp_work_dependency(p, v, st, w, &d);
+            ok &= has == (kd >= 0 && kd < p * v) && has == ptdp_work_dependency(p, v, st, w, NULL);
+            if (has) {
+              ok &= d.stage == kd % p && d.chunk == kd / p && d.microbatch == 3 && (int)d.kind == kind;
+              remote &= p == 1 || d.stage != st;
+              /* the item w depends on sends to w */
+              const ptdp_work dw = {.kind = d.kind, .microbatch = d.microbatch, .chunk = d.chunk};
+              converse &= ptdp_work_consumer(p, v, d.stage, dw, &e) && e.stage == st && e.chunk == c;
+            } else
+              ok &= d.stage == -1 && d.chunk == -1;
+            has = ptdp_work_consumer(p, v, st, w, &d);
+            ok &= has == (kc >= 0 && kc < p * v) && (!has || (d.stage == kc % p && d.chunk == kc / p));
+          }
+  EXPECT(ok, "dependency or consumer differs from virtual stage k -/+ 1");
+  EXPECT(converse, "the consumer of an item's dependency is not the item");
+  EXPECT(remote, "with p > 1 a dependency is on the same stage");
+}
+
 int main(int argc, char **argv)
 {
   MPI_Init(&argc, &argv);
@@ -176,6 +249,7 @@ int main(int argc, char **argv)
           combos++;
         }
   check_examples();
+  check_dependency();
   ptdp_error_set_quiet(1);
   check_bad(PTDP_SCHED_INTERLEAVED, 0, 1, 2, 4, "needs pipeline-model-parallel-size p > 1");
   check_bad(PTDP_SCHED_INTERLEAVED, 0, 4, 2, 6, "m = 6 must be a multiple of pipeline-model-parallel-size p = 4");
