@@ -15,11 +15,9 @@
 #include "ptdp/backend.h"
 #include "ptdp/grid.h"
 #include "ptdp/memory.h"
+#include "ptdp/recompute.h"
 
 #include <stdint.h>
-
-typedef enum { PTDP_RECOMPUTE_NONE = 0, PTDP_RECOMPUTE_FULL = 1, PTDP_RECOMPUTE_SELECTIVE = 2 } ptdp_recompute;
-typedef enum { PTDP_RECOMPUTE_UNIFORM = 0, PTDP_RECOMPUTE_BLOCK = 1 } ptdp_recompute_method;
 
 typedef struct {
   int num_layers, hidden, heads, ffn, seq, max_pos, micro_batch;

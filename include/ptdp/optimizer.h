@@ -13,11 +13,12 @@
 #define PTDP_OPTIMIZER_H
 
 #include "ptdp/gpt.h"
+#include "ptdp/lr_schedule.h"
 
 typedef struct {
   double lr, min_lr, wd, clip, beta1, beta2, eps;
   long long warmup, decay_iters;
-  int decay_style; /* 0 constant, 1 linear, 2 cosine */
+  ptdp_lr_decay_style decay_style;
   int distributed; /* ZeRO-1 (buckets: ptdp_gpt_config.bucket_elems) */
 } ptdp_optim_config;
 

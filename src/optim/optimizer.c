@@ -22,10 +22,10 @@
 double ptdp_lr_at(const ptdp_optim_config *c, long long n)
 {
   if (c->warmup > 0 && n <= c->warmup) return c->lr * (double)n / (double)c->warmup;
-  if (c->decay_style == 0) return c->lr;
+  if (c->decay_style == PTDP_LR_CONSTANT) return c->lr;
   if (n > c->decay_iters) return c->min_lr;
   double ratio = (double)(n - c->warmup) / (double)(c->decay_iters - c->warmup > 0 ? c->decay_iters - c->warmup : 1);
-  double coeff = c->decay_style == 1 ? 1.0 - ratio : 0.5 * (cos(M_PI * ratio) + 1.0);
+  double coeff = c->decay_style == PTDP_LR_LINEAR ? 1.0 - ratio : 0.5 * (cos(M_PI * ratio) + 1.0);
   return c->min_lr + coeff * (c->lr - c->min_lr);
 }
 
