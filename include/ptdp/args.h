@@ -1,11 +1,23 @@
 /* The inputs of a training run: one struct, filled from defaults, a deck and the command line
- * (ptdp/options.h), echoed at start.  Keys are Megatron-LM's argument names. */
+ * (ptdp/options.h), echoed at start.  Keys are Megatron-LM's argument names.  A choice key is
+ * stored as its module's enum (the position of the choice in the key's list). */
 #ifndef PTDP_ARGS_H
 #define PTDP_ARGS_H
 
+#include "ptdp/batch.h"       /* ptdp_flat_dtype */
+#include "ptdp/grid.h"        /* ptdp_grid_order */
+#include "ptdp/lr_schedule.h" /* ptdp_lr_decay_style */
 #include "ptdp/options.h"
+#include "ptdp/recompute.h" /* ptdp_recompute, ptdp_recompute_method */
+#include "ptdp/schedule.h"  /* ptdp_schedule_kind */
+#include "ptdp/tokenizer.h" /* ptdp_tokenizer_type */
 
-typedef struct {
+/* Where the model computes (key backend, in the order of its choices): the CPU (OpenBLAS +
+ * OpenMP), or, for tests only, the CPU backend with device memory the host cannot touch, so that
+ * code reading device data on the host is caught. */
+typedef enum { PTDP_BACKEND_CPU = 0, PTDP_BACKEND_GUARD = 1 } ptdp_backend_kind;
+
+typedef struct ptdp_args {
   /* model */
   long long num_layers, hidden_size, num_attention_heads, ffn_hidden_size, seq_length, max_position_embeddings;
   long long vocab_size, make_vocab_size_divisible_by;
@@ -15,20 +27,25 @@ typedef struct {
   /* optimizer and learning rate */
   double lr, min_lr, weight_decay, clip_grad, adam_beta1, adam_beta2, adam_eps;
   long long lr_warmup_iters, lr_decay_iters;
-  char lr_decay_style[PTDP_OPT_STRLEN];
+  ptdp_lr_decay_style lr_decay_style;
   /* parallelism */
   long long tensor_model_parallel_size, pipeline_model_parallel_size, num_layers_per_virtual_pipeline_stage;
-  char parallel_order[PTDP_OPT_STRLEN], pipeline_schedule[PTDP_OPT_STRLEN];
+  ptdp_grid_order parallel_order;
+  ptdp_schedule_kind pipeline_schedule;
   int sequence_parallel, use_distributed_optimizer;
   long long ddp_bucket_size;
   /* recomputation */
-  char recompute_granularity[PTDP_OPT_STRLEN], recompute_method[PTDP_OPT_STRLEN];
+  ptdp_recompute recompute_granularity;
+  ptdp_recompute_method recompute_method;
   long long recompute_num_layers;
   /* data */
   int mock_data;
   char data_path[PTDP_OPT_STRLEN], split[PTDP_OPT_STRLEN], data_cache_path[PTDP_OPT_STRLEN];
-  char flat_data_dtype[PTDP_OPT_STRLEN], tokenizer_type[PTDP_OPT_STRLEN];
+  ptdp_flat_dtype flat_data_dtype;
+  ptdp_tokenizer_type tokenizer_type;
   char vocab_file[PTDP_OPT_STRLEN], merge_file[PTDP_OPT_STRLEN];
+  /* device */
+  ptdp_backend_kind backend;
   /* outputs and diagnostics */
   char debug_dump[PTDP_OPT_STRLEN];
   long long num_threads;
@@ -44,7 +61,8 @@ void ptdp_args_print_help(FILE *out);
 /* Echo every input, marking the ones set by the deck or command line. */
 void ptdp_args_print(const ptdp_options *o, FILE *out);
 
-/* Warn (rank 0) about keys given but without effect in this configuration. */
+/* Warn (rank 0) about keys given but without effect in this configuration: the effects the key
+ * table declares (ptdp_options_warn_unused); a is o's target. */
 void ptdp_args_warn_unused(const ptdp_options *o, const ptdp_args *a, int world, FILE *out);
 
 /* Derived sizes. */

@@ -4,7 +4,13 @@
  * default, allowed range or choices, and one line of help.  Sources, later overriding earlier:
  * the defaults, a deck file of `key = value` lines (`#` starts a comment), then `--key value`
  * arguments.  Underscores in keys are read as dashes.  Booleans are true/false in a deck and may
- * be bare on the command line.  Unknown keys are errors that suggest the nearest valid key. */
+ * be bare on the command line.  Unknown keys are errors that suggest the nearest valid key.
+ *
+ * A choice (ENUM) is stored as the position of the value in its "a|b|c" list, so a module enum
+ * whose values follow that order is the field's type (an int-sized enum); text comes back only
+ * for the echo and --help.  An option may declare when it has an effect (ptdp_opt_effect): a
+ * key given in a deck or on the command line that has none in the parsed configuration is
+ * reported with the reason (ptdp_options_warn_unused), as PETSc reports unused options. */
 #ifndef PTDP_OPTIONS_H
 #define PTDP_OPTIONS_H
 
@@ -13,15 +19,25 @@
 
 typedef enum { PTDP_OPT_INT, PTDP_OPT_REAL, PTDP_OPT_BOOL, PTDP_OPT_STRING, PTDP_OPT_ENUM } ptdp_opt_type;
 
+/* When an option has an effect: applies(target, world) is nonzero when the parsed values (the
+ * target struct) and the number of ranks make the option matter; otherwise a given option is
+ * reported as "KEY is given but has no effect: WHY". */
+typedef struct {
+  int (*applies)(const void *target, int world);
+  const char *why;
+} ptdp_opt_effect;
+
 typedef struct {
   const char *name;
   ptdp_opt_type type;
   size_t offset;       /* into the target struct: long long (INT), double (REAL), int (BOOL),
-                          char[PTDP_OPT_STRLEN] (STRING, ENUM) */
+                          int or an int-sized enum (ENUM: 0 for a, 1 for b, ...),
+                          char[PTDP_OPT_STRLEN] (STRING) */
   const char *deflt;   /* default, as text */
   double min, max;     /* INT and REAL: inclusive range */
   const char *choices; /* ENUM: "a|b|c" */
   const char *help;
+  const ptdp_opt_effect *effect; /* NULL: the option always has an effect */
 } ptdp_option;
 
 #define PTDP_OPT_STRLEN 1024
@@ -53,5 +69,12 @@ void ptdp_options_print_help(const ptdp_options *o, FILE *out);
 void ptdp_options_value_text(const ptdp_options *o, int i, char *buf, size_t n);
 /* Nearest key by edit distance (NULL if nothing is close). */
 const char *ptdp_options_suggest(const ptdp_options *o, const char *key);
+/* Position of value in choices "a|b|c" (0 for a), or -1. */
+int ptdp_options_choice_index(const char *choices, const char *value);
+/* The text of choice number index of choices (0: a) into buf of n bytes ("" if there is none). */
+void ptdp_options_choice_text(const char *choices, int index, char *buf, size_t n);
+/* Print one warning line to out for each option given in the deck or on the command line whose
+ * effect does not apply to the parsed values with world ranks. */
+void ptdp_options_warn_unused(const ptdp_options *o, int world, FILE *out);
 
 #endif

@@ -25,6 +25,9 @@
 
 typedef struct ptdp_tokenizer ptdp_tokenizer;
 
+/* Megatron's --tokenizer-type, in the order of the key's choices "GPT2BPETokenizer|ByteLevel". */
+typedef enum { PTDP_TOKENIZER_GPT2BPE = 0, PTDP_TOKENIZER_BYTE_LEVEL = 1 } ptdp_tokenizer_type;
+
 /* A growable array of token ids that encoders append to. */
 typedef struct {
   int32_t *ids;

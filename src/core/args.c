@@ -3,93 +3,155 @@
 
 #include "ptdp/error.h"
 
+#include <assert.h>
 #include <stddef.h>
 #include <string.h>
 
 #define OFF(f) offsetof(ptdp_args, f)
+/* The offset of a choice field, which the parser writes as an int: the field's enum must have
+ * the size of int, or the build stops here. */
+#define ENUM_OFF(f)                                                                              \
+  (OFF(f) + 0 * sizeof(struct {                                                                  \
+     _Static_assert(sizeof(((ptdp_args *)0)->f) == sizeof(int), #f " must be an int-sized enum"); \
+     int unused;                                                                                 \
+   }))
 #define BIG 1e15
 
-/* name, type, offset, default, min, max, choices, help */
+/* When a key has an effect (the table's last column): a predicate over the parsed inputs and the
+ * world size n = t p d, and the reason printed when a key given has none.  ALWAYS: every key
+ * without a condition. */
+#define ALWAYS NULL
+
+static const ptdp_args *in(const void *target) { return target; }
+static long long dp_size(const ptdp_args *a, int world)
+{
+  long long tp = a->tensor_model_parallel_size * a->pipeline_model_parallel_size;
+  return tp > 0 ? world / tp : 1;
+}
+static int full_recompute(const void *a, int world) { return in(a)->recompute_granularity == PTDP_RECOMPUTE_FULL; }
+static int lr_decays(const void *a, int world) { return in(a)->lr_decay_style != PTDP_LR_CONSTANT; }
+static int tp_split(const void *a, int world) { return in(a)->tensor_model_parallel_size != 1; }
+static int pp_split(const void *a, int world) { return in(a)->pipeline_model_parallel_size != 1; }
+static int dp_split(const void *a, int world) { return dp_size(in(a), world) != 1; }
+static int real_data(const void *a, int world) { return !in(a)->mock_data; }
+static int evaluates(const void *a, int world) { return !in(a)->mock_data && in(a)->eval_iters != 0; }
+static int tokenizer_read(const void *a, int world) { return in(a)->vocab_size <= 0; }
+/* a flat token file: one path, not a weighted list "w1 prefix1 w2 prefix2" */
+static int flat_file(const void *a, int world)
+{
+  return !in(a)->mock_data && in(a)->data_path[0] && !strchr(in(a)->data_path, ' ');
+}
+
+static const ptdp_opt_effect if_full_recompute = {full_recompute, "recompute-granularity is not full"};
+static const ptdp_opt_effect if_lr_decays = {lr_decays, "lr-decay-style is constant"};
+static const ptdp_opt_effect if_tp = {tp_split, "tensor-model-parallel-size is 1"};
+static const ptdp_opt_effect if_pp = {pp_split, "pipeline-model-parallel-size is 1"};
+static const ptdp_opt_effect if_dp = {dp_split, "the data-parallel size is 1"};
+static const ptdp_opt_effect if_split = {real_data, "mock-data has no validation or test split"};
+static const ptdp_opt_effect if_index = {real_data, "mock-data builds no index"};
+static const ptdp_opt_effect if_evaluation = {evaluates, "there is no evaluation (mock-data or eval-iters 0)"};
+static const ptdp_opt_effect if_tokenizer_read = {tokenizer_read, "vocab-size is given, the tokenizer is not read"};
+static const ptdp_opt_effect if_flat_file = {flat_file, "data-path is not a flat token file"};
+
+/* name, type, offset, default, min, max, choices, help, effect */
 static const ptdp_option table[] = {
   /* model */
-  {"num-layers", PTDP_OPT_INT, OFF(num_layers), "2", 1, 100000, NULL, "number of transformer layers (l)"},
-  {"hidden-size", PTDP_OPT_INT, OFF(hidden_size), "64", 1, 1 << 20, NULL, "transformer hidden size (h)"},
-  {"num-attention-heads", PTDP_OPT_INT, OFF(num_attention_heads), "4", 1, 1 << 16, NULL, "attention heads (a)"},
-  {"ffn-hidden-size", PTDP_OPT_INT, OFF(ffn_hidden_size), "0", 0, 1 << 22, NULL, "MLP hidden size; 0 means 4 x hidden-size"},
-  {"seq-length", PTDP_OPT_INT, OFF(seq_length), "64", 1, 1 << 20, NULL, "tokens per sample (s)"},
+  {"num-layers", PTDP_OPT_INT, OFF(num_layers), "2", 1, 100000, NULL, "number of transformer layers (l)", ALWAYS},
+  {"hidden-size", PTDP_OPT_INT, OFF(hidden_size), "64", 1, 1 << 20, NULL, "transformer hidden size (h)", ALWAYS},
+  {"num-attention-heads", PTDP_OPT_INT, OFF(num_attention_heads), "4", 1, 1 << 16, NULL, "attention heads (a)", ALWAYS},
+  {"ffn-hidden-size", PTDP_OPT_INT, OFF(ffn_hidden_size), "0", 0, 1 << 22, NULL,
+   "MLP hidden size; 0 means 4 x hidden-size", ALWAYS},
+  {"seq-length", PTDP_OPT_INT, OFF(seq_length), "64", 1, 1 << 20, NULL, "tokens per sample (s)", ALWAYS},
   {"max-position-embeddings", PTDP_OPT_INT, OFF(max_position_embeddings), "0", 0, 1 << 20, NULL,
-   "rows of the position table; 0 means seq-length"},
+   "rows of the position table; 0 means seq-length", ALWAYS},
   {"vocab-size", PTDP_OPT_INT, OFF(vocab_size), "0", 0, 1 << 24, NULL,
-   "vocabulary for mock or flat token data; 0 means from the tokenizer (GPT-2: 50257)"},
+   "vocabulary for mock or flat token data; 0 means from the tokenizer (GPT-2: 50257)", ALWAYS},
   {"make-vocab-size-divisible-by", PTDP_OPT_INT, OFF(make_vocab_size_divisible_by), "128", 1, 1 << 16, NULL,
-   "pad the vocabulary to a multiple of this times tensor-model-parallel-size"},
-  {"init-method-std", PTDP_OPT_REAL, OFF(init_method_std), "0.02", 0, 10, NULL, "std of the normal initialisation"},
-  {"hidden-dropout", PTDP_OPT_REAL, OFF(hidden_dropout), "0.1", 0, 0.99, NULL, "dropout on embeddings and residual branches"},
-  {"attention-dropout", PTDP_OPT_REAL, OFF(attention_dropout), "0.1", 0, 0.99, NULL, "dropout on attention probabilities"},
-  {"layernorm-epsilon", PTDP_OPT_REAL, OFF(layernorm_epsilon), "1e-5", 1e-12, 1, NULL, "LayerNorm epsilon"},
+   "pad the vocabulary to a multiple of this times tensor-model-parallel-size", ALWAYS},
+  {"init-method-std", PTDP_OPT_REAL, OFF(init_method_std), "0.02", 0, 10, NULL,
+   "std of the normal initialisation", ALWAYS},
+  {"hidden-dropout", PTDP_OPT_REAL, OFF(hidden_dropout), "0.1", 0, 0.99, NULL,
+   "dropout on embeddings and residual branches", ALWAYS},
+  {"attention-dropout", PTDP_OPT_REAL, OFF(attention_dropout), "0.1", 0, 0.99, NULL,
+   "dropout on attention probabilities", ALWAYS},
+  {"layernorm-epsilon", PTDP_OPT_REAL, OFF(layernorm_epsilon), "1e-5", 1e-12, 1, NULL, "LayerNorm epsilon", ALWAYS},
   /* batches and iterations */
-  {"micro-batch-size", PTDP_OPT_INT, OFF(micro_batch_size), "2", 1, 1 << 20, NULL, "samples per micro-batch (b)"},
+  {"micro-batch-size", PTDP_OPT_INT, OFF(micro_batch_size), "2", 1, 1 << 20, NULL,
+   "samples per micro-batch (b)", ALWAYS},
   {"global-batch-size", PTDP_OPT_INT, OFF(global_batch_size), "0", 0, 1LL << 40, NULL,
-   "samples per iteration (B); 0 means micro-batch-size x data-parallel size"},
-  {"train-iters", PTDP_OPT_INT, OFF(train_iters), "10", 0, BIG, NULL, "training iterations"},
-  {"seed", PTDP_OPT_INT, OFF(seed), "1234", 0, 4294967295.0, NULL, "random seed (weights, dropout, data order)"},
-  {"log-interval", PTDP_OPT_INT, OFF(log_interval), "1", 1, BIG, NULL, "iterations between log lines"},
-  {"eval-interval", PTDP_OPT_INT, OFF(eval_interval), "1000", 1, BIG, NULL, "iterations between evaluations on the validation split"},
-  {"eval-iters", PTDP_OPT_INT, OFF(eval_iters), "10", 0, BIG, NULL, "global batches per evaluation; 0 disables evaluation"},
+   "samples per iteration (B); 0 means micro-batch-size x data-parallel size", ALWAYS},
+  {"train-iters", PTDP_OPT_INT, OFF(train_iters), "10", 0, BIG, NULL, "training iterations", ALWAYS},
+  {"seed", PTDP_OPT_INT, OFF(seed), "1234", 0, 4294967295.0, NULL,
+   "random seed (weights, dropout, data order)", ALWAYS},
+  {"log-interval", PTDP_OPT_INT, OFF(log_interval), "1", 1, BIG, NULL, "iterations between log lines", ALWAYS},
+  {"eval-interval", PTDP_OPT_INT, OFF(eval_interval), "1000", 1, BIG, NULL,
+   "iterations between evaluations on the validation split", &if_evaluation},
+  {"eval-iters", PTDP_OPT_INT, OFF(eval_iters), "10", 0, BIG, NULL,
+   "global batches per evaluation; 0 disables evaluation", ALWAYS},
   /* optimizer */
-  {"lr", PTDP_OPT_REAL, OFF(lr), "3e-4", 0, 10, NULL, "peak learning rate"},
-  {"min-lr", PTDP_OPT_REAL, OFF(min_lr), "0", 0, 10, NULL, "learning rate at the end of decay"},
-  {"lr-warmup-iters", PTDP_OPT_INT, OFF(lr_warmup_iters), "0", 0, BIG, NULL, "iterations of linear warmup"},
-  {"lr-decay-style", PTDP_OPT_ENUM, OFF(lr_decay_style), "cosine", 0, 0, "constant|linear|cosine", "decay after warmup"},
-  {"lr-decay-iters", PTDP_OPT_INT, OFF(lr_decay_iters), "0", 0, BIG, NULL, "iterations of decay; 0 means train-iters"},
+  {"lr", PTDP_OPT_REAL, OFF(lr), "3e-4", 0, 10, NULL, "peak learning rate", ALWAYS},
+  {"min-lr", PTDP_OPT_REAL, OFF(min_lr), "0", 0, 10, NULL, "learning rate at the end of decay", &if_lr_decays},
+  {"lr-warmup-iters", PTDP_OPT_INT, OFF(lr_warmup_iters), "0", 0, BIG, NULL, "iterations of linear warmup", ALWAYS},
+  {"lr-decay-style", PTDP_OPT_ENUM, ENUM_OFF(lr_decay_style), "cosine", 0, 0, "constant|linear|cosine",
+   "decay after warmup", ALWAYS},
+  {"lr-decay-iters", PTDP_OPT_INT, OFF(lr_decay_iters), "0", 0, BIG, NULL,
+   "iterations of decay; 0 means train-iters", &if_lr_decays},
   {"weight-decay", PTDP_OPT_REAL, OFF(weight_decay), "0.01", 0, 10, NULL,
-   "AdamW decoupled weight decay (not on biases or LayerNorm)"},
-  {"clip-grad", PTDP_OPT_REAL, OFF(clip_grad), "1.0", 0, 1e10, NULL, "clip the global gradient norm to this; 0 disables"},
-  {"adam-beta1", PTDP_OPT_REAL, OFF(adam_beta1), "0.9", 0, 0.999999, NULL, "Adam first-moment decay"},
-  {"adam-beta2", PTDP_OPT_REAL, OFF(adam_beta2), "0.999", 0, 0.999999999, NULL, "Adam second-moment decay"},
-  {"adam-eps", PTDP_OPT_REAL, OFF(adam_eps), "1e-8", 1e-30, 1, NULL, "Adam epsilon"},
+   "AdamW decoupled weight decay (not on biases or LayerNorm)", ALWAYS},
+  {"clip-grad", PTDP_OPT_REAL, OFF(clip_grad), "1.0", 0, 1e10, NULL,
+   "clip the global gradient norm to this; 0 disables", ALWAYS},
+  {"adam-beta1", PTDP_OPT_REAL, OFF(adam_beta1), "0.9", 0, 0.999999, NULL, "Adam first-moment decay", ALWAYS},
+  {"adam-beta2", PTDP_OPT_REAL, OFF(adam_beta2), "0.999", 0, 0.999999999, NULL, "Adam second-moment decay", ALWAYS},
+  {"adam-eps", PTDP_OPT_REAL, OFF(adam_eps), "1e-8", 1e-30, 1, NULL, "Adam epsilon", ALWAYS},
   /* parallelism */
   {"tensor-model-parallel-size", PTDP_OPT_INT, OFF(tensor_model_parallel_size), "1", 1, 1 << 16, NULL,
-   "tensor-parallel ranks (t)"},
+   "tensor-parallel ranks (t)", ALWAYS},
   {"pipeline-model-parallel-size", PTDP_OPT_INT, OFF(pipeline_model_parallel_size), "1", 1, 1 << 16, NULL,
-   "pipeline stages (p)"},
+   "pipeline stages (p)", ALWAYS},
   {"num-layers-per-virtual-pipeline-stage", PTDP_OPT_INT, OFF(num_layers_per_virtual_pipeline_stage), "0", 0, 100000,
-   NULL, "layers per model chunk; selects the interleaved schedule (0: not interleaved)"},
-  {"pipeline-schedule", PTDP_OPT_ENUM, OFF(pipeline_schedule), "1f1b", 0, 0, "gpipe|1f1b|interleaved",
-   "pipeline schedule"},
-  {"parallel-order", PTDP_OPT_ENUM, OFF(parallel_order), "tp-dp-pp", 0, 0, "tp-dp-pp|tp-pp-dp",
-   "rank order of the grid, fastest-varying first"},
+   NULL, "layers per model chunk; selects the interleaved schedule (0: not interleaved)", ALWAYS},
+  {"pipeline-schedule", PTDP_OPT_ENUM, ENUM_OFF(pipeline_schedule), "1f1b", 0, 0, "gpipe|1f1b|interleaved",
+   "pipeline schedule", &if_pp},
+  {"parallel-order", PTDP_OPT_ENUM, ENUM_OFF(parallel_order), "tp-dp-pp", 0, 0, "tp-dp-pp|tp-pp-dp",
+   "rank order of the grid, fastest-varying first", ALWAYS},
   {"sequence-parallel", PTDP_OPT_BOOL, OFF(sequence_parallel), "false", 0, 0, NULL,
-   "split LayerNorm and dropout regions along the sequence across TP ranks"},
+   "split LayerNorm and dropout regions along the sequence across TP ranks", &if_tp},
   {"use-distributed-optimizer", PTDP_OPT_BOOL, OFF(use_distributed_optimizer), "false", 0, 0, NULL,
-   "shard optimizer state across data-parallel ranks (ZeRO-1)"},
+   "shard optimizer state across data-parallel ranks (ZeRO-1)", &if_dp},
   {"ddp-bucket-size", PTDP_OPT_INT, OFF(ddp_bucket_size), "40000000", 1, BIG, NULL,
-   "gradient elements per data-parallel reduction bucket"},
+   "gradient elements per data-parallel reduction bucket", &if_dp},
   /* recomputation */
-  {"recompute-granularity", PTDP_OPT_ENUM, OFF(recompute_granularity), "none", 0, 0, "none|full|selective",
-   "activation recomputation"},
-  {"recompute-method", PTDP_OPT_ENUM, OFF(recompute_method), "uniform", 0, 0, "uniform|block",
-   "with full recomputation: which layers are recomputed"},
+  {"recompute-granularity", PTDP_OPT_ENUM, ENUM_OFF(recompute_granularity), "none", 0, 0, "none|full|selective",
+   "activation recomputation", ALWAYS},
+  {"recompute-method", PTDP_OPT_ENUM, ENUM_OFF(recompute_method), "uniform", 0, 0, "uniform|block",
+   "with full recomputation: which layers are recomputed", &if_full_recompute},
   {"recompute-num-layers", PTDP_OPT_INT, OFF(recompute_num_layers), "1", 1, 100000, NULL,
-   "with full recomputation: layers per checkpointed group (uniform) or recomputed layers per stage (block)"},
+   "with full recomputation: layers per checkpointed group (uniform) or recomputed layers per stage (block)",
+   &if_full_recompute},
   /* data */
   {"mock-data", PTDP_OPT_BOOL, OFF(mock_data), "false", 0, 0, NULL,
-   "synthetic samples, a fixed function of (seed, global sample index)"},
+   "synthetic samples, a fixed function of (seed, global sample index)", ALWAYS},
   {"data-path", PTDP_OPT_STRING, OFF(data_path), "", 0, 0, NULL,
-   "indexed dataset prefix, weighted list 'w1 prefix1 w2 prefix2', or a flat token file"},
-  {"split", PTDP_OPT_STRING, OFF(split), "969,30,1", 0, 0, NULL, "train,valid,test proportions of the documents"},
+   "indexed dataset prefix, weighted list 'w1 prefix1 w2 prefix2', or a flat token file", ALWAYS},
+  {"split", PTDP_OPT_STRING, OFF(split), "969,30,1", 0, 0, NULL,
+   "train,valid,test proportions of the documents", &if_split},
   {"data-cache-path", PTDP_OPT_STRING, OFF(data_cache_path), "", 0, 0, NULL,
-   "directory for cached sample indices (default: beside the data)"},
-  {"flat-data-dtype", PTDP_OPT_ENUM, OFF(flat_data_dtype), "uint16", 0, 0, "uint16|int32",
-   "element type of a flat token file (data-path without .idx/.bin)"},
-  {"tokenizer-type", PTDP_OPT_ENUM, OFF(tokenizer_type), "GPT2BPETokenizer", 0, 0, "GPT2BPETokenizer|ByteLevel",
-   "tokenizer that made the data"},
-  {"vocab-file", PTDP_OPT_STRING, OFF(vocab_file), "", 0, 0, NULL, "GPT-2 encoder.json"},
-  {"merge-file", PTDP_OPT_STRING, OFF(merge_file), "", 0, 0, NULL, "GPT-2 merges (vocab.bpe)"},
+   "directory for cached sample indices (default: beside the data)", &if_index},
+  {"flat-data-dtype", PTDP_OPT_ENUM, ENUM_OFF(flat_data_dtype), "uint16", 0, 0, "uint16|int32",
+   "element type of a flat token file (data-path without .idx/.bin)", &if_flat_file},
+  {"tokenizer-type", PTDP_OPT_ENUM, ENUM_OFF(tokenizer_type), "GPT2BPETokenizer", 0, 0, "GPT2BPETokenizer|ByteLevel",
+   "tokenizer that made the data", ALWAYS},
+  {"vocab-file", PTDP_OPT_STRING, OFF(vocab_file), "", 0, 0, NULL, "GPT-2 encoder.json", &if_tokenizer_read},
+  {"merge-file", PTDP_OPT_STRING, OFF(merge_file), "", 0, 0, NULL, "GPT-2 merges (vocab.bpe)", &if_tokenizer_read},
+  /* device */
+  {"backend", PTDP_OPT_ENUM, ENUM_OFF(backend), "cpu", 0, 0, "cpu|guard",
+   "device backend: cpu (OpenBLAS + OpenMP); guard (tests only: the CPU backend with memory the host cannot touch)",
+   ALWAYS},
   /* outputs and diagnostics */
   {"debug-dump", PTDP_OPT_STRING, OFF(debug_dump), "", 0, 0, NULL,
-   "write initial weights, first-step logits, loss, gradients and every loss to this HDF5 file"},
-  {"num-threads", PTDP_OPT_INT, OFF(num_threads), "0", 0, 1024, NULL, "OpenMP/BLAS threads per rank; 0 means OMP_NUM_THREADS or all cores / ranks"},
+   "write initial weights, first-step logits, loss, gradients and every loss to this HDF5 file", ALWAYS},
+  {"num-threads", PTDP_OPT_INT, OFF(num_threads), "0", 0, 1024, NULL,
+   "OpenMP/BLAS threads per rank; 0 means OMP_NUM_THREADS or all cores / ranks", ALWAYS},
 };
 
 #define NOPT ((int)(sizeof table / sizeof table[0]))
@@ -185,32 +247,8 @@ int ptdp_args_validate(const ptdp_args *a, int world)
   return 0;
 }
 
-/* A key given in the deck or on the command line that this configuration never reads. */
-static void unused(const ptdp_options *o, FILE *out, const char *key, int condition, const char *why)
-{
-  int i = ptdp_options_find(o, key);
-  if (condition && i >= 0 && o->source[i] != PTDP_SRC_DEFAULT)
-    fprintf(out, "ptdp: warning: %s is given but has no effect: %s\n", key, why);
-}
-
 void ptdp_args_warn_unused(const ptdp_options *o, const ptdp_args *a, int world, FILE *out)
 {
-  long long t = a->tensor_model_parallel_size, p = a->pipeline_model_parallel_size;
-  long long d = t * p > 0 ? world / (t * p) : 1;
-  int full = !strcmp(a->recompute_granularity, "full"), constant = !strcmp(a->lr_decay_style, "constant");
-  int flat = a->data_path[0] && !strchr(a->data_path, ' ');
-  unused(o, out, "recompute-method", !full, "recompute-granularity is not full");
-  unused(o, out, "recompute-num-layers", !full, "recompute-granularity is not full");
-  unused(o, out, "lr-decay-iters", constant, "lr-decay-style is constant");
-  unused(o, out, "min-lr", constant, "lr-decay-style is constant");
-  unused(o, out, "sequence-parallel", t == 1, "tensor-model-parallel-size is 1");
-  unused(o, out, "use-distributed-optimizer", d == 1, "the data-parallel size is 1");
-  unused(o, out, "ddp-bucket-size", d == 1, "the data-parallel size is 1");
-  unused(o, out, "pipeline-schedule", p == 1, "pipeline-model-parallel-size is 1");
-  unused(o, out, "flat-data-dtype", a->mock_data || !flat, "data-path is not a flat token file");
-  unused(o, out, "split", a->mock_data, "mock-data has no validation or test split");
-  unused(o, out, "data-cache-path", a->mock_data, "mock-data builds no index");
-  unused(o, out, "eval-interval", a->mock_data || a->eval_iters == 0, "there is no evaluation (mock-data or eval-iters 0)");
-  unused(o, out, "merge-file", a->vocab_size > 0, "vocab-size is given, the tokenizer is not read");
-  unused(o, out, "vocab-file", a->vocab_size > 0, "vocab-size is given, the tokenizer is not read");
+  assert(a == o->target);
+  ptdp_options_warn_unused(o, world, out);
 }

@@ -3,3 +3,8 @@ libptdp_a_SOURCES += src/core/error.c
 libptdp_a_SOURCES += src/core/options.c src/core/args.c
 libptdp_a_SOURCES += src/core/rng.c
 libptdp_a_SOURCES += src/core/blas_env.c
+
+# Unit test of the option parser and ptdp-train's key table (1 rank).
+check_PROGRAMS += validation/tests/core/test_options
+validation_tests_core_test_options_SOURCES = validation/tests/core/test_options.c
+TESTS += validation/tests/core/test_options

@@ -70,17 +70,31 @@ static int parse_bool(const char *v, int *out)
   return -1;
 }
 
-static int choice_ok(const char *choices, const char *v)
+int ptdp_options_choice_index(const char *choices, const char *value)
 {
-  size_t lv = strlen(v);
-  for (const char *p = choices; *p;) {
+  size_t lv = strlen(value);
+  int index = 0;
+  for (const char *p = choices; *p; index++) {
     const char *bar = strchr(p, '|');
     size_t l = bar ? (size_t)(bar - p) : strlen(p);
-    if (l == lv && strncmp(p, v, l) == 0) return 1;
+    if (l == lv && strncmp(p, value, l) == 0) return index;
     if (!bar) break;
     p = bar + 1;
   }
-  return 0;
+  return -1;
+}
+
+void ptdp_options_choice_text(const char *choices, int index, char *buf, size_t n)
+{
+  if (n) buf[0] = '\0';
+  const char *p = choices;
+  for (int k = 0; k < index && p; k++) {
+    p = strchr(p, '|');
+    if (p) p++;
+  }
+  if (!p || index < 0) return;
+  const char *bar = strchr(p, '|');
+  snprintf(buf, n, "%.*s", (int)(bar ? (size_t)(bar - p) : strlen(p)), p);
 }
 
 static void range_text(const ptdp_option *op, char *buf, size_t n)
@@ -142,10 +156,12 @@ int ptdp_options_set(ptdp_options *o, const char *key, const char *value, ptdp_o
     *(int *)field(o, i) = b;
     break;
   }
-  case PTDP_OPT_ENUM:
-    PTDP_CHECK(choice_ok(op->choices, value), "invalid value '%s' for %s (%s): expected one of %s", value,
-               op->name, where, op->choices);
-    /* fall through */
+  case PTDP_OPT_ENUM: {
+    int c = ptdp_options_choice_index(op->choices, value);
+    PTDP_CHECK(c >= 0, "invalid value '%s' for %s (%s): expected one of %s", value, op->name, where, op->choices);
+    *(int *)field(o, i) = c;
+    break;
+  }
   case PTDP_OPT_STRING:
     PTDP_CHECK(strlen(value) < PTDP_OPT_STRLEN, "value for %s (%s) is longer than %d characters", op->name, where,
                PTDP_OPT_STRLEN - 1);
@@ -284,6 +300,7 @@ void ptdp_options_value_text(const ptdp_options *o, int i, char *buf, size_t n)
   case PTDP_OPT_INT: snprintf(buf, n, "%lld", *(const long long *)f); break;
   case PTDP_OPT_REAL: snprintf(buf, n, "%g", *(const double *)f); break;
   case PTDP_OPT_BOOL: snprintf(buf, n, "%s", *(const int *)f ? "true" : "false"); break;
+  case PTDP_OPT_ENUM: ptdp_options_choice_text(o->table[i].choices, *(const int *)f, buf, n); break;
   default: snprintf(buf, n, "%s", (const char *)f); break;
   }
 }
@@ -297,5 +314,14 @@ void ptdp_options_print_help(const ptdp_options *o, FILE *out)
     range_text(op, range, sizeof range);
     fprintf(out, "%-40s %-6s %-14s %-26s %s\n", op->name, type_name(op->type), op->deflt[0] ? op->deflt : "\"\"",
             range, op->help);
+  }
+}
+
+void ptdp_options_warn_unused(const ptdp_options *o, int world, FILE *out)
+{
+  for (int i = 0; i < o->count; i++) {
+    const ptdp_opt_effect *e = o->table[i].effect;
+    if (e && o->source[i] != PTDP_SRC_DEFAULT && !e->applies(o->target, world))
+      fprintf(out, "ptdp: warning: %s is given but has no effect: %s\n", o->table[i].name, e->why);
   }
 }

@@ -1,6 +1,7 @@
 /* Training samples by global index: see include/ptdp/batch.h. */
 #include "ptdp/batch.h"
 
+#include "ptdp/args.h"
 #include "ptdp/error.h"
 #include "ptdp/gpt_dataset.h"
 #include "ptdp/rng.h"
@@ -48,13 +49,13 @@ static int open_flat(ptdp_batch_source *s, const ptdp_args *a)
     close(fd);
     PTDP_CHECK(0, "cannot stat data-path '%s': %s", a->data_path, strerror(errno));
   }
-  s->elem = strcmp(a->flat_data_dtype, "int32") == 0 ? 4 : 2;
+  s->elem = a->flat_data_dtype == PTDP_FLAT_INT32 ? 4 : 2;
   s->map_bytes = (size_t)st.st_size;
   s->ntokens = (long long)(st.st_size / s->elem);
   if (st.st_size % s->elem != 0 || s->ntokens < a->seq_length + 2) {
     close(fd);
     PTDP_CHECK(st.st_size % s->elem == 0, "flat token file '%s' has %lld bytes, not a multiple of %d (flat-data-dtype %s)",
-               a->data_path, (long long)st.st_size, s->elem, a->flat_data_dtype);
+               a->data_path, (long long)st.st_size, s->elem, s->elem == 4 ? "int32" : "uint16");
     PTDP_CHECK(0, "flat token file '%s' holds %lld tokens; seq-length %lld needs at least %lld", a->data_path,
                s->ntokens, a->seq_length, a->seq_length + 2);
   }

@@ -25,7 +25,7 @@ static int resolve_vocab(const ptdp_args *a, long long *vocab)
     *vocab = a->vocab_size;
     return 0;
   }
-  if (strcmp(a->tokenizer_type, "ByteLevel") == 0) {
+  if (a->tokenizer_type == PTDP_TOKENIZER_BYTE_LEVEL) {
     *vocab = 257;
     return 0;
   }
@@ -59,7 +59,7 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a)
   tr->args = *a;
   int world;
   PTDP_CALL_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
-  ptdp_schedule_kind sk = (ptdp_schedule_kind)ptdp_schedule_parse(a->pipeline_schedule);
+  ptdp_schedule_kind sk = a->pipeline_schedule;
   int v = 1;
   if (a->num_layers_per_virtual_pipeline_stage) {
     sk = PTDP_SCHED_INTERLEAVED; /* as Megatron: chunks imply the interleaved schedule */
@@ -73,8 +73,7 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a)
   tr->m = (int)(tr->gbs / (a->micro_batch_size * d));
   PTDP_CALL(ptdp_schedule_validate(sk, (int)p, v, tr->m));
   PTDP_CALL(resolve_vocab(a, &tr->vocab));
-  PTDP_CALL(ptdp_grid_create(MPI_COMM_WORLD, (int)t, (int)p, (ptdp_grid_order)ptdp_grid_order_parse(a->parallel_order),
-                             &tr->grid));
+  PTDP_CALL(ptdp_grid_create(MPI_COMM_WORLD, (int)t, (int)p, a->parallel_order, &tr->grid));
   PTDP_CALL(ptdp_batch_open(&tr->data, &tr->args, tr->vocab, MPI_COMM_WORLD));
   PTDP_CALL(ptdp_backend_cpu_create(&tr->be));
 
@@ -87,10 +86,7 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a)
     .hidden_dropout = (float)a->hidden_dropout, .attn_dropout = (float)a->attention_dropout,
     .init_std = (float)a->init_method_std, .seed = (uint64_t)a->seed, .sequence_parallel = a->sequence_parallel && t > 1,
     .chunks = v, .schedule = sk, .m = tr->m,
-    .recompute = !strcmp(a->recompute_granularity, "full")        ? PTDP_RECOMPUTE_FULL
-                 : !strcmp(a->recompute_granularity, "selective") ? PTDP_RECOMPUTE_SELECTIVE
-                                                                  : PTDP_RECOMPUTE_NONE,
-    .recompute_method = !strcmp(a->recompute_method, "block") ? PTDP_RECOMPUTE_BLOCK : PTDP_RECOMPUTE_UNIFORM,
+    .recompute = a->recompute_granularity, .recompute_method = a->recompute_method,
     .recompute_num_layers = (int)a->recompute_num_layers, .bucket_elems = a->ddp_bucket_size, .dp_size = (int)d,
     .distributed_optimizer = a->use_distributed_optimizer};
   PTDP_CALL(ptdp_gpt_create(&tr->model, &mc, tr->be, &tr->grid));
@@ -100,9 +96,7 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a)
     .wd = a->weight_decay, .clip = a->clip_grad, .beta1 = a->adam_beta1, .beta2 = a->adam_beta2, .eps = a->adam_eps,
     .lr = {.lr = a->lr, .min_lr = a->min_lr, .warmup = a->lr_warmup_iters,
            .decay_iters = a->lr_decay_iters ? a->lr_decay_iters : a->train_iters,
-           .style = !strcmp(a->lr_decay_style, "constant") ? PTDP_LR_CONSTANT
-                    : !strcmp(a->lr_decay_style, "linear") ? PTDP_LR_LINEAR
-                                                           : PTDP_LR_COSINE}};
+           .style = a->lr_decay_style}};
   PTDP_CALL(ptdp_optimizer_create(&tr->opt, &oc, &tr->model, &tr->ddp));
   PTDP_CALL(ptdp_pipeline_create(&tr->pipe, &tr->model, sk, tr->m));
   PTDP_CALLOC(tr->scratch, a->seq_length + 1, sizeof(int32_t));

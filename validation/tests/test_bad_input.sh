@@ -2,7 +2,8 @@
 # Bad input to ptdp-train: malformed decks and flags, inconsistent settings and broken data files.
 # Each case must end the run with a non-zero exit status within 30 s (no hang, no core dump),
 # print a message naming the problem (the key, the value, the range), and print it once: set-up
-# is collective, so only rank 0 reports, however many ranks run (issue 2, "Errors").
+# is collective, so only rank 0 reports, however many ranks run (issue 2, "Errors").  Last, keys
+# given without effect: those runs succeed, with one warning line that says why.
 . "$top_srcdir/validation/tests/common.sh"
 
 # A small valid deck; cases add flags (which override it) or append lines to a copy.
@@ -54,11 +55,36 @@ bad() {
   running=$((running + 1))
   if [ "$running" -ge "$JOBS" ]; then wait; running=0; fi
 }
+# warns NAME NP PHRASE [ARGS...]: a key given without effect is reported, not refused: the run
+# must succeed with PHRASE (a whole warning line) exactly once on stderr; PHRASE "" means no
+# warning at all.
+warns() {
+  : > "$TMPD/$1.warns"
+  bad "$@"
+}
+check_warns() {
+  name=$1 np=$2 phrase=$3 err="$TMPD/$1.err" rc=$4
+  ok $([ "$rc" -eq 0 ]; echo $?) "$name ($np ranks): the run succeeds (rc $rc)"
+  nwarn=$(grep -c '^ptdp: warning' "$err")
+  if [ -z "$phrase" ]; then
+    ok $([ "$nwarn" -eq 0 ]; echo $?) "$name: no warning ($nwarn)"
+  else
+    n=$(grep -cxF -- "$phrase" "$err")
+    ok $([ "$n" -eq 1 ] && [ "$nwarn" -eq 1 ]; echo $?) "$name: warned once: $phrase ($n, $nwarn warning line(s))"
+  fi
+  if [ "$rc" -ne 0 ] || [ "$nwarn" -ne $([ -z "$phrase" ]; echo $?) ]; then
+    echo "---- stderr of $name:"; sed 's/^/  | /' "$err" | head -20
+  fi
+}
 check() {
   name=$1 np=$(cat "$TMPD/$1.np") phrase=$(cat "$TMPD/$1.phrase") err="$TMPD/$1.err"
   read -r rc secs < "$TMPD/$name.rc"
   if [ "$rc" -eq 124 ]; then
     ok 1 "$name ($np ranks): timed out after 30 s (hang)"
+    return
+  fi
+  if [ -f "$TMPD/$name.warns" ]; then
+    check_warns "$name" "$np" "$phrase" "$rc"
     return
   fi
   ok $([ "$rc" -ne 0 ]; echo $?) "$name ($np ranks): non-zero exit (rc $rc, ${secs}s)"
@@ -108,6 +134,10 @@ bad bad-enum 2 "invalid value 'exponential' for lr-decay-style (command line): e
   "$BASE" --lr-decay-style exponential
 bad bad-enum-schedule 1 "invalid value '2f2b' for pipeline-schedule (command line): expected one of gpipe|1f1b|interleaved" \
   "$BASE" --pipeline-schedule 2f2b
+bad bad-enum-backend 1 "invalid value 'cuda' for backend (command line): expected one of cpu|guard" \
+  "$BASE" --backend cuda
+D=$(echo "parallel-order = pp-dp-tp" | deck bad-enum-deck)
+bad bad-enum-deck 2 "invalid value 'pp-dp-tp' for parallel-order ($D $(line 1)): expected one of tp-dp-pp|tp-pp-dp" "$D"
 D=$(echo "sequence-parallel = maybe" | deck bad-bool)
 bad bad-bool-deck 2 "invalid value 'maybe' for sequence-parallel ($D $(line 1)): expected true or false" "$D"
 bad bad-bool-flag 1 "invalid value 'on' for use-distributed-optimizer (command line): expected true or false" \
@@ -196,6 +226,17 @@ bad no-vocab 1 "the vocabulary is unknown: give vocab-size" \
 
 # ---- outputs ---------------------------------------------------------------------------------
 bad dump-dir 2 "cannot create debug-dump file '$TMPD/no-such-dir/d.h5'" "$BASE" --debug-dump "$TMPD/no-such-dir/d.h5"
+
+# ---- keys given without effect: warnings, from the key table ------------------------------------
+warns warn-sp-t1 1 "ptdp: warning: sequence-parallel is given but has no effect: tensor-model-parallel-size is 1" \
+  "$BASE" --sequence-parallel
+D=$(echo "recompute-method = block" | deck warn-recompute)
+warns warn-recompute-deck 1 \
+  "ptdp: warning: recompute-method is given but has no effect: recompute-granularity is not full" "$D"
+warns warn-dp1 2 "ptdp: warning: use-distributed-optimizer is given but has no effect: the data-parallel size is 1" \
+  "$BASE" --tensor-model-parallel-size 2 --use-distributed-optimizer
+warns warn-none-sp-t2 2 "" "$BASE" --tensor-model-parallel-size 2 --sequence-parallel
+warns warn-none-backend 1 "" "$BASE" --backend cpu --lr-decay-style constant
 
 check_all
 finish
