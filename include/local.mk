@@ -4,3 +4,4 @@ ptdpinclude_HEADERS += include/ptdp/backend.h include/ptdp/rng.h
 ptdpinclude_HEADERS += include/ptdp/gpt.h include/ptdp/memory.h
 ptdpinclude_HEADERS += include/ptdp/optimizer.h
 ptdpinclude_HEADERS += include/ptdp/memory_formula.h
+ptdpinclude_HEADERS += include/ptdp/events.h
