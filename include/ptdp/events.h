@@ -115,8 +115,8 @@ double ptdp_events_elapsed(const ptdp_events *log);
 int ptdp_events_record(ptdp_events *log, const ptdp_event_record *rec);
 
 /* Sampled iterations kept (at most n_sampled), and the k-th of them, oldest first:
- * k = ptdp_events_timelines(log) - 1 is the latest.  *recs stays valid until that slot is reused
- * (n_sampled sampled iterations later) or the log destroyed. */
+ * k = ptdp_events_timelines(log) - 1 is the latest (iteration may be NULL).  *recs stays valid
+ * until that slot is reused (n_sampled sampled iterations later) or the log destroyed. */
 int ptdp_events_timelines(const ptdp_events *log);
 int ptdp_events_timeline(const ptdp_events *log, int k, long long *iteration, const ptdp_event_record **recs,
                          int *nrecs);
