@@ -1,10 +1,17 @@
-# src/core: error handling, options and configuration, timers, RNG, logging
+# src/core: error handling, options and configuration, named events, RNG
 libptdp_a_SOURCES += src/core/error.c
 libptdp_a_SOURCES += src/core/options.c src/core/args.c
 libptdp_a_SOURCES += src/core/rng.c
 libptdp_a_SOURCES += src/core/blas_env.c
+libptdp_a_SOURCES += src/core/events.c
 
 # Unit test of the option parser and ptdp-train's key table (1 rank).
 check_PROGRAMS += validation/tests/core/test_options
 validation_tests_core_test_options_SOURCES = validation/tests/core/test_options.c
 TESTS += validation/tests/core/test_options
+
+# Unit test of the named events on 3 ranks (the .sh wrapper starts its own mpirun).
+check_PROGRAMS += validation/tests/core/test_events
+validation_tests_core_test_events_SOURCES = validation/tests/core/test_events.c
+TESTS += validation/tests/core/test_events.sh
+dist_noinst_SCRIPTS += validation/tests/core/test_events.sh
