@@ -15,3 +15,7 @@ check_PROGRAMS += validation/tests/model/test_vocab_xent
 validation_tests_model_test_vocab_xent_SOURCES = validation/tests/model/test_vocab_xent.c
 TESTS += validation/tests/model/test_vocab_xent.sh
 dist_noinst_SCRIPTS += validation/tests/model/test_vocab_xent.sh
+check_PROGRAMS += validation/tests/model/test_plan
+validation_tests_model_test_plan_SOURCES = validation/tests/model/test_plan.c
+TESTS += validation/tests/model/test_plan.sh
+dist_noinst_SCRIPTS += validation/tests/model/test_plan.sh
