@@ -1,5 +1,7 @@
-# src/parallel: the rank grid (TP, PP, DP, MP, embedding groups) and the counting comm layer
-libptdp_a_SOURCES += src/parallel/grid.c src/parallel/comm.c
+# src/parallel: the rank grid (TP, PP, DP, MP, embedding groups), the counting comm layer and
+# the transports under it (transport.h is private to this folder)
+libptdp_a_SOURCES += src/parallel/grid.c src/parallel/comm.c src/parallel/transport.c \
+                     src/parallel/transport_mpi.c src/parallel/transport.h
 ptdpinclude_HEADERS += include/ptdp/grid.h include/ptdp/comm.h
 
 # Unit tests: the pure layout on 1 rank; the split communicators on 8 ranks, the comm layer on 4
