@@ -10,7 +10,8 @@ check_PROGRAMS += validation/tests/parallel/test_grid_layout validation/tests/pa
                   validation/tests/parallel/test_comm
 validation_tests_parallel_test_grid_layout_SOURCES = validation/tests/parallel/test_grid_layout.c
 validation_tests_parallel_test_grid_mpi_SOURCES = validation/tests/parallel/test_grid_mpi.c
-validation_tests_parallel_test_comm_SOURCES = validation/tests/parallel/test_comm.c
+validation_tests_parallel_test_comm_SOURCES = validation/tests/parallel/test_comm.c \
+  validation/tests/parallel/staging_backend.c validation/tests/parallel/staging_backend.h
 TESTS += validation/tests/parallel/test_grid_layout validation/tests/parallel/test_grid_mpi.sh \
          validation/tests/parallel/test_comm.sh
 dist_noinst_SCRIPTS += validation/tests/parallel/test_grid_mpi.sh validation/tests/parallel/test_comm.sh
