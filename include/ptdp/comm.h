@@ -1,5 +1,18 @@
 /* The one communication layer: every collective and point-to-point message of ptdp goes
- * through these functions, which count calls and bytes per communicator and per tag.
+ * through these functions.  Two layers:
+ *   ptdp_comm (this header, src/parallel/comm.c): checks arguments, counts calls and bytes per
+ *     communicator and per tag, times waits, and answers communicators of size 1 itself;
+ *   a transport (src/parallel/transport.h, private): a table of operations that moves the data,
+ *     one instance per communicator.  MPI is the transport today (transport_mpi.c); another
+ *     (NCCL) fills the same table without changing anything a caller sees.
+ *
+ * Memory: a communicator may have a backend attached (ptdp_comm_attach_backend).  Every float32
+ * buffer given to the float functions (allreduce_sum/max, allgather, reduce_scatter and their
+ * nonblocking forms, isend, irecv) is then memory of that backend; the f64 functions and bcast
+ * always take host memory.  Where the backend's memory is not host-accessible (a GPU under a
+ * MPI that is not CUDA-aware) the MPI transport stages each message through host buffers:
+ * to_host before, to_device after (for a nonblocking receive: when it is waited for).  With no
+ * backend, or a host-accessible one (the CPU backend), nothing is staged.
  *
  * Bytes are counted as what one rank sends under the bandwidth-optimal (ring) algorithm,
  * the convention of Narayanan et al. 2021 Sec. 3.2, for n bytes of payload on g ranks:
@@ -10,9 +23,12 @@
  * so one transformer layer with TP costs 8 b s h (g-1)/g elements per micro-batch
  * (forward + backward; the same with sequence parallelism).  Counters are doubles because
  * (g-1)/g * n need not be an integer number of bytes.  A communicator of size 1 sends nothing
- * and makes no MPI call (but the call is still counted in calls). */
+ * and makes no transport call (but the call is still counted in calls); staging copies are
+ * not counted (they do not leave the rank). */
 #ifndef PTDP_COMM_H
 #define PTDP_COMM_H
+
+#include "ptdp/backend.h"
 
 #include <mpi.h>
 #include <stddef.h>
@@ -42,7 +58,9 @@ typedef struct {
 typedef struct {
   MPI_Comm comm; /* MPI_COMM_NULL when this rank is not in such a group */
   int rank, size;
-  int kind; /* PTDP_GROUP_* */
+  int kind;                         /* PTDP_GROUP_* */
+  ptdp_backend *be;                 /* whose memory float buffers are; NULL: host memory */
+  struct ptdp_transport *transport; /* moves the data; NULL when not a member */
   ptdp_comm_stats stats;
 } ptdp_comm;
 
@@ -52,6 +70,9 @@ const char *ptdp_comm_group_name(int kind);
 /* Wrap an existing communicator (not duplicated; ptdp_comm_free frees it unless world). */
 int ptdp_comm_wrap(ptdp_comm *c, MPI_Comm comm, int kind);
 int ptdp_comm_free(ptdp_comm *c);
+/* From now on float buffers given to c are memory of be (NULL: host memory).  Call it with no
+ * nonblocking operation of c pending.  Accepted on a communicator this rank is not in. */
+int ptdp_comm_attach_backend(ptdp_comm *c, ptdp_backend *be);
 void ptdp_comm_reset_stats(ptdp_comm *c);
 double ptdp_comm_total_bytes(const ptdp_comm *c);
 
@@ -62,18 +83,25 @@ int ptdp_comm_allreduce_sum_f64(ptdp_comm *c, double *buf, size_t n, ptdp_comm_t
 int ptdp_comm_allreduce_max_f64(ptdp_comm *c, double *buf, size_t n, ptdp_comm_tag tag);
 /* recv holds size * n floats, rank r's block at r * n. */
 int ptdp_comm_allgather(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank, ptdp_comm_tag tag);
+/* The same on doubles in host memory (whatever backend is attached). */
+int ptdp_comm_allgather_f64(ptdp_comm *c, const double *send, double *recv, size_t n_per_rank,
+                            ptdp_comm_tag tag);
 /* send holds size * n floats; recv gets the sum of every rank's block r (this rank's r). */
 int ptdp_comm_reduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
                              ptdp_comm_tag tag);
+/* buf is host memory. */
 int ptdp_comm_bcast(ptdp_comm *c, void *buf, size_t bytes, int root, ptdp_comm_tag tag);
 int ptdp_comm_barrier(ptdp_comm *c);
 
-/* A pending nonblocking operation.  Callers treat it as opaque: they initialise it to
- * PTDP_COMM_REQ_NULL, pass its address, and wait for it through ptdp_comm_wait*. */
-typedef MPI_Request ptdp_comm_req;
-#define PTDP_COMM_REQ_NULL MPI_REQUEST_NULL
+/* A pending nonblocking operation: a pointer to a request the transport owns (with its staging
+ * buffer, if any), NULL for none, so calloc'ed arrays hold no requests.  Callers treat it as
+ * opaque: they initialise it to PTDP_COMM_REQ_NULL, pass its address, and wait for it through
+ * ptdp_comm_wait*, which releases it and resets it to PTDP_COMM_REQ_NULL. */
+typedef struct ptdp_comm_request *ptdp_comm_req;
+#define PTDP_COMM_REQ_NULL ((ptdp_comm_req)NULL)
 
-/* Nonblocking: *req is PTDP_COMM_REQ_NULL after a size-1 call. */
+/* Nonblocking: *req is PTDP_COMM_REQ_NULL after a size-1 call.  The buffers belong to the
+ * operation until it is waited for (a staged receive reaches buf only then). */
 int ptdp_comm_iallreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag, ptdp_comm_req *req);
 int ptdp_comm_ireduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
                               ptdp_comm_tag tag, ptdp_comm_req *req);
@@ -83,8 +111,10 @@ int ptdp_comm_isend(ptdp_comm *c, const float *buf, size_t n, int peer, int mpit
                     ptdp_comm_req *req);
 int ptdp_comm_irecv(ptdp_comm *c, float *buf, size_t n, int peer, int mpitag, ptdp_comm_tag tag,
                     ptdp_comm_req *req);
-/* Wait (time counted in stats.wait_seconds).  With ptdp_comm_set_wait_sleep(us > 0), waits test
- * and sleep us microseconds between tests instead of polling (oversubscribed nodes). */
+/* Wait (time counted in stats.wait_seconds); each request waited for is released and set to
+ * PTDP_COMM_REQ_NULL (waiting for PTDP_COMM_REQ_NULL returns at once).  With
+ * ptdp_comm_set_wait_sleep(us > 0), waits test and sleep us microseconds between tests instead
+ * of polling (oversubscribed nodes). */
 void ptdp_comm_set_wait_sleep(int microseconds);
 int ptdp_comm_wait(ptdp_comm *c, ptdp_comm_req *req);
 int ptdp_comm_waitall(ptdp_comm *c, int count, ptdp_comm_req *reqs);

@@ -1,4 +1,5 @@
-/* The one communication layer: MPI calls that count what they send (see ptdp/comm.h).
+/* The one communication layer: checks, counts and times every message, and hands the data to
+ * the communicator's transport (src/parallel/transport.h; MPI today), see ptdp/comm.h.
  *
  * Bytes are what one rank sends under the ring algorithm, for a payload of n bytes on g ranks:
  *     all-reduce       2 (g-1)/g n         (reduce-scatter then all-gather, each (g-1)/g n)
@@ -8,13 +9,18 @@
  *     isend            n;  irecv 0 (the sender counts the message)
  * Worked example: all-reduce of a [s, b, h] = [8, 2, 16] float activation over t = 4 ranks
  * counts 2 (3/4) (8 2 16 4 bytes) = 1536 bytes on each rank.
- * A communicator of size 1 makes no MPI call (copying when send and receive differ), counts
- * the call and 0 bytes.  Point-to-point on a size-1 communicator (a rank messaging itself)
- * goes through MPI, since only the matching receive can complete it, and counts 0 bytes: nothing
- * leaves the rank.  Time blocked (blocking collectives, waits) accumulates in wait_seconds. */
+ * A communicator of size 1 makes no transport call (copying when send and receive differ, with
+ * the attached backend's copy since the buffers are its memory), counts the call and 0 bytes.
+ * Point-to-point on a size-1 communicator (a rank messaging itself) goes through the transport,
+ * since only the matching receive can complete it, and counts 0 bytes: nothing leaves the rank.
+ * Time blocked (blocking collectives, waits) accumulates in wait_seconds; for a staged
+ * transport it includes the staging copies, which are part of the time the caller is blocked.
+ * Which memory each buffer is, the transport learns from the element type (ptdp_tr_data):
+ * floats are the attached backend's, doubles and bcast bytes are the host's. */
 #include "ptdp/comm.h"
 
 #include "ptdp/error.h"
+#include "transport.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -46,17 +52,27 @@ int ptdp_comm_wrap(ptdp_comm *c, MPI_Comm comm, int kind)
   }
   PTDP_CALL_MPI(MPI_Comm_rank(comm, &c->rank));
   PTDP_CALL_MPI(MPI_Comm_size(comm, &c->size));
+  PTDP_CALL(ptdp_transport_mpi_create(comm, &c->transport));
   return PTDP_OK;
 }
 
 int ptdp_comm_free(ptdp_comm *c)
 {
+  ptdp_transport_destroy(&c->transport);
+  c->be = NULL;
   if (c->comm != MPI_COMM_NULL && c->comm != MPI_COMM_WORLD && c->comm != MPI_COMM_SELF &&
       c->kind != PTDP_GROUP_WORLD)
     PTDP_CALL_MPI(MPI_Comm_free(&c->comm));
   c->comm = MPI_COMM_NULL;
   c->rank = -1;
   c->size = 0;
+  return PTDP_OK;
+}
+
+int ptdp_comm_attach_backend(ptdp_comm *c, ptdp_backend *be)
+{
+  if (c->transport) PTDP_CALL(c->transport->attach_backend(c->transport, be));
+  c->be = be;
   return PTDP_OK;
 }
 
@@ -84,10 +100,11 @@ int ptdp_comm_report(const ptdp_comm *c, char *buf, size_t n)
   return PTDP_OK;
 }
 
+
 /* Refuse a communicator this rank is not in, a bad tag, or a count MPI's int cannot hold. */
 static int check_use(const ptdp_comm *c, ptdp_comm_tag tag, size_t count, const char *what)
 {
-  PTDP_CHECK_LOCAL(c->comm != MPI_COMM_NULL && c->size > 0,
+  PTDP_CHECK_LOCAL(c->comm != MPI_COMM_NULL && c->size > 0 && c->transport,
                    "comm: %s on the %s group, which this rank is not a member of", what,
                    ptdp_comm_group_name(c->kind));
   PTDP_CHECK_LOCAL(tag >= 0 && tag < PTDP_TAG_COUNT, "comm: %s with unknown tag %d", what, (int)tag);
@@ -106,64 +123,75 @@ static void count(ptdp_comm *c, ptdp_comm_tag tag, double bytes)
 static double ring_allreduce_bytes(int g, double n) { return 2.0 * (g - 1) / g * n; }
 static double ring_gather_bytes(int g, double n_total) { return (double)(g - 1) / g * n_total; }
 
-static int allreduce(ptdp_comm *c, void *buf, size_t n, MPI_Datatype type, size_t elem, MPI_Op op,
-                     ptdp_comm_tag tag)
+/* The copy a size-1 all-gather or reduce-scatter makes: float buffers are the attached
+ * backend's memory, so its copy moves them; host memory is moved here. */
+static int local_copy(ptdp_comm *c, void *dst, const void *src, size_t bytes, ptdp_tr_data d)
 {
+  if (dst == src || bytes == 0) return PTDP_OK;
+  if (d == PTDP_TR_DEV_F32 && c->be)
+    PTDP_CALL(c->be->copy(c->be, dst, src, bytes));
+  else
+    memmove(dst, src, bytes);
+  return PTDP_OK;
+}
+
+/* In place on buf [n]; req NULL blocks (and counts the time as waiting). */
+static int allreduce(ptdp_comm *c, void *buf, size_t n, ptdp_tr_data d, ptdp_tr_op op, ptdp_comm_tag tag,
+                     ptdp_comm_req *req)
+{
+  if (req) *req = PTDP_COMM_REQ_NULL;
   PTDP_CALL(check_use(c, tag, n, "all-reduce"));
   if (c->size == 1) {
     count(c, tag, 0);
     return PTDP_OK;
   }
-  double t0 = MPI_Wtime();
-  PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, type, op, c->comm));
-  c->stats.wait_seconds += MPI_Wtime() - t0;
-  count(c, tag, ring_allreduce_bytes(c->size, (double)n * elem));
+  double t0 = req ? 0 : MPI_Wtime();
+  PTDP_CALL(c->transport->allreduce(c->transport, buf, n, d, op, req));
+  if (!req) c->stats.wait_seconds += MPI_Wtime() - t0;
+  count(c, tag, ring_allreduce_bytes(c->size, (double)n * ptdp_tr_data_size(d)));
   return PTDP_OK;
 }
 
 int ptdp_comm_allreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag)
 {
-  PTDP_CALL(allreduce(c, buf, n, MPI_FLOAT, sizeof(float), MPI_SUM, tag));
+  PTDP_CALL(allreduce(c, buf, n, PTDP_TR_DEV_F32, PTDP_TR_SUM, tag, NULL));
   return PTDP_OK;
 }
 
 int ptdp_comm_allreduce_max(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag)
 {
-  PTDP_CALL(allreduce(c, buf, n, MPI_FLOAT, sizeof(float), MPI_MAX, tag));
+  PTDP_CALL(allreduce(c, buf, n, PTDP_TR_DEV_F32, PTDP_TR_MAX, tag, NULL));
   return PTDP_OK;
 }
 
 int ptdp_comm_allreduce_sum_f64(ptdp_comm *c, double *buf, size_t n, ptdp_comm_tag tag)
 {
-  PTDP_CALL(allreduce(c, buf, n, MPI_DOUBLE, sizeof(double), MPI_SUM, tag));
+  PTDP_CALL(allreduce(c, buf, n, PTDP_TR_HOST_F64, PTDP_TR_SUM, tag, NULL));
   return PTDP_OK;
 }
 
 int ptdp_comm_allreduce_max_f64(ptdp_comm *c, double *buf, size_t n, ptdp_comm_tag tag)
 {
-  PTDP_CALL(allreduce(c, buf, n, MPI_DOUBLE, sizeof(double), MPI_MAX, tag));
+  PTDP_CALL(allreduce(c, buf, n, PTDP_TR_HOST_F64, PTDP_TR_MAX, tag, NULL));
   return PTDP_OK;
 }
 
 /* All-gather: recv [g, n_per_rank], send may already be recv's own block (in place). */
-static int allgather(ptdp_comm *c, const float *send, float *recv, size_t n, ptdp_comm_tag tag, ptdp_comm_req *req)
+static int allgather(ptdp_comm *c, const void *send, void *recv, size_t n, ptdp_tr_data d, ptdp_comm_tag tag,
+                     ptdp_comm_req *req)
 {
+  if (req) *req = PTDP_COMM_REQ_NULL;
   PTDP_CALL(check_use(c, tag, n * (size_t)(c->size > 0 ? c->size : 1), "all-gather"));
-  if (req) *req = MPI_REQUEST_NULL;
+  const size_t es = ptdp_tr_data_size(d);
   if (c->size == 1) {
-    if (send != recv) memmove(recv, send, n * sizeof(float));
+    PTDP_CALL(local_copy(c, recv, send, n * es, d));
     count(c, tag, 0);
     return PTDP_OK;
   }
-  const void *sbuf = (send == recv + (size_t)c->rank * n) ? MPI_IN_PLACE : (const void *)send;
-  if (req) {
-    PTDP_CALL_MPI(MPI_Iallgather(sbuf, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, c->comm, req));
-  } else {
-    double t0 = MPI_Wtime();
-    PTDP_CALL_MPI(MPI_Allgather(sbuf, (int)n, MPI_FLOAT, recv, (int)n, MPI_FLOAT, c->comm));
-    c->stats.wait_seconds += MPI_Wtime() - t0;
-  }
-  count(c, tag, ring_gather_bytes(c->size, (double)n * c->size * sizeof(float)));
+  double t0 = req ? 0 : MPI_Wtime();
+  PTDP_CALL(c->transport->allgather(c->transport, send, recv, n, d, req));
+  if (!req) c->stats.wait_seconds += MPI_Wtime() - t0;
+  count(c, tag, ring_gather_bytes(c->size, (double)n * c->size * es));
   return PTDP_OK;
 }
 
@@ -172,28 +200,30 @@ static int allgather(ptdp_comm *c, const float *send, float *recv, size_t n, ptd
 static int reduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n, ptdp_comm_tag tag,
                           ptdp_comm_req *req)
 {
+  if (req) *req = PTDP_COMM_REQ_NULL;
   PTDP_CALL(check_use(c, tag, n * (size_t)(c->size > 0 ? c->size : 1), "reduce-scatter"));
-  if (req) *req = MPI_REQUEST_NULL;
   if (c->size == 1) {
-    if (send != recv) memmove(recv, send, n * sizeof(float));
+    PTDP_CALL(local_copy(c, recv, send, n * sizeof(float), PTDP_TR_DEV_F32));
     count(c, tag, 0);
     return PTDP_OK;
   }
-  const void *sbuf = (send == recv) ? MPI_IN_PLACE : (const void *)send;
-  if (req) {
-    PTDP_CALL_MPI(MPI_Ireduce_scatter_block(sbuf, recv, (int)n, MPI_FLOAT, MPI_SUM, c->comm, req));
-  } else {
-    double t0 = MPI_Wtime();
-    PTDP_CALL_MPI(MPI_Reduce_scatter_block(sbuf, recv, (int)n, MPI_FLOAT, MPI_SUM, c->comm));
-    c->stats.wait_seconds += MPI_Wtime() - t0;
-  }
+  double t0 = req ? 0 : MPI_Wtime();
+  PTDP_CALL(c->transport->reduce_scatter(c->transport, send, recv, n, PTDP_TR_DEV_F32, req));
+  if (!req) c->stats.wait_seconds += MPI_Wtime() - t0;
   count(c, tag, ring_gather_bytes(c->size, (double)n * c->size * sizeof(float)));
   return PTDP_OK;
 }
 
 int ptdp_comm_allgather(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank, ptdp_comm_tag tag)
 {
-  PTDP_CALL(allgather(c, send, recv, n_per_rank, tag, NULL));
+  PTDP_CALL(allgather(c, send, recv, n_per_rank, PTDP_TR_DEV_F32, tag, NULL));
+  return PTDP_OK;
+}
+
+int ptdp_comm_allgather_f64(ptdp_comm *c, const double *send, double *recv, size_t n_per_rank,
+                            ptdp_comm_tag tag)
+{
+  PTDP_CALL(allgather(c, send, recv, n_per_rank, PTDP_TR_HOST_F64, tag, NULL));
   return PTDP_OK;
 }
 
@@ -214,7 +244,7 @@ int ptdp_comm_bcast(ptdp_comm *c, void *buf, size_t bytes, int root, ptdp_comm_t
     return PTDP_OK;
   }
   double t0 = MPI_Wtime();
-  PTDP_CALL_MPI(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, c->comm));
+  PTDP_CALL(c->transport->bcast(c->transport, buf, bytes, PTDP_TR_HOST_BYTE, root));
   c->stats.wait_seconds += MPI_Wtime() - t0;
   count(c, tag, c->rank == root ? (double)bytes : 0.0);
   return PTDP_OK;
@@ -226,7 +256,7 @@ int ptdp_comm_barrier(ptdp_comm *c)
   PTDP_CALL(check_use(c, PTDP_TAG_MISC, 0, "barrier"));
   if (c->size > 1) {
     double t0 = MPI_Wtime();
-    PTDP_CALL_MPI(MPI_Barrier(c->comm));
+    PTDP_CALL(c->transport->barrier(c->transport));
     c->stats.wait_seconds += MPI_Wtime() - t0;
   }
   count(c, PTDP_TAG_MISC, 0);
@@ -235,14 +265,7 @@ int ptdp_comm_barrier(ptdp_comm *c)
 
 int ptdp_comm_iallreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag, ptdp_comm_req *req)
 {
-  *req = MPI_REQUEST_NULL;
-  PTDP_CALL(check_use(c, tag, n, "all-reduce"));
-  if (c->size == 1) {
-    count(c, tag, 0);
-    return PTDP_OK;
-  }
-  PTDP_CALL_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, c->comm, req));
-  count(c, tag, ring_allreduce_bytes(c->size, (double)n * sizeof(float)));
+  PTDP_CALL(allreduce(c, buf, n, PTDP_TR_DEV_F32, PTDP_TR_SUM, tag, req));
   return PTDP_OK;
 }
 
@@ -256,18 +279,18 @@ int ptdp_comm_ireduce_scatter(ptdp_comm *c, const float *send, float *recv, size
 int ptdp_comm_iallgather(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
                          ptdp_comm_tag tag, ptdp_comm_req *req)
 {
-  PTDP_CALL(allgather(c, send, recv, n_per_rank, tag, req));
+  PTDP_CALL(allgather(c, send, recv, n_per_rank, PTDP_TR_DEV_F32, tag, req));
   return PTDP_OK;
 }
 
 int ptdp_comm_isend(ptdp_comm *c, const float *buf, size_t n, int peer, int mpitag, ptdp_comm_tag tag,
                     ptdp_comm_req *req)
 {
-  *req = MPI_REQUEST_NULL;
+  *req = PTDP_COMM_REQ_NULL;
   PTDP_CALL(check_use(c, tag, n, "send"));
   PTDP_CHECK_LOCAL(peer >= 0 && peer < c->size, "comm: send to rank %d outside the %s group of size %d", peer,
                    ptdp_comm_group_name(c->kind), c->size);
-  PTDP_CALL_MPI(MPI_Isend(buf, (int)n, MPI_FLOAT, peer, mpitag, c->comm, req));
+  PTDP_CALL(c->transport->isend(c->transport, buf, n, PTDP_TR_DEV_F32, peer, mpitag, req));
   count(c, tag, c->size == 1 ? 0.0 : (double)n * sizeof(float));
   return PTDP_OK;
 }
@@ -275,11 +298,11 @@ int ptdp_comm_isend(ptdp_comm *c, const float *buf, size_t n, int peer, int mpit
 int ptdp_comm_irecv(ptdp_comm *c, float *buf, size_t n, int peer, int mpitag, ptdp_comm_tag tag,
                     ptdp_comm_req *req)
 {
-  *req = MPI_REQUEST_NULL;
+  *req = PTDP_COMM_REQ_NULL;
   PTDP_CALL(check_use(c, tag, n, "receive"));
   PTDP_CHECK_LOCAL(peer >= 0 && peer < c->size, "comm: receive from rank %d outside the %s group of size %d",
                    peer, ptdp_comm_group_name(c->kind), c->size);
-  PTDP_CALL_MPI(MPI_Irecv(buf, (int)n, MPI_FLOAT, peer, mpitag, c->comm, req));
+  PTDP_CALL(c->transport->irecv(c->transport, buf, n, PTDP_TR_DEV_F32, peer, mpitag, req));
   count(c, tag, 0);
   return PTDP_OK;
 }
@@ -291,12 +314,38 @@ static int wait_sleep_us = 0;
 
 void ptdp_comm_set_wait_sleep(int microseconds) { wait_sleep_us = microseconds > 0 ? microseconds : 0; }
 
+/* A completed request goes back to the transport that made it. */
+static void release(ptdp_comm_req *req)
+{
+  ptdp_transport *tr = (*req)->tr;
+  tr->req_free(tr, *req);
+  *req = PTDP_COMM_REQ_NULL;
+}
+
+static int wait_blocking(int count_, ptdp_comm_req *reqs)
+{
+  for (int i = 0; i < count_; i++) {
+    if (reqs[i] == PTDP_COMM_REQ_NULL) continue;
+    PTDP_CALL(reqs[i]->tr->wait(reqs[i]->tr, reqs[i]));
+    release(&reqs[i]);
+  }
+  return PTDP_OK;
+}
+
 static int wait_polling(int count_, ptdp_comm_req *reqs)
 {
   for (;;) {
-    int done = 0;
-    PTDP_CALL_MPI(MPI_Testall(count_, reqs, &done, MPI_STATUSES_IGNORE));
-    if (done) return PTDP_OK;
+    int pending = 0;
+    for (int i = 0; i < count_; i++) {
+      if (reqs[i] == PTDP_COMM_REQ_NULL) continue;
+      int done = 0;
+      PTDP_CALL(reqs[i]->tr->test(reqs[i]->tr, reqs[i], &done));
+      if (done)
+        release(&reqs[i]);
+      else
+        pending = 1;
+    }
+    if (!pending) return PTDP_OK;
     struct timespec ts = {0, 1000L * wait_sleep_us};
     nanosleep(&ts, NULL);
   }
@@ -304,13 +353,8 @@ static int wait_polling(int count_, ptdp_comm_req *reqs)
 
 int ptdp_comm_wait(ptdp_comm *c, ptdp_comm_req *req)
 {
-  if (*req == MPI_REQUEST_NULL) return PTDP_OK;
-  double t0 = MPI_Wtime();
-  if (wait_sleep_us > 0)
-    PTDP_CALL(wait_polling(1, req));
-  else
-    PTDP_CALL_MPI(MPI_Wait(req, MPI_STATUS_IGNORE));
-  c->stats.wait_seconds += MPI_Wtime() - t0;
+  if (*req == PTDP_COMM_REQ_NULL) return PTDP_OK;
+  PTDP_CALL(ptdp_comm_waitall(c, 1, req));
   return PTDP_OK;
 }
 
@@ -321,7 +365,7 @@ int ptdp_comm_waitall(ptdp_comm *c, int count_, ptdp_comm_req *reqs)
   if (wait_sleep_us > 0)
     PTDP_CALL(wait_polling(count_, reqs));
   else
-    PTDP_CALL_MPI(MPI_Waitall(count_, reqs, MPI_STATUSES_IGNORE));
+    PTDP_CALL(wait_blocking(count_, reqs));
   c->stats.wait_seconds += MPI_Wtime() - t0;
   return PTDP_OK;
 }

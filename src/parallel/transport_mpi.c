@@ -1,0 +1,333 @@
+/* The MPI transport: the table of transport.h on one MPI communicator.
+ *
+ * Unstaged (no backend, or a host-accessible one such as the CPU backend) each operation is
+ * the one MPI call comm.c made before transports existed, on the caller's buffers, with
+ * MPI_IN_PLACE exactly where the caller is in place, so every result is bit-identical; what is
+ * added is an indirect call and, per nonblocking operation, one small malloc for the request.
+ *
+ * Staged (a backend with host_accessible == 0, float buffers only): Debian's Open MPI is not
+ * CUDA-aware, so MPI may only see host memory.  An operation fetches what it sends into a host
+ * buffer (be->to_host, then be->synchronize, because MPI reads the buffer right after), makes
+ * the same MPI call on host buffers (in place where the caller is), and delivers what it
+ * received (be->to_device, then be->synchronize, because the host buffer is reused or freed
+ * right after).  Blocking operations share one scratch buffer, grown to the largest message;
+ * a nonblocking operation owns a buffer allocated with its request and delivers when test or
+ * wait first sees it complete.  Staging per operation, n elements per rank on g ranks:
+ *     all-reduce       fetch n,     deliver n
+ *     all-gather       fetch n,     deliver g n   (recv [g, n] whole; send apart unless in place)
+ *     reduce-scatter   fetch g n,   deliver n
+ *     broadcast        fetch n at the root, deliver n elsewhere
+ *     isend            fetch n;     irecv: deliver n at completion
+ * Errors end the program (ptdp/error.h), so error paths do not release a request begun. */
+#include "transport.h"
+
+#include "ptdp/error.h"
+
+#include <stdlib.h>
+
+typedef struct {
+  MPI_Comm comm;  /* not owned: ptdp_comm frees it */
+  ptdp_backend *be;
+  int stage;      /* 1: float buffers are memory MPI must not touch */
+  char *scratch;  /* host buffer of blocking staged operations */
+  size_t scratch_bytes;
+} mpi_ctx;
+
+/* A staged result still on the host: bytes of host go to dev (bytes 0: nothing). */
+typedef struct {
+  void *dev;
+  const void *host;
+  size_t bytes;
+} delivery;
+
+typedef struct {
+  struct ptdp_comm_request head; /* first, so a ptdp_comm_req points at the whole request */
+  MPI_Request mpi;
+  delivery out;
+} mpi_req;
+
+/* The request rounded up to 64 bytes; its staging buffer follows in the same allocation. */
+#define REQ_HEADER ((sizeof(mpi_req) + 63) / 64 * 64)
+
+static MPI_Datatype mpi_type(ptdp_tr_data d)
+{
+  switch (d) {
+  case PTDP_TR_DEV_F32: return MPI_FLOAT;
+  case PTDP_TR_HOST_F64: return MPI_DOUBLE;
+  case PTDP_TR_HOST_BYTE: return MPI_BYTE;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+static MPI_Op mpi_op(ptdp_tr_op op) { return op == PTDP_TR_MAX ? MPI_MAX : MPI_SUM; }
+
+static int staged(const mpi_ctx *x, ptdp_tr_data d) { return x->stage && d == PTDP_TR_DEV_F32; }
+
+static int fetch(mpi_ctx *x, void *host, const void *dev, size_t bytes)
+{
+  PTDP_CALL(x->be->to_host(x->be, host, dev, bytes));
+  PTDP_CALL(x->be->synchronize(x->be));
+  return PTDP_OK;
+}
+
+static int deliver(mpi_ctx *x, delivery out)
+{
+  if (out.bytes == 0) return PTDP_OK;
+  PTDP_CALL(x->be->to_device(x->be, out.dev, out.host, out.bytes));
+  PTDP_CALL(x->be->synchronize(x->be));
+  return PTDP_OK;
+}
+
+/* Host space of one operation: with req (nonblocking) a new request owning `bytes` of buffer,
+ * else the scratch buffer (and *r = NULL).  *host is NULL when bytes is 0. */
+static int begin(ptdp_transport *tr, ptdp_comm_req *req, size_t bytes, char **host, mpi_req **r)
+{
+  mpi_ctx *x = tr->ctx;
+  *host = NULL;
+  *r = NULL;
+  if (req) {
+    mpi_req *q;
+    PTDP_ALLOC(q, REQ_HEADER + bytes);
+    q->head.tr = tr;
+    q->mpi = MPI_REQUEST_NULL;
+    q->out = (delivery){NULL, NULL, 0};
+    if (bytes) *host = (char *)q + REQ_HEADER;
+    *r = q;
+    return PTDP_OK;
+  }
+  if (bytes > x->scratch_bytes) {
+    free(x->scratch);
+    x->scratch = NULL;
+    x->scratch_bytes = 0;
+    PTDP_ALLOC(x->scratch, bytes);
+    x->scratch_bytes = bytes;
+  }
+  if (bytes) *host = x->scratch;
+  return PTDP_OK;
+}
+
+/* After the MPI call: hand the request to the caller (it delivers at completion), or, when
+ * blocking, deliver now. */
+static int finish(ptdp_transport *tr, mpi_req *r, ptdp_comm_req *req, delivery out)
+{
+  if (r) {
+    r->out = out;
+    *req = &r->head;
+    return PTDP_OK;
+  }
+  PTDP_CALL(deliver(tr->ctx, out));
+  return PTDP_OK;
+}
+
+static int tmpi_allreduce(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, ptdp_tr_op op,
+                          ptdp_comm_req *req)
+{
+  mpi_ctx *x = tr->ctx;
+  const size_t bytes = n * ptdp_tr_data_size(d);
+  const int st = staged(x, d);
+  char *h;
+  mpi_req *r;
+  void *b = buf;
+  delivery out = {NULL, NULL, 0};
+  PTDP_CALL(begin(tr, req, st ? bytes : 0, &h, &r));
+  if (st) {
+    PTDP_CALL(fetch(x, h, buf, bytes));
+    b = h;
+    out = (delivery){buf, h, bytes};
+  }
+  if (r)
+    PTDP_CALL_MPI(MPI_Iallreduce(MPI_IN_PLACE, b, (int)n, mpi_type(d), mpi_op(op), x->comm, &r->mpi));
+  else
+    PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, b, (int)n, mpi_type(d), mpi_op(op), x->comm));
+  PTDP_CALL(finish(tr, r, req, out));
+  return PTDP_OK;
+}
+
+static int tmpi_allgather(ptdp_transport *tr, const void *send, void *recv, size_t n, ptdp_tr_data d,
+                          ptdp_comm_req *req)
+{
+  mpi_ctx *x = tr->ctx;
+  const MPI_Datatype T = mpi_type(d);
+  const size_t blk = n * ptdp_tr_data_size(d), all = blk * (size_t)tr->size;
+  const int in_place = (const char *)send == (char *)recv + (size_t)tr->rank * blk, st = staged(x, d);
+  const void *s = in_place ? MPI_IN_PLACE : send;
+  void *rv = recv;
+  char *h;
+  mpi_req *r;
+  delivery out = {NULL, NULL, 0};
+  PTDP_CALL(begin(tr, req, st ? all + (in_place ? 0 : blk) : 0, &h, &r));
+  if (st) { /* recv [g, n] at h; a separate send block after it */
+    char *hs = in_place ? h + (size_t)tr->rank * blk : h + all;
+    PTDP_CALL(fetch(x, hs, send, blk));
+    if (!in_place) s = hs;
+    rv = h;
+    out = (delivery){recv, h, all};
+  }
+  if (r)
+    PTDP_CALL_MPI(MPI_Iallgather(s, (int)n, T, rv, (int)n, T, x->comm, &r->mpi));
+  else
+    PTDP_CALL_MPI(MPI_Allgather(s, (int)n, T, rv, (int)n, T, x->comm));
+  PTDP_CALL(finish(tr, r, req, out));
+  return PTDP_OK;
+}
+
+static int tmpi_reduce_scatter(ptdp_transport *tr, const void *send, void *recv, size_t n, ptdp_tr_data d,
+                               ptdp_comm_req *req)
+{
+  mpi_ctx *x = tr->ctx;
+  const MPI_Datatype T = mpi_type(d);
+  const size_t blk = n * ptdp_tr_data_size(d), all = blk * (size_t)tr->size;
+  const int in_place = send == recv, st = staged(x, d);
+  const void *s = in_place ? MPI_IN_PLACE : send;
+  void *rv = recv;
+  char *h;
+  mpi_req *r;
+  delivery out = {NULL, NULL, 0};
+  PTDP_CALL(begin(tr, req, st ? all + (in_place ? 0 : blk) : 0, &h, &r));
+  if (st) { /* send [g, n] at h (the result lands in its first block when in place), recv after */
+    PTDP_CALL(fetch(x, h, send, all));
+    if (!in_place) s = h;
+    rv = in_place ? h : h + all;
+    out = (delivery){recv, rv, blk};
+  }
+  if (r)
+    PTDP_CALL_MPI(MPI_Ireduce_scatter_block(s, rv, (int)n, T, MPI_SUM, x->comm, &r->mpi));
+  else
+    PTDP_CALL_MPI(MPI_Reduce_scatter_block(s, rv, (int)n, T, MPI_SUM, x->comm));
+  PTDP_CALL(finish(tr, r, req, out));
+  return PTDP_OK;
+}
+
+static int tmpi_bcast(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int root)
+{
+  mpi_ctx *x = tr->ctx;
+  const size_t bytes = n * ptdp_tr_data_size(d);
+  const int st = staged(x, d);
+  char *h;
+  mpi_req *r;
+  void *b = buf;
+  delivery out = {NULL, NULL, 0};
+  PTDP_CALL(begin(tr, NULL, st ? bytes : 0, &h, &r));
+  if (st) {
+    if (tr->rank == root) PTDP_CALL(fetch(x, h, buf, bytes));
+    else out = (delivery){buf, h, bytes};
+    b = h;
+  }
+  PTDP_CALL_MPI(MPI_Bcast(b, (int)n, mpi_type(d), root, x->comm));
+  PTDP_CALL(finish(tr, NULL, NULL, out));
+  return PTDP_OK;
+}
+
+static int tmpi_barrier(ptdp_transport *tr)
+{
+  mpi_ctx *x = tr->ctx;
+  PTDP_CALL_MPI(MPI_Barrier(x->comm));
+  return PTDP_OK;
+}
+
+static int tmpi_isend(ptdp_transport *tr, const void *buf, size_t n, ptdp_tr_data d, int peer, int tag,
+                      ptdp_comm_req *req)
+{
+  mpi_ctx *x = tr->ctx;
+  const size_t bytes = n * ptdp_tr_data_size(d);
+  const int st = staged(x, d);
+  char *h;
+  mpi_req *r;
+  const void *b = buf;
+  PTDP_CALL(begin(tr, req, st ? bytes : 0, &h, &r));
+  if (st) {
+    PTDP_CALL(fetch(x, h, buf, bytes));
+    b = h;
+  }
+  PTDP_CALL_MPI(MPI_Isend(b, (int)n, mpi_type(d), peer, tag, x->comm, &r->mpi));
+  PTDP_CALL(finish(tr, r, req, (delivery){NULL, NULL, 0}));
+  return PTDP_OK;
+}
+
+static int tmpi_irecv(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int peer, int tag,
+                      ptdp_comm_req *req)
+{
+  mpi_ctx *x = tr->ctx;
+  const size_t bytes = n * ptdp_tr_data_size(d);
+  const int st = staged(x, d);
+  char *h;
+  mpi_req *r;
+  PTDP_CALL(begin(tr, req, st ? bytes : 0, &h, &r));
+  PTDP_CALL_MPI(MPI_Irecv(st ? (void *)h : buf, (int)n, mpi_type(d), peer, tag, x->comm, &r->mpi));
+  PTDP_CALL(finish(tr, r, req, st ? (delivery){buf, h, bytes} : (delivery){NULL, NULL, 0}));
+  return PTDP_OK;
+}
+
+/* A request MPI reports complete: deliver what it staged, once. */
+static int complete(mpi_ctx *x, mpi_req *r)
+{
+  PTDP_CALL(deliver(x, r->out));
+  r->out.bytes = 0;
+  return PTDP_OK;
+}
+
+static int tmpi_test(ptdp_transport *tr, ptdp_comm_req req, int *done)
+{
+  mpi_req *r = (mpi_req *)req;
+  PTDP_CALL_MPI(MPI_Test(&r->mpi, done, MPI_STATUS_IGNORE));
+  if (*done) PTDP_CALL(complete(tr->ctx, r));
+  return PTDP_OK;
+}
+
+static int tmpi_wait(ptdp_transport *tr, ptdp_comm_req req)
+{
+  mpi_req *r = (mpi_req *)req;
+  PTDP_CALL_MPI(MPI_Wait(&r->mpi, MPI_STATUS_IGNORE));
+  PTDP_CALL(complete(tr->ctx, r));
+  return PTDP_OK;
+}
+
+static void tmpi_req_free(ptdp_transport *tr, ptdp_comm_req req) { free(req); }
+
+static int tmpi_attach_backend(ptdp_transport *tr, ptdp_backend *be)
+{
+  mpi_ctx *x = tr->ctx;
+  int stage = be && !be->host_accessible;
+  PTDP_CHECK(!stage || (be->to_host && be->to_device && be->synchronize),
+             "comm: backend '%s' is not host-accessible and lacks to_host, to_device or synchronize",
+             be->name ? be->name : "?");
+  x->be = be;
+  x->stage = stage;
+  return PTDP_OK;
+}
+
+static void tmpi_destroy(ptdp_transport *tr)
+{
+  mpi_ctx *x = tr->ctx;
+  if (x) free(x->scratch);
+  free(x);
+  tr->ctx = NULL;
+}
+
+int ptdp_transport_mpi_create(MPI_Comm comm, ptdp_transport **out)
+{
+  ptdp_transport *tr;
+  mpi_ctx *x;
+  *out = NULL;
+  PTDP_CALLOC(tr, 1, sizeof *tr);
+  PTDP_CALLOC(x, 1, sizeof *x);
+  x->comm = comm;
+  tr->name = "mpi";
+  tr->ctx = x;
+  PTDP_CALL_MPI(MPI_Comm_rank(comm, &tr->rank));
+  PTDP_CALL_MPI(MPI_Comm_size(comm, &tr->size));
+  tr->attach_backend = tmpi_attach_backend;
+  tr->allreduce = tmpi_allreduce;
+  tr->allgather = tmpi_allgather;
+  tr->reduce_scatter = tmpi_reduce_scatter;
+  tr->bcast = tmpi_bcast;
+  tr->barrier = tmpi_barrier;
+  tr->isend = tmpi_isend;
+  tr->irecv = tmpi_irecv;
+  tr->test = tmpi_test;
+  tr->wait = tmpi_wait;
+  tr->req_free = tmpi_req_free;
+  tr->destroy = tmpi_destroy;
+  *out = tr;
+  return PTDP_OK;
+}
