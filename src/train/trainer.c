@@ -76,6 +76,7 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a)
   PTDP_CALL(ptdp_grid_create(MPI_COMM_WORLD, (int)t, (int)p, a->parallel_order, &tr->grid));
   PTDP_CALL(ptdp_batch_open(&tr->data, &tr->args, tr->vocab, MPI_COMM_WORLD));
   PTDP_CALL(ptdp_backend_cpu_create(&tr->be));
+  PTDP_CALL(ptdp_grid_attach_backend(&tr->grid, tr->be)); /* float messages are backend memory */
 
   ptdp_gpt_config mc = {
     .num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size, .heads = (int)a->num_attention_heads,
@@ -286,22 +287,18 @@ static int replay_bubble(ptdp_trainer *tr, double *bubble)
 {
   ptdp_pipeline *pl = &tr->pipe;
   const int p = tr->grid.layout.p, n = pl->sched.count;
-  float *mine, *all;
-  double *dur;
-  PTDP_ALLOC(mine, sizeof(float) * (size_t)n);
-  PTDP_ALLOC(all, sizeof(float) * (size_t)n * p);
+  double *mine, *dur; /* host memory: the f64 all-gather */
+  PTDP_ALLOC(mine, sizeof(double) * (size_t)n);
   PTDP_ALLOC(dur, sizeof(double) * (size_t)n * p);
   for (int i = 0; i < n; i++)
-    mine[i] = i < pl->nevents ? (float)(pl->events[i].end - pl->events[i].start - pl->events[i].wait) : 0.0f;
-  int err = ptdp_comm_allgather(&tr->grid.pp, mine, all, (size_t)n, PTDP_TAG_MISC);
-  for (int i = 0; !err && i < n * p; i++) dur[i] = all[i];
+    mine[i] = i < pl->nevents ? pl->events[i].end - pl->events[i].start - pl->events[i].wait : 0.0;
+  int err = ptdp_comm_allgather_f64(&tr->grid.pp, mine, dur, (size_t)n, PTDP_TAG_MISC);
   ptdp_replay rp = {0};
   if (!err) err = ptdp_schedule_replay(pl->sched.kind, p, tr->model.nchunks, tr->m, dur, 0.0, &rp);
   *bubble = 0;
   for (int st = 0; !err && st < p; st++) *bubble = rp.idle[st] > *bubble ? rp.idle[st] : *bubble;
   ptdp_replay_destroy(&rp);
   free(mine);
-  free(all);
   free(dur);
   return err;
 }
