@@ -151,6 +151,8 @@ int ptdp_gpt_init_params(ptdp_gpt *m);
 /* Device pointers to parameter i's local buffer (ptdp_param_info lrows x lcols) and gradient. */
 float *ptdp_gpt_param_data(const ptdp_gpt *m, int i);
 float *ptdp_gpt_grad_data(const ptdp_gpt *m, int i);
+/* Elements of the largest local parameter buffer (host staging for copies). */
+long long ptdp_gpt_max_param_elems(const ptdp_gpt *m);
 /* Number of real-vocabulary columns of this rank's logits (its slice of the vocabulary). */
 int ptdp_gpt_vocab_columns(const ptdp_gpt *m);
 

@@ -34,6 +34,14 @@ ptdp_plan_config ptdp_gpt_plan_config(const ptdp_gpt_config *c, const ptdp_param
 float *ptdp_gpt_param_data(const ptdp_gpt *m, int i) { return m->param + m->layout.offset[i]; }
 float *ptdp_gpt_grad_data(const ptdp_gpt *m, int i) { return m->grad + m->layout.offset[i]; }
 
+long long ptdp_gpt_max_param_elems(const ptdp_gpt *m)
+{
+  long long most = 1;
+  for (int i = 0; i < m->nparams; i++)
+    most = ptdp_param_local_elems(&m->params[i]) > most ? ptdp_param_local_elems(&m->params[i]) : most;
+  return most;
+}
+
 int ptdp_gpt_vocab_columns(const ptdp_gpt *m)
 {
   long long vv = m->cfg.vocab - m->v0;
@@ -72,11 +80,8 @@ static void init_values(const ptdp_gpt *m, const ptdp_param_info *p, float *w)
 
 int ptdp_gpt_init_params(ptdp_gpt *m)
 {
-  long long most = 1;
-  for (int i = 0; i < m->nparams; i++)
-    most = ptdp_param_local_elems(&m->params[i]) > most ? ptdp_param_local_elems(&m->params[i]) : most;
   float *host;
-  PTDP_ALLOC(host, (size_t)most * sizeof(float));
+  PTDP_ALLOC(host, (size_t)ptdp_gpt_max_param_elems(m) * sizeof(float));
   int err = 0;
   for (int i = 0; i < m->nparams && !err; i++) {
     init_values(m, &m->params[i], host);

@@ -118,12 +118,8 @@ static int write_global(ptdp_dump *d, ptdp_trainer *tr, const char *group, int g
 
 static int write_params(ptdp_dump *d, ptdp_trainer *tr, const char *group, int grads)
 {
-  const ptdp_gpt *m = &tr->model;
-  long long most = 1;
-  for (int i = 0; i < m->nparams; i++)
-    most = ptdp_param_local_elems(&m->params[i]) > most ? ptdp_param_local_elems(&m->params[i]) : most;
-  float *host;
-  PTDP_ALLOC(host, (size_t)most * sizeof(float));
+  float *host; /* one parameter's local buffer at a time */
+  PTDP_ALLOC(host, (size_t)ptdp_gpt_max_param_elems(&tr->model) * sizeof(float));
   int err = 0;
   for (int g = 0; g < d->nglobal && !err; g++) err = write_global(d, tr, group, g, grads, host);
   free(host);
