@@ -2,4 +2,3 @@
 libptdp_a_SOURCES += src/core/error.c
 libptdp_a_SOURCES += src/core/options.c src/core/args.c
 libptdp_a_SOURCES += src/core/rng.c
-libptdp_a_SOURCES += src/core/blas_env.c
