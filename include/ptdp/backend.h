@@ -96,8 +96,26 @@ struct ptdp_backend {
   double (*sumsq)(ptdp_backend *be, const float *x, size_t n); /* in double */
 };
 
-/* The CPU backend (OpenBLAS + OpenMP). */
+/* What a backend needs from the program to set itself up.  The CPU backend (and the guard
+ * backend, which runs it) sets the process's threads from these: see include/ptdp/cpu_threads.h. */
+typedef struct {
+  int num_threads;   /* per rank; 0: OMP_NUM_THREADS, else the CPUs bound, else cores / ranks_on_node */
+  int ranks_on_node; /* ranks sharing this node's cores (MPI_COMM_TYPE_SHARED) */
+  int report;        /* 1 on the rank that prints set-up warnings */
+} ptdp_backend_options;
+
+/* The valid names of ptdp_backend_create, for messages. */
+#define PTDP_BACKEND_NAMES "cpu, guard"
+
+/* A backend by name:
+ *   "cpu"    OpenBLAS + OpenMP on the host;
+ *   "guard"  the CPU backend's operations on memory the host cannot touch outside them (a test
+ *            tool: host code that reads or writes backend memory directly dies of SIGSEGV);
+ * opt NULL means {0, 1, 0}.  An unknown name is a PTDP_ERR_INPUT error listing the valid ones. */
+int ptdp_backend_create(const char *name, const ptdp_backend_options *opt, ptdp_backend **be);
+/* The CPU backend alone, leaving the process's threads as they are. */
 int ptdp_backend_cpu_create(ptdp_backend **be);
+/* be->destroy, then the table; sets *be to NULL. */
 void ptdp_backend_destroy(ptdp_backend **be);
 
 #endif

@@ -38,7 +38,9 @@ typedef struct {
   double timer[PTDP_TIMER_COUNT];
 } ptdp_trainer;
 
-int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a);
+/* Set up the run; the backend named by a->backend is created with bopt (threads, ranks on the
+ * node; NULL: defaults). */
+int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_options *bopt);
 int ptdp_trainer_run(ptdp_trainer *tr);
 /* One training iteration; loss is the global mean over the batch. */
 int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double *lr);

@@ -70,7 +70,7 @@ static void cpu_destroy(ptdp_backend *be)
   be->ctx = NULL;
 }
 
-/* One thread pool: OpenBLAS runs single-threaded (ptdp_threads_setup sets it) and a large
+/* One thread pool: OpenBLAS runs single-threaded (ptdp_cpu_threads_setup sets it) and a large
  * product is split here into one block of C per OpenMP thread, along C's longer side in
  * multiples of 64 (whole micro-kernel tiles).  Each element of C is still the same dot product
  * in the same K order, so the result does not depend on the thread count.  Two pools (OpenMP's
@@ -443,12 +443,4 @@ int ptdp_backend_cpu_create(ptdp_backend **out)
   be->sumsq = cpu_sumsq;
   *out = be;
   return 0;
-}
-
-void ptdp_backend_destroy(ptdp_backend **be)
-{
-  if (!be || !*be) return;
-  if ((*be)->destroy) (*be)->destroy(*be);
-  free(*be);
-  *be = NULL;
 }

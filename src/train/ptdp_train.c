@@ -6,8 +6,9 @@
  * so bad input ends the run cleanly with one message from rank 0.  Errors after set-up may be
  * seen by one rank only and end the run with MPI_Abort. */
 #include "ptdp/args.h"
-#include "ptdp/blas_env.h"
+#include "ptdp/backend.h"
 #include "ptdp/config.h"
+#include "ptdp/cpu_threads.h"
 #include "ptdp/error.h"
 #include "ptdp/trainer.h"
 
@@ -53,20 +54,23 @@ static int run(int argc, char **argv)
   PTDP_CALL_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
   PTDP_CALL_MPI(MPI_Comm_size(node, &on_node));
   PTDP_CALL_MPI(MPI_Comm_free(&node));
-  int threads = ptdp_threads_setup((int)a.num_threads, on_node, rank == 0);
+  /* The trainer's backend sets the threads up from these (ptdp_backend_create); the count it
+   * will choose is known now, for the first line and the waiting ranks. */
+  const ptdp_backend_options bopt = {.num_threads = (int)a.num_threads, .ranks_on_node = on_node, .report = rank == 0};
+  int threads = ptdp_cpu_threads_count(bopt.num_threads, bopt.ranks_on_node);
   /* more ranks x threads than cores on this node: waiting ranks sleep instead of polling */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (cores > 0 && (long)on_node * threads > cores) ptdp_comm_set_wait_sleep(50);
   if (rank == 0) {
     char blas[1024];
-    ptdp_blas_describe(blas, sizeof blas);
+    ptdp_blas_describe(threads, blas, sizeof blas);
     printf("ptdp-train %s: %d rank(s); %s\n", PACKAGE_VERSION, world, blas);
     ptdp_args_print(&o, stdout);
     ptdp_args_warn_unused(&o, &a, world, stderr);
   }
   ptdp_options_free(&o);
   ptdp_trainer tr;
-  err = ptdp_trainer_setup(&tr, &a);
+  err = ptdp_trainer_setup(&tr, &a, &bopt);
   if (!err) {
     if (rank == 0) ptdp_grid_print(&tr.grid);
     ptdp_error_set_collective(0); /* from here a failure may be one rank's own */

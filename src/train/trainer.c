@@ -53,7 +53,7 @@ static int feed(void *ctx, int mb, int32_t *tokens, int32_t *targets, long long 
   return ptdp_batch_micro(tr->data, tr->split, first, b, (int)tr->args.seq_length, tokens, targets, tr->scratch);
 }
 
-int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a)
+int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_options *bopt)
 {
   memset(tr, 0, sizeof *tr);
   tr->args = *a;
@@ -75,7 +75,7 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a)
   PTDP_CALL(resolve_vocab(a, &tr->vocab));
   PTDP_CALL(ptdp_grid_create(MPI_COMM_WORLD, (int)t, (int)p, a->parallel_order, &tr->grid));
   PTDP_CALL(ptdp_batch_open(&tr->data, &tr->args, tr->vocab, MPI_COMM_WORLD));
-  PTDP_CALL(ptdp_backend_cpu_create(&tr->be));
+  PTDP_CALL(ptdp_backend_create(a->backend == PTDP_BACKEND_GUARD ? "guard" : "cpu", bopt, &tr->be));
   PTDP_CALL(ptdp_grid_attach_backend(&tr->grid, tr->be)); /* float messages are backend memory */
 
   ptdp_gpt_config mc = {

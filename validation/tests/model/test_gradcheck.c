@@ -33,7 +33,8 @@ int main(int argc, char **argv)
   MPI_Init(&argc, &argv);
   ptdp_grid grid;
   ptdp_backend *be;
-  if (ptdp_grid_create(MPI_COMM_WORLD, 1, 1, PTDP_ORDER_TP_DP_PP, &grid) || ptdp_backend_cpu_create(&be)) return 2;
+  if (ptdp_grid_create(MPI_COMM_WORLD, 1, 1, PTDP_ORDER_TP_DP_PP, &grid) || ptdp_backend_create("cpu", NULL, &be))
+    return 2;
   ptdp_gpt_config c = {.num_layers = 2, .hidden = 16, .heads = 2, .ffn = 32, .seq = 8, .max_pos = 10, .micro_batch = 2,
                        .vocab = 37, .vocab_divisible_by = 8, .eps = 1e-5f, .hidden_dropout = 0.1f,
                        .attn_dropout = 0.1f, .init_std = 0.2f, .seed = 7, .chunks = 1, .schedule = PTDP_SCHED_1F1B,

@@ -31,7 +31,7 @@ static int run(int t, double *loss, float *wte_grad)
 {
   ptdp_grid g;
   ptdp_backend *be;
-  if (ptdp_grid_create(MPI_COMM_WORLD, t, 1, PTDP_ORDER_TP_DP_PP, &g) || ptdp_backend_cpu_create(&be)) return 1;
+  if (ptdp_grid_create(MPI_COMM_WORLD, t, 1, PTDP_ORDER_TP_DP_PP, &g) || ptdp_backend_create("cpu", NULL, &be)) return 1;
   ptdp_gpt_config c = {.num_layers = 0, .hidden = 16, .heads = 4, .ffn = 64, .seq = 8, .max_pos = 8, .micro_batch = 2,
                        .vocab = 37, .vocab_divisible_by = 8 / t, .eps = 1e-5f, .init_std = 0.5f, .seed = 11,
                        .chunks = 1, .schedule = PTDP_SCHED_1F1B, .m = 1, .dp_size = 1}; /* padded to 40 for t = 1, 2, 4 */

@@ -1,7 +1,7 @@
-/* BLAS kernels and threads: see include/ptdp/blas_env.h. */
+/* The CPU backend's BLAS kernels and threads: see include/ptdp/cpu_threads.h. */
 /* sched_getaffinity and CPU_COUNT are GNU extensions */
 #define _GNU_SOURCE
-#include "ptdp/blas_env.h"
+#include "ptdp/cpu_threads.h"
 
 #include "ptdp/config.h"
 
@@ -55,12 +55,8 @@ void ptdp_blas_choose_core(int argc, char **argv)
 #endif
 }
 
-void ptdp_blas_describe(char *buf, size_t n)
+void ptdp_blas_describe(int threads, char *buf, size_t n)
 {
-  int threads = 1;
-#ifdef _OPENMP
-  threads = omp_get_max_threads();
-#endif
 #if PTDP_HAVE_OPENBLAS
   const char *was = getenv("PTDP_OPENBLAS_CORETYPE_WAS");
   char note[256] = "";
@@ -85,18 +81,24 @@ static int allowed_cpus(void)
   return cores > 0 ? (int)cores : 1;
 }
 
-int ptdp_threads_setup(int requested, int ranks_on_node, int report)
+int ptdp_cpu_threads_count(int requested, int ranks_on_node)
 {
   int n = requested;
   const char *env = getenv("OMP_NUM_THREADS");
-  const int cpus = allowed_cpus();
-  long online = sysconf(_SC_NPROCESSORS_ONLN);
   if (n <= 0 && env && atoi(env) > 0) n = atoi(env);
   if (n <= 0) {
     /* bound to a set of CPUs: use them; unbound: share the node's cores among its ranks */
+    const int cpus = allowed_cpus();
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
     n = cpus < online ? cpus : (int)(online > 0 ? online : 1) / (ranks_on_node > 0 ? ranks_on_node : 1);
     if (n < 1) n = 1;
   }
+  return n;
+}
+
+int ptdp_cpu_threads_setup(int requested, int ranks_on_node, int report)
+{
+  const int n = ptdp_cpu_threads_count(requested, ranks_on_node), cpus = allowed_cpus();
   if (n > cpus && report)
     fprintf(stderr, "ptdp: warning: %d threads per rank, but this rank is bound to %d CPU(s) (MPI binding); they "
                     "will share them: use mpirun --bind-to none, or bind each rank to %d cores (e.g. --map-by slot:PE=%d)\n",
