@@ -8,19 +8,13 @@
 #ifndef PTDP_PIPELINE_H
 #define PTDP_PIPELINE_H
 
+#include "ptdp/events.h"
 #include "ptdp/gpt.h"
 #include "ptdp/schedule.h"
 
 /* Supplies micro-batch mb's tokens and targets [N] ((pos, sample) order) and the global index
  * of its first sample; with tokens == NULL only the index (stages that read no data). */
 typedef int (*ptdp_batch_fn)(void *ctx, int mb, int32_t *tokens, int32_t *targets, long long *sample0);
-
-typedef struct {
-  double start, end; /* seconds since the iteration began */
-  int kind;          /* PTDP_WORK_FORWARD / PTDP_WORK_BACKWARD */
-  int microbatch, chunk;
-  double wait;       /* of which blocked in receives */
-} ptdp_event;
 
 /* Where this rank sits in the pipeline and what it sends, given explicitly: the driver reads
  * nothing of the model's layout, and calls the model only to compute (ptdp_gpt_forward /
@@ -49,8 +43,8 @@ typedef struct {
   int next_grad_buf;
   int *reserved;           /* [v slots] slots whose input a posted receive will fill */
   int32_t *tokens, *targets;
-  ptdp_event *events;      /* 2 m v of the last iteration */
-  int nevents;
+  ptdp_events *log;        /* if set, every work item of a sampled iteration is recorded there
+                              (ptdp_events_record: start, end, kind, micro-batch, chunk, wait) */
   double wait_seconds;     /* blocked in receives, last iteration */
   double busy_seconds;     /* in forward/backward compute, last iteration */
   double loss_sum;         /* sum of micro-batch losses (last stage), last iteration */

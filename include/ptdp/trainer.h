@@ -7,14 +7,14 @@
 #include "ptdp/backend.h"
 #include "ptdp/batch.h"
 #include "ptdp/ddp.h"
+#include "ptdp/events.h"
 #include "ptdp/gpt.h"
 #include "ptdp/grid.h"
 #include "ptdp/optimizer.h"
 #include "ptdp/pipeline.h"
 
-/* Named timers, reported every log interval as max and min over ranks. */
-enum { PTDP_TM_FWD_BWD, PTDP_TM_PP_WAIT, PTDP_TM_TP_COMM, PTDP_TM_DP_WAIT, PTDP_TM_GRAD_SYNC, PTDP_TM_OPTIMIZER,
-       PTDP_TIMER_COUNT };
+/* Sampled iterations whose pipeline timelines are kept (the last of every log interval). */
+enum { PTDP_TRAINER_KEEP_TIMELINES = 4 };
 
 typedef struct {
   ptdp_args args;
@@ -34,8 +34,10 @@ typedef struct {
   long long batch_first;  /* first global sample of the batch being fed */
   int32_t *scratch;       /* s + 1 tokens */
   struct ptdp_dump *dump; /* debug-dump state, or NULL */
-  /* timers of the current log interval, seconds (PETSc's -log_view, Megatron's timers) */
-  double timer[PTDP_TIMER_COUNT];
+  /* named timers (PETSc's -log_view, Megatron's timers), reported per log interval as max and
+   * min over ranks; and the pipeline timelines of sampled iterations */
+  ptdp_events *events;
+  struct { int fwd_bwd, pp_wait, tp_comm, dp_wait, grads_sync, optimizer; } ev;
 } ptdp_trainer;
 
 /* Set up the run; the backend named by a->backend is created with bopt (threads, ranks on the

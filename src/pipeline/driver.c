@@ -80,7 +80,6 @@ int ptdp_pipeline_create_with(ptdp_pipeline *pl, ptdp_gpt *model, const ptdp_pip
   }
   PTDP_CALLOC(pl->tokens, cfg->batch_tokens, sizeof(int32_t));
   PTDP_CALLOC(pl->targets, cfg->batch_tokens, sizeof(int32_t));
-  PTDP_CALLOC(pl->events, (size_t)pl->sched.count, sizeof(ptdp_event));
   return 0;
 }
 
@@ -95,7 +94,6 @@ void ptdp_pipeline_destroy(ptdp_pipeline *pl)
   free(pl->reserved);
   free(pl->tokens);
   free(pl->targets);
-  free(pl->events);
   memset(pl, 0, sizeof *pl);
 }
 
@@ -187,7 +185,7 @@ static int post_recvs(ptdp_pipeline *pl, int it, int forward_only, posted_recv *
 }
 
 /* Wait for the item's message; the time blocked is the bubble. */
-static int wait_recv(ptdp_pipeline *pl, posted_recv *cur, ptdp_event *ev)
+static int wait_recv(ptdp_pipeline *pl, posted_recv *cur, ptdp_event_record *ev)
 {
   double t0 = MPI_Wtime();
   PTDP_CALL(ptdp_comm_wait(pl->cfg.pp, &cur->req));
@@ -198,7 +196,7 @@ static int wait_recv(ptdp_pipeline *pl, posted_recv *cur, ptdp_event *ev)
 /* Forward of micro-batch w.microbatch through chunk w.chunk, into the slot its receive reserved
  * (or a free one); its output goes on to the next virtual stage. */
 static int run_forward(ptdp_pipeline *pl, ptdp_work w, posted_recv *cur, ptdp_batch_fn batch, void *ctx, int forward_only,
-                       ptdp_event *ev)
+                       ptdp_event_record *ev)
 {
   ptdp_gpt *m = pl->model;
   ptdp_comm *pp = pl->cfg.pp;
@@ -231,7 +229,7 @@ static int run_forward(ptdp_pipeline *pl, ptdp_work w, posted_recv *cur, ptdp_ba
 /* Backward of the same; item it is the chunk's last backward when its gradients become final.
  * The input gradient goes back to the previous virtual stage from a send buffer of the slot's
  * own (the model's *dinput is valid only until its next call). */
-static int run_backward(ptdp_pipeline *pl, int it, ptdp_work w, posted_recv *cur, float loss_scale, ptdp_event *ev)
+static int run_backward(ptdp_pipeline *pl, int it, ptdp_work w, posted_recv *cur, float loss_scale, ptdp_event_record *ev)
 {
   ptdp_gpt *m = pl->model;
   ptdp_comm *pp = pl->cfg.pp;
@@ -258,18 +256,15 @@ static int run_backward(ptdp_pipeline *pl, int it, ptdp_work w, posted_recv *cur
 int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float loss_scale, int forward_only)
 {
   const int nreq = pl->cfg.v * pl->cfg.slots;
-  double t_iter = MPI_Wtime();
+  /* records' times count from the log's iteration start (else from now) */
+  double t_iter = MPI_Wtime() - (pl->log ? ptdp_events_elapsed(pl->log) : 0.0);
   pl->wait_seconds = pl->busy_seconds = pl->loss_sum = 0;
-  pl->nevents = 0;
   posted_recv cur = {.valid = 0}, ahead = {.valid = 0};
   for (int it = 0; it < pl->sched.count; it++) {
     const ptdp_work w = pl->sched.items[it];
     if (forward_only && w.kind != PTDP_WORK_FORWARD) continue;
-    ptdp_event *ev = &pl->events[pl->nevents++];
-    ev->kind = w.kind;
-    ev->microbatch = w.microbatch;
-    ev->chunk = w.chunk;
-    ev->wait = 0;
+    ptdp_event_record rec = {.kind = (int)w.kind, .microbatch = w.microbatch, .chunk = w.chunk, .event = -1};
+    ptdp_event_record *ev = &rec;
     ev->start = MPI_Wtime() - t_iter;
     PTDP_CALL(post_recvs(pl, it, forward_only, &cur, &ahead));
     if (w.kind == PTDP_WORK_FORWARD) PTDP_CALL(run_forward(pl, w, &cur, batch, ctx, forward_only, ev));
@@ -277,6 +272,7 @@ int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float l
     ev->end = MPI_Wtime() - t_iter;
     pl->wait_seconds += ev->wait;
     pl->busy_seconds += ev->end - ev->start - ev->wait;
+    if (pl->log) PTDP_CALL(ptdp_events_record(pl->log, ev));
   }
   if (pl->cfg.p > 1) {
     PTDP_CALL(ptdp_comm_waitall(pl->cfg.pp, nreq, pl->act_req));

@@ -39,8 +39,18 @@ static int resolve_vocab(const ptdp_args *a, long long *vocab)
   return 0;
 }
 
-static const char *timer_name[PTDP_TIMER_COUNT] = {"forward-backward", "pipeline-wait", "tp-comm",
-                                           "dp-wait", "grads-sync", "optimizer"};
+/* The named timers, in the order the [timers] line prints them. */
+static int register_timers(ptdp_trainer *tr)
+{
+  PTDP_CALL(ptdp_events_create(PTDP_TRAINER_KEEP_TIMELINES, &tr->events));
+  PTDP_CALL(ptdp_events_register(tr->events, "forward-backward", &tr->ev.fwd_bwd));
+  PTDP_CALL(ptdp_events_register(tr->events, "pipeline-wait", &tr->ev.pp_wait));
+  PTDP_CALL(ptdp_events_register(tr->events, "tp-comm", &tr->ev.tp_comm));
+  PTDP_CALL(ptdp_events_register(tr->events, "dp-wait", &tr->ev.dp_wait));
+  PTDP_CALL(ptdp_events_register(tr->events, "grads-sync", &tr->ev.grads_sync));
+  PTDP_CALL(ptdp_events_register(tr->events, "optimizer", &tr->ev.optimizer));
+  return 0;
+}
 
 static int feed(void *ctx, int mb, int32_t *tokens, int32_t *targets, long long *sample0)
 {
@@ -100,6 +110,8 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
            .style = a->lr_decay_style}};
   PTDP_CALL(ptdp_optimizer_create(&tr->opt, &oc, &tr->model, &tr->ddp));
   PTDP_CALL(ptdp_pipeline_create(&tr->pipe, &tr->model, sk, tr->m));
+  PTDP_CALL(register_timers(tr));
+  tr->pipe.log = tr->events;
   PTDP_CALLOC(tr->scratch, a->seq_length + 1, sizeof(int32_t));
   if (a->debug_dump[0]) PTDP_CALL(ptdp_dump_open(&tr->dump, tr, a->debug_dump));
   return 0;
@@ -121,24 +133,26 @@ int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double 
   PTDP_CALL(m->be->memset0(m->be, m->grad, (size_t)m->layout.total * sizeof(float)));
   tr->split = PTDP_SPLIT_TRAIN;
   tr->batch_first = tr->consumed;
-  double t0 = MPI_Wtime(), tp0 = tr->grid.tp.stats.wait_seconds;
+  /* the last iteration of each log interval is sampled: its pipeline timeline is kept */
+  const long long n = tr->iteration + 1;
+  PTDP_CALL(ptdp_events_iteration_begin(tr->events, n, n % tr->args.log_interval == 0 || n == tr->args.train_iters));
+  const double tp0 = tr->grid.tp.stats.wait_seconds;
+  PTDP_CALL(ptdp_events_begin(tr->events, tr->ev.fwd_bwd));
   PTDP_CALL(ptdp_pipeline_run(&tr->pipe, feed, tr, 1.0f / (float)tr->m, 0));
-  double t1 = MPI_Wtime();
-  tr->timer[PTDP_TM_FWD_BWD] += t1 - t0;
-  tr->timer[PTDP_TM_PP_WAIT] += tr->pipe.wait_seconds;
+  PTDP_CALL(ptdp_events_end(tr->events, tr->ev.fwd_bwd));
+  PTDP_CALL(ptdp_events_add(tr->events, tr->ev.pp_wait, tr->pipe.wait_seconds));
   PTDP_CALL(global_loss(tr, loss));
   /* Megatron: iteration n + 1 runs with the rate after n completed iterations */
   *lr = ptdp_lr_at(&tr->opt.cfg.lr, tr->iteration);
-  double t2 = MPI_Wtime();
+  PTDP_CALL(ptdp_events_begin(tr->events, tr->ev.grads_sync));
   PTDP_CALL(ptdp_ddp_sync(&tr->ddp));
-  double t3 = MPI_Wtime();
+  PTDP_CALL(ptdp_events_end(tr->events, tr->ev.grads_sync));
+  PTDP_CALL(ptdp_events_add(tr->events, tr->ev.dp_wait, tr->ddp.wait_seconds));
   if (tr->dump && tr->iteration == 0) PTDP_CALL(ptdp_dump_grads(tr->dump, tr));
-  double t4 = MPI_Wtime();
+  PTDP_CALL(ptdp_events_begin(tr->events, tr->ev.optimizer));
   PTDP_CALL(ptdp_optimizer_update(&tr->opt, *lr, grad_norm));
-  tr->timer[PTDP_TM_GRAD_SYNC] += t3 - t2;
-  tr->timer[PTDP_TM_DP_WAIT] += tr->ddp.wait_seconds;
-  tr->timer[PTDP_TM_OPTIMIZER] += MPI_Wtime() - t4;
-  tr->timer[PTDP_TM_TP_COMM] += tr->grid.tp.stats.wait_seconds - tp0;
+  PTDP_CALL(ptdp_events_end(tr->events, tr->ev.optimizer));
+  PTDP_CALL(ptdp_events_add(tr->events, tr->ev.tp_comm, tr->grid.tp.stats.wait_seconds - tp0));
   tr->iteration++;
   tr->consumed += tr->gbs;
   if (tr->dump) ptdp_dump_record(tr->dump, tr->iteration, *loss, *lr, *grad_norm);
@@ -152,6 +166,7 @@ int ptdp_trainer_evaluate(ptdp_trainer *tr, double *loss)
   m->cfg.hidden_dropout = m->cfg.attn_dropout = 0.0f; /* evaluation: no dropout */
   double sum = 0;
   tr->split = PTDP_SPLIT_VALID;
+  PTDP_CALL(ptdp_events_iteration_begin(tr->events, tr->iteration, 0)); /* evaluation is not sampled */
   for (long long e = 0; e < tr->args.eval_iters; e++) {
     /* each evaluation walks the validation split from where the last one stopped, as Megatron */
     tr->batch_first = (tr->iteration / tr->args.eval_interval) * tr->args.eval_iters * tr->gbs + e * tr->gbs;
@@ -290,8 +305,11 @@ static int replay_bubble(ptdp_trainer *tr, double *bubble)
   double *mine, *dur; /* host memory: the f64 all-gather */
   PTDP_ALLOC(mine, sizeof(double) * (size_t)n);
   PTDP_ALLOC(dur, sizeof(double) * (size_t)n * p);
-  for (int i = 0; i < n; i++)
-    mine[i] = i < pl->nevents ? pl->events[i].end - pl->events[i].start - pl->events[i].wait : 0.0;
+  const ptdp_event_record *rec = NULL;
+  int nrec = 0;
+  const int kept = ptdp_events_timelines(tr->events);
+  if (kept > 0) PTDP_CALL(ptdp_events_timeline(tr->events, kept - 1, NULL, &rec, &nrec));
+  for (int i = 0; i < n; i++) mine[i] = i < nrec ? rec[i].end - rec[i].start - rec[i].wait : 0.0;
   int err = ptdp_comm_allgather_f64(&tr->grid.pp, mine, dur, (size_t)n, PTDP_TAG_MISC);
   ptdp_replay rp = {0};
   if (!err) err = ptdp_schedule_replay(pl->sched.kind, p, tr->model.nchunks, tr->m, dur, 0.0, &rp);
@@ -306,18 +324,11 @@ static int replay_bubble(ptdp_trainer *tr, double *bubble)
 /* Timers of the interval: ms per iteration, max and min over ranks. */
 static int print_timers(ptdp_trainer *tr, int iters)
 {
-  double mx[PTDP_TIMER_COUNT], mn[PTDP_TIMER_COUNT];
-  for (int i = 0; i < PTDP_TIMER_COUNT; i++) {
-    mx[i] = tr->timer[i] / iters * 1e3;
-    mn[i] = -mx[i];
-    tr->timer[i] = 0;
-  }
-  PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, mx, PTDP_TIMER_COUNT, PTDP_TAG_MISC));
-  PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, mn, PTDP_TIMER_COUNT, PTDP_TAG_MISC));
+  PTDP_CALL(ptdp_events_reduce(tr->events, &tr->grid.world, iters, NULL));
   if (tr->grid.world_rank != 0) return 0;
-  printf("[timers] ms per iteration (max, min over ranks):");
-  for (int i = 0; i < PTDP_TIMER_COUNT; i++) printf(" %s %.1f, %.1f |", timer_name[i], mx[i], -mn[i]);
-  printf("\n");
+  char line[2048];
+  PTDP_CALL(ptdp_events_format(tr->events, line, sizeof line));
+  fputs(line, stdout);
   return 0;
 }
 
@@ -337,6 +348,7 @@ static void print_comm(ptdp_trainer *tr, long long iters)
 void ptdp_trainer_destroy(ptdp_trainer *tr)
 {
   ptdp_pipeline_destroy(&tr->pipe);
+  ptdp_events_destroy(&tr->events);
   ptdp_optimizer_destroy(&tr->opt);
   ptdp_ddp_destroy(&tr->ddp);
   ptdp_gpt_destroy(&tr->model);
