@@ -1,2 +1,4 @@
-# inputs: input decks and hardware descriptions
+# inputs: input decks (gpt-tiny.in: the default job; gpt-mock.in: no data needed) and the script
+# that fetches the real tokenizer files and corpus
 dist_noinst_DATA += inputs/gpt-tiny.in inputs/gpt-mock.in
+dist_noinst_SCRIPTS += inputs/fetch-data.sh

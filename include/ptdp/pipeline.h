@@ -1,10 +1,10 @@
 /* The pipeline driver: runs one iteration's schedule (ptdp/schedule.h) on this rank, moving
  * activations [Nl, h] forward and their gradients backward between neighbouring virtual
- * stages with nonblocking MPI.  Sends are nonblocking and complete before their buffer is
- * reused; each receive is posted one work item ahead and waited for when its data is needed,
- * and the time spent waiting is the measured pipeline bubble.  Who receives from whom is
- * ptdp_work_dependency (ptdp/schedule.h).  Every work item is recorded as an event for the
- * statistics file. */
+ * stages with the communication layer's nonblocking point-to-point messages (ptdp/comm.h).
+ * Sends complete before their buffer is reused; each receive is posted one work item ahead and
+ * waited for when its data is needed, and the time spent waiting is the measured pipeline
+ * bubble.  Who receives from whom is ptdp_work_dependency (ptdp/schedule.h).  The work items of
+ * sampled iterations are recorded in a named-events log (ptdp/events.h) when one is set. */
 #ifndef PTDP_PIPELINE_H
 #define PTDP_PIPELINE_H
 

@@ -7,7 +7,6 @@ libptdp_a_SOURCES += src/data/unicode.c src/data/unicode_tables.c src/data/json.
 ptdpinclude_HEADERS += include/ptdp/tokenizer.h include/ptdp/indexed_dataset.h include/ptdp/gpt_dataset.h
 
 EXTRA_DIST += src/data/gen_unicode_tables.py
-dist_noinst_SCRIPTS += inputs/fetch-data.sh
 
 # ---- tests (validation/tests/data)
 check_PROGRAMS += validation/tests/data/tokenize_tool
@@ -27,5 +26,3 @@ dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_gpt2.sh validation/t
                        validation/tests/data/test_mmidx_files.sh validation/tests/data/test_gpt_dataset.sh \
                        validation/tests/data/read_mmidx.py validation/tests/data/write_mmidx.py
 EXTRA_DIST += validation/tests/data/js_encode.js
-dist_noinst_SCRIPTS += validation/fuzz/run_fuzz.sh validation/bench/bench_tokenizer.sh
-EXTRA_DIST += validation/fuzz/fuzz_mmidx.c
