@@ -7,3 +7,4 @@ ptdpinclude_HEADERS += include/ptdp/params.h include/ptdp/plan.h include/ptdp/re
 ptdpinclude_HEADERS += include/ptdp/grad_buffer.h include/ptdp/shard_map.h
 ptdpinclude_HEADERS += include/ptdp/memory_formula.h
 ptdpinclude_HEADERS += include/ptdp/events.h
+ptdpinclude_HEADERS += include/ptdp/checkpoint.h

@@ -56,6 +56,23 @@ int32_t ptdp_tokenizer_eod(const ptdp_tokenizer *tok);
 /* "GPT2BPETokenizer" or "ByteLevel". */
 const char *ptdp_tokenizer_type_name(const ptdp_tokenizer *tok);
 
+/* The word cache: pieces of two or more bytes and their ids.  When inserting a new piece would
+ * make the cache hold more than its limit (table, key pool and ids, counted as allocated),
+ * the cache is emptied, keeping its memory, and refills: memory stays bounded by the limit and
+ * the cost of emptying is paid once per cache's worth of new words. */
+typedef struct {
+  uint64_t lookups; /* pieces of two or more bytes encoded */
+  uint64_t misses;  /* of those, pieces BPE-merged because they were not cached */
+  uint64_t resets;  /* times the cache was emptied */
+  size_t words;     /* pieces cached now */
+  size_t bytes;     /* bytes allocated now */
+  size_t limit;     /* the limit in bytes */
+} ptdp_tokenizer_cache_stats;
+
+/* Default limit: 64 MiB per tokenizer (so per ptdp-preprocess worker); at least 1 MiB. */
+int ptdp_tokenizer_set_cache_limit(ptdp_tokenizer *tok, size_t bytes);
+void ptdp_tokenizer_get_cache_stats(const ptdp_tokenizer *tok, ptdp_tokenizer_cache_stats *stats);
+
 int ptdp_token_buf_push(ptdp_token_buf *b, int32_t id);
 void ptdp_token_buf_free(ptdp_token_buf *b);
 

@@ -97,3 +97,16 @@ void ptdp_strmap_free(ptdp_strmap *m)
 }
 
 size_t ptdp_strmap_bytes(const ptdp_strmap *m) { return m->cap * sizeof *m->slots + m->pool_cap; }
+
+/* Mirrors the growth rules of ptdp_strmap_put (the table doubles when more than half full, the
+ * pool doubles from 4096 until the key fits). */
+size_t ptdp_strmap_bytes_after_put(const ptdp_strmap *m, size_t len)
+{
+  size_t cap = 2 * (m->count + 1) > m->cap ? 2 * m->cap : m->cap;
+  size_t pool = m->pool_cap;
+  if (m->pool_len + len > pool) {
+    if (!pool) pool = 4096;
+    while (pool < m->pool_len + len) pool *= 2;
+  }
+  return cap * sizeof *m->slots + pool;
+}

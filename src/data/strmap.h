@@ -32,5 +32,8 @@ void ptdp_strmap_clear(ptdp_strmap *m);
 void ptdp_strmap_free(ptdp_strmap *m);
 /* Bytes held (slots + pool), for cache limits. */
 size_t ptdp_strmap_bytes(const ptdp_strmap *m);
+/* Bytes held after inserting one new key of len bytes (an upper bound: a key already present
+ * changes nothing). */
+size_t ptdp_strmap_bytes_after_put(const ptdp_strmap *m, size_t len);
 
 #endif

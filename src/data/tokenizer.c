@@ -193,11 +193,12 @@ static int tokenizer_new(ptdp_tokenizer **tok, bpe_tables *t)
 {
   ptdp_tokenizer *k;
   PTDP_CALLOC(k, 1, sizeof *k);
-  if (ptdp_strmap_init(&k->cache, 1 << 14)) {
+  if (ptdp_strmap_init(&k->cache, 1 << 10)) {
     free(k);
     PTDP_CHECK(0, "out of memory for the tokenizer's word cache");
   }
   k->t = t;
+  k->cache_limit = CACHE_LIMIT_BYTES;
   t->refs++;
   *tok = k;
   return 0;
@@ -310,6 +311,7 @@ int ptdp_tokenizer_create(ptdp_tokenizer **tok, const char *type, const char *vo
 int ptdp_tokenizer_clone(const ptdp_tokenizer *tok, ptdp_tokenizer **copy)
 {
   PTDP_CALL(tokenizer_new(copy, tok->t));
+  (*copy)->cache_limit = tok->cache_limit;
   return 0;
 }
 

@@ -112,22 +112,29 @@ static int bpe_piece(ptdp_tokenizer *tok, const unsigned char *p, size_t len, pt
   return 0;
 }
 
-/* Encode one piece through the cache. */
-static int encode_piece(ptdp_tokenizer *tok, const unsigned char *p, size_t len, ptdp_token_buf *out)
+/* Bytes the cache would hold after caching one more piece of len bytes with cnt ids. */
+static size_t cache_bytes_after(const ptdp_tokenizer *tok, size_t len, size_t cnt)
 {
-  if (len == 1) return ptdp_token_buf_push(out, tok->t->byte_id[p[0]]);
-  int64_t off;
-  if (ptdp_strmap_get(&tok->cache, (const char *)p, len, &off)) {
-    int32_t cnt = tok->cache_ids[off];
-    for (int32_t k = 0; k < cnt; k++) PTDP_CALL(ptdp_token_buf_push(out, tok->cache_ids[off + 1 + k]));
-    return 0;
+  size_t cap = tok->cache_cap;
+  if (tok->cache_n + cnt + 1 > cap) {
+    if (!cap) cap = 1 << 16;
+    while (cap < tok->cache_n + cnt + 1) cap *= 2;
   }
-  size_t n0 = out->n;
-  PTDP_CALL(bpe_piece(tok, p, len, out));
-  size_t cnt = out->n - n0;
-  if (ptdp_strmap_bytes(&tok->cache) + tok->cache_cap * sizeof(int32_t) > CACHE_LIMIT_BYTES) {
-    ptdp_strmap_clear(&tok->cache); /* bounded memory: start the cache afresh */
+  return ptdp_strmap_bytes_after_put(&tok->cache, len) + cap * sizeof(int32_t);
+}
+
+/* Cache the ids ids[0..cnt) of the piece p[0..len), emptying the cache first when it would
+ * outgrow its limit.  The test is on what would be allocated, not on what is allocated now:
+ * emptying keeps the memory, so a test on the allocation would empty the cache on every new
+ * piece once it had reached the limit once. */
+static int cache_put(ptdp_tokenizer *tok, const unsigned char *p, size_t len, const int32_t *ids, size_t cnt)
+{
+  if (cache_bytes_after(tok, len, cnt) > tok->cache_limit && tok->stats.words > 0) {
+    ptdp_strmap_clear(&tok->cache);
     tok->cache_n = 0;
+    tok->stats.words = 0;
+    tok->stats.resets++;
+    /* emptied, the cache grows again only if one piece alone exceeds the limit */
   }
   if (tok->cache_n + cnt + 1 > tok->cache_cap) {
     size_t cap = tok->cache_cap ? 2 * tok->cache_cap : 1 << 16;
@@ -139,10 +146,44 @@ static int encode_piece(ptdp_tokenizer *tok, const unsigned char *p, size_t len,
   }
   int64_t at = (int64_t)tok->cache_n;
   tok->cache_ids[tok->cache_n++] = (int32_t)cnt;
-  memcpy(tok->cache_ids + tok->cache_n, out->ids + n0, cnt * sizeof(int32_t));
+  memcpy(tok->cache_ids + tok->cache_n, ids, cnt * sizeof(int32_t));
   tok->cache_n += cnt;
   PTDP_CHECK(ptdp_strmap_put(&tok->cache, (const char *)p, len, at) == 0, "out of memory growing the word cache");
+  tok->stats.words++;
   return 0;
+}
+
+/* Encode one piece through the cache. */
+static int encode_piece(ptdp_tokenizer *tok, const unsigned char *p, size_t len, ptdp_token_buf *out)
+{
+  if (len == 1) return ptdp_token_buf_push(out, tok->t->byte_id[p[0]]);
+  tok->stats.lookups++;
+  int64_t off;
+  if (ptdp_strmap_get(&tok->cache, (const char *)p, len, &off)) {
+    int32_t cnt = tok->cache_ids[off];
+    for (int32_t k = 0; k < cnt; k++) PTDP_CALL(ptdp_token_buf_push(out, tok->cache_ids[off + 1 + k]));
+    return 0;
+  }
+  tok->stats.misses++;
+  size_t n0 = out->n;
+  PTDP_CALL(bpe_piece(tok, p, len, out));
+  PTDP_CALL(cache_put(tok, p, len, out->ids + n0, out->n - n0));
+  return 0;
+}
+
+int ptdp_tokenizer_set_cache_limit(ptdp_tokenizer *tok, size_t bytes)
+{
+  /* below its first allocation (about 350 KiB) a cache would be emptied at every new piece */
+  PTDP_CHECK(bytes >= ((size_t)1 << 20), "the word cache limit must be at least 1 MiB, not %zu bytes", bytes);
+  tok->cache_limit = bytes;
+  return 0;
+}
+
+void ptdp_tokenizer_get_cache_stats(const ptdp_tokenizer *tok, ptdp_tokenizer_cache_stats *stats)
+{
+  *stats = tok->stats;
+  stats->bytes = ptdp_strmap_bytes(&tok->cache) + tok->cache_cap * sizeof(int32_t);
+  stats->limit = tok->cache_limit;
 }
 
 int ptdp_tokenizer_encode_append(ptdp_tokenizer *tok, const char *bytes, size_t n, ptdp_token_buf *out)

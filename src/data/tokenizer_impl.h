@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Default bound on the bytes one tokenizer's word cache holds (table, key pool and ids). */
 #define CACHE_LIMIT_BYTES ((size_t)64 << 20)
 
 typedef struct {
@@ -33,6 +34,8 @@ struct ptdp_tokenizer {
   ptdp_strmap cache;  /* piece -> offset into cache_ids */
   int32_t *cache_ids; /* at each offset: count, then the ids */
   size_t cache_n, cache_cap;
+  size_t cache_limit;             /* bytes; see ptdp_tokenizer_set_cache_limit */
+  ptdp_tokenizer_cache_stats stats;
   int32_t *work;      /* BPE scratch: ids of the piece being merged */
   size_t work_cap;
 };

@@ -4,3 +4,4 @@ EXTRA_DIST += validation/bench/bench_parallel.sh validation/bench/bench_pipeline
 dist_noinst_SCRIPTS += validation/bench/bench_tokenizer.sh
 EXTRA_DIST += validation/bench/bench_train.sh validation/bench/bench.in validation/bench/sgemm_bench.c \
 	validation/bench/README.md
+EXTRA_DIST += validation/bench/bench_data.sh

@@ -3,6 +3,11 @@
  *   tokenize_tool TYPE VOCAB MERGES encode FILE     ids of FILE's bytes, one per line
  *   tokenize_tool TYPE VOCAB MERGES roundtrip FILE  exit 0 iff decode(encode(FILE)) == FILE
  *   tokenize_tool TYPE VOCAB MERGES bench FILE [REPEAT]  tokens/s and MB/s, best of REPEAT
+ *   tokenize_tool TYPE VOCAB MERGES distinct N LIMIT_MIB [check]
+ *       encode N distinct generated words (" " + 9 letters, a bijection of the word's index,
+ *       so every word is new to the cache) with a word cache of LIMIT_MIB; print tokens/s,
+ *       the cache's counters and the most bytes it held; with "check", also encode the same
+ *       text with a cache too large to be emptied and exit non-zero if any id differs
  * TYPE is GPT2BPETokenizer or ByteLevel ("-" for unused files). */
 #include "ptdp/error.h"
 #include "ptdp/tokenizer.h"
@@ -36,11 +41,88 @@ static int slurp(const char *path, char **data, size_t *len)
   return 0;
 }
 
+/* Word i of the distinct-words text: i scrambled by an odd multiplier mod 26^9 (a bijection,
+ * since the multiplier is coprime to 26), written as 9 letters. */
+static size_t distinct_word(uint64_t i, char *w)
+{
+  const uint64_t m = 5429503678976ull; /* 26^9 */
+  uint64_t x = (i * 0x9E3779B97ull) % m;
+  w[0] = ' ';
+  for (int k = 1; k <= 9; k++, x /= 26) w[k] = (char)('a' + x % 26);
+  return 10;
+}
+
+/* Encode n distinct words in chunks of 65536; chunk by chunk, tokens into ids (if non-NULL,
+ * compared to ref's encoding) and the cache's largest allocation into *peak. */
+static int distinct_run(ptdp_tokenizer *tok, ptdp_tokenizer *ref, uint64_t n, size_t *ntok, size_t *peak)
+{
+  enum { CHUNK = 65536 };
+  char *text;
+  PTDP_ALLOC(text, (size_t)CHUNK * 10);
+  ptdp_token_buf out = {0}, want = {0};
+  int rc = 0;
+  *ntok = *peak = 0;
+  for (uint64_t i0 = 0; i0 < n && !rc; i0 += CHUNK) {
+    size_t len = 0;
+    for (uint64_t i = i0; i < n && i < i0 + CHUNK; i++) len += distinct_word(i, text + len);
+    out.n = want.n = 0;
+    rc = ptdp_tokenizer_encode_append(tok, text, len, &out);
+    if (!rc && ref) {
+      rc = ptdp_tokenizer_encode_append(ref, text, len, &want);
+      if (!rc && (out.n != want.n || memcmp(out.ids, want.ids, out.n * sizeof *out.ids))) {
+        fprintf(stderr, "tokenize_tool: ids differ from an unbounded cache's in words %llu..\n", (unsigned long long)i0);
+        rc = 1;
+      }
+    }
+    ptdp_tokenizer_cache_stats st;
+    ptdp_tokenizer_get_cache_stats(tok, &st);
+    if (st.bytes > *peak) *peak = st.bytes;
+    *ntok += out.n;
+  }
+  ptdp_token_buf_free(&out);
+  ptdp_token_buf_free(&want);
+  free(text);
+  return rc;
+}
+
+static int distinct(ptdp_tokenizer *proto, int argc, char **argv)
+{
+  PTDP_CHECK(argc >= 7, "usage: tokenize_tool TYPE VOCAB MERGES distinct N LIMIT_MIB [check]");
+  uint64_t n = strtoull(argv[5], NULL, 10);
+  size_t limit = (size_t)(atof(argv[6]) * 1048576.0);
+  int check = argc > 7 && strcmp(argv[7], "check") == 0;
+  ptdp_tokenizer *tok, *ref = NULL;
+  PTDP_CALL(ptdp_tokenizer_clone(proto, &tok));
+  PTDP_CALL(ptdp_tokenizer_set_cache_limit(tok, limit));
+  if (check) {
+    PTDP_CALL(ptdp_tokenizer_clone(proto, &ref));
+    PTDP_CALL(ptdp_tokenizer_set_cache_limit(ref, (size_t)1 << 40));
+  }
+  size_t ntok = 0, peak = 0;
+  double t0 = now();
+  int rc = distinct_run(tok, ref, n, &ntok, &peak);
+  double dt = now() - t0;
+  ptdp_tokenizer_cache_stats st;
+  ptdp_tokenizer_get_cache_stats(tok, &st);
+  printf("distinct words %llu: %zu tokens in %.3f s, %.0f tokens/s%s; cache limit %zu bytes, most held %zu, "
+         "lookups %llu, misses %llu, resets %llu, words now %zu\n",
+         (unsigned long long)n, ntok, dt, (double)ntok / dt, check ? " (timed with the check)" : "", st.limit, peak,
+         (unsigned long long)st.lookups, (unsigned long long)st.misses, (unsigned long long)st.resets, st.words);
+  ptdp_tokenizer_destroy(&tok);
+  ptdp_tokenizer_destroy(&ref);
+  return rc;
+}
+
 static int run(int argc, char **argv)
 {
-  PTDP_CHECK(argc >= 6, "usage: tokenize_tool TYPE VOCAB MERGES encode|roundtrip|bench FILE [REPEAT]");
+  PTDP_CHECK(argc >= 6, "usage: tokenize_tool TYPE VOCAB MERGES encode|roundtrip|bench FILE [REPEAT] | distinct N LIMIT_MIB [check]");
   ptdp_tokenizer *tok;
   PTDP_CALL(ptdp_tokenizer_create(&tok, argv[1], argv[2], argv[3]));
+  if (strcmp(argv[4], "distinct") == 0) {
+    int rc = distinct(tok, argc, argv);
+    ptdp_tokenizer_destroy(&tok);
+    return rc;
+  }
   char *text = NULL;
   size_t len = 0;
   PTDP_CALL(slurp(argv[5], &text, &len));

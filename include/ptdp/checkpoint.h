@@ -1,0 +1,50 @@
+/* Checkpoints: one HDF5 file per checkpoint, written and read collectively (parallel HDF5 over
+ * MPI-IO), every tensor in its global (unsharded) shape, so that any parallel layout loads what
+ * any other saved.
+ *
+ *   SAVE/latest_checkpointed_iteration.txt   the newest complete checkpoint's iteration
+ *   SAVE/iter_NNNNNNN/checkpoint.h5          the checkpoint (layout: README, "Checkpoints")
+ *
+ * A checkpoint is written into SAVE/iter_NNNNNNN.tmp-<stamp>/, flushed and synced, renamed into
+ * place, and only then named by the tracker (written to a temporary and renamed), so a kill at
+ * any moment leaves the previous checkpoint loadable.
+ *
+ * Every function here is collective over the communicator it is given (or the model's grid):
+ * rank 0 does the file-system work that must happen once and broadcasts its verdict, so every
+ * rank returns the same error code. */
+#ifndef PTDP_CHECKPOINT_H
+#define PTDP_CHECKPOINT_H
+
+#include "ptdp/gpt.h"
+#include "ptdp/options.h"
+
+#include <mpi.h>
+
+#define PTDP_CHECKPOINT_FORMAT 1
+#define PTDP_CHECKPOINT_FILE "checkpoint.h5"
+#define PTDP_CHECKPOINT_TRACKER "latest_checkpointed_iteration.txt"
+
+/* A located checkpoint. */
+typedef struct {
+  char dir[PTDP_OPT_STRLEN];  /* LOAD/iter_NNNNNNN */
+  char file[PTDP_OPT_STRLEN]; /* LOAD/iter_NNNNNNN/checkpoint.h5 */
+  long long iteration;
+} ptdp_checkpoint_ref;
+
+/* Find the checkpoint the tracker in load_dir names.  *found = 0 (and 0 returned) when load_dir
+ * does not exist or holds no tracker: a first run.  A tracker that cannot be read, or names a
+ * directory or file that is missing, is an error naming it.  Collective over comm. */
+int ptdp_checkpoint_locate(const char *load_dir, MPI_Comm comm, ptdp_checkpoint_ref *ref, int *found);
+
+/* Set the options named in keys[0 .. nkeys) to the values stored in the checkpoint (every key
+ * is stored as text, as the echo of the inputs prints it); keys the checkpoint lacks are left
+ * alone.  For use-checkpoint-args and for ptdp-generate.  Collective over comm. */
+int ptdp_checkpoint_read_keys(const ptdp_checkpoint_ref *ref, ptdp_options *o, const char *const *keys, int nkeys,
+                              MPI_Comm comm);
+
+/* Read this rank's slice of every parameter of m (from the global datasets of the checkpoint,
+ * on whatever layout it was saved) into the model, checking shapes and checksums.  Collective
+ * over MPI_COMM_WORLD of m's grid. */
+int ptdp_checkpoint_load_model(const ptdp_checkpoint_ref *ref, ptdp_gpt *m);
+
+#endif
