@@ -31,5 +31,6 @@ TESTS += validation/tests/docs/test_readme.sh validation/tests/docs/test_default
 dist_noinst_SCRIPTS += validation/tests/docs/test_readme.sh validation/tests/docs/test_default_job.sh
 
 include validation/tests/local.mk
+include validation/tests/io/local.mk
 include validation/bench/local.mk
 include validation/reference/local.mk

@@ -17,6 +17,9 @@
  * code reading device data on the host is caught. */
 typedef enum { PTDP_BACKEND_CPU = 0, PTDP_BACKEND_GUARD = 1 } ptdp_backend_kind;
 
+/* The signal exit-signal-handler catches (key exit-signal, in the order of its choices). */
+typedef enum { PTDP_EXIT_SIGTERM = 0, PTDP_EXIT_SIGINT, PTDP_EXIT_SIGUSR1, PTDP_EXIT_SIGUSR2 } ptdp_exit_signal;
+
 typedef struct ptdp_args {
   /* model */
   long long num_layers, hidden_size, num_attention_heads, ffn_hidden_size, seq_length, max_position_embeddings;
@@ -44,6 +47,12 @@ typedef struct ptdp_args {
   ptdp_flat_dtype flat_data_dtype;
   ptdp_tokenizer_type tokenizer_type;
   char vocab_file[PTDP_OPT_STRLEN], merge_file[PTDP_OPT_STRLEN];
+  /* checkpoints and ending a run */
+  char save[PTDP_OPT_STRLEN], load[PTDP_OPT_STRLEN];
+  long long save_interval, keep_checkpoints, exit_interval;
+  int no_save_optim, no_load_optim, finetune, use_checkpoint_args, exit_signal_handler;
+  double exit_duration_in_mins;
+  ptdp_exit_signal exit_signal;
   /* device */
   ptdp_backend_kind backend;
   /* outputs and diagnostics */
@@ -58,6 +67,8 @@ int ptdp_args_parse(ptdp_args *a, ptdp_options *o, int argc, char **argv);
 int ptdp_args_validate(const ptdp_args *a, int world);
 /* The option table (for --help and the README). */
 void ptdp_args_print_help(FILE *out);
+/* o views a (the key table over a, no sources): for writing every key's value as text. */
+void ptdp_args_view(ptdp_args *a, ptdp_options *o);
 /* Echo every input, marking the ones set by the deck or command line. */
 void ptdp_args_print(const ptdp_options *o, FILE *out);
 

@@ -15,7 +15,9 @@
 #ifndef PTDP_CHECKPOINT_H
 #define PTDP_CHECKPOINT_H
 
+#include "ptdp/args.h"
 #include "ptdp/gpt.h"
+#include "ptdp/optimizer.h"
 #include "ptdp/options.h"
 
 #include <mpi.h>
@@ -31,6 +33,33 @@ typedef struct {
   long long iteration;
 } ptdp_checkpoint_ref;
 
+/* What a checkpoint records besides tensors. */
+typedef struct {
+  long long iteration;      /* completed iterations */
+  long long consumed_train; /* training samples consumed */
+  long long consumed_valid; /* validation samples consumed */
+  long long opt_step;       /* AdamW steps taken (bias correction) */
+  double lr;                /* learning rate of the last iteration (for the record) */
+  const ptdp_args *args;    /* saving: every key's value, stored as text under /args */
+  int keep;                 /* saving: keep this many newest checkpoints (<= 0: all) */
+} ptdp_checkpoint_info;
+
+typedef struct {
+  double bytes;   /* tensor bytes written or read, all ranks */
+  double seconds; /* wall time of the whole save or load, syncs and renames included */
+} ptdp_checkpoint_stats;
+
+/* Save the model (and with opt, the optimizer state) as SAVE/iter_NNNNNNN, then point the
+ * tracker at it and delete checkpoints beyond info->keep.  Collective over the model's world. */
+int ptdp_checkpoint_save(const char *save_dir, const ptdp_checkpoint_info *info, ptdp_gpt *m,
+                         const ptdp_optimizer *opt, ptdp_checkpoint_stats *stats);
+
+/* Load the model (and with opt non-NULL, the optimizer state, which must be there) from ref on
+ * this run's layout; info (may be NULL) receives iteration, samples consumed and the AdamW step.
+ * Shapes and checksums are checked; every failure is an error all ranks return.  Collective. */
+int ptdp_checkpoint_load(const ptdp_checkpoint_ref *ref, ptdp_gpt *m, ptdp_optimizer *opt,
+                         ptdp_checkpoint_info *info, ptdp_checkpoint_stats *stats);
+
 /* Find the checkpoint the tracker in load_dir names.  *found = 0 (and 0 returned) when load_dir
  * does not exist or holds no tracker: a first run.  A tracker that cannot be read, or names a
  * directory or file that is missing, is an error naming it.  Collective over comm. */
@@ -42,9 +71,7 @@ int ptdp_checkpoint_locate(const char *load_dir, MPI_Comm comm, ptdp_checkpoint_
 int ptdp_checkpoint_read_keys(const ptdp_checkpoint_ref *ref, ptdp_options *o, const char *const *keys, int nkeys,
                               MPI_Comm comm);
 
-/* Read this rank's slice of every parameter of m (from the global datasets of the checkpoint,
- * on whatever layout it was saved) into the model, checking shapes and checksums.  Collective
- * over MPI_COMM_WORLD of m's grid. */
+/* ptdp_checkpoint_load without the optimizer: this rank's slice of every parameter. */
 int ptdp_checkpoint_load_model(const ptdp_checkpoint_ref *ref, ptdp_gpt *m);
 
 #endif

@@ -42,8 +42,8 @@ typedef struct {
 
 #define PTDP_OPT_STRLEN 1024
 
-/* Where each option's value came from (for the echo of the inputs). */
-typedef enum { PTDP_SRC_DEFAULT = 0, PTDP_SRC_DECK, PTDP_SRC_CMDLINE } ptdp_opt_source;
+/* Where each option's value came from (for the echo of the inputs); CHECKPOINT: use-checkpoint-args. */
+typedef enum { PTDP_SRC_DEFAULT = 0, PTDP_SRC_DECK, PTDP_SRC_CMDLINE, PTDP_SRC_CHECKPOINT } ptdp_opt_source;
 
 typedef struct {
   const ptdp_option *table;

@@ -37,7 +37,8 @@ typedef struct {
   /* named timers (PETSc's -log_view, Megatron's timers), reported per log interval as max and
    * min over ranks; and the pipeline timelines of sampled iterations */
   ptdp_events *events;
-  struct { int fwd_bwd, pp_wait, tp_comm, dp_wait, grads_sync, optimizer; } ev;
+  struct { int fwd_bwd, pp_wait, tp_comm, dp_wait, grads_sync, optimizer, checkpoint; } ev;
+  long long saved_iteration; /* iteration of the last checkpoint saved or loaded (-1: none) */
 } ptdp_trainer;
 
 /* Set up the run; the backend named by a->backend is created with bopt (threads, ranks on the
@@ -49,6 +50,17 @@ int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double 
 /* Mean validation loss over eval-iters global batches. */
 int ptdp_trainer_evaluate(ptdp_trainer *tr, double *loss);
 void ptdp_trainer_destroy(ptdp_trainer *tr);
+
+/* Checkpoints (src/train/checkpointing.c). */
+/* With exit-signal-handler: catch exit-signal (it only sets a flag). */
+int ptdp_trainer_install_signal(const ptdp_trainer *tr);
+/* With load: load the checkpoint its tracker names (none yet: a notice, and a fresh start). */
+int ptdp_trainer_resume(ptdp_trainer *tr);
+/* Save a checkpoint of the current iteration into save. */
+int ptdp_trainer_save(ptdp_trainer *tr);
+/* After an iteration: save at save-interval; *stop = 1 when exit-interval, exit-duration-in-mins
+ * (counted from t_start, MPI_Wtime) or the exit signal ends the run (after a save, with save). */
+int ptdp_trainer_after_iteration(ptdp_trainer *tr, double t_start, int *stop);
 /* Model FLOPs per iteration (Narayanan et al. eq. 3 without the recomputation pass):
  * 72 B s l h^2 (1 + s / (6 h) + V / (12 l h)). */
 double ptdp_model_flops(long long B, long long s, long long l, long long h, long long V);

@@ -51,6 +51,8 @@ static const ptdp_opt_effect if_split = {real_data, "mock-data has no validation
 static const ptdp_opt_effect if_index = {real_data, "mock-data builds no index"};
 static const ptdp_opt_effect if_evaluation = {evaluates, "there is no evaluation (mock-data or eval-iters 0)"};
 static const ptdp_opt_effect if_tokenizer_read = {tokenizer_read, "vocab-size is given, the tokenizer is not read"};
+static int signal_handler(const void *a, int world) { return in(a)->exit_signal_handler; }
+static const ptdp_opt_effect if_signal_handler = {signal_handler, "exit-signal-handler is not set"};
 static const ptdp_opt_effect if_flat_file = {flat_file, "data-path is not a flat token file"};
 
 /* name, type, offset, default, min, max, choices, help, effect */
@@ -143,6 +145,31 @@ static const ptdp_option table[] = {
    "tokenizer that made the data", ALWAYS},
   {"vocab-file", PTDP_OPT_STRING, OFF(vocab_file), "", 0, 0, NULL, "GPT-2 encoder.json", &if_tokenizer_read},
   {"merge-file", PTDP_OPT_STRING, OFF(merge_file), "", 0, 0, NULL, "GPT-2 merges (vocab.bpe)", &if_tokenizer_read},
+  /* checkpoints and ending a run */
+  {"save", PTDP_OPT_STRING, OFF(save), "", 0, 0, NULL,
+   "directory to save checkpoints in (SAVE/iter_NNNNNNN/checkpoint.h5); also saved at the end of training", ALWAYS},
+  {"save-interval", PTDP_OPT_INT, OFF(save_interval), "0", 0, BIG, NULL,
+   "iterations between checkpoints; 0: only at the end and on exit", ALWAYS},
+  {"keep-checkpoints", PTDP_OPT_INT, OFF(keep_checkpoints), "0", 0, BIG, NULL,
+   "keep only the newest K checkpoints in save (older ones deleted once a newer is complete); 0 keeps all", ALWAYS},
+  {"no-save-optim", PTDP_OPT_BOOL, OFF(no_save_optim), "false", 0, 0, NULL,
+   "save the model without the optimizer state", ALWAYS},
+  {"load", PTDP_OPT_STRING, OFF(load), "", 0, 0, NULL,
+   "directory to resume from (its latest_checkpointed_iteration.txt); none there yet: start from scratch", ALWAYS},
+  {"no-load-optim", PTDP_OPT_BOOL, OFF(no_load_optim), "false", 0, 0, NULL,
+   "load the model and the run's position, not the optimizer state", ALWAYS},
+  {"finetune", PTDP_OPT_BOOL, OFF(finetune), "false", 0, 0, NULL,
+   "load the weights only: iteration, optimizer and data position start afresh", ALWAYS},
+  {"use-checkpoint-args", PTDP_OPT_BOOL, OFF(use_checkpoint_args), "false", 0, 0, NULL,
+   "take the model's shape and tokenizer keys from the checkpoint in load", ALWAYS},
+  {"exit-interval", PTDP_OPT_INT, OFF(exit_interval), "0", 0, BIG, NULL,
+   "save (with save) and exit after an iteration that is a multiple of this; 0: never", ALWAYS},
+  {"exit-duration-in-mins", PTDP_OPT_REAL, OFF(exit_duration_in_mins), "0", 0, 1e9, NULL,
+   "save (with save) and exit once the run has taken this many minutes; 0: never", ALWAYS},
+  {"exit-signal-handler", PTDP_OPT_BOOL, OFF(exit_signal_handler), "false", 0, 0, NULL,
+   "on exit-signal: finish the iteration, save (with save), exit 0", ALWAYS},
+  {"exit-signal", PTDP_OPT_ENUM, ENUM_OFF(exit_signal), "SIGTERM", 0, 0, "SIGTERM|SIGINT|SIGUSR1|SIGUSR2",
+   "the signal exit-signal-handler catches (Slurm's --signal=USR1@T sends SIGUSR1 T seconds early)", &if_signal_handler},
   /* device */
   {"backend", PTDP_OPT_ENUM, ENUM_OFF(backend), "cpu", 0, 0, "cpu|guard",
    "device backend: cpu (OpenBLAS + OpenMP); guard (tests only: the CPU backend with memory the host cannot touch)",
@@ -176,13 +203,24 @@ void ptdp_args_print_help(FILE *out)
   ptdp_options_print_help(&o, out);
 }
 
+void ptdp_args_view(ptdp_args *a, ptdp_options *o)
+{
+  memset(o, 0, sizeof *o);
+  o->table = table;
+  o->count = NOPT;
+  o->target = a;
+}
+
 void ptdp_args_print(const ptdp_options *o, FILE *out)
 {
   fprintf(out, "------------------------ arguments ------------------------\n");
   for (int i = 0; i < o->count; i++) {
     char v[PTDP_OPT_STRLEN];
     ptdp_options_value_text(o, i, v, sizeof v);
-    const char *src = o->source[i] == PTDP_SRC_DECK ? " (deck)" : o->source[i] == PTDP_SRC_CMDLINE ? " (command line)" : "";
+    const char *src = o->source[i] == PTDP_SRC_DECK ? " (deck)"
+                      : o->source[i] == PTDP_SRC_CMDLINE ? " (command line)"
+                      : o->source[i] == PTDP_SRC_CHECKPOINT ? " (checkpoint)"
+                                                             : "";
     /* Megatron-style echo: name, dots to column 40, value */
     int dots = 38 - (int)strlen(o->table[i].name);
     fprintf(out, "  %s %.*s %s%s\n", o->table[i].name, dots > 3 ? dots : 3, "......................................", v,
@@ -197,6 +235,20 @@ long long ptdp_args_padded_vocab(const ptdp_args *a, long long vocab)
 {
   long long mult = a->make_vocab_size_divisible_by * a->tensor_model_parallel_size;
   return (vocab + mult - 1) / mult * mult;
+}
+
+/* Checkpoint keys that need save or load. */
+static int validate_checkpoint_keys(const ptdp_args *a)
+{
+  const int save = a->save[0] != 0, load = a->load[0] != 0;
+  PTDP_CHECK(save || !a->save_interval, "save-interval = %lld is given without save (the directory to save in)",
+             a->save_interval);
+  PTDP_CHECK(save || !a->keep_checkpoints, "keep-checkpoints = %lld is given without save", a->keep_checkpoints);
+  PTDP_CHECK(save || !a->no_save_optim, "no-save-optim is given without save");
+  PTDP_CHECK(load || !a->finetune, "finetune is given without load (the checkpoint directory to start from)");
+  PTDP_CHECK(load || !a->no_load_optim, "no-load-optim is given without load");
+  PTDP_CHECK(load || !a->use_checkpoint_args, "use-checkpoint-args is given without load");
+  return 0;
 }
 
 int ptdp_args_validate(const ptdp_args *a, int world)
@@ -244,7 +296,7 @@ int ptdp_args_validate(const ptdp_args *a, int world)
   PTDP_CHECK(a->mock_data || have_path, "no training data: give data-path, or mock-data = true");
   PTDP_CHECK(!(a->mock_data && have_path), "both mock-data and data-path are given; choose one");
   PTDP_CHECK(!a->mock_data || a->vocab_size > 0, "mock-data needs vocab-size (e.g. vocab-size = 50257)");
-  return 0;
+  return validate_checkpoint_keys(a);
 }
 
 void ptdp_args_warn_unused(const ptdp_options *o, const ptdp_args *a, int world, FILE *out)

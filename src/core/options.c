@@ -321,7 +321,7 @@ void ptdp_options_warn_unused(const ptdp_options *o, int world, FILE *out)
 {
   for (int i = 0; i < o->count; i++) {
     const ptdp_opt_effect *e = o->table[i].effect;
-    if (e && o->source[i] != PTDP_SRC_DEFAULT && !e->applies(o->target, world))
+    if (e && (o->source[i] == PTDP_SRC_DECK || o->source[i] == PTDP_SRC_CMDLINE) && !e->applies(o->target, world))
       fprintf(out, "ptdp: warning: %s is given but has no effect: %s\n", o->table[i].name, e->why);
   }
 }

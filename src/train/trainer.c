@@ -49,6 +49,7 @@ static int register_timers(ptdp_trainer *tr)
   PTDP_CALL(ptdp_events_register(tr->events, "dp-wait", &tr->ev.dp_wait));
   PTDP_CALL(ptdp_events_register(tr->events, "grads-sync", &tr->ev.grads_sync));
   PTDP_CALL(ptdp_events_register(tr->events, "optimizer", &tr->ev.optimizer));
+  PTDP_CALL(ptdp_events_register(tr->events, "checkpoint", &tr->ev.checkpoint));
   return 0;
 }
 
@@ -67,6 +68,8 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
 {
   memset(tr, 0, sizeof *tr);
   tr->args = *a;
+  tr->saved_iteration = -1;
+  PTDP_CALL(ptdp_trainer_install_signal(tr));
   int world;
   PTDP_CALL_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
   ptdp_schedule_kind sk = a->pipeline_schedule;
@@ -113,6 +116,8 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
   PTDP_CALL(register_timers(tr));
   tr->pipe.log = tr->events;
   PTDP_CALLOC(tr->scratch, a->seq_length + 1, sizeof(int32_t));
+  PTDP_CALL(ptdp_trainer_resume(tr));
+  if (tr->iteration > 0) tr->saved_iteration = tr->iteration;
   if (a->debug_dump[0]) PTDP_CALL(ptdp_dump_open(&tr->dump, tr, a->debug_dump));
   return 0;
 }
@@ -191,7 +196,8 @@ int ptdp_trainer_run(ptdp_trainer *tr)
   const ptdp_args *a = &tr->args;
   const int rank0 = tr->grid.world_rank == 0;
   const double flops = ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size, tr->model.padded_vocab);
-  double t_last = MPI_Wtime(), loss_acc = 0, bubble_acc = 0, iter_acc = 0;
+  const double t_start = MPI_Wtime();
+  double t_last = t_start, loss_acc = 0, bubble_acc = 0, iter_acc = 0;
   int n_acc = 0, nan_iters = 0;
   while (tr->iteration < a->train_iters) {
     double loss, norm, lr;
@@ -249,7 +255,11 @@ int ptdp_trainer_run(ptdp_trainer *tr)
       }
       t_last = MPI_Wtime();
     }
+    int stop = 0;
+    PTDP_CALL(ptdp_trainer_after_iteration(tr, t_start, &stop));
+    if (stop) break;
   }
+  if (a->save[0] && tr->iteration > 0 && tr->saved_iteration != tr->iteration) PTDP_CALL(ptdp_trainer_save(tr));
   if (tr->dump) PTDP_CALL(ptdp_dump_close(&tr->dump, tr));
   return 0;
 }

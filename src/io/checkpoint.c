@@ -1,0 +1,347 @@
+/* Checkpoints: which rank writes and reads which ckpt_part of which tensor (see ptdp/checkpoint.h).
+ *
+ * Datasets are the global tensors of the model (the parameter table of a one-rank layout, in its
+ * order), under /model, and with optimizer state the Adam moments under /optimizer/exp_avg and
+ * /optimizer/exp_avg_sq.  Every rank walks all of them in the same order and takes ckpt_part in one
+ * collective transfer per dataset, with an empty selection where it has nothing to move.
+ *
+ * Writing: each element is written by exactly one rank.  The tensors of a (TP rank, stage) are
+ * split among its d data-parallel replicas as the distributed optimizer splits them (each
+ * replica writes the pieces of its shard of every bucket, ptdp/shard_map.h), whether or not that
+ * optimizer is in use; TP-replicated tensors are written by one TP rank (index mod t); the last
+ * stage's copy of the tied word embedding not at all.  With the distributed optimizer those
+ * pieces are exactly the Adam state a rank holds, so no rank ever sees another's state.
+ *
+ * Reading: a rank reads its whole slice of every parameter (its layout's parameter table), and of
+ * the Adam moments either its whole slices or, with the distributed optimizer, its shard's pieces.
+ * Checksums are verified over the same partition as writing, computed on the reading layout.
+ *
+ * Host memory: one staging buffer of the largest local tensor (elements x 4 bytes). */
+#include "checkpoint_impl.h"
+
+#include "ptdp/config.h"
+#include "ptdp/error.h"
+#include "ptdp/shard_map.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_prefix[NKINDS] = {"/model", "/optimizer/exp_avg", "/optimizer/exp_avg_sq"};
+
+void ckpt_dataset_path(const ckpt_io *io, int kind, int g, char *out, size_t n)
+{
+  int k = snprintf(out, n, "%s/%s", kind_prefix[kind], io->global[g].name);
+  for (int i = (int)strlen(kind_prefix[kind]) + 1; i < k && i < (int)n; i++)
+    if (out[i] == '.') out[i] = '/';
+}
+
+/* The whole slice of parameter p as a part. */
+ckpt_part ckpt_whole_slice(const ptdp_param_info *p)
+{
+  ckpt_part s = {.lo = 0, .hi = p->rows * p->lcols, .nrects = 0};
+  if (p->rows > 0 && p->cols > 0)
+    s.rect[s.nrects++] = (ptdp_shard_rect){.row0 = p->row0, .col0 = p->col0, .rows = p->rows, .cols = p->cols};
+  return s;
+}
+
+/* The pieces of the data-parallel shard r of d of every bucket, by parameter. */
+static int shard_parts(ckpt_io *io, int distributed, ckpt_part *out)
+{
+  ptdp_gpt *m = io->m;
+  const ptdp_grid *g = m->grid;
+  ptdp_shard_piece *pc;
+  PTDP_ALLOC(pc, sizeof *pc * (size_t)m->nparams);
+  memset(out, 0, sizeof *out * (size_t)m->nparams);
+  for (int b = 0; b < m->layout.nbuckets; b++) {
+    ptdp_shard s;
+    ptdp_shard_of(&m->layout, b, distributed, g->dp.size, g->dp.rank, &s);
+    int n = ptdp_shard_pieces(&m->layout, m->params, &s, pc, m->nparams);
+    if (n < 0) free(pc);
+    PTDP_CHECK_LOCAL(n >= 0, "internal: more shard pieces than parameters");
+    for (int k = 0; k < n; k++) {
+      ckpt_part *o = &out[pc[k].param];
+      o->lo = pc[k].local_lo;
+      o->hi = pc[k].local_hi;
+      o->nrects = pc[k].nrects;
+      memcpy(o->rect, pc[k].rect, sizeof o->rect);
+    }
+  }
+  free(pc);
+  return 0;
+}
+
+int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st_m, const float *st_v)
+{
+  memset(io, 0, sizeof *io);
+  io->file = -1;
+  io->m = m;
+  io->ddp = ddp;
+  io->st_m = (float *)st_m;
+  io->st_v = (float *)st_v;
+  ptdp_model_shape sh = ptdp_gpt_shape(&m->cfg);
+  ptdp_param_position one = {.t = 1, .tp_rank = 0, .p = 1, .stage = 0, .v = 1};
+  io->nglobal = ptdp_params_count(&sh, &one);
+  PTDP_CALLOC(io->global, (size_t)io->nglobal, sizeof *io->global);
+  PTDP_CHECK_LOCAL(ptdp_params_list(&sh, &one, io->global, io->nglobal) == io->nglobal, "internal: parameter table");
+  PTDP_CALLOC(io->gidx, (size_t)m->nparams, sizeof *io->gidx);
+  long long most = 1;
+  for (int i = 0; i < m->nparams; i++) {
+    const ptdp_param_info *p = &m->params[i];
+    io->gidx[i] = -1;
+    for (int g = 0; g < io->nglobal && io->gidx[i] < 0; g++)
+      if (p->tied_copy ? io->global[g].role == PTDP_PARAM_WORD_EMBEDDING : !strcmp(p->name, io->global[g].name))
+        io->gidx[i] = g;
+    PTDP_CHECK_LOCAL(io->gidx[i] >= 0, "internal: parameter %s has no global tensor", p->name);
+    if (ptdp_param_local_elems(p) > most) most = ptdp_param_local_elems(p);
+  }
+  PTDP_CALLOC(io->wpart, (size_t)m->nparams, sizeof *io->wpart);
+  PTDP_CALLOC(io->spart, (size_t)m->nparams, sizeof *io->spart);
+  PTDP_CALL(shard_parts(io, 1, io->wpart));
+  for (int i = 0; i < m->nparams; i++) {
+    const ptdp_param_info *p = &m->params[i];
+    if (p->tied_copy || (p->tp_replicated && i % m->t != m->tp_rank)) io->wpart[i].hi = io->wpart[i].lo = 0;
+    if (p->tied_copy || (p->tp_replicated && i % m->t != m->tp_rank)) io->wpart[i].nrects = 0;
+  }
+  if (ddp && ddp->distributed) PTDP_CALL(shard_parts(io, 1, io->spart));
+  else
+    for (int i = 0; i < m->nparams; i++) io->spart[i] = ckpt_whole_slice(&m->params[i]);
+  PTDP_CALLOC(io->sum, (size_t)NKINDS * io->nglobal, sizeof *io->sum);
+  PTDP_ALLOC(io->stage, sizeof(float) * (size_t)most);
+  return 0;
+}
+
+void ckpt_io_free(ckpt_io *io)
+{
+  free(io->global);
+  free(io->gidx);
+  free(io->wpart);
+  free(io->spart);
+  free(io->sum);
+  free(io->stage);
+}
+
+/* Sum of the element checksums of local elements [lo, hi) of p held in buf (buf[k] = element k). */
+uint64_t ckpt_checksum(const ptdp_param_info *p, const float *buf, long long lo, long long hi)
+{
+  if (hi > p->rows * p->lcols) hi = p->rows * p->lcols; /* padding rows: in no global tensor */
+  uint64_t s = 0;
+  const long long w = p->lcols;
+  for (long long k = lo; k < hi; k++) {
+    uint32_t bits;
+    memcpy(&bits, &buf[k], sizeof bits);
+    const long long r = k / w, c = k - r * w;
+    s += ckpt_mix((uint64_t)((p->row0 + r) * p->gcols + p->col0 + c), bits);
+  }
+  return s;
+}
+
+/* One collective transfer of dataset ds: the rectangles of pt (global coordinates) of parameter
+ * p from or to buf, laid out as p's local buffer; p NULL or no rectangles: nothing. */
+int ckpt_transfer(hid_t ds, const ptdp_param_info *p, const ckpt_part *pt, float *buf, int write)
+{
+  hid_t fs = H5Dget_space(ds), ms;
+  PTDP_CALL_HDF5(fs);
+  if (!p || pt->nrects == 0) {
+    hsize_t one = 1;
+    ms = H5Screate_simple(1, &one, NULL);
+    PTDP_CALL_HDF5(ms);
+    PTDP_CALL_HDF5(H5Sselect_none(ms));
+    PTDP_CALL_HDF5(H5Sselect_none(fs));
+  } else {
+    hsize_t ldims[2] = {(hsize_t)p->lrows, (hsize_t)p->lcols};
+    ms = H5Screate_simple(p->ndim, ldims, NULL);
+    PTDP_CALL_HDF5(ms);
+    for (int r = 0; r < pt->nrects; r++) {
+      const ptdp_shard_rect *rc = &pt->rect[r];
+      hsize_t fstart[2] = {(hsize_t)rc->row0, (hsize_t)rc->col0}, count[2] = {(hsize_t)rc->rows, (hsize_t)rc->cols};
+      hsize_t mstart[2] = {(hsize_t)(rc->row0 - p->row0), (hsize_t)(rc->col0 - p->col0)};
+      H5S_seloper_t op = r ? H5S_SELECT_OR : H5S_SELECT_SET;
+      PTDP_CALL_HDF5(H5Sselect_hyperslab(fs, op, fstart, NULL, count, NULL));
+      PTDP_CALL_HDF5(H5Sselect_hyperslab(ms, op, mstart, NULL, count, NULL));
+    }
+  }
+  hid_t dx = H5Pcreate(H5P_DATASET_XFER);
+  PTDP_CALL_HDF5(dx);
+  PTDP_CALL_HDF5(H5Pset_dxpl_mpio(dx, H5FD_MPIO_COLLECTIVE));
+  herr_t rc = write ? H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, dx, buf) : H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, dx, buf);
+  PTDP_CALL_HDF5(H5Pclose(dx));
+  PTDP_CALL_HDF5(H5Sclose(ms));
+  PTDP_CALL_HDF5(H5Sclose(fs));
+  PTDP_CALL_HDF5(rc);
+  return 0;
+}
+
+/* Device address of local element k of parameter i for kind. */
+float *ckpt_element(const ckpt_io *io, int kind, int i, long long k)
+{
+  const long long flat = io->m->layout.offset[i] + k;
+  if (kind == KIND_MODEL) return io->m->param + flat;
+  long long at = flat; /* without the distributed optimizer the state mirrors the flat buffers */
+  if (io->ddp->distributed) {
+    ptdp_shard s;
+    ptdp_ddp_shard(io->ddp, io->m->layout.bucket[i], &s);
+    at = s.state + (flat - s.lo);
+  }
+  return (kind == KIND_EXP_AVG ? io->st_m : io->st_v) + at;
+}
+
+/* ---------------------------------------------------------------- save */
+
+/* The local parameter this rank writes of global tensor g (or -1). */
+static int writer_of(const ckpt_io *io, int g)
+{
+  for (int i = 0; i < io->m->nparams; i++)
+    if (io->gidx[i] == g && io->wpart[i].nrects > 0) return i;
+  return -1;
+}
+
+static int save_dataset(ckpt_io *io, int kind, int g, hid_t *ds)
+{
+  char path[256];
+  ckpt_dataset_path(io, kind, g, path, sizeof path);
+  const ptdp_param_info *gp = &io->global[g];
+  PTDP_CALL(ckpt_dataset_create(io->file, path, gp->ndim, gp->grows, gp->gcols, ds));
+  int i = writer_of(io, g);
+  const ptdp_param_info *p = i >= 0 ? &io->m->params[i] : NULL;
+  if (p) {
+    const ckpt_part *w = &io->wpart[i];
+    ptdp_backend *be = io->m->be;
+    PTDP_CALL(be->to_host(be, io->stage + w->lo, ckpt_element(io, kind, i, w->lo), sizeof(float) * (size_t)(w->hi - w->lo)));
+    PTDP_CALL(be->synchronize(be));
+    io->sum[kind * io->nglobal + g] += ckpt_checksum(p, io->stage, w->lo, w->hi);
+    for (int r = 0; r < w->nrects; r++) io->bytes += 4 * w->rect[r].rows * w->rect[r].cols;
+  }
+  PTDP_CALL(ckpt_transfer(*ds, p, i >= 0 ? &io->wpart[i] : NULL, io->stage, 1));
+  return 0;
+}
+
+/* /args: every key's value as text (reals with 17 significant digits, so they read back exactly). */
+static int save_args(hid_t file, const ptdp_args *a)
+{
+  PTDP_CALL(ckpt_group_create(file, "/args"));
+  hid_t g = H5Gopen2(file, "/args", H5P_DEFAULT);
+  PTDP_CALL_HDF5(g);
+  ptdp_options o;
+  ptdp_args_view((ptdp_args *)a, &o);
+  for (int i = 0; i < o.count; i++) {
+    char v[PTDP_OPT_STRLEN];
+    if (o.table[i].type == PTDP_OPT_REAL) snprintf(v, sizeof v, "%.17g", *(const double *)((const char *)a + o.table[i].offset));
+    else ptdp_options_value_text(&o, i, v, sizeof v);
+    PTDP_CALL(ckpt_attr_write_str(g, o.table[i].name, v));
+  }
+  PTDP_CALL_HDF5(H5Gclose(g));
+  return 0;
+}
+
+static int save_attributes(const ckpt_io *io, const ptdp_checkpoint_info *info)
+{
+  const ptdp_gpt *m = io->m;
+  hid_t f = io->file;
+  PTDP_CALL(ckpt_attr_write_i64(f, "format_version", PTDP_CHECKPOINT_FORMAT));
+  PTDP_CALL(ckpt_attr_write_str(f, "ptdp_version", PACKAGE_VERSION));
+  PTDP_CALL(ckpt_attr_write_i64(f, "iteration", info->iteration));
+  PTDP_CALL(ckpt_attr_write_i64(f, "consumed_train_samples", info->consumed_train));
+  PTDP_CALL(ckpt_attr_write_i64(f, "consumed_valid_samples", info->consumed_valid));
+  PTDP_CALL(ckpt_attr_write_f64(f, "learning_rate", info->lr));
+  PTDP_CALL(ckpt_attr_write_i64(f, "lr_schedule_iterations", info->iteration));
+  const ptdp_grid *g = m->grid;
+  PTDP_CALL(ckpt_attr_write_i64(f, "saved_world_size", g->layout.world));
+  PTDP_CALL(ckpt_attr_write_i64(f, "saved_tensor_model_parallel_size", g->layout.t));
+  PTDP_CALL(ckpt_attr_write_i64(f, "saved_pipeline_model_parallel_size", g->layout.p));
+  PTDP_CALL(ckpt_attr_write_i64(f, "saved_virtual_pipeline_chunks", m->nchunks));
+  PTDP_CALL(ckpt_attr_write_i64(f, "saved_data_parallel_size", g->layout.d));
+  PTDP_CALL(ckpt_attr_write_i64(f, "saved_sequence_parallel", m->cfg.sequence_parallel));
+  PTDP_CALL(ckpt_attr_write_i64(f, "saved_distributed_optimizer", m->cfg.distributed_optimizer));
+  hid_t mg = H5Gopen2(f, "/model", H5P_DEFAULT);
+  PTDP_CALL_HDF5(mg);
+  PTDP_CALL(ckpt_attr_write_i64(mg, "num_layers", m->cfg.num_layers));
+  PTDP_CALL(ckpt_attr_write_i64(mg, "hidden_size", m->cfg.hidden));
+  PTDP_CALL(ckpt_attr_write_i64(mg, "num_attention_heads", m->cfg.heads));
+  PTDP_CALL(ckpt_attr_write_i64(mg, "ffn_hidden_size", m->cfg.ffn));
+  PTDP_CALL(ckpt_attr_write_i64(mg, "max_position_embeddings", m->cfg.max_pos));
+  PTDP_CALL(ckpt_attr_write_i64(mg, "vocab_size", m->cfg.vocab));
+  PTDP_CALL_HDF5(H5Gclose(mg));
+  if (io->ddp) {
+    hid_t og = H5Gopen2(f, "/optimizer", H5P_DEFAULT);
+    PTDP_CALL_HDF5(og);
+    PTDP_CALL(ckpt_attr_write_i64(og, "step", info->opt_step));
+    PTDP_CALL(ckpt_attr_write_str(og, "kind", "adamw"));
+    PTDP_CALL_HDF5(H5Gclose(og));
+  }
+  return save_args(f, info->args);
+}
+
+/* Collective sync of the file's data to storage (every rank, as a parallel file system needs). */
+static int sync_file(MPI_Comm comm, const char *path)
+{
+  MPI_File fh;
+  PTDP_CALL_MPI(MPI_File_open(comm, path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  PTDP_CALL_MPI(MPI_File_sync(fh));
+  PTDP_CALL_MPI(MPI_File_close(&fh));
+  return 0;
+}
+
+/* Rank 0 runs fs(); every rank returns its verdict (others with a pointer to rank 0's message). */
+#define RANK0_FS(comm, rank, call, what)                                                              \
+  do {                                                                                                \
+    int st_ = 0;                                                                                      \
+    if ((rank) == 0) st_ = (call);                                                                    \
+    PTDP_CALL_MPI(MPI_Bcast(&st_, 1, MPI_INT, 0, (comm)));                                            \
+    if (st_ && (rank) == 0) return st_;                                                               \
+    if (st_) return ptdp_error_push(st_, __FILE__, __LINE__, __func__, "%s failed on rank 0 (its message says why)", what); \
+  } while (0)
+
+static int save_all(ckpt_io *io, const ptdp_checkpoint_info *info, const char *path, MPI_Comm comm)
+{
+  hid_t fapl;
+  PTDP_CALL(ckpt_fapl(comm, &fapl));
+  io->file = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+  PTDP_CALL_HDF5(H5Pclose(fapl));
+  PTDP_CHECK_IO(io->file >= 0, "cannot create the checkpoint file '%s'", path);
+  const int nk = io->ddp ? NKINDS : 1, nds = nk * io->nglobal;
+  hid_t *ds;
+  PTDP_ALLOC(ds, sizeof *ds * (size_t)nds);
+  int rc = 0;
+  for (int k = 0; k < nk && !rc; k++)
+    for (int g = 0; g < io->nglobal && !rc; g++) rc = save_dataset(io, k, g, &ds[k * io->nglobal + g]);
+  if (!rc && MPI_Allreduce(MPI_IN_PLACE, io->sum, nds, MPI_UINT64_T, MPI_SUM, comm) != MPI_SUCCESS) rc = PTDP_ERR_LIB;
+  for (int d = 0; d < nds && !rc; d++) {
+    rc = ckpt_attr_write_u64(ds[d], "checksum", io->sum[d]);
+    if (H5Dclose(ds[d]) < 0 && !rc) rc = PTDP_ERR_LIB;
+  }
+  free(ds);
+  PTDP_CALL(rc);
+  PTDP_CALL(save_attributes(io, info));
+  PTDP_CALL_HDF5(H5Fclose(io->file));
+  io->file = -1;
+  return sync_file(comm, path);
+}
+
+int ptdp_checkpoint_save(const char *save_dir, const ptdp_checkpoint_info *info, ptdp_gpt *m,
+                         const ptdp_optimizer *opt, ptdp_checkpoint_stats *stats)
+{
+  MPI_Comm comm = m->grid->world.comm;
+  const int rank = m->grid->world_rank;
+  PTDP_CALL_MPI(MPI_Barrier(comm));
+  const double t0 = MPI_Wtime();
+  char tmp[PTDP_OPT_STRLEN] = "", path[2 * PTDP_OPT_STRLEN];
+  RANK0_FS(comm, rank, ckpt_fs_prepare(save_dir, info->iteration, tmp, sizeof tmp), "preparing the checkpoint directory");
+  PTDP_CALL_MPI(MPI_Bcast(tmp, sizeof tmp, MPI_CHAR, 0, comm));
+  snprintf(path, sizeof path, "%s/%s", tmp, PTDP_CHECKPOINT_FILE);
+  ckpt_io io;
+  int rc = ckpt_io_setup(&io, m, opt ? opt->ddp : NULL, opt ? opt->m : NULL, opt ? opt->v : NULL);
+  if (!rc) rc = save_all(&io, info, path, comm);
+  long long bytes = io.bytes;
+  ckpt_io_free(&io);
+  PTDP_CALL(rc);
+  RANK0_FS(comm, rank, ckpt_fs_commit(save_dir, info->iteration, tmp), "completing the checkpoint");
+  RANK0_FS(comm, rank, ckpt_fs_retain(save_dir, info->keep, info->iteration), "removing old checkpoints");
+  PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &bytes, 1, MPI_LONG_LONG, MPI_SUM, comm));
+  if (stats) {
+    stats->bytes = (double)bytes;
+    stats->seconds = MPI_Wtime() - t0;
+  }
+  return 0;
+}
+

@@ -1,0 +1,93 @@
+/* Private to src/io: the pieces of the checkpoint module (see ptdp/checkpoint.h).
+ *   checkpoint_fs.c  directories, the tracker file, renames and syncs, retention (rank 0's work)
+ *   checkpoint_h5.c  HDF5 helpers: attributes, datasets, selections, checksums
+ *   checkpoint.c     which rank reads and writes which part of which tensor; save and load */
+#ifndef PTDP_IO_CHECKPOINT_IMPL_H
+#define PTDP_IO_CHECKPOINT_IMPL_H
+
+#include "ptdp/checkpoint.h"
+
+#include <hdf5.h>
+#include <stdint.h>
+
+/* ---- checkpoint_fs.c: run on rank 0 only; each returns 0 or an error with its message */
+/* Make save_dir (and parents), remove directories left by interrupted saves (iter_*.tmp), and
+ * make the empty temporary directory of iteration `iter`; its path into tmp. */
+int ckpt_fs_prepare(const char *save_dir, long long iter, char *tmp, size_t n);
+/* Sync tmp's files and tmp, rename it to save_dir/iter_NNNNNNN (replacing an older directory of
+ * that name), sync save_dir, then point the tracker at iter (temporary file, sync, rename). */
+int ckpt_fs_commit(const char *save_dir, long long iter, const char *tmp);
+/* Delete all but the newest keep complete checkpoints (keep <= 0: none). */
+int ckpt_fs_retain(const char *save_dir, int keep, long long newest);
+/* Rank 0's part of ptdp_checkpoint_locate: status 0 found, 1 nothing to load, -1 error (msg). */
+int ckpt_fs_locate(const char *load_dir, ptdp_checkpoint_ref *ref, char *msg, size_t n);
+/* save_dir/iter_NNNNNNN into out. */
+void ckpt_fs_iter_dir(const char *save_dir, long long iter, char *out, size_t n);
+
+/* ---- checkpoint_h5.c */
+/* Checksum of one element: a mix of its flat index in the global tensor and its bits; a
+ * tensor's checksum is the sum over its elements (mod 2^64), so pieces sum independently. */
+static inline uint64_t ckpt_mix(uint64_t index, uint32_t bits)
+{
+  uint64_t z = index * 0x9E3779B97F4A7C15ull + bits + 1;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+int ckpt_attr_write_i64(hid_t obj, const char *name, long long v);
+int ckpt_attr_write_f64(hid_t obj, const char *name, double v);
+int ckpt_attr_write_str(hid_t obj, const char *name, const char *s);
+int ckpt_attr_write_u64(hid_t obj, const char *name, uint64_t v);
+/* 1 and the value if the attribute exists, 0 if not, < 0 on a library failure. */
+int ckpt_attr_read_i64(hid_t obj, const char *name, long long *v);
+int ckpt_attr_read_u64(hid_t obj, const char *name, uint64_t *v);
+int ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t n);
+/* Create group path (and its parents). */
+int ckpt_group_create(hid_t file, const char *path);
+/* Create a contiguous float32 dataset of the global shape, allocated at creation and never
+ * filled (every element is written). */
+int ckpt_dataset_create(hid_t file, const char *path, int ndim, long long rows, long long cols, hid_t *ds);
+/* File access list for parallel I/O on comm with collective metadata. */
+int ckpt_fapl(MPI_Comm comm, hid_t *fapl);
+
+/* ---- checkpoint.c: the parts of tensors each rank moves */
+enum { KIND_MODEL = 0, KIND_EXP_AVG, KIND_EXP_AVG_SQ, NKINDS };
+
+/* A local range [lo, hi) of a parameter's local buffer and its rectangles of the global tensor. */
+typedef struct {
+  long long lo, hi;
+  int nrects;
+  ptdp_shard_rect rect[3];
+} ckpt_part;
+
+typedef struct {
+  hid_t file;
+  ptdp_gpt *m;
+  const ptdp_ddp *ddp;   /* NULL: no optimizer state */
+  float *st_m, *st_v;    /* Adam moments (device) */
+  int nglobal;
+  ptdp_param_info *global;
+  int *gidx;             /* [m->nparams] global index */
+  ckpt_part *wpart;           /* [m->nparams] what this rank writes / verifies */
+  ckpt_part *spart;           /* [m->nparams] the optimizer shard it holds (whole buffer unless distributed) */
+  uint64_t *sum;         /* [NKINDS nglobal] checksum partial sums */
+  float *stage;          /* host staging */
+  long long bytes;       /* bytes this rank moved */
+} ckpt_io;
+
+/* HDF5 path of tensor g of kind (dots of the Megatron-core name become groups). */
+void ckpt_dataset_path(const ckpt_io *io, int kind, int g, char *out, size_t n);
+/* The whole slice of parameter p. */
+ckpt_part ckpt_whole_slice(const ptdp_param_info *p);
+/* st_m, st_v: the Adam moments, or NULL with ddp NULL (no optimizer state). */
+int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st_m, const float *st_v);
+void ckpt_io_free(ckpt_io *io);
+/* Checksum of local elements [lo, hi) of p, buf laid out as p's local buffer. */
+uint64_t ckpt_checksum(const ptdp_param_info *p, const float *buf, long long lo, long long hi);
+/* One collective transfer of the rectangles of pt between dataset ds and buf (laid out as p's
+ * local buffer); p NULL or no rectangles: this rank takes part with nothing. */
+int ckpt_transfer(hid_t ds, const ptdp_param_info *p, const ckpt_part *pt, float *buf, int write);
+/* Device address of local element k of local parameter i, for kind. */
+float *ckpt_element(const ckpt_io *io, int kind, int i, long long k);
+
+#endif

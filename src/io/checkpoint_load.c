@@ -1,0 +1,235 @@
+/* Checkpoints: loading on any layout, locating a checkpoint, reading its keys (see
+ * ptdp/checkpoint.h and checkpoint.c for who reads what). */
+#include "checkpoint_impl.h"
+
+#include "ptdp/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Does every link of path exist? (H5Lexists needs the parents to exist.) */
+static int path_exists(hid_t file, const char *path)
+{
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1;; p++) {
+    if (*p && *p != '/') continue;
+    char c = *p;
+    *p = 0;
+    htri_t e = H5Lexists(file, buf, H5P_DEFAULT);
+    if (e <= 0) return (int)e;
+    if (!c) return 1;
+    *p = c;
+  }
+}
+
+static int load_dataset(ckpt_io *io, int kind, int g, const char *file)
+{
+  char path[256];
+  ckpt_dataset_path(io, kind, g, path, sizeof path);
+  int e = path_exists(io->file, path);
+  PTDP_CALL_HDF5(e);
+  PTDP_CHECK(e, "checkpoint '%s' lacks dataset %s, which the model here has", file, path);
+  hid_t ds = H5Dopen2(io->file, path, H5P_DEFAULT);
+  PTDP_CALL_HDF5(ds);
+  const ptdp_param_info *gp = &io->global[g];
+  hid_t sp = H5Dget_space(ds);
+  PTDP_CALL_HDF5(sp);
+  hsize_t dims[2] = {0, 1};
+  int nd = H5Sget_simple_extent_dims(sp, dims, NULL);
+  PTDP_CALL_HDF5(H5Sclose(sp));
+  PTDP_CHECK(nd == gp->ndim && (long long)dims[0] == gp->grows && (nd == 1 || (long long)dims[1] == gp->gcols),
+             "checkpoint '%s': dataset %s has shape [%llu%s%llu], the model here expects [%lld%s%lld]", file, path,
+             (unsigned long long)dims[0], nd == 2 ? ", " : "", nd == 2 ? (unsigned long long)dims[1] : 0ull, gp->grows,
+             gp->ndim == 2 ? ", " : "", gp->ndim == 2 ? gp->gcols : 0ll);
+  int i = -1, n = 0;
+  for (int j = 0; j < io->m->nparams; j++)
+    if (io->gidx[j] == g) i = j, n++;
+  PTDP_CHECK_LOCAL(n <= 1, "internal: two local parameters hold %s", path);
+  const ptdp_param_info *p = i >= 0 ? &io->m->params[i] : NULL;
+  ckpt_part pt = {0};
+  if (p) pt = kind == KIND_MODEL ? ckpt_whole_slice(p) : io->spart[i];
+  PTDP_CALL(ckpt_transfer(ds, p, &pt, io->stage, 0));
+  PTDP_CALL_HDF5(H5Dclose(ds));
+  if (!p) return 0;
+  for (int r = 0; r < pt.nrects; r++) io->bytes += 4 * pt.rect[r].rows * pt.rect[r].cols;
+  io->sum[kind * io->nglobal + g] += ckpt_checksum(p, io->stage, io->wpart[i].lo, io->wpart[i].hi);
+  long long lo = pt.lo, hi = pt.hi < p->rows * p->lcols ? pt.hi : p->rows * p->lcols;
+  if (hi > lo) {
+    ptdp_backend *be = io->m->be;
+    PTDP_CALL(be->to_device(be, ckpt_element(io, kind, i, lo), io->stage + lo, sizeof(float) * (size_t)(hi - lo)));
+  }
+  return 0;
+}
+
+/* The model's shape against the checkpoint's: the first difference, named. */
+static int check_shape(const ckpt_io *io, const char *file)
+{
+  const ptdp_gpt_config *c = &io->m->cfg;
+  const struct {
+    const char *attr, *key;
+    long long here;
+  } k[] = {{"num_layers", "num-layers", c->num_layers},
+           {"hidden_size", "hidden-size", c->hidden},
+           {"num_attention_heads", "num-attention-heads", c->heads},
+           {"ffn_hidden_size", "ffn-hidden-size", c->ffn},
+           {"max_position_embeddings", "max-position-embeddings", c->max_pos},
+           {"vocab_size", "vocab-size", c->vocab}};
+  hid_t mg = H5Gopen2(io->file, "/model", H5P_DEFAULT);
+  PTDP_CHECK(mg >= 0, "checkpoint '%s' has no /model group: it is not a ptdp checkpoint", file);
+  int rc = 0;
+  for (size_t i = 0; i < sizeof k / sizeof k[0] && !rc; i++) {
+    long long there = 0;
+    int has = ckpt_attr_read_i64(mg, k[i].attr, &there);
+    if (has < 0) rc = has;
+    else if (has && there != k[i].here)
+      rc = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                           "checkpoint '%s' has %s = %lld, the model here %lld (use-checkpoint-args takes the model's "
+                           "shape from the checkpoint)", file, k[i].key, there, k[i].here);
+  }
+  H5Gclose(mg);
+  return rc;
+}
+
+static int open_checked(ckpt_io *io, const char *file, MPI_Comm comm)
+{
+  hid_t fapl;
+  PTDP_CALL(ckpt_fapl(comm, &fapl));
+  io->file = H5Fopen(file, H5F_ACC_RDONLY, fapl);
+  PTDP_CALL_HDF5(H5Pclose(fapl));
+  PTDP_CHECK(io->file >= 0, "cannot open checkpoint '%s': the file is truncated or is not an HDF5 file", file);
+  long long version = 0;
+  int has = ckpt_attr_read_i64(io->file, "format_version", &version);
+  PTDP_CALL_HDF5(has);
+  PTDP_CHECK(has, "'%s' has no format_version attribute: it is not a ptdp checkpoint", file);
+  PTDP_CHECK(version >= 1 && version <= PTDP_CHECKPOINT_FORMAT,
+             "checkpoint '%s' has format version %lld; this ptdp reads version %d (a newer ptdp wrote it?)", file,
+             version, PTDP_CHECKPOINT_FORMAT);
+  return check_shape(io, file);
+}
+
+static int verify_checksums(ckpt_io *io, int nk, const char *file, MPI_Comm comm)
+{
+  const int nds = nk * io->nglobal;
+  PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, io->sum, nds, MPI_UINT64_T, MPI_SUM, comm));
+  for (int d = 0; d < nds; d++) {
+    char path[256];
+    ckpt_dataset_path(io, d / io->nglobal, d % io->nglobal, path, sizeof path);
+    hid_t ds = H5Dopen2(io->file, path, H5P_DEFAULT);
+    PTDP_CALL_HDF5(ds);
+    uint64_t stored = 0;
+    int has = ckpt_attr_read_u64(ds, "checksum", &stored);
+    PTDP_CALL_HDF5(H5Dclose(ds));
+    PTDP_CALL_HDF5(has);
+    PTDP_CHECK(has, "checkpoint '%s': dataset %s has no checksum: the checkpoint is incomplete", file, path);
+    PTDP_CHECK(stored == io->sum[d],
+               "checkpoint '%s' is damaged: dataset %s does not match its checksum (stored %016llx, read %016llx)",
+               file, path, (unsigned long long)stored, (unsigned long long)io->sum[d]);
+  }
+  return 0;
+}
+
+static int load_all(ckpt_io *io, const ptdp_checkpoint_ref *ref, ptdp_optimizer *opt, ptdp_checkpoint_info *info,
+                    MPI_Comm comm)
+{
+  PTDP_CALL(open_checked(io, ref->file, comm));
+  int nk = 1;
+  if (opt) {
+    htri_t e = H5Lexists(io->file, "/optimizer", H5P_DEFAULT);
+    PTDP_CALL_HDF5(e);
+    PTDP_CHECK(e > 0, "checkpoint '%s' holds no optimizer state (saved with no-save-optim): load it with "
+                      "no-load-optim or finetune", ref->file);
+    nk = NKINDS;
+  }
+  for (int k = 0; k < nk; k++)
+    for (int g = 0; g < io->nglobal; g++) PTDP_CALL(load_dataset(io, k, g, ref->file));
+  PTDP_CALL(io->m->be->synchronize(io->m->be));
+  PTDP_CALL(verify_checksums(io, nk, ref->file, comm));
+  ptdp_checkpoint_info in = {0};
+  PTDP_CALL_HDF5(ckpt_attr_read_i64(io->file, "iteration", &in.iteration));
+  PTDP_CALL_HDF5(ckpt_attr_read_i64(io->file, "consumed_train_samples", &in.consumed_train));
+  PTDP_CALL_HDF5(ckpt_attr_read_i64(io->file, "consumed_valid_samples", &in.consumed_valid));
+  if (opt) {
+    hid_t og = H5Gopen2(io->file, "/optimizer", H5P_DEFAULT);
+    PTDP_CALL_HDF5(og);
+    int has = ckpt_attr_read_i64(og, "step", &in.opt_step);
+    PTDP_CALL_HDF5(H5Gclose(og));
+    PTDP_CALL_HDF5(has);
+    opt->step = in.opt_step;
+  }
+  if (info) *info = in;
+  PTDP_CALL_HDF5(H5Fclose(io->file));
+  io->file = -1;
+  return 0;
+}
+
+int ptdp_checkpoint_load(const ptdp_checkpoint_ref *ref, ptdp_gpt *m, ptdp_optimizer *opt, ptdp_checkpoint_info *info,
+                         ptdp_checkpoint_stats *stats)
+{
+  MPI_Comm comm = m->grid->world.comm;
+  PTDP_CALL_MPI(MPI_Barrier(comm));
+  const double t0 = MPI_Wtime();
+  ckpt_io io;
+  int rc = ckpt_io_setup(&io, m, opt ? opt->ddp : NULL, opt ? opt->m : NULL, opt ? opt->v : NULL);
+  if (!rc) rc = load_all(&io, ref, opt, info, comm);
+  if (io.file >= 0) H5Fclose(io.file);
+  long long bytes = io.bytes;
+  ckpt_io_free(&io);
+  PTDP_CALL(rc);
+  PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &bytes, 1, MPI_LONG_LONG, MPI_SUM, comm));
+  if (stats) {
+    stats->bytes = (double)bytes;
+    stats->seconds = MPI_Wtime() - t0;
+  }
+  return 0;
+}
+
+int ptdp_checkpoint_load_model(const ptdp_checkpoint_ref *ref, ptdp_gpt *m)
+{
+  return ptdp_checkpoint_load(ref, m, NULL, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------- locate, keys */
+
+int ptdp_checkpoint_locate(const char *load_dir, MPI_Comm comm, ptdp_checkpoint_ref *ref, int *found)
+{
+  int rank;
+  PTDP_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  struct {
+    int status;
+    char msg[2 * PTDP_OPT_STRLEN + 256];
+    ptdp_checkpoint_ref ref;
+  } r;
+  memset(&r, 0, sizeof r);
+  if (rank == 0) r.status = ckpt_fs_locate(load_dir, &r.ref, r.msg, sizeof r.msg);
+  PTDP_CALL_MPI(MPI_Bcast(&r, (int)sizeof r, MPI_BYTE, 0, comm));
+  PTDP_CHECK(r.status >= 0, "%s", r.msg);
+  *found = r.status == 0;
+  if (*found) *ref = r.ref;
+  return 0;
+}
+
+int ptdp_checkpoint_read_keys(const ptdp_checkpoint_ref *ref, ptdp_options *o, const char *const *keys, int nkeys,
+                              MPI_Comm comm)
+{
+  hid_t fapl;
+  PTDP_CALL(ckpt_fapl(comm, &fapl));
+  hid_t f = H5Fopen(ref->file, H5F_ACC_RDONLY, fapl);
+  PTDP_CALL_HDF5(H5Pclose(fapl));
+  PTDP_CHECK(f >= 0, "cannot open checkpoint '%s': the file is truncated or is not an HDF5 file", ref->file);
+  hid_t g = H5Gopen2(f, "/args", H5P_DEFAULT);
+  int rc = g < 0 ? ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                                   "checkpoint '%s' has no /args group: it is not a ptdp checkpoint", ref->file)
+                 : 0;
+  char where[PTDP_OPT_STRLEN + 16], v[PTDP_OPT_STRLEN];
+  snprintf(where, sizeof where, "checkpoint %s", ref->file);
+  for (int k = 0; k < nkeys && !rc; k++) {
+    int has = ckpt_attr_read_str(g, keys[k], v, sizeof v);
+    if (has < 0) rc = has;
+    else if (has) rc = ptdp_options_set(o, keys[k], v, PTDP_SRC_CHECKPOINT, where);
+  }
+  if (g >= 0) H5Gclose(g);
+  H5Fclose(f);
+  return rc;
+}
