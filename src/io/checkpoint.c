@@ -303,8 +303,13 @@ static int save_all(ckpt_io *io, const ptdp_checkpoint_info *info, const char *p
   hid_t *ds;
   PTDP_ALLOC(ds, sizeof *ds * (size_t)nds);
   int rc = 0;
+  int rank;
+  PTDP_CALL_MPI(MPI_Comm_rank(comm, &rank));
   for (int k = 0; k < nk && !rc; k++)
-    for (int g = 0; g < io->nglobal && !rc; g++) rc = save_dataset(io, k, g, &ds[k * io->nglobal + g]);
+    for (int g = 0; g < io->nglobal && !rc; g++) {
+      if (k == 0 && g == io->nglobal / 2) ckpt_fault("datasets", rank);
+      rc = save_dataset(io, k, g, &ds[k * io->nglobal + g]);
+    }
   if (!rc && MPI_Allreduce(MPI_IN_PLACE, io->sum, nds, MPI_UINT64_T, MPI_SUM, comm) != MPI_SUCCESS) rc = PTDP_ERR_LIB;
   for (int d = 0; d < nds && !rc; d++) {
     rc = ckpt_attr_write_u64(ds[d], "checksum", io->sum[d]);
@@ -315,7 +320,11 @@ static int save_all(ckpt_io *io, const ptdp_checkpoint_info *info, const char *p
   PTDP_CALL(save_attributes(io, info));
   PTDP_CALL_HDF5(H5Fclose(io->file));
   io->file = -1;
-  return sync_file(comm, path);
+  PTDP_CALL(sync_file(comm, path));
+  /* rank 0 names the checkpoint complete only once every rank's data is on storage */
+  PTDP_CALL_MPI(MPI_Barrier(comm));
+  ckpt_fault("closed", rank);
+  return 0;
 }
 
 int ptdp_checkpoint_save(const char *save_dir, const ptdp_checkpoint_info *info, ptdp_gpt *m,

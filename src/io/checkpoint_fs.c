@@ -16,7 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <unistd.h>
+
+void ckpt_fault(const char *point, int rank)
+{
+  const char *want = getenv("PTDP_CHECKPOINT_FAULT"), *who = getenv("PTDP_CHECKPOINT_FAULT_RANK");
+  if (want && !strcmp(want, point) && rank == (who ? atoi(who) : 0)) kill(getpid(), SIGKILL);
+}
 
 void ckpt_fs_iter_dir(const char *save_dir, long long iter, char *out, size_t n)
 {
@@ -123,6 +130,7 @@ int ckpt_fs_commit(const char *save_dir, long long iter, const char *tmp)
   }
   PTDP_CHECK_IO(rename(tmp, dir) == 0, "cannot rename '%s' to '%s': %s", tmp, dir, strerror(errno));
   PTDP_CALL(sync_path(save_dir));
+  ckpt_fault("renamed", 0);
   snprintf(f, sizeof f, "%s/%s.tmp", save_dir, PTDP_CHECKPOINT_TRACKER);
   FILE *t = fopen(f, "w");
   PTDP_CHECK_IO(t, "cannot write '%s': %s", f, strerror(errno));

@@ -21,6 +21,11 @@ int ckpt_fs_commit(const char *save_dir, long long iter, const char *tmp);
 int ckpt_fs_retain(const char *save_dir, int keep, long long newest);
 /* Rank 0's part of ptdp_checkpoint_locate: status 0 found, 1 nothing to load, -1 error (msg). */
 int ckpt_fs_locate(const char *load_dir, ptdp_checkpoint_ref *ref, char *msg, size_t n);
+/* Fault injection for the crash-safety tests: when the environment's PTDP_CHECKPOINT_FAULT names
+ * this point and PTDP_CHECKPOINT_FAULT_RANK (default 0) this world rank, the process kills itself
+ * with SIGKILL.  Points: "datasets" (half the model written), "closed" (file complete, not yet
+ * renamed), "renamed" (directory in place, tracker not yet updated). */
+void ckpt_fault(const char *point, int rank);
 /* save_dir/iter_NNNNNNN into out. */
 void ckpt_fs_iter_dir(const char *save_dir, long long iter, char *out, size_t n);
 

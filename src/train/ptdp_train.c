@@ -7,6 +7,7 @@
  * seen by one rank only and end the run with MPI_Abort. */
 #include "ptdp/args.h"
 #include "ptdp/backend.h"
+#include "ptdp/checkpoint.h"
 #include "ptdp/config.h"
 #include "ptdp/cpu_threads.h"
 #include "ptdp/error.h"
@@ -23,6 +24,21 @@ static void usage(FILE *out)
                "DECK is a file of 'key = value' lines ('#' starts a comment); --key value overrides it.\n"
                "Keys are Megatron-LM's argument names; booleans may be given bare (--sequence-parallel).\n\n");
   ptdp_args_print_help(out);
+}
+
+/* use-checkpoint-args: the model's shape and tokenizer come from the checkpoint in load (a load
+ * directory without one yet leaves the deck's values: the first job of a chain). */
+static int checkpoint_args(ptdp_options *o)
+{
+  static const char *const keys[] = {"num-layers", "hidden-size", "num-attention-heads", "ffn-hidden-size",
+                                     "max-position-embeddings", "vocab-size", "make-vocab-size-divisible-by",
+                                     "layernorm-epsilon", "tokenizer-type", "vocab-file", "merge-file"};
+  const ptdp_args *a = o->target;
+  ptdp_checkpoint_ref ref;
+  int found = 0;
+  PTDP_CALL(ptdp_checkpoint_locate(a->load, MPI_COMM_WORLD, &ref, &found));
+  if (found) PTDP_CALL(ptdp_checkpoint_read_keys(&ref, o, keys, (int)(sizeof keys / sizeof keys[0]), MPI_COMM_WORLD));
+  return 0;
 }
 
 static int run(int argc, char **argv)
@@ -44,6 +60,7 @@ static int run(int argc, char **argv)
   ptdp_options o;
   PTDP_CHECK(argc > 1, "no input deck: usage: mpirun -np N ptdp-train DECK [--key value ...] (--help lists the keys)");
   int err = ptdp_args_parse(&a, &o, argc - 1, argv + 1);
+  if (!err && a.use_checkpoint_args && a.load[0]) err = checkpoint_args(&o);
   if (!err) err = ptdp_args_validate(&a, world);
   if (err) {
     ptdp_options_free(&o);

@@ -103,6 +103,10 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
     .recompute = a->recompute_granularity, .recompute_method = a->recompute_method,
     .recompute_num_layers = (int)a->recompute_num_layers, .bucket_elems = a->ddp_bucket_size, .dp_size = (int)d,
     .distributed_optimizer = a->use_distributed_optimizer};
+  /* the resolved model shape is what checkpoints record (use-checkpoint-args reads it back) */
+  tr->args.vocab_size = tr->vocab;
+  tr->args.ffn_hidden_size = mc.ffn;
+  tr->args.max_position_embeddings = mc.max_pos;
   PTDP_CALL(ptdp_gpt_create(&tr->model, &mc, tr->be, &tr->grid));
   PTDP_CALL(ptdp_gpt_init_params(&tr->model));
   PTDP_CALL(ptdp_ddp_create(&tr->ddp, &tr->model, a->use_distributed_optimizer));

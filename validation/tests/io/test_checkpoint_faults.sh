@@ -1,0 +1,147 @@
+#!/bin/sh
+# Checkpoints under faults: kill -9 of a rank at three points of a save (half the datasets written;
+# file complete but not renamed; renamed but the tracker not yet updated) leaves the previous
+# checkpoint loadable, and the run resumed from it continues bit-identically; a flipped byte, a
+# truncated file, an unknown format version, a wrong model shape, a tracker naming a missing
+# directory, a checkpoint without optimizer state: each a clear message and a non-zero exit.
+# Also: bad key combinations, a load directory with nothing yet, keep-checkpoints, finetune,
+# use-checkpoint-args, and every documented dataset in h5py with its global shape.
+. "$top_srcdir/validation/tests/common.sh"
+DECK="$TMPD/deck.in"
+cat > "$DECK" <<'DECK'
+num-layers = 2
+hidden-size = 64
+num-attention-heads = 4
+seq-length = 32
+micro-batch-size = 2
+global-batch-size = 4
+train-iters = 8
+lr = 1e-3
+log-interval = 1
+mock-data = true
+vocab-size = 300
+DECK
+PY="$PYTHON3"
+run() { # run NAME NP FLAGS...: train on NP ranks, log in $TMPD/NAME.log; the exit status
+  name=$1 np=$2
+  shift 2
+  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" "$@" < /dev/null > "$TMPD/$name.log" 2>&1
+}
+# expect_error NAME PATTERN MESSAGE: the run failed and its log holds PATTERN
+expect_error() {
+  rc=$1 name=$2 pat=$3
+  [ "$rc" -ne 0 ] && grep -q -- "$pat" "$TMPD/$name.log"
+  ok $? "$4 (exit $rc): $(grep -m1 -- "$pat" "$TMPD/$name.log" | cut -c1-200)"
+}
+run straight 2 --debug-dump "$TMPD/straight.h5"; ok $? "uninterrupted run"
+run first 2 --save "$TMPD/ck" --exit-interval 4; ok $? "saved iteration 4 and exited"
+cp -r "$TMPD/ck" "$TMPD/pristine"
+
+# ---- kill -9 during a save: the previous checkpoint stays, the run resumes bit for bit
+for fault in datasets:0 datasets:1 closed:0 renamed:0; do
+  point=${fault%:*} rank=${fault#*:}
+  rm -rf "$TMPD/ck" && cp -r "$TMPD/pristine" "$TMPD/ck"
+  PTDP_CHECKPOINT_FAULT=$point PTDP_CHECKPOINT_FAULT_RANK=$rank run crash_$point 2 --load "$TMPD/ck" --save "$TMPD/ck"
+  rc=$?
+  [ $rc -ne 0 ] && [ "$(cat "$TMPD/ck/latest_checkpointed_iteration.txt")" = 4 ] && [ -f "$TMPD/ck/iter_0000004/checkpoint.h5" ]
+  ok $? "kill -9 of rank $rank at '$point' (exit $rc): the tracker still names iteration 4 ($(ls "$TMPD/ck" | tr '\n' ' '))"
+  run recover_$point 2 --load "$TMPD/ck" --save "$TMPD/ck" --debug-dump "$TMPD/recover.h5"
+  ok $? "resumed after the crash at '$point'"
+  $PY "$top_srcdir/validation/tests/io/compare_resume.py" "$TMPD/straight.h5" "$TMPD/recover.h5" 5 8 --exact > "$TMPD/cmp.txt"
+  ok $? "after the crash at '$point': iterations 5..8 bit-identical to the uninterrupted run"
+  [ ! -e "$TMPD/ck/iter_0000008.tmp" ] && [ "$(cat "$TMPD/ck/latest_checkpointed_iteration.txt")" = 8 ]
+  ok $? "the next save cleared the interrupted one's leftovers and completed ($(ls "$TMPD/ck" | tr '\n' ' '))"
+done
+
+# ---- damaged checkpoints
+F=iter_0000004/checkpoint.h5
+damage() { rm -rf "$TMPD/bad" && cp -r "$TMPD/pristine" "$TMPD/bad"; }
+damage
+$PY - "$TMPD/bad/$F" <<'PYEOF'
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as f:
+    off = f["/model/decoder/layers/1/mlp/linear_fc1/weight"].id.get_offset()
+with open(sys.argv[1], "r+b") as g:
+    g.seek(off + 1001); b = g.read(1); g.seek(off + 1001); g.write(bytes([b[0] ^ 0x10]))
+PYEOF
+run flipped 2 --load "$TMPD/bad"
+expect_error $? flipped "damaged: dataset /model/decoder/layers/1/mlp/linear_fc1/weight" "a flipped byte names the dataset"
+damage
+truncate -s 20000 "$TMPD/bad/$F"
+run truncated 2 --load "$TMPD/bad"
+expect_error $? truncated "truncated or is not an HDF5 file" "a truncated file is refused"
+damage
+$PY -c "import sys, h5py; f = h5py.File(sys.argv[1], 'r+'); f.attrs['format_version'] = 99; f.close()" "$TMPD/bad/$F"
+run version 2 --load "$TMPD/bad"
+expect_error $? version "format version 99" "an unknown format version is refused"
+run shape 2 --load "$TMPD/pristine" --hidden-size 128
+expect_error $? shape "has hidden-size = 64, the model here 128" "a different model shape names the key and both values"
+damage
+echo 12 > "$TMPD/bad/latest_checkpointed_iteration.txt"
+run gone 2 --load "$TMPD/bad"
+expect_error $? gone "names iteration 12, but its directory .*iter_0000012' is missing" "a tracker naming a missing directory"
+echo twelve > "$TMPD/bad/latest_checkpointed_iteration.txt"
+run garbled 2 --load "$TMPD/bad"
+expect_error $? garbled "holds 'twelve', not an iteration number" "a garbled tracker"
+run nooptim_save 2 --save "$TMPD/noopt" --no-save-optim --exit-interval 2; ok $? "saved without optimizer state"
+run nooptim 2 --load "$TMPD/noopt"
+expect_error $? nooptim "holds no optimizer state.*no-load-optim" "loading optimizer state that is not there"
+run nooptim_ok 2 --load "$TMPD/noopt" --no-load-optim; ok $? "... and with no-load-optim it loads"
+cmp -s "$TMPD/pristine/$F" "$TMPD/ck/../pristine/$F"; ok $? "the checkpoint the failed loads read is unchanged"
+
+# ---- keys
+run combo1 2 --save-interval 2
+expect_error $? combo1 "save-interval = 2 is given without save" "save-interval without save"
+run combo2 2 --finetune
+expect_error $? combo2 "finetune is given without load" "finetune without load"
+grep -q "iteration  *1/" "$TMPD/combo2.log"; [ $? -ne 0 ]; ok $? "... refused before any iteration"
+run fresh 2 --load "$TMPD/nothing-here" --save "$TMPD/nothing-here" --train-iters 2
+rc=$?
+[ $rc -eq 0 ] && grep -q "no checkpoint in .*nothing-here .*starts from scratch" "$TMPD/fresh.log" &&
+  [ "$(cat "$TMPD/nothing-here/latest_checkpointed_iteration.txt")" = 2 ]
+ok $? "a load directory with no checkpoint yet: a notice, a fresh start, then saved there (exit $rc)"
+run keep 2 --save "$TMPD/keep" --save-interval 2 --keep-checkpoints 2
+[ "$(ls "$TMPD/keep" | tr '\n' ' ')" = "iter_0000006 iter_0000008 latest_checkpointed_iteration.txt " ]
+ok $? "keep-checkpoints 2 keeps the newest two: $(ls "$TMPD/keep" | tr '\n' ' ')"
+run finetune 2 --load "$TMPD/pristine" --finetune --train-iters 2
+grep -q "iteration  *1/  *2 | consumed samples:  *4 " "$TMPD/finetune.log"
+ok $? "finetune: the weights load, iteration and data start afresh"
+run ckargs 2 --load "$TMPD/pristine" --use-checkpoint-args --hidden-size 128 --num-layers 3 --train-iters 6
+rc=$?
+[ $rc -eq 0 ] && grep -q "hidden-size .* 64 (checkpoint)" "$TMPD/ckargs.log" && grep -q "num-layers .* 2 (checkpoint)" "$TMPD/ckargs.log"
+ok $? "use-checkpoint-args takes the model's shape from the checkpoint (exit $rc)"
+
+# ---- the file as h5py sees it: every tensor of a 2-layer model in its global shape
+$PY - "$TMPD/pristine/$F" <<'PYEOF'
+import sys, h5py
+h, f, V, P, L = 64, 256, 300, 32, 2
+want = {"embedding/word_embeddings/weight": (V, h), "embedding/position_embeddings/weight": (P, h),
+        "decoder/final_layernorm/weight": (h,), "decoder/final_layernorm/bias": (h,)}
+for l in range(L):
+    for n, s in {"input_layernorm/weight": (h,), "input_layernorm/bias": (h,),
+                 "self_attention/linear_qkv/weight": (3 * h, h), "self_attention/linear_qkv/bias": (3 * h,),
+                 "self_attention/linear_proj/weight": (h, h), "self_attention/linear_proj/bias": (h,),
+                 "pre_mlp_layernorm/weight": (h,), "pre_mlp_layernorm/bias": (h,),
+                 "mlp/linear_fc1/weight": (f, h), "mlp/linear_fc1/bias": (f,),
+                 "mlp/linear_fc2/weight": (h, f), "mlp/linear_fc2/bias": (h,)}.items():
+        want[f"decoder/layers/{l}/{n}"] = s
+bad = 0
+with h5py.File(sys.argv[1], "r") as x:
+    for grp in ("model", "optimizer/exp_avg", "optimizer/exp_avg_sq"):
+        for n, s in want.items():
+            d = x.get(f"{grp}/{n}")
+            if d is None or d.shape != s or d.dtype != "float32" or "checksum" not in d.attrs:
+                print("missing or wrong:", grp, n, None if d is None else d.shape); bad += 1
+    found = []
+    x.visit(lambda n: found.append(n) if isinstance(x[n], h5py.Dataset) else None)
+    if len(found) != 3 * len(want): print("datasets:", len(found), "expected", 3 * len(want)); bad += 1
+    for a in ("format_version", "ptdp_version", "iteration", "consumed_train_samples", "consumed_valid_samples",
+              "saved_tensor_model_parallel_size", "saved_data_parallel_size"):
+        if a not in x.attrs: print("missing attribute", a); bad += 1
+    if x.attrs["iteration"] != 4 or x.attrs["consumed_train_samples"] != 16 or x["optimizer"].attrs["step"] != 4: bad += 1
+    if x["args"].attrs["hidden-size"].decode() != "64": bad += 1
+    print(len(found), "datasets,", bad, "problems")
+sys.exit(bad > 0)
+PYEOF
+ok $? "h5py finds every documented dataset in its global shape (word embedding [300, 64]), with a checksum, and the attributes"
+finish
