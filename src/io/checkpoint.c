@@ -127,44 +127,44 @@ uint64_t ckpt_checksum(const ptdp_param_info *p, const float *buf, long long lo,
   if (hi > p->rows * p->lcols) hi = p->rows * p->lcols; /* padding rows: in no global tensor */
   uint64_t s = 0;
   const long long w = p->lcols;
-  for (long long k = lo; k < hi; k++) {
-    uint32_t bits;
-    memcpy(&bits, &buf[k], sizeof bits);
-    const long long r = k / w, c = k - r * w;
-    s += ckpt_mix((uint64_t)((p->row0 + r) * p->gcols + p->col0 + c), bits);
+  for (long long k = lo; k < hi;) { /* row by row: the flat global index advances by one per column */
+    const long long r = k / w, end = (r + 1) * w < hi ? (r + 1) * w : hi;
+    const uint64_t g0 = (uint64_t)((p->row0 + r) * p->gcols + p->col0 - r * w);
+    for (; k < end; k++) {
+      uint32_t bits;
+      memcpy(&bits, &buf[k], sizeof bits);
+      s += ckpt_mix(g0 + (uint64_t)k, bits);
+    }
   }
   return s;
 }
 
-/* One collective transfer of dataset ds: the rectangles of pt (global coordinates) of parameter
- * p from or to buf, laid out as p's local buffer; p NULL or no rectangles: nothing. */
 int ckpt_transfer(hid_t ds, const ptdp_param_info *p, const ckpt_part *pt, float *buf, int write)
 {
-  hid_t fs = H5Dget_space(ds), ms;
+  hid_t fs = H5Dget_space(ds);
   PTDP_CALL_HDF5(fs);
-  if (!p || pt->nrects == 0) {
-    hsize_t one = 1;
-    ms = H5Screate_simple(1, &one, NULL);
-    PTDP_CALL_HDF5(ms);
+  /* the rectangles of a part are consecutive runs of the local buffer: in memory, one
+   * contiguous range from element pt->lo (padding rows, in no rectangle, only follow it) */
+  hsize_t n = 0;
+  if (p)
+    for (int r = 0; r < pt->nrects; r++) n += (hsize_t)(pt->rect[r].rows * pt->rect[r].cols);
+  hsize_t one = n ? n : 1;
+  hid_t ms = H5Screate_simple(1, &one, NULL);
+  PTDP_CALL_HDF5(ms);
+  if (!n) {
     PTDP_CALL_HDF5(H5Sselect_none(ms));
     PTDP_CALL_HDF5(H5Sselect_none(fs));
-  } else {
-    hsize_t ldims[2] = {(hsize_t)p->lrows, (hsize_t)p->lcols};
-    ms = H5Screate_simple(p->ndim, ldims, NULL);
-    PTDP_CALL_HDF5(ms);
-    for (int r = 0; r < pt->nrects; r++) {
-      const ptdp_shard_rect *rc = &pt->rect[r];
-      hsize_t fstart[2] = {(hsize_t)rc->row0, (hsize_t)rc->col0}, count[2] = {(hsize_t)rc->rows, (hsize_t)rc->cols};
-      hsize_t mstart[2] = {(hsize_t)(rc->row0 - p->row0), (hsize_t)(rc->col0 - p->col0)};
-      H5S_seloper_t op = r ? H5S_SELECT_OR : H5S_SELECT_SET;
-      PTDP_CALL_HDF5(H5Sselect_hyperslab(fs, op, fstart, NULL, count, NULL));
-      PTDP_CALL_HDF5(H5Sselect_hyperslab(ms, op, mstart, NULL, count, NULL));
-    }
+  }
+  for (int r = 0; n && r < pt->nrects; r++) {
+    const ptdp_shard_rect *rc = &pt->rect[r];
+    hsize_t start[2] = {(hsize_t)rc->row0, (hsize_t)rc->col0}, count[2] = {(hsize_t)rc->rows, (hsize_t)rc->cols};
+    PTDP_CALL_HDF5(H5Sselect_hyperslab(fs, r ? H5S_SELECT_OR : H5S_SELECT_SET, start, NULL, count, NULL));
   }
   hid_t dx = H5Pcreate(H5P_DATASET_XFER);
   PTDP_CALL_HDF5(dx);
   PTDP_CALL_HDF5(H5Pset_dxpl_mpio(dx, H5FD_MPIO_COLLECTIVE));
-  herr_t rc = write ? H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, dx, buf) : H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, dx, buf);
+  float *at = n ? buf + pt->lo : buf;
+  herr_t rc = write ? H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, dx, at) : H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, dx, at);
   PTDP_CALL_HDF5(H5Pclose(dx));
   PTDP_CALL_HDF5(H5Sclose(ms));
   PTDP_CALL_HDF5(H5Sclose(fs));

@@ -5,3 +5,4 @@ dist_noinst_SCRIPTS += validation/bench/bench_tokenizer.sh
 EXTRA_DIST += validation/bench/bench_train.sh validation/bench/bench.in validation/bench/sgemm_bench.c \
 	validation/bench/README.md
 EXTRA_DIST += validation/bench/bench_data.sh
+EXTRA_DIST += validation/bench/bench_checkpoint.sh validation/bench/io_bench.c

@@ -259,6 +259,10 @@ def main():
     ap.add_argument("--final-tol", type=float, default=2e-3,
                     help="tolerance of the final parameters, as max|diff| / sum of the learning rates")
     ap.add_argument("--quiet", action="store_true", help="print only failing rows and the summary")
+    ap.add_argument("--weights", metavar="CHECKPOINT",
+                    help="take the initial weights from this ptdp checkpoint file (its /model group, Megatron-core "
+                         "names as paths) instead of the dump's /init, and check that they are the weights the run "
+                         "started from (a run with load and finetune)")
     args = ap.parse_args()
 
     f = h5py.File(args.dump, "r")
@@ -278,12 +282,18 @@ def main():
           % (args.dump, L, h, a, ffn, s, b, B, V, iters))
 
     model = GPT(V, P, h, a, ffn, L, eps)
-    load_megatron(model, f["init"], a)
+    if args.weights:
+        ck = h5py.File(args.weights, "r")
+        load_megatron(model, {n: ck["model/" + n.replace(".", "/")] for n in f["init"].keys()}, a)
+        print("initial weights from the checkpoint %s (iteration %d)" % (args.weights, int(ck.attrs["iteration"])))
+    else:
+        load_megatron(model, f["init"], a)
     # sanity: the mapping round-trips
     back = megatron_views(model, "data", a)
     for name, t in back.items():
         if not np.array_equal(t.numpy(), np.asarray(f["init"][name], dtype=np.float64)):
-            print("error: name/layout mapping does not round-trip for %s" % name)
+            print("error: %s differs from the dump's /init%s" % (name, " (the checkpoint's weights are not the ones "
+                  "the run started from)" if args.weights else ": the name/layout mapping does not round-trip"))
             return 2
     if set(back) != set(f["init"].keys()):
         print("error: parameter sets differ: %s" % sorted(set(back) ^ set(f["init"].keys())))

@@ -6,9 +6,12 @@
 # 2e-3 of the summed learning rates (see the docstring of gpt_torch.py for why).
 #
 # Runs: one rank; t = 2 on two ranks; t = 2 with sequence parallelism.  The vocabulary is padded
-# to a multiple of 192 x t (Megatron's rule), 300 -> 384 for both t = 1 and t = 2, so the three
-# runs hold the same model (84 padded columns in the softmax) and the same initial weights,
-# which is checked too: the dump does not depend on the layout.
+# to a multiple of 192 x t (Megatron's rule), 300 -> 384 for both t = 1 and t = 2 (84 padding
+# rows in each rank's buffer, left out of the softmax); the three runs hold the same initial
+# weights, which is checked too: the dump does not depend on the layout.
+# Then the reference takes its weights from a ptdp checkpoint: a t = 2 run saves at iteration 3,
+# one rank starts from it with finetune (weights only) and its 10 iterations are checked against
+# PyTorch starting from the checkpoint's /model datasets, read by h5py.
 # SKIP (77) when $PYTHON3 has no torch or h5py.
 . "$top_srcdir/validation/tests/common.sh"
 : "${PYTHON3:=python3}"
@@ -74,4 +77,10 @@ EOF
     ok $? "t1 and $other dumps hold the same tokens and initial weights"
   done
 fi
+$MPIRUN -n 2 "$TRAIN" "$TMPD/tiny.in" --tensor-model-parallel-size 2 --save "$TMPD/ck" --exit-interval 3 \
+  > "$TMPD/ck.log" 2>&1
+ok $? "ptdp-train t2: saved a checkpoint at iteration 3"
+run_case finetune 1 --load "$TMPD/ck" --finetune
+"$PYTHON3" "$REF" --quiet --weights "$TMPD/ck/iter_0000003/checkpoint.h5" "$TMPD/finetune.h5"
+ok $? "PyTorch reference with its initial weights read from the checkpoint agrees with the run started from it"
 finish

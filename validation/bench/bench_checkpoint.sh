@@ -1,0 +1,68 @@
+#!/bin/sh
+# Checkpoint save and load rates beside the raw MPI-IO bandwidth of the same bytes, the same
+# ranks and the same file system, measured in the same run.  Model: 8 layers, h 1024, GPT-2
+# vocabulary: 151 M parameters, 1.81 GB of parameters and Adam state (fp32).  Layouts: 1 rank;
+# 2 ranks (d 2, distributed optimizer); 4 ranks (t 2, d 2, distributed optimizer).  Each layout:
+# train 1 iteration and save; load it (no iteration); then io_bench writes and reads the number of
+# bytes the save wrote; ROUNDS times, the best rate of each kept.  Reads come from the page cache in both cases when the machine has the
+# memory (this benchmark does not drop caches: it runs unprivileged).
+# usage: validation/bench/bench_checkpoint.sh [BUILD_DIR] [DIR]   (DIR: where files go, default /tmp)
+# environment: MPIEXEC (default mpirun --bind-to none), LAYOUTS ("1 2 4"), LAYERS (8), HIDDEN (1024),
+#              ROUNDS (2: best of)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-.}" && pwd)
+dir=$(mktemp -d "${2:-/tmp}/ptdp-ckbench.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+mpiexec=${MPIEXEC:-mpirun --bind-to none --oversubscribe}
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mk() { sed -n "s/^$1 = //p" "$build/Makefile" | head -n 1; }
+iob="$build/io_bench"
+[ -x "$iob" ] && [ "$iob" -nt "$here/io_bench.c" ] || $(mk CC) -O2 "$here/io_bench.c" -o "$iob"
+cat > "$dir/deck.in" <<DECK
+num-layers = ${LAYERS:-8}
+hidden-size = ${HIDDEN:-1024}
+num-attention-heads = 16
+seq-length = 32
+micro-batch-size = 1
+train-iters = 1
+mock-data = true
+vocab-size = 50257
+hidden-dropout = 0
+attention-dropout = 0
+DECK
+echo "== $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; file system of $dir: $(df -T "$dir" | awk 'NR == 2 { print $2 }')"
+# best of ROUNDS rounds of (raw write and read, save, load): the disk is shared and noisy
+rate() { echo "$1" | sed -n "s/.*$2[^(]*(\([0-9.]*\) GB\/s).*/\1/p"; }
+max() { awk -v a="$1" -v b="$2" 'BEGIN { print (a + 0 > b + 0) ? a : b }'; }
+for np in ${LAYOUTS:-1 2 4}; do
+  case $np in
+    1) lay="" ;;
+    2) lay="--use-distributed-optimizer" ;;
+    4) lay="--tensor-model-parallel-size 2 --use-distributed-optimizer" ;;
+    *) lay="--use-distributed-optimizer" ;;
+  esac
+  echo "== $np rank(s) $lay"
+  bs=0 bl=0 bw=0 br=0
+  for round in $(seq "${ROUNDS:-2}"); do
+    rm -rf "$dir/ck"
+    $mpiexec -np "$np" "$build/ptdp-train" "$dir/deck.in" $lay --save "$dir/ck" > "$dir/save.log" 2>&1 ||
+      { tail "$dir/save.log"; exit 1; }
+    $mpiexec -np "$np" "$build/ptdp-train" "$dir/deck.in" $lay --load "$dir/ck" > "$dir/load.log" 2>&1 ||
+      { tail "$dir/load.log"; exit 1; }
+    save=$(grep '^\[checkpoint\] saved' "$dir/save.log")
+    load=$(grep '^\[checkpoint\] loaded' "$dir/load.log")
+    bytes=$(stat -c %s "$dir/ck/iter_0000001/checkpoint.h5")
+    rm -rf "$dir/ck"
+    raw=$($mpiexec -np "$np" "$iob" "$dir/raw.bin" "$bytes")
+    rm -f "$dir/raw.bin"
+    echo "   round $round: $save"
+    echo "   round $round: $load"
+    echo "   round $round: $raw"
+    bs=$(max $bs "$(rate "$save" saved)"); bl=$(max $bl "$(rate "$load" loaded)")
+    bw=$(max $bw "$(rate "$raw" write)"); br=$(max $br "$(rate "$raw" read)")
+  done
+  awk -v s=$bs -v l=$bl -v w=$bw -v r=$br -v np=$np 'BEGIN {
+    printf "   best: save %.3f GB/s, raw write+sync %.3f GB/s: %.0f%%;  load %.3f GB/s, raw read %.3f GB/s: %.0f%%\n",
+      s, w, 100 * s / w, l, r, 100 * l / r }'
+done
