@@ -170,6 +170,15 @@ static const ptdp_option table[] = {
    "on exit-signal: finish the iteration, save (with save), exit 0", ALWAYS},
   {"exit-signal", PTDP_OPT_ENUM, ENUM_OFF(exit_signal), "SIGTERM", 0, 0, "SIGTERM|SIGINT|SIGUSR1|SIGUSR2",
    "the signal exit-signal-handler catches (Slurm's --signal=USR1@T sends SIGUSR1 T seconds early)", &if_signal_handler},
+  /* the run file */
+  {"run-file", PTDP_OPT_STRING, OFF(run_file), "", 0, 0, NULL,
+   "HDF5 file of everything measured (\"\": SAVE/run.h5 with save, else ptdp-run.h5 here, never another run's; none: off)",
+   ALWAYS},
+  {"timeline-interval", PTDP_OPT_INT, OFF(timeline_interval), "0", 0, BIG, NULL,
+   "iterations between sampled iterations (pipeline events, memory timeline); 0: the last of each log interval",
+   ALWAYS},
+  {"peak-tflops", PTDP_OPT_REAL, OFF(peak_tflops), "0", 0, 1e9, NULL,
+   "peak TFLOP/s of one rank's device, for MFU in the run file (0: unknown)", ALWAYS},
   /* device */
   {"backend", PTDP_OPT_ENUM, ENUM_OFF(backend), "cpu", 0, 0, "cpu|guard",
    "device backend: cpu (OpenBLAS + OpenMP); guard (tests only: the CPU backend with memory the host cannot touch)",
