@@ -57,6 +57,10 @@ typedef struct ptdp_args {
   char run_file[PTDP_OPT_STRLEN];
   long long timeline_interval;
   double peak_tflops;
+  /* precision */
+  int fp16, bf16;
+  double loss_scale, initial_loss_scale, min_loss_scale;
+  long long loss_scale_window, hysteresis;
   /* device */
   ptdp_backend_kind backend;
   /* outputs and diagnostics */
