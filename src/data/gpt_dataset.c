@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define MAX_DATASETS 256
 static const char *split_names[3] = {"train", "valid", "test"};
@@ -284,6 +285,20 @@ static int blend(ptdp_data *d, const ptdp_data_args *a)
   return 0;
 }
 
+/* Rank 0's verdict to the others, who have waited while it built: they test and sleep rather
+ * than poll, so that on a node with fewer free cores than ranks they leave the builder its core
+ * (a millisecond of latency, once). */
+static int bcast_status(int *status, int rank, MPI_Comm comm)
+{
+  MPI_Request req;
+  PTDP_CALL_MPI(MPI_Ibcast(status, 1, MPI_INT, 0, comm, &req));
+  for (int done = 0;;) {
+    PTDP_CALL_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) return 0;
+    if (rank != 0) nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+}
+
 int ptdp_data_open(ptdp_data **dp, const ptdp_data_args *a, MPI_Comm comm)
 {
   *dp = NULL;
@@ -302,7 +317,7 @@ int ptdp_data_open(ptdp_data **dp, const ptdp_data_args *a, MPI_Comm comm)
   /* rank 0 first: it validates, builds and writes; the others follow only if it succeeded */
   int status = rc;
   if (!rc && rank == 0) status = open_local(d, a, prefixes, 1);
-  if (!rc) PTDP_CALL_MPI(MPI_Bcast(&status, 1, MPI_INT, 0, comm));
+  if (!rc) PTDP_CALL(bcast_status(&status, rank, comm));
   if (!rc && status && rank != 0)
     status = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "opening the data failed on rank 0");
   if (!rc && !status && rank != 0) {
