@@ -27,7 +27,7 @@ static layout layout_of(uint64_t L, int64_t n_doc_index, int64_t total_samples)
   l.header = 24 + round8(L);
   l.doc_index = l.header + 8 * HEADER_WORDS;
   l.sample_index = round8(l.doc_index + 4 * (uint64_t)n_doc_index);
-  l.shuffle = l.sample_index + 16 * ((uint64_t)total_samples + 1);
+  l.shuffle = l.sample_index + 8 * ((uint64_t)total_samples + 1);
   l.size = l.shuffle + 8 * (uint64_t)total_samples;
   return l;
 }
@@ -35,7 +35,7 @@ static layout layout_of(uint64_t L, int64_t n_doc_index, int64_t total_samples)
 static int put(FILE *f, const void *p, size_t size, size_t n) { return n == 0 || fwrite(p, size, n, f) == n; }
 
 int ptdp_gpt_cache_save(const char *path, const char *desc, const ptdp_gpt_plan *plan, int64_t n_doc_index,
-                        const int32_t *doc_index, const int64_t *sample_index, const int64_t *shuffle)
+                        const int32_t *doc_index, const int32_t *sample_index, const int64_t *shuffle)
 {
   char tmp[4400];
   PTDP_CHECK(strlen(path) + 5 < sizeof tmp, "index cache path too long: '%s'", path);
@@ -51,7 +51,7 @@ int ptdp_gpt_cache_save(const char *path, const char *desc, const ptdp_gpt_plan 
            put(f, &zeros, 1, l.header - 24 - L) && put(f, h, 8, HEADER_WORDS) &&
            put(f, doc_index, 4, (size_t)n_doc_index) &&
            put(f, &zeros, 1, l.sample_index - l.doc_index - 4 * (uint64_t)n_doc_index) &&
-           put(f, sample_index, 8, 2 * (ns + 1)) && put(f, shuffle, 8, ns);
+           put(f, sample_index, 4, 2 * (ns + 1)) && put(f, shuffle, 8, ns);
   int e = errno;
   if (fclose(f) != 0) ok = 0, e = errno;
   if (!ok) remove(tmp);
@@ -82,7 +82,7 @@ static int matches(ptdp_gpt_cached *c, const unsigned char *m, size_t size, cons
   c->plan.total_samples = h[3];
   c->plan.num_samples_sans_final = h[4];
   c->doc_index = (const int32_t *)(const void *)(m + l.doc_index);
-  c->sample_index = (const int64_t *)(const void *)(m + l.sample_index);
+  c->sample_index = (const int32_t *)(const void *)(m + l.sample_index);
   c->shuffle = (const int64_t *)(const void *)(m + l.shuffle);
   return 1;
 }

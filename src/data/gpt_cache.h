@@ -12,9 +12,11 @@
  *   P           40          i64 num_epochs, separate_final_epoch, N = n_doc_index,
  *                           M = total_samples, num_samples_sans_final
  *   P+40        4N          int32 doc_index, then zero bytes up to Q = P+40+4N rounded up to 8
- *   Q           16(M+1)     int64 sample_index: (position in doc_index, token offset) pairs
- *   Q+16(M+1)   8M          int64 shuffle
- * The file's size must be exactly Q + 16(M+1) + 8M.  Version 1 (unaligned arrays, read into
+ *   Q           8(M+1)      int32 sample_index: (position in doc_index, token offset) pairs
+ *   Q+8(M+1)    8M          int64 shuffle
+ * The file's size must be exactly Q + 8(M+1) + 8M: 16 bytes per sample, 4 per document and
+ * epoch.  int32 suffices for the sample index as in Megatron: positions are below N < 2^31,
+ * offsets below a document's int32 length.  Version 1 (unaligned arrays, read into
  * memory) is no longer read: such a file is rebuilt. */
 #ifndef PTDP_DATA_GPT_CACHE_H
 #define PTDP_DATA_GPT_CACHE_H
@@ -29,7 +31,7 @@ typedef struct {
   ptdp_gpt_plan plan;
   int64_t n_doc_index;
   const int32_t *doc_index;    /* n_doc_index document ids */
-  const int64_t *sample_index; /* 2 (total_samples + 1) */
+  const int32_t *sample_index; /* 2 (total_samples + 1) */
   const int64_t *shuffle;      /* total_samples */
   void *map;
   size_t map_bytes;
@@ -37,7 +39,7 @@ typedef struct {
 
 /* Write the arrays to path (through path.tmp and a rename, so a reader never sees half a file). */
 int ptdp_gpt_cache_save(const char *path, const char *desc, const ptdp_gpt_plan *plan, int64_t n_doc_index,
-                        const int32_t *doc_index, const int64_t *sample_index, const int64_t *shuffle);
+                        const int32_t *doc_index, const int32_t *sample_index, const int64_t *shuffle);
 /* Map path if it exists, is complete and its description is desc: *found = 1 and c filled.
  * A missing or mismatched file gives *found = 0 (not an error); a file that cannot be mapped
  * is an error. */

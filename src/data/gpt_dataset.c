@@ -4,7 +4,7 @@
  *
  * Start-up cost, for a corpus of N tokens in D documents and a split of M samples: opening a
  * dataset maps the .bin without reading it and validates the .idx (O(D)); a cache miss builds
- * the arrays on rank 0 in O(D E + M) time and 4 D E + 24 M bytes (E epochs) and writes them; a
+ * the arrays on rank 0 in O(D E + M) time and 4 D E + 16 M bytes (E epochs) and writes them; a
  * hit maps the file (O(1), pages shared by the ranks of a node).  No token is read before
  * training asks for a sample.  Cache name: gpt-<train|valid|test>-<FNV-1a 64 of the
  * description, hex>.idx. */
@@ -87,8 +87,8 @@ static uint64_t lengths_hash(const ptdp_mmidx *ix, int64_t begin, int64_t end)
 typedef struct {
   ptdp_gpt_plan plan;
   int64_t n_doc_index;
-  int32_t *lengths, *doc_index; /* lengths of the split's documents, [end - begin] */
-  int64_t *sample_index, *shuffle;
+  int32_t *lengths, *doc_index, *sample_index; /* lengths of the split's documents, [end - begin] */
+  int64_t *shuffle;
 } gpt_arrays;
 
 static void arrays_free(gpt_arrays *g)
@@ -98,7 +98,8 @@ static void arrays_free(gpt_arrays *g)
 }
 
 /* The three arrays of one split, in Megatron's order of random draws.  Time and memory linear
- * in their sizes: one pass over the split's lengths, two Fisher-Yates shuffles, one walk. */
+ * in their sizes: one pass over the split's lengths, two Fisher-Yates shuffles, one walk;
+ * 4 bytes per document and epoch, 16 per sample. */
 static int build_arrays(gpt_arrays *g, const ptdp_indexed_dataset *ds, int64_t begin, int64_t end, int64_t want,
                         int seq_length, unsigned long long seed, const char *what)
 {
@@ -114,7 +115,7 @@ static int build_arrays(gpt_arrays *g, const ptdp_indexed_dataset *ds, int64_t b
   g->n_doc_index = g->plan.num_epochs * nd;
   const size_t ns = (size_t)g->plan.total_samples;
   PTDP_ALLOC(g->doc_index, (size_t)g->n_doc_index * 4 + 4);
-  PTDP_ALLOC(g->sample_index, 2 * (ns + 1) * 8);
+  PTDP_ALLOC(g->sample_index, 2 * (ns + 1) * 4);
   PTDP_ALLOC(g->shuffle, ns * 8 + 8);
   ptdp_rng r; /* one stream per (dataset, split), consumed in Megatron's order */
   ptdp_rng_seed(&r, seed);

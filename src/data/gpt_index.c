@@ -153,7 +153,7 @@ void ptdp_gpt_doc_index(int32_t *doc_index, int64_t begin, int64_t end, const pt
   doc_block(doc_index + (p->num_epochs - 1) * (end - begin), begin, end, 1, r);
 }
 
-int64_t ptdp_gpt_sample_index(int64_t *sample_index, const int32_t *doc_index, int64_t n_doc_index,
+int64_t ptdp_gpt_sample_index(int32_t *sample_index, const int32_t *doc_index, int64_t n_doc_index,
                               const int32_t *lengths, int64_t begin, const ptdp_gpt_plan *p, int seq_length)
 {
   /* Sample i >= 1 starts at stream token i s, in the non-empty document that holds it (sample 0
@@ -169,8 +169,8 @@ int64_t ptdp_gpt_sample_index(int64_t *sample_index, const int32_t *doc_index, i
     if (pos + PREFETCH < n_doc_index) __builtin_prefetch(&lengths[doc_index[pos + PREFETCH] - begin]);
     const int64_t end = c + lengths[doc_index[pos] - begin];
     for (; next < end && i <= total; i++, next += s, steps++) {
-      sample_index[2 * i] = pos;
-      sample_index[2 * i + 1] = next - c;
+      sample_index[2 * i] = (int32_t)pos;
+      sample_index[2 * i + 1] = (int32_t)(next - c);
     }
     c = end;
   }

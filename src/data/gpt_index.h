@@ -46,13 +46,14 @@ int ptdp_gpt_plan_make(ptdp_gpt_plan *p, int64_t tokens_per_epoch, int64_t num_s
  * block, or (separate final epoch) the first E-1 epochs and the last one shuffled apart. */
 void ptdp_gpt_doc_index(int32_t *doc_index, int64_t begin, int64_t end, const ptdp_gpt_plan *p, ptdp_rng *r);
 
-/* sample_index: 2*(total_samples+1) entries, pairs (position in doc_index, token offset), the
+/* sample_index: 2*(total_samples+1) int32 entries (n_doc_index < 2^31 and the documents' int32
+ * lengths bound both), pairs (position in doc_index, token offset), the
  * start of each sample; sample i ends (inclusive) where sample i+1 starts.  lengths[d - begin]
  * is the token count of document d of the split [begin, end); doc_index has n_doc_index
  * entries (E epochs of the split, enough tokens for the plan).  One pass over doc_index:
  * returns the steps taken (documents entered plus samples placed), at most
  * n_doc_index + total_samples, which tests check to catch a superlinear rewrite. */
-int64_t ptdp_gpt_sample_index(int64_t *sample_index, const int32_t *doc_index, int64_t n_doc_index,
+int64_t ptdp_gpt_sample_index(int32_t *sample_index, const int32_t *doc_index, int64_t n_doc_index,
                               const int32_t *lengths, int64_t begin, const ptdp_gpt_plan *p, int seq_length);
 
 /* shuffle (total_samples entries): 0..n-1 shuffled, where n = num_samples_sans_final with a

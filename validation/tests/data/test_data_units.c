@@ -292,7 +292,8 @@ static void check_index(const int32_t *lengths, int64_t begin, int64_t end, int6
   }
   int64_t nd = p.num_epochs * (end - begin), ns = p.total_samples;
   int32_t *doc = malloc((size_t)nd * 4);
-  int64_t *si = malloc((size_t)(2 * ns + 2) * 8), *sh = malloc((size_t)ns * 8 + 8);
+  int32_t *si = malloc((size_t)(2 * ns + 2) * 4);
+  int64_t *sh = malloc((size_t)ns * 8 + 8);
   ptdp_rng r;
   ptdp_rng_seed(&r, seed);
   ptdp_gpt_doc_index(doc, begin, end, &p, &r);
