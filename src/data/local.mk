@@ -26,3 +26,6 @@ dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_gpt2.sh validation/t
                        validation/tests/data/test_mmidx_files.sh validation/tests/data/test_gpt_dataset.sh \
                        validation/tests/data/read_mmidx.py validation/tests/data/write_mmidx.py
 EXTRA_DIST += validation/tests/data/js_encode.js
+# issue 9: list-valued JSON fields (Megatron's pre-split sentences)
+TESTS += validation/tests/data/test_preprocess_lists.sh
+dist_noinst_SCRIPTS += validation/tests/data/test_preprocess_lists.sh
