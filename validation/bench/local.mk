@@ -4,3 +4,6 @@ EXTRA_DIST += validation/bench/bench_parallel.sh validation/bench/bench_pipeline
 dist_noinst_SCRIPTS += validation/bench/bench_tokenizer.sh
 EXTRA_DIST += validation/bench/bench_train.sh validation/bench/bench.in validation/bench/sgemm_bench.c \
 	validation/bench/README.md
+# issue 9: ptdp-preprocess on generated corpora of several sizes (MB/s, peak RSS)
+dist_noinst_SCRIPTS += validation/bench/bench_data_preprocess.sh
+EXTRA_DIST += validation/bench/gen_jsonl.py
