@@ -31,3 +31,6 @@ EXTRA_DIST += validation/tests/data/js_encode.js
 # the word cache's bound and constant cost per word (issue 9)
 TESTS += validation/tests/data/test_tokenizer_cache.sh
 dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_cache.sh
+# issue 9: list-valued JSON fields (Megatron's pre-split sentences)
+TESTS += validation/tests/data/test_preprocess_lists.sh
+dist_noinst_SCRIPTS += validation/tests/data/test_preprocess_lists.sh

@@ -6,3 +6,6 @@ EXTRA_DIST += validation/bench/bench_train.sh validation/bench/bench.in validati
 	validation/bench/gen_corpus.c validation/bench/README.md
 EXTRA_DIST += validation/bench/bench_data.sh
 EXTRA_DIST += validation/bench/bench_checkpoint.sh validation/bench/io_bench.c
+# issue 9: ptdp-preprocess on generated corpora of several sizes (MB/s, peak RSS)
+dist_noinst_SCRIPTS += validation/bench/bench_data_preprocess.sh
+EXTRA_DIST += validation/bench/gen_jsonl.py
