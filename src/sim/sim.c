@@ -97,40 +97,36 @@ static int chunk_recomputed_layers(const ptdp_args *a, int nl)
   return n;
 }
 
+/* Each stage's items: every micro-batch costs the same in a chunk, so a chunk's forward and
+ * backward are timed (and tallied, x m) once, then laid on the schedule's order. */
 static int stage_durations(const ptdp_args *a, ptdp_schedule_kind kind, ptdp_sim_result *r, stage_costs *sc)
 {
   const int p = r->p, v = r->v, m = r->m, n = 2 * m * v, nl = (int)(a->num_layers / p / v);
   const int nrec = chunk_recomputed_layers(a, nl), sel = a->recompute_granularity == PTDP_RECOMPUTE_SELECTIVE;
   const double Lf = sum_fwd(&r->layer, 0), Lb = sum_bwd(&r->layer), Ls = sum_fwd(&r->layer, 1);
+  const double rec = nrec * Lf + (sel ? nl * Ls : 0);
+  double fwd[64], bwd[64]; /* per chunk; v <= layers per stage, checked below */
+  PTDP_CHECK(v <= 64, "more than 64 model chunks per stage (v = %d) are not simulated", v);
   for (int s = 0; s < p; s++) {
     double *comp = sc->comp + s * PTDP_SIM_COMPONENTS, *hid = sc->hidden + s * PTDP_SIM_COMPONENTS;
+    for (int c = 0; c < v; c++) {
+      const int k = c * p + s, first = k == 0, last = k == p * v - 1;
+      fwd[c] = nl * Lf + (first ? sum_fwd(&r->embedding, 0) : 0) + (last ? sum_fwd(&r->head, 0) : 0) + (last ? 0 : sc->p2p);
+      bwd[c] = nl * Lb + rec + (first ? sum_bwd(&r->embedding) : 0) + (last ? sum_bwd(&r->head) : 0) + (first ? 0 : sc->p2p);
+      tally(&r->layer, (double)nl * m, (double)nrec * m, sel ? (double)nl * m : 0, (double)nl * m, comp, hid);
+      if (first) tally(&r->embedding, m, 0, 0, m, comp, hid);
+      if (last) tally(&r->head, m, 0, 0, m, comp, hid);
+      comp[PTDP_SIM_PP] += ((last ? 0 : 1) + (first ? 0 : 1)) * sc->p2p * m;
+      sc->recompute[s] += rec * m;
+    }
+    if (s == 0 || s == p - 1) {
+      r->stage_fwd[s == 0 ? 0 : 1] = fwd[0];
+      r->stage_bwd[s == 0 ? 0 : 1] = bwd[0];
+    }
     ptdp_schedule sch;
     PTDP_CALL(ptdp_schedule_build(kind, s, p, v, m, &sch));
-    for (int i = 0; i < n; i++) {
-      const ptdp_work w = sch.items[i];
-      const int k = w.chunk * p + s, first = k == 0, last = k == p * v - 1;
-      double d;
-      if (w.kind == PTDP_WORK_FORWARD) {
-        d = nl * Lf + (first ? sum_fwd(&r->embedding, 0) : 0) + (last ? sum_fwd(&r->head, 0) : 0) + (last ? 0 : sc->p2p);
-        tally(&r->layer, nl, 0, 0, 0, comp, hid);
-        if (first) tally(&r->embedding, 1, 0, 0, 0, comp, hid);
-        if (last) tally(&r->head, 1, 0, 0, 0, comp, hid);
-        if (!last) comp[PTDP_SIM_PP] += sc->p2p;
-      } else {
-        const double rec = nrec * Lf + (sel ? nl * Ls : 0);
-        d = nl * Lb + rec + (first ? sum_bwd(&r->embedding) : 0) + (last ? sum_bwd(&r->head) : 0) + (first ? 0 : sc->p2p);
-        sc->recompute[s] += rec;
-        tally(&r->layer, 0, nrec, sel ? nl : 0, nl, comp, hid);
-        if (first) tally(&r->embedding, 0, 0, 0, 1, comp, hid);
-        if (last) tally(&r->head, 0, 0, 0, 1, comp, hid);
-        if (!first) comp[PTDP_SIM_PP] += sc->p2p;
-      }
-      sc->dur[(size_t)s * n + i] = d;
-      if (w.microbatch == 0 && w.chunk == 0 && (s == 0 || s == p - 1)) {
-        if (w.kind == PTDP_WORK_FORWARD) r->stage_fwd[s == 0 ? 0 : 1] = d;
-        else r->stage_bwd[s == 0 ? 0 : 1] = d;
-      }
-    }
+    for (int i = 0; i < n; i++)
+      sc->dur[(size_t)s * n + i] = sch.items[i].kind == PTDP_WORK_FORWARD ? fwd[sch.items[i].chunk] : bwd[sch.items[i].chunk];
     ptdp_schedule_free(&sch);
   }
   return 0;

@@ -67,10 +67,11 @@ static int stage_memory(const ptdp_args *a, const ptdp_sim_result *r, ptdp_sched
         }
       if (full > 0 && narrow / full > ratio) ratio = narrow / full;
     }
-    for (int i = 0; i < pl.n; i++) {
-      const ptdp_mem_class k = ptdp_buffer_class(&pl.buf[i]);
-      if (k == PTDP_MEM_TRANSIENT || k == PTDP_MEM_WORK || k == PTDP_MEM_P2P) sm->other += bytes_16bit(&pl.buf[i]);
-    }
+    /* Megatron frees a slot's output once sent (Korthikanti et al. App. B) and keeps no per-slot
+     * send buffers: the work space, and a message in each direction */
+    for (int i = 0; i < pl.n; i++)
+      if (ptdp_buffer_class(&pl.buf[i]) == PTDP_MEM_WORK) sm->other += bytes_16bit(&pl.buf[i]);
+    sm->other += 2.0 * (double)a->micro_batch_size * a->seq_length * a->hidden_size * 2;
     sm->weights = sm->params * 2;
     sm->grads = sm->params * (a->fp16 ? 2 : 4);
     sm->optimizer = (double)pl.total[PTDP_MEM_OPTIMIZER] * 1.5;
