@@ -139,7 +139,7 @@ static int exists(const char *p)
 }
 
 /* Rank 0: the file to write; an error when an explicit run-file names another run's file. */
-static int resolve_path(const ptdp_args *a, int appending, char *out, size_t n)
+static int resolve_path(const ptdp_args *a, int appending, char *out, size_t n, char *base_out, size_t nb)
 {
   if (a->run_file[0]) {
     snprintf(out, n, "%s", a->run_file);
@@ -153,6 +153,7 @@ static int resolve_path(const ptdp_args *a, int appending, char *out, size_t n)
   if (a->save[0]) snprintf(base, sizeof base, "%s/run", a->save);
   else snprintf(base, sizeof base, "ptdp-run");
   snprintf(out, n, "%s.h5", base);
+  snprintf(base_out, nb, "%s", base);
   if (appending && a->save[0]) return 0; /* a resumed run appends to its save directory's file */
   for (int k = 1; exists(out); k++) snprintf(out, n, "%s-%d.h5", base, k); /* never overwrite */
   return 0;
@@ -309,6 +310,11 @@ static int open_file(struct ptdp_runfile *rf, int create)
   PTDP_CALL_HDF5(H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST)); /* SWMR needs it */
   if (create) {
     rf->file = H5Fcreate(rf->path, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+    /* a default name another run starting here took first: the next free number */
+    for (int k = 1; rf->file < 0 && rf->base[0] && exists(rf->path) && k < 100000; k++) {
+      snprintf(rf->path, sizeof rf->path, "%s-%d.h5", rf->base, k);
+      if (!exists(rf->path)) rf->file = H5Fcreate(rf->path, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
+    }
     PTDP_CALL_HDF5(H5Pclose(fapl));
     PTDP_CHECK_IO(rf->file >= 0, "cannot create the run file '%s'", rf->path);
     return 0;
@@ -371,7 +377,7 @@ int rf_write_job(struct ptdp_runfile *rf)
 /* Rank 0: path, create or open, a /jobs row, then SWMR writing. */
 static int open_rank0(struct ptdp_runfile *rf, ptdp_trainer *tr, int appending, const char *hosts)
 {
-  PTDP_CALL(resolve_path(&tr->args, appending, rf->path, sizeof rf->path));
+  PTDP_CALL(resolve_path(&tr->args, appending, rf->path, sizeof rf->path, rf->base, sizeof rf->base));
   PTDP_CALL_HDF5(H5Eset_auto2(H5E_DEFAULT, NULL, NULL));
   PTDP_CALL(rf_types(rf));
   const int create = !(appending && exists(rf->path));

@@ -29,6 +29,7 @@ typedef struct {
 struct ptdp_runfile {
   int rank0;               /* only world rank 0 has a file */
   char path[4096];
+  char base[4000];         /* default names: path without ".h5", for numbering ("" for run-file) */
   hid_t file;
   long long n_intervals, n_evals, n_samples, job; /* rows written; this launch's /jobs row */
   double start_time;       /* Unix seconds, this launch */

@@ -15,3 +15,5 @@ TMPD=$(mktemp -d "${TMPDIR:-/tmp}/ptdp-test.XXXXXX"); trap 'rm -rf "$TMPD"' EXIT
 # Open MPI keeps its session directory under TMPDIR; tests running at once (make -j) would race
 # creating the same one, so each test gets its own.
 TMPDIR=$TMPD; export TMPDIR
+# runs write files into the working directory (the run file, ptdp-run.h5): each test works in its own
+cd "$TMPD" || exit 99
