@@ -16,3 +16,6 @@ ptdp-plot: $(ptdp_plot_in) Makefile
 	$(AM_V_GEN){ $(ptdp_tools_head); cat $(ptdp_plot_in); } > $@.tmp && chmod +x $@.tmp && mv -f $@.tmp $@
 ptdp-compare: $(ptdp_compare_in) Makefile
 	$(AM_V_GEN){ $(ptdp_tools_head); cat $(ptdp_compare_in); } > $@.tmp && chmod +x $@.tmp && mv -f $@.tmp $@
+
+# their tests (included here so that the tools' build and tests stay in these two fragments)
+include validation/tests/tools/local.mk

@@ -85,8 +85,9 @@ class RunFile:
         fmt = _text(root["format"]) if "format" in root else None
         if fmt != FORMAT:
             self.h5.close()
-            raise RunFileError("%s: not a ptdp run file (root attribute format is %r, expected %r)"
-                               % (path, fmt, FORMAT))
+            raise RunFileError("%s: not a ptdp run file (an HDF5 file, but %s)" % (
+                path, "without the root attribute format" if fmt is None else
+                "its root attribute format is %r, not %r" % (fmt, FORMAT)))
         version = _scalar(root["format_version"]) if "format_version" in root else None
         if version not in FORMAT_VERSIONS:
             self.h5.close()
