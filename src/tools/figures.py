@@ -30,6 +30,24 @@ def _list(a):
     return np.asarray(a).tolist()
 
 
+def nanmax(a, axis=None):
+    """Max ignoring NaN (ranks or communicators without a value); NaN where all are NaN, and no
+    warning about it."""
+    a = np.asarray(a, dtype=float)
+    return np.fmax.reduce(a.ravel() if axis is None else a, axis=0 if axis is None else axis)
+
+
+def nanmin(a, axis=None):
+    a = np.asarray(a, dtype=float)
+    return np.fmin.reduce(a.ravel() if axis is None else a, axis=0 if axis is None else axis)
+
+
+def nanmean(a, axis):
+    a = np.asarray(a, dtype=float)
+    n = np.isfinite(a).sum(axis)
+    return np.where(n > 0, np.where(np.isfinite(a), a, 0).sum(axis) / np.maximum(n, 1), np.nan)
+
+
 def _figure(title, sub=None, **kw):
     fig, axes = plt.subplots(figsize=FIGSIZE, dpi=DPI, **kw)
     fig.suptitle(title + ("\n" + sub if sub else ""), fontweight="bold")
@@ -49,6 +67,17 @@ def log_if_wide(ax, values):
         ax.set_yscale("log")
         return True
     return False
+
+
+def short(x):
+    """A number in at most about five characters, without exponents down to 0.001."""
+    if x == 0:
+        return "0"
+    if abs(x) >= 100:
+        return "%.0f" % x
+    if abs(x) >= 0.001:
+        return "%.3g" % x
+    return "%.0e" % x
 
 
 def rank_colors(n):
@@ -147,7 +176,7 @@ def draw_throughput(d, title, path):
         t1.set_ylim(bottom=0)
         a1.set_title("TFLOP/s per rank and MFU")
     else:
-        a1.set_title("TFLOP/s per rank (MFU: no peak-flops in the deck)")
+        a1.set_title("TFLOP/s per rank (MFU: peak-tflops not set)")
     if handles:
         a1.legend(handles=handles, loc="lower right")
     fig.tight_layout()
@@ -158,15 +187,15 @@ def draw_throughput(d, title, path):
 def grouped_bars(ax, groups, values, ylabel, unit_div=1.0):
     """Bars of VALUES [G, W] (group g, rank r) grouped by G; one bar per rank up to MANY_RANKS
     ranks, else min / mean / max over ranks; each group's largest value written above it (small
-    groups beside a large one would otherwise be unreadable).  Returns the bar centres [G, bars]
+    groups beside a large one would otherwise be unreadable; the caller's title says so).  Returns the bar centres [G, bars]
     and the labels."""
     values = np.asarray(values, dtype=float) / unit_div
     G, W = values.shape
     if W <= MANY_RANKS:
         series = [("rank %d" % r, values[:, r]) for r in range(W)]
     else:
-        series = [("min over ranks", values.min(1)), ("mean over ranks", values.mean(1)),
-                  ("max over ranks", values.max(1))]
+        series = [("min over ranks", nanmin(values, 1)), ("mean over ranks", nanmean(values, 1)),
+                  ("max over ranks", nanmax(values, 1))]
     n = len(series)
     width = 0.8 / n
     colors = rank_colors(n)
@@ -175,11 +204,12 @@ def grouped_bars(ax, groups, values, ylabel, unit_div=1.0):
         x = np.arange(G) - 0.4 + width * (i + 0.5)
         centres[:, i] = x
         ax.bar(x, v, width, label=label, color=colors[i], edgecolor="black", linewidth=0.4)
-    top = values.max(1)
+    top = nanmax(values, 1)
     for g in range(G):
-        ax.annotate("max %.3g" % top[g], (g, top[g]), xytext=(0, 6), textcoords="offset points",
-                    ha="center", va="bottom", fontsize=11)
-    ax.set_ylim(0, max(top.max(), 1e-30) * 1.12)
+        if np.isfinite(top[g]):
+            ax.annotate(short(top[g]), (g, top[g]), xytext=(0, 4), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=11 if G <= 8 else 10)
+    ax.set_ylim(0, max(nanmax(top) if np.isfinite(top).any() else 0, 1e-30) * 1.12)
     ax.set_xticks(np.arange(G))
     ax.set_xticklabels(groups, rotation=20 if G > 6 else 0, ha="right" if G > 6 else "center")
     ax.set_ylabel(ylabel)
@@ -201,7 +231,7 @@ def draw_timers(d, title, path):
     fig, (a0, a1) = _figure(title, "timers: milliseconds per iteration, per rank", ncols=2,
                             gridspec_kw={"width_ratios": [1.25, 1]})
     grouped_bars(a0, d["names"], d["last_ms"], "ms per iteration")
-    a0.set_title("interval ending at iteration %d" % d["last_iteration"])
+    a0.set_title("interval ending at iteration %d (numbers: max over ranks)" % d["last_iteration"])
     a0.legend(ncol=2 if len(d["last_ms"][0]) > 4 else 1)
     ms = np.asarray(d["ms"], dtype=float)  # [N, W, T]
     it = d["iteration"]
@@ -209,15 +239,14 @@ def draw_timers(d, title, path):
         if not np.any(ms[:, :, k]):
             continue
         c = "C%d" % (k % 10)
-        a1.plot(it, ms[:, :, k].mean(1), "-o", ms=3, lw=2, color=c, label=name)
-        if ms.shape[1] > 1:
-            a1.fill_between(it, ms[:, :, k].min(1), ms[:, :, k].max(1), color=c, alpha=0.2)
+        a1.plot(it, nanmax(ms[:, :, k], 1), marker="o", ms=4, lw=2, color=c, label=name,
+                ls="-" if k < 10 else "--")  # colours repeat after ten timers: dashed then
     a1.set_xlabel("iteration (end of the log interval)")
     a1.set_ylabel("ms per iteration")
     if not log_if_wide(a1, ms):
         a1.set_ylim(bottom=0)
-    a1.set_title("over the run: mean over ranks, band min to max")
-    a1.legend(ncol=2)
+    a1.set_title("over the run: max over ranks")
+    a1.legend(ncol=2, loc="best")
     fig.tight_layout()
     _save(fig, path)
 
@@ -240,7 +269,8 @@ def draw_communication(d, title, path):
                             ncols=2, gridspec_kw={"width_ratios": [1.25, 1]})
     last = np.asarray(d["last_bytes"], dtype=float)
     ana = None if d["analytical_bytes"] is None else np.asarray(d["analytical_bytes"], dtype=float)
-    top = max(last.max(), ana.max() if ana is not None else 0)
+    top = max(nanmax(last), nanmax(ana) if ana is not None else 0)
+    top = top if np.isfinite(top) else 0
     div, unit = byte_unit(top)
     centres, labels = grouped_bars(a0, d["names"], last, "%s per iteration" % unit, div)
     handles, _ = a0.get_legend_handles_labels()
@@ -249,25 +279,28 @@ def draw_communication(d, title, path):
             a0.scatter(centres.ravel(), (ana / div).ravel(), marker="_", s=500, linewidths=3,
                        color="black", zorder=3)
         else:
-            a0.scatter(centres[:, 1], ana.max(1) / div, marker="_", s=800, linewidths=3,
+            a0.scatter(centres[:, 1], nanmax(ana, 1) / div, marker="_", s=800, linewidths=3,
                        color="black", zorder=3)
+        none = [n for k, n in enumerate(d["names"]) if not np.isfinite(ana[k]).any()]
         handles.append(Line2D([], [], marker="_", ms=18, mew=3, ls="", color="black",
-                              label="analytical volume"))
+                              label="analytical volume" + (" (none for %s)" % ", ".join(none) if none else "")))
     a0.legend(handles=handles, ncol=2 if len(handles) > 5 else 1)
-    a0.set_title("interval ending at iteration %d (bars measured)" % d["last_iteration"])
+    a0.set_title("interval ending at iteration %d (bars measured; numbers: max over ranks)" % d["last_iteration"])
     by = np.asarray(d["bytes"], dtype=float)  # [N, W, C]
     it = d["iteration"]
-    div, unit = byte_unit(by.max() if by.size else 0)
+    top = nanmax(by) if by.size else 0
+    div, unit = byte_unit(top if np.isfinite(top) else 0)
     for k, name in enumerate(d["names"]):
-        if not np.any(by[:, :, k]) and (ana is None or not np.any(ana[k])):
+        amax = nanmax(ana[k]) if ana is not None else np.nan
+        if not np.nansum(by[:, :, k]) and not (np.isfinite(amax) and amax > 0):
             continue
         c = "C%d" % (k % 10)
-        a1.plot(it, by[:, :, k].max(1) / div, "-o", ms=3, lw=2, color=c, label="%s measured" % name)
-        if ana is not None:
-            a1.axhline(ana[k].max() / div, color=c, ls="--", lw=1.5, label="%s analytical" % name)
+        a1.plot(it, nanmax(by[:, :, k], 1) / div, "-o", ms=3, lw=2, color=c, label="%s measured" % name)
+        if np.isfinite(amax):
+            a1.axhline(amax / div, color=c, ls="--", lw=1.5, label="%s analytical" % name)
     a1.set_xlabel("iteration (end of the log interval)")
     a1.set_ylabel("%s per iteration (max over ranks)" % unit)
-    if not log_if_wide(a1, np.concatenate([by.max(1).ravel()] + ([ana.max(1)] if ana is not None else []))):
+    if not log_if_wide(a1, np.concatenate([nanmax(by, 1).ravel()] + ([nanmax(ana, 1)] if ana is not None else []))):
         a1.set_ylim(bottom=0)
     a1.set_title("over the run")
     a1.legend(ncol=2, loc="best")

@@ -170,23 +170,34 @@ def _per_layer(rf):
     return layers, names, hi, lo
 
 
+# the formulas for one layer: per tensor ([K] datasets) or only the total (attributes of /memory)
+FORMULAS = (("paper", "memory/formula_bytes", "formula_layer_bytes_paper"),
+            ("ptdp", "memory/formula_ptdp_bytes", "formula_layer_bytes_ptdp"))
+PER_RANK = ("peak_activation_bytes", "weight_bytes", "gradient_bytes", "optimizer_bytes", "allocated_bytes",
+            "peak_bytes")
+
+
 def data_memory(rf):
     d = {"layers": None, "tensor_names": None, "layer_bytes_max": None, "layer_bytes_min": None,
-         "formula_bytes": None, "formula_ptdp_bytes": None, "per_rank": {}, "timeline": None}
+         "formula": {}, "per_rank": {}, "timeline": None}
     pl = _per_layer(rf)
     if pl is not None:
         layers, names, hi, lo = pl
         d.update(layers=layers, tensor_names=names, layer_bytes_max=_list(hi), layer_bytes_min=_list(lo))
-        for k in ("formula_bytes", "formula_ptdp_bytes"):
-            v = rf.read("memory/" + k)
-            d[k] = None if v is None else _list(v)
-    for k in ("peak_activation_bytes", "weight_bytes", "gradient_bytes", "optimizer_bytes", "peak_bytes"):
+        for key, dataset, attr in FORMULAS:
+            v = rf.read(dataset)
+            total = rf.attr("memory", attr)
+            if v is not None:
+                d["formula"][key] = {"per_tensor": _list(v), "total": float(np.sum(v))}
+            elif total is not None and np.isfinite(total):
+                d["formula"][key] = {"per_tensor": None, "total": float(total)}
+    for k in PER_RANK:
         v = rf.read("memory/" + k)
-        if v is not None:
-            d["per_rank"][k] = _list(v)
+        if v is not None and np.isfinite(per_rank(v)).any():
+            d["per_rank"][k] = _list(per_rank(v))
     tl = rf.rows("memory/timeline_iteration", "memory/timeline")
     if tl is not None:
-        d["timeline"] = {"iteration": int(tl[0][-1]), "bytes": _list(tl[1][-1])}  # [W, I]
+        d["timeline"] = {"iteration": int(tl[0][-1]), "bytes": _list(per_rank(tl[1][-1]))}  # [W, I], NaN: none
     if pl is None and not d["per_rank"] and tl is None:
         raise Skip("no activation-memory statistics in the file (/memory is empty)")
     return d
@@ -197,12 +208,16 @@ def _draw_layers(ax, lax, d):
     hi = np.asarray(d["layer_bytes_max"])
     rows = [hi[i] for i in range(len(d["layers"]))]
     labels = ["%d" % g for g in d["layers"]]
-    for key, label in (("formula_ptdp_bytes", "formula\n(fp32)"), ("formula_bytes", "paper\n(2-byte)")):
-        if d[key] is not None:
-            rows.append(np.asarray(d[key], dtype=float))
+    totals = []  # formulas known only as a total: one plain bar each
+    for key, label in (("ptdp", "formula\n(ptdp fp32)"), ("paper", "paper\n(2-byte)")):
+        f = d["formula"].get(key)
+        if f is not None and f["per_tensor"] is not None:
+            rows.append(np.asarray(f["per_tensor"], dtype=float))
             labels.append(label)
+        elif f is not None:
+            totals.append((label, f["total"]))
     rows = np.array(rows)
-    div, unit = byte_unit(rows.sum(1).max())
+    div, unit = byte_unit(max([rows.sum(1).max()] + [t for _, t in totals]))
     keep = [k for k in range(len(names)) if np.any(rows[:, k] > 0)]
     cmap = plt.get_cmap("tab20")
     x = np.arange(len(rows))
@@ -211,14 +226,20 @@ def _draw_layers(ax, lax, d):
         ax.bar(x, rows[:, k] / div, 0.75, bottom=bottom, color=cmap(j % 20), edgecolor="black",
                linewidth=0.3, label=names[k])
         bottom += rows[:, k] / div
+    for j, (label, total) in enumerate(totals):
+        ax.bar(len(rows) + j, total / div, 0.75, color="0.8", edgecolor="black", hatch="//",
+               label="formula total" if j == 0 else None)
+        labels.append(label)
+    x = np.arange(len(rows) + len(totals))
+    bottom = np.concatenate([bottom, [t / div for _, t in totals]])
     nl = len(d["layers"])
-    if nl < len(rows):
+    if nl < len(x):
         ax.axvline(nl - 0.5, color="black", lw=1.5, ls="--")
-    if len(rows) <= 24:
+    if len(x) <= 24:
         for xi, tot in zip(x, bottom):
             ax.text(xi, tot, "%.3g" % tot, ha="center", va="bottom", fontsize=10)
     ax.set_xticks(x)
-    ax.set_xticklabels(labels, fontsize=11 if len(rows) <= 16 else 8)
+    ax.set_xticklabels(labels, fontsize=11 if len(x) <= 16 else 8)
     ax.set_xlabel("global layer index (measured, max over the ranks holding it) | formulas for one layer")
     ax.set_ylabel("%s per layer per micro-batch" % unit)
     ax.set_title("activations held for the backward pass, by tensor")
@@ -235,8 +256,8 @@ def _draw_ranks(ax, d):
     W = len(next(iter(pr.values())))
     total = np.zeros(W)
     for k, _ in parts:
-        total += np.asarray(pr[k], dtype=float)
-    top = max(total.max(), max(pr.get("peak_bytes", [0])))
+        total += np.nan_to_num(np.asarray(pr[k], dtype=float))
+    top = nanmax([nanmax(total)] + [nanmax(pr[k]) for k in ("allocated_bytes", "peak_bytes") if k in pr])
     div, unit = byte_unit(top)
     bottom = np.zeros(W)
     colors = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a"]  # Dark2: apart from the tensors' tab20
@@ -244,9 +265,10 @@ def _draw_ranks(ax, d):
         v = np.asarray(pr[k], dtype=float) / div
         ax.bar(np.arange(W), v, 0.7, bottom=bottom, label=lab, color=colors[j], edgecolor="black", linewidth=0.4)
         bottom += v
-    if "peak_bytes" in pr:
-        ax.scatter(np.arange(W), np.asarray(pr["peak_bytes"], dtype=float) / div, marker="_", s=600,
-                   linewidths=3, color="black", zorder=3, label="total at peak")
+    for k, label, color in (("allocated_bytes", "allocated (plan)", "black"), ("peak_bytes", "total at peak", "0.4")):
+        if k in pr:
+            ax.scatter(np.arange(W), np.asarray(pr[k], dtype=float) / div, marker="_", s=600,
+                       linewidths=3, color=color, zorder=3, label=label)
     ax.set_xticks(np.arange(W))
     ax.set_xlabel("rank")
     ax.set_ylabel(unit)
@@ -257,21 +279,23 @@ def _draw_ranks(ax, d):
 
 def _draw_timeline(ax, d, peaks):
     tl = np.asarray(d["timeline"]["bytes"], dtype=float)  # [W, I]
-    div, unit = byte_unit(tl.max())
+    div, unit = byte_unit(nanmax(tl) if np.isfinite(tl).any() else 0)
     groups = {}  # ranks with the same timeline (e.g. the TP ranks of a stage) share one line
     for r in range(tl.shape[0]):
-        groups.setdefault(tuple(tl[r]), []).append(r)
+        if np.isfinite(tl[r]).any():
+            groups.setdefault(tuple(np.nan_to_num(tl[r], nan=-1.0)), []).append(r)
     colors = rank_colors(len(groups))
     positive = tl[tl > 0]
     # a last stage holding the logits can dwarf the others: then a log axis, zero drawn at a floor
     floor = positive.min() / 2 / div if positive.size and positive.max() / positive.min() > 30 else 0
-    for j, (row, ranks) in enumerate(groups.items()):
+    for j, (_, ranks) in enumerate(groups.items()):
+        row = tl[ranks[0]]
         label = ("rank %d" if len(ranks) == 1 else "ranks %s") % (ranks[0] if len(ranks) == 1 else
                                                                   ", ".join(map(str, ranks)))
         y = np.maximum(np.concatenate([[0], row, row[-1:]]) / div, floor)  # repeated: the last level shows
         x = np.concatenate([np.arange(len(row) + 1), [len(row) + 0.6]])
         ax.step(x, y, where="post", lw=2.2, color=colors[j], label=label)
-        if peaks is not None and len(groups) <= 8:
+        if peaks is not None and len(groups) <= 8 and np.isfinite(peaks[ranks[0]]):
             ax.axhline(peaks[ranks[0]] / div, color=colors[j], ls=":", lw=1.2)
     ax.set_xlabel("schedule item on the rank (forward or backward of one micro-batch and chunk), "
                   "iteration %d" % d["timeline"]["iteration"])

@@ -64,12 +64,12 @@ def summarize(rf):
     ev = rf.series("eval", ["iteration", "lm_loss"])
     if ev is not None and "lm_loss" in ev:
         row["val_loss"] = float(ev["lm_loss"][-1])
-    bub = rf.read("pipeline/bubble_measured")
-    if bub is not None and np.ndim(bub) == 2 and np.isfinite(bub[-1]).any():
-        row["bubble"] = float(np.nanmean(bub[-1]))
+    bub = rf.rows("pipeline/iteration", "pipeline/bubble_measured")
+    if bub is not None and np.ndim(bub[1]) == 2 and np.isfinite(bub[1][-1]).any():
+        row["bubble"] = float(np.nanmean(bub[1][-1]))
     peak = rf.read("memory/peak_activation_bytes")
-    if peak is not None:
-        row["peak_activation_bytes"] = int(np.max(peak))
+    if peak is not None and np.isfinite(per_rank(peak)).any():
+        row["peak_activation_bytes"] = int(np.nanmax(per_rank(peak)))
     return {k: (v if _finite(v) else None) for k, v in row.items()}
 
 

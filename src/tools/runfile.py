@@ -74,6 +74,23 @@ def _open(path):
     raise RunFileError("%s: cannot open: %s" % (path, errors[-1]))
 
 
+def latest_rows(iterations):
+    """Indices of the rows to use, in increasing iteration: the last row of each iteration (a
+    requeued run appends again the iterations between its checkpoint and the kill, README "The
+    run file"), leaving out rows not written yet (iteration -1, the fill value)."""
+    last = {}
+    for i, it in enumerate(np.asarray(iterations).tolist()):
+        if it >= 0:
+            last[it] = i
+    return np.array([last[it] for it in sorted(last)], dtype=np.int64)
+
+
+def per_rank(values):
+    """A per-rank array as float with the file's missing markers (-1 for integers, NaN) as NaN."""
+    v = np.asarray(values, dtype=float)
+    return np.where(v < 0, np.nan, v)
+
+
 class RunFile:
     """One run file, opened for reading.  Missing or empty parts read as None, never raise."""
 
@@ -135,39 +152,51 @@ class RunFile:
         return _scalar(self.h5[name].attrs[key])
 
     def series(self, group, fields):
-        """Columns FIELDS of a 1-D group (/metrics, /eval) cut to their common length, as a dict;
-        fields that are absent are left out; None when no field has a row."""
+        """Columns FIELDS of a 1-D group (/metrics, /eval) cut to their common length, one row
+        per iteration (see latest_rows), as a dict; fields that are absent are left out; None
+        when no field has a row."""
         cols = {f: self.read("%s/%s" % (group, f)) for f in fields}
         cols = {f: np.asarray(c) for f, c in cols.items() if c is not None}
         if not cols:
             return None
         n = min(len(c) for c in cols.values())
-        return {f: c[:n] for f, c in cols.items()} if n > 0 else None
+        if n == 0:
+            return None
+        if "iteration" in cols:
+            keep = latest_rows(cols["iteration"][:n])
+            return {f: c[keep] for f, c in cols.items()} if len(keep) else None
+        return {f: c[:n] for f, c in cols.items()}
 
     def rows(self, index_name, data_name):
         """(iteration [n], data [n, ...]) for a dataset indexed by an iteration dataset, cut to
-        their common length; None when either is absent or empty."""
+        their common length, one row per iteration (see latest_rows); None when either is absent
+        or empty."""
         it, data = self.read(index_name), self.read(data_name)
         if it is None or data is None:
             return None
         n = min(len(it), len(data))
-        return (np.asarray(it[:n]), data[:n]) if n > 0 else None
+        keep = latest_rows(np.asarray(it[:n]))
+        return (np.asarray(it)[keep], data[keep]) if len(keep) else None
 
     # ---------------------------------------------------------------- the run's description
     def cfg(self, key, default=None):
         return self.config.get(key, default)
 
     def layout(self):
-        """'t2 p2 d1 v2 sp' from /config (else the last /jobs row's layout), or ''."""
+        """'t2 p2 d1 v2 sp' as the last launch's /jobs row says (it names distopt too), else
+        from /config; '' when neither has it."""
+        jobs = self.read("jobs")
+        if jobs is not None and jobs.dtype.names and "layout" in jobs.dtype.names:
+            text = _text(jobs["layout"][-1])
+            if text:
+                return text
         t, p, d = (self.cfg(k) for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size",
                                          "data_parallel_size"))
         if None not in (t, p, d):
             v = self.cfg("virtual_pipeline_chunks", 1) or 1
             sp = " sp" if int(self.cfg("sequence_parallel", 0) or 0) else ""
-            return "t%d p%d d%d v%d%s" % (t, p, d, v, sp)
-        jobs = self.read("jobs")
-        if jobs is not None and "layout" in jobs.dtype.names:
-            return _text(jobs["layout"][-1])
+            dist = " distopt" if int(self.cfg("use_distributed_optimizer", 0) or 0) else ""
+            return "t%d p%d d%d v%d%s%s" % (t, p, d, v, sp, dist)
         return ""
 
     def title(self):

@@ -37,11 +37,22 @@ def close(a, b, rtol=1e-12):
     return a.shape == b.shape and np.allclose(a, b, rtol=rtol, atol=0, equal_nan=True)
 
 
+def latest(its):
+    """Row index of the last row of each iteration, by increasing iteration (a requeue writes
+    some iterations twice; -1 marks a row not written)."""
+    last = {}
+    for i, it in enumerate(its):
+        if it >= 0:
+            last[int(it)] = i
+    return [last[k] for k in sorted(last)]
+
+
 def text(x):
     return x.decode().rstrip("\0") if isinstance(x, bytes) else str(x)
 
 
 def check_pipeline(f, d, s, name):
+    """s: the row of /pipeline to compare with"""
     its = f["pipeline/iteration"][:]
     ev = f["pipeline/events"][s]  # [W, I]
     W, I = ev.shape
@@ -49,15 +60,17 @@ def check_pipeline(f, d, s, name):
     if d is None:
         return
     boxes = {(b["rank"], b["item"]): b for b in d["boxes"]}
-    check(len(d["boxes"]) == W * I, "%s: %d boxes = W x I = %d x %d events" % (name, len(d["boxes"]), W, I))
+    valid = [(r, i) for r in range(W) for i in range(I)
+             if ev[r, i]["kind"] in (0, 1) and np.isfinite(ev[r, i]["start"])]  # else a fill value
+    check(len(d["boxes"]) == len(valid) == len(boxes),
+          "%s: %d boxes for %d events (W x I = %d x %d)" % (name, len(d["boxes"]), len(valid), W, I))
     bad = 0
-    for r in range(W):
-        for i in range(I):
-            b, e = boxes.get((r, i)), ev[r, i]
-            if b is None or b["kind"] != e["kind"] or b["microbatch"] != e["microbatch"] or \
-                    b["chunk"] != e["chunk"] or not close([b["start_ms"], b["end_ms"], b["wait_ms"]],
-                                                          1e3 * np.array([e["start"], e["end"], e["wait"]])):
-                bad += 1
+    for r, i in valid:
+        b, e = boxes.get((r, i)), ev[r, i]
+        if b is None or b["kind"] != e["kind"] or b["microbatch"] != e["microbatch"] or \
+                b["chunk"] != e["chunk"] or not close([b["start_ms"], b["end_ms"], b["wait_ms"]],
+                                                      1e3 * np.array([e["start"], e["end"], e["wait"]])):
+            bad += 1
     check(bad == 0, "%s: every box equals its event (start, end, wait, kind, micro-batch, chunk); %d differ" % (name, bad))
     m = int(f["config"].attrs["micro_batches"])
     v = int(f["config"].attrs["virtual_pipeline_chunks"])
@@ -72,23 +85,26 @@ def check_pipeline(f, d, s, name):
 
 
 def check_series(f, figs):
-    met = f["metrics"]
+    rows = latest(f["metrics/iteration"][:])
+    met = {k: f["metrics"][k][:][rows] for k in f["metrics"]}
     d = figs["loss.png"]
     seq = int(f["config"].attrs["seq_length"])
-    check(close(d["iteration"], met["iteration"][:]) and close(d["train_loss"], met["lm_loss"][:]),
-          "loss.png: train loss at iterations %s" % met["iteration"][:].tolist())
-    check(close(d["tokens"], met["consumed_samples"][:] * seq), "loss.png: tokens = consumed samples x %d" % seq)
-    check(close(d["eval_iteration"], f["eval/iteration"][:]) and close(d["eval_loss"], f["eval/lm_loss"][:]),
-          "loss.png: %d validation points" % len(f["eval/iteration"]))
+    check(close(d["iteration"], met["iteration"]) and close(d["train_loss"], met["lm_loss"]),
+          "loss.png: train loss at iterations %s (%d rows in the file)" % (met["iteration"].tolist(),
+                                                                           len(f["metrics/iteration"])))
+    check(close(d["tokens"], met["consumed_samples"] * seq), "loss.png: tokens = consumed samples x %d" % seq)
+    ev = latest(f["eval/iteration"][:])
+    check(close(d["eval_iteration"], f["eval/iteration"][:][ev]) and close(d["eval_loss"], f["eval/lm_loss"][:][ev]),
+          "loss.png: %d validation points" % len(ev))
     d = figs["throughput.png"]
     for k in ("tokens_per_second", "tflops_per_rank", "mfu", "ms_per_iteration"):
-        check(close(d[k], met[k][:]), "throughput.png: %s" % k)
+        check(close(d[k], met[k]), "throughput.png: %s" % k)
     d = figs["timers.png"]
-    ms = f["timers/ms"][:]
+    ms = f["timers/ms"][:][latest(f["timers/iteration"][:])]
     check(d["names"] == [text(x) for x in f["timers/names"][:]], "timers.png: names %s" % d["names"])
     check(close(d["last_ms"], ms[-1].T) and close(d["ms"], ms), "timers.png: last interval [T, W] and series [N, W, T]")
     d = figs["communication.png"]
-    by = f["communication/bytes"][:]
+    by = f["communication/bytes"][:][latest(f["communication/iteration"][:])]
     check(close(d["last_bytes"], by[-1].T) and close(d["bytes"], by), "communication.png: bytes, last and series")
     check(close(d["analytical_bytes"], f["communication/analytical_bytes"][:].T), "communication.png: analytical volume")
 
@@ -104,22 +120,32 @@ def check_memory(f, d):
         ok &= close(d["layer_bytes_max"][j], held.max(0)) and close(d["layer_bytes_min"][j], held.min(0))
     check(ok, "memory.png: bytes per layer per tensor = the ranks holding the layer (max and min)")
     check(d["tensor_names"] == [text(x) for x in g["tensor_names"][:]], "memory.png: %d tensor names" % len(d["tensor_names"]))
-    check(close(d["formula_bytes"], g["formula_bytes"][:]) and close(d["formula_ptdp_bytes"], g["formula_ptdp_bytes"][:]),
-          "memory.png: the paper's and ptdp's formula per tensor")
-    for k in ("peak_activation_bytes", "weight_bytes", "gradient_bytes", "optimizer_bytes", "peak_bytes"):
-        check(close(d["per_rank"][k], g[k][:]), "memory.png: %s per rank" % k)
-    check(d["timeline"]["iteration"] == int(g["timeline_iteration"][-1]) and
-          close(d["timeline"]["bytes"], g["timeline"][-1]), "memory.png: timeline of the last sample")
+    for key, ds, attr in (("paper", "formula_bytes", "formula_layer_bytes_paper"),
+                          ("ptdp", "formula_ptdp_bytes", "formula_layer_bytes_ptdp")):
+        f_ = d["formula"].get(key)
+        if ds in g:
+            check(f_ is not None and close(f_["per_tensor"], g[ds][:]), "memory.png: %s formula per tensor" % key)
+        else:
+            check(f_ is not None and f_["per_tensor"] is None and close(f_["total"], g.attrs[attr]),
+                  "memory.png: %s formula total %.0f" % (key, g.attrs[attr]))
+    for k in ("peak_activation_bytes", "weight_bytes", "gradient_bytes", "optimizer_bytes", "allocated_bytes"):
+        if k in g:
+            v = g[k][:].astype(float)
+            check(close(d["per_rank"][k], np.where(v < 0, np.nan, v)), "memory.png: %s per rank" % k)
+    s = latest(g["timeline_iteration"][:])[-1]
+    tl = g["timeline"][s].astype(float)
+    check(d["timeline"]["iteration"] == int(g["timeline_iteration"][s]) and
+          close(d["timeline"]["bytes"], np.where(tl < 0, np.nan, tl)), "memory.png: timeline of the last sample")
 
 
 def main():
     runfile, dump = sys.argv[1], sys.argv[2]
     figs = json.load(open(dump))["figures"]
     with h5py.File(runfile, "r", swmr=True) as f:
-        S = f["pipeline/iteration"].shape[0]
-        check_pipeline(f, figs["pipeline.png"], S - 1, "pipeline.png")
+        samples = latest(f["pipeline/iteration"][:])
+        check_pipeline(f, figs["pipeline.png"], samples[-1], "pipeline.png")
         if "--all-samples" in sys.argv:
-            for s in range(S):
+            for s in samples:
                 name = "pipeline-%d.png" % f["pipeline/iteration"][s]
                 check(name in figs, "%s drawn" % name)
                 check_pipeline(f, figs.get(name), s, name)

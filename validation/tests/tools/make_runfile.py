@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write a synthetic ptdp run file (format version 1, README "Run file") with h5py, for the
+"""Write a synthetic ptdp run file (format version 1, README "The run file") with h5py, for the
 tests of ptdp-plot and ptdp-compare.
 
     make_runfile.py OUT.h5 [--tp 2 --pp 2 --dp 1 --vp 2 --sp ...] [--truth T.json]
@@ -27,9 +27,9 @@ import sys
 import h5py
 import numpy as np
 
-TIMERS = ["forward-backward", "pipeline-wait", "tp-comm", "dp-wait", "grads-sync", "optimizer",
-          "checkpoint", "data"]
-COMMS = ["tp", "pp", "dp", "embedding"]
+TIMERS = ["forward-backward", "forward", "backward", "pipeline-wait", "tp-comm", "dp-wait", "grads-sync",
+          "optimizer", "data", "checkpoint"]
+COMMS = ["tp_layers", "tp_other", "pp", "dp", "embedding"]
 TENSORS = ["layer_input", "ln1_mean", "ln1_rstd", "ln1_out", "qkv", "attn_probs",
            "attn_dropout_mask", "attn_probs_dropped", "attn_context", "attn_resid_mask",
            "ln2_input", "ln2_mean", "ln2_rstd", "ln2_out", "fc1_out", "gelu_out", "mlp_resid_mask"]
@@ -68,6 +68,13 @@ def parse_args():
     ap.add_argument("--final-val-loss", type=float, default=6.5)
     ap.add_argument("--peak-flops", type=float, default=1e12, help="0: unknown (MFU NaN)")
     ap.add_argument("--launches", type=int, default=1, help="rows of /jobs (a requeued run has several)")
+    ap.add_argument("--requeue", action="store_true",
+                    help="a second launch resumed from a checkpoint: the first launch's rows of the "
+                    "intervals after it stay in the file, then the second launch's rows of the same "
+                    "iterations (readers take the last row per iteration)")
+    ap.add_argument("--formula-per-tensor", action="store_true",
+                    help="the formulas as [K] datasets formula_bytes, formula_ptdp_bytes (default: the "
+                    "totals as attributes of /memory, as ptdp-train writes)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--truth", help="write the expected summary here (JSON)")
     ap.add_argument("--format-version", type=int, default=1)
@@ -75,6 +82,8 @@ def parse_args():
     ap.add_argument("--crash-after", type=int, default=0)
     ap.add_argument("--crash-plain", action="store_true")
     a = ap.parse_args()
+    if a.requeue:
+        a.launches = max(a.launches, 2)
     if a.schedule is None:
         a.schedule = "interleaved" if a.vp > 1 else "1f1b"
     return a
@@ -286,7 +295,9 @@ class Run:
         self.timers = np.zeros((N, W, len(TIMERS)))
         for r in range(W):
             wait = self.bubble[-1][r] / (1 + self.bubble[-1][r]) * fb if self.bubble else 0.0
-            base = [fb, wait, 0.12 * fb if a.tp > 1 else 0.0, 0.3 if a.dp > 1 else 0.0, 0.4, 2.5, 0.0, 0.15]
+            fwd = (fb - wait) / 3
+            base = [fb, fwd, 2 * fwd, wait, 0.12 * fb if a.tp > 1 else 0.0, 0.3 if a.dp > 1 else 0.0, 0.4, 2.5,
+                    0.15, 0.0]
             for n in range(N):
                 self.timers[n, r] = np.array(base) * (1 + 0.05 * self.rng.uniform(-1, 1, len(TIMERS)))
         s, b, h, t = a.seq, a.mbs, a.hidden, a.tp
@@ -298,12 +309,17 @@ class Run:
             st = self.stage[r]
             act = 4.0 * b * s * h / (t if a.sp else 1)
             pp_sends = 2 * self.m * a.vp - (self.m if st == 0 else 0) - (self.m if st == a.pp - 1 else 0)
-            self.analytical[r] = [tp_per_layer * lpr * self.m,
+            self.analytical[r] = [tp_per_layer * lpr * self.m, np.nan,  # tp_other: not modelled
                                   act * pp_sends if a.pp > 1 else 0.0,
                                   2.0 * (a.dp - 1) / a.dp * params,
                                   4.0 * self.padded * h / t if a.pp > 1 and st in (0, a.pp - 1) else 0.0]
-        self.comm_bytes = np.repeat(self.analytical[None], N, axis=0)
-        self.comm_calls = np.repeat((self.analytical[None] > 0) * np.array([4.0 * lpr * self.m, 2.0 * self.m * a.vp, 3.0, 1.0]), N, axis=0)
+        measured = self.analytical.copy()
+        measured[:, 1] = 3 * 4.0 * s * b * (t - 1) / t * (self.stage[0] == a.pp - 1) if t > 1 else 0.0
+        for r in range(W):  # the cross entropy's three reductions on the last stage
+            measured[r, 1] = 3 * 2.0 * (t - 1) / t * 4 * s * b if t > 1 and self.stage[r] == a.pp - 1 else 0.0
+        self.comm_bytes = np.repeat(measured[None], N, axis=0)
+        self.comm_calls = np.repeat((measured[None] > 0) * np.array([4.0 * lpr * self.m, 3.0 * self.m, 2.0 * self.m * a.vp,
+                                                                     3.0, 1.0]), N, axis=0)
 
     def truth(self):
         """What ptdp-compare must report for this file."""
@@ -390,8 +406,12 @@ def write_memory(f, run):
                 lb[r, c * run.lpc + l] = run.layer_bytes_one.round().astype(np.int64)
     g.create_dataset("layer_index", data=idx)
     g.create_dataset("layer_bytes", data=lb)
-    g.create_dataset("formula_bytes", data=layer_tensor_bytes(a, paper=True))
-    g.create_dataset("formula_ptdp_bytes", data=run.layer_bytes_one)
+    if a.formula_per_tensor:
+        g.create_dataset("formula_bytes", data=layer_tensor_bytes(a, paper=True))
+        g.create_dataset("formula_ptdp_bytes", data=run.layer_bytes_one)
+    else:
+        g.attrs["formula_layer_bytes_paper"] = np.float64(layer_tensor_bytes(a, paper=True).sum())
+        g.attrs["formula_layer_bytes_ptdp"] = np.float64(run.layer_bytes_one.sum())
     h, t = a.hidden, a.tp
     weights = np.array([4 * (12 * h * h * L // t + (run.padded * h // t if run.stage[r] in (0, a.pp - 1) else 0))
                         for r in range(run.W)], dtype=np.int64)
@@ -399,7 +419,7 @@ def write_memory(f, run):
     g.create_dataset("weight_bytes", data=weights)
     g.create_dataset("gradient_bytes", data=weights)
     g.create_dataset("optimizer_bytes", data=2 * weights)
-    g.create_dataset("peak_bytes", data=run.peak_act + 4 * weights + 1_000_000)
+    g.create_dataset("allocated_bytes", data=run.peak_act + 4 * weights + 1_000_000)
 
 
 def create_growing(f, run):
@@ -453,33 +473,49 @@ def write_jobs(f, run, upto):
     j[:] = np.array(rows, dtype=JOB_DTYPE)
 
 
-def write_interval(f, run, n):
-    """Append log interval n (and its evaluation and sample, if any) and flush."""
+def write_interval(f, run, n, stale=False):
+    """Append log interval n (and its evaluation and sample, if any) and flush.  stale: rows of a
+    launch killed after its last checkpoint, other numbers that a requeue's rows supersede."""
     it = run.iterations[n]
+    x = 2.0 if stale else 1.0
     for k, v in run.metrics.items():
-        append(f["metrics"][k], v[n])
-    for k, ds in (("timers", "ms"),):
-        append(f[k]["iteration"], it)
-        append(f[k][ds], run.timers[n])
+        append(f["metrics"][k], v[n] + 0.7 if stale and k == "lm_loss" else
+               v[n] / x if stale and k in ("tokens_per_second", "tflops_per_rank", "mfu") else v[n])
+    append(f["timers/iteration"], it)
+    append(f["timers/ms"], run.timers[n] * x)
     append(f["communication/iteration"], it)
-    append(f["communication/bytes"], run.comm_bytes[n])
+    append(f["communication/bytes"], run.comm_bytes[n] * x)
     append(f["communication/calls"], run.comm_calls[n])
     for e, ei in enumerate(run.eval_iter):
         if ei == it:
             append(f["eval/iteration"], ei)
-            append(f["eval/lm_loss"], run.eval_loss[e])
+            append(f["eval/lm_loss"], run.eval_loss[e] + (0.7 if stale else 0))
             append(f["eval/ppl"], math.exp(run.eval_loss[e]))
     if it in run.sample_iters:
         s = run.sample_iters.index(it)
         append(f["memory/timeline_iteration"], it)
-        append(f["memory/timeline"], run.timeline[s])
+        append(f["memory/timeline"], run.timeline[s] * int(x))
         if not run.a.no_pipeline:
+            ev = run.events[s].copy()
+            for field in ("start", "end", "wait"):
+                ev[field] *= x
             append(f["pipeline/iteration"], it)
-            append(f["pipeline/events"], run.events[s])
-            append(f["pipeline/bubble_measured"], run.bubble[s])
+            append(f["pipeline/events"], ev)
+            append(f["pipeline/bubble_measured"], run.bubble[s] * x)
             append(f["pipeline/bubble_replayed"], run.bubble_replayed)
     write_jobs(f, run, n + 1)
     f.flush()
+
+
+def intervals_in_order(a):
+    """(interval, stale) in the order the rows are written: with --requeue the first launch
+    checkpoints after interval N/2 - 1, logs two more intervals and is killed; the second
+    launch logs from interval N/2 on."""
+    if not a.requeue:
+        return [(n, False) for n in range(a.intervals)]
+    c = a.intervals // 2
+    return [(n, False) for n in range(c)] + [(n, True) for n in range(c, min(c + 2, a.intervals))] + \
+        [(n, False) for n in range(c, a.intervals)]
 
 
 def main():
@@ -491,26 +527,27 @@ def main():
     f = h5py.File(a.out, "w", libver="latest")
     write_static(f, run)
     create_growing(f, run)
+    order = intervals_in_order(a)
     if a.crash_plain:
-        write_interval(f, run, 0)
+        write_interval(f, run, *order[0])
         os.kill(os.getpid(), signal.SIGKILL)
     if a.live or a.crash_after:
         first = max(1, a.crash_after) if a.crash_after else 1
         f.swmr_mode = True
-        for n in range(first):
-            write_interval(f, run, n)
+        for n, stale in order[:first]:
+            write_interval(f, run, n, stale)
         if a.crash_after:
             os.kill(os.getpid(), signal.SIGKILL)
         print("ready", flush=True)
-        n = 1
-        while n < a.intervals and sys.stdin.readline():
-            write_interval(f, run, n)
-            n += 1
-            print("appended %d" % n, flush=True)
+        k = first
+        while k < len(order) and sys.stdin.readline():
+            write_interval(f, run, *order[k])
+            k += 1
+            print("appended %d" % k, flush=True)
         f.close()
         return
-    for n in range(a.intervals):
-        write_interval(f, run, n)
+    for n, stale in order:
+        write_interval(f, run, n, stale)
     f.close()
 
 
