@@ -209,7 +209,7 @@ def _draw_layers(ax, lax, d):
     rows = [hi[i] for i in range(len(d["layers"]))]
     labels = ["%d" % g for g in d["layers"]]
     totals = []  # formulas known only as a total: one plain bar each
-    for key, label in (("ptdp", "formula\n(ptdp fp32)"), ("paper", "paper\n(2-byte)")):
+    for key, label in (("ptdp", "ptdp\nformula"), ("paper", "paper\nformula")):
         f = d["formula"].get(key)
         if f is not None and f["per_tensor"] is not None:
             rows.append(np.asarray(f["per_tensor"], dtype=float))
@@ -240,7 +240,8 @@ def _draw_layers(ax, lax, d):
             ax.text(xi, tot, "%.3g" % tot, ha="center", va="bottom", fontsize=10)
     ax.set_xticks(x)
     ax.set_xticklabels(labels, fontsize=11 if len(x) <= 16 else 8)
-    ax.set_xlabel("global layer index (measured, max over the ranks holding it) | formulas for one layer")
+    ax.set_xlabel("global layer index (measured, max over the ranks holding it) | one layer by\n"
+                  "ptdp's fp32 count and by Korthikanti et al.'s formula (2-byte activations)")
     ax.set_ylabel("%s per layer per micro-batch" % unit)
     ax.set_title("activations held for the backward pass, by tensor")
     lax.axis("off")

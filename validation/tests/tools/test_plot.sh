@@ -47,6 +47,17 @@ cp "$TMPD/run.h5" "$TMPD/copy.h5"
 (cd "$TMPD" && "$PLOT" copy.h5 > plot_default.log 2>&1)
 out=$(pngs_ok "$TMPD/copy-plots" $PNGS); ok $? "default DIR is RUNFILE minus .h5 plus -plots: $out"
 
+# ---- a requeued run (two rows of some iterations: the last one counts), formulas per tensor
+$PY "$FIX" "$TMPD/rq.h5" --requeue --formula-per-tensor --intervals 8 --samples 8 --final-loss 5.125 > /dev/null 2>&1
+"$PLOT" "$TMPD/rq.h5" --all-samples --dump-data "$TMPD/rq.json" > "$TMPD/rq.log" 2>&1
+ok $? "requeued run: ptdp-plot ($(grep -c wrote "$TMPD/rq.log") PNGs)"
+$PY "$TOOLS/check_plot.py" "$TMPD/rq.h5" "$TMPD/rq.json" --all-samples > "$TMPD/rqcheck.log" 2>&1
+ok $? "requeued run: the figures use the last row of each iteration ($(grep -c '^ok' "$TMPD/rqcheck.log") checks; $(grep FAIL "$TMPD/rqcheck.log" | head -3 | tr '\n' ' '))"
+$PY -c "import json,sys; it=json.load(open(sys.argv[1]))['figures']['loss.png']['iteration']; sys.exit(it != list(range(2, 17, 2)))" "$TMPD/rq.json"
+ok $? "requeued run: loss.png has each iteration once, in order (the file has $($PY -c "import h5py,sys; print(h5py.File(sys.argv[1],'r')['metrics/iteration'].shape[0])" "$TMPD/rq.h5") rows for 8)"
+loss=$("$COMPARE" --csv "$TMPD/rq.h5" | $PY -c "import csv,sys; print([r['train_loss'] for r in csv.DictReader(sys.stdin)][0])")
+[ "$loss" = 5.125 ]; ok $? "requeued run: ptdp-compare's final loss is the requeue's ($loss)"
+
 # ---- absent data: p = 1 (no /pipeline), no evaluation, no peak FLOP/s: skipped with a note
 $PY "$FIX" "$TMPD/p1.h5" --tp 1 --pp 1 --dp 2 --vp 1 --no-pipeline --eval-interval 0 --peak-flops 0 --layers 2 > /dev/null 2>&1
 "$PLOT" "$TMPD/p1.h5" > "$TMPD/p1.log" 2>&1
