@@ -292,3 +292,24 @@ int ptdp_json_string_value(const char *val, size_t val_len, ptdp_json_buf *out, 
   if (scan_string(&sc)) return -1;
   return 0;
 }
+
+int ptdp_json_array_each(const char *val, size_t val_len, ptdp_json_item_fn fn, void *ctx, ptdp_json_error *err)
+{
+  if (val_len == 0 || val[0] != '[') return 1;
+  scanner sc = {.s = val, .n = val_len, .i = 1, .err = err, .out = NULL};
+  err->msg[0] = '\0';
+  skip_ws(&sc);
+  if (sc.i < sc.n && val[sc.i] == ']') return 0;
+  for (size_t k = 0;; k++) {
+    skip_ws(&sc);
+    size_t v0 = sc.i;
+    if (scan_value(&sc, 1)) return -1;
+    int rc = fn(ctx, k, val + v0, sc.i - v0);
+    if (rc) return rc;
+    skip_ws(&sc);
+    if (sc.i >= sc.n) return fail(&sc, "unterminated array");
+    if (val[sc.i] == ']') return 0;
+    if (val[sc.i] != ',') return fail(&sc, "expected ',' or ']'");
+    sc.i++;
+  }
+}

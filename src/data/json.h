@@ -37,4 +37,13 @@ int ptdp_json_object_each(const char *s, size_t n, ptdp_json_member_fn fn, void 
  * memory failure (err filled). */
 int ptdp_json_string_value(const char *val, size_t val_len, ptdp_json_buf *out, ptdp_json_error *err);
 
+/* Called for each item of an array: its 0-based index and raw text item[0..item_len).
+ * Return non-zero to stop (propagated as the result). */
+typedef int (*ptdp_json_item_fn)(void *ctx, size_t index, const char *item, size_t item_len);
+
+/* Walk the JSON array literal val[0..val_len) (brackets included), calling fn per item in
+ * order.  Returns 0, 1 if val is not an array, -1 on a syntax error (err filled), or fn's
+ * non-zero result. */
+int ptdp_json_array_each(const char *val, size_t val_len, ptdp_json_item_fn fn, void *ctx, ptdp_json_error *err);
+
 #endif

@@ -2,8 +2,10 @@
 # blending, and the ptdp-preprocess executable.  User documentation: README, "Data".
 libptdp_a_SOURCES += src/data/unicode.c src/data/unicode_tables.c src/data/json.c src/data/strmap.c \
                      src/data/tokenizer.c src/data/tokenizer_encode.c \
-                     src/data/indexed_dataset.c src/data/mmidx_writer.c src/data/gpt_index.c src/data/gpt_dataset.c \
-                     src/data/unicode.h src/data/json.h src/data/strmap.h src/data/tokenizer_impl.h src/data/gpt_index.h
+                     src/data/indexed_dataset.c src/data/mmidx_writer.c src/data/gpt_index.c src/data/gpt_cache.c \
+                     src/data/gpt_dataset.c \
+                     src/data/unicode.h src/data/json.h src/data/strmap.h src/data/tokenizer_impl.h src/data/gpt_index.h \
+                     src/data/gpt_cache.h
 ptdpinclude_HEADERS += include/ptdp/tokenizer.h include/ptdp/indexed_dataset.h include/ptdp/gpt_dataset.h
 
 EXTRA_DIST += src/data/gen_unicode_tables.py
@@ -29,3 +31,6 @@ EXTRA_DIST += validation/tests/data/js_encode.js
 # the word cache's bound and constant cost per word (issue 9)
 TESTS += validation/tests/data/test_tokenizer_cache.sh
 dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_cache.sh
+# issue 9: list-valued JSON fields (Megatron's pre-split sentences)
+TESTS += validation/tests/data/test_preprocess_lists.sh
+dist_noinst_SCRIPTS += validation/tests/data/test_preprocess_lists.sh

@@ -1,6 +1,8 @@
-/* Megatron MMIDIDX writing (see include/ptdp/indexed_dataset.h).  Tokens stream to BIN.tmp;
- * sequence lengths and document indices stay in memory (12 bytes per sequence) until finish
- * writes IDX.tmp and renames both files into place. */
+/* Megatron MMIDIDX writing (see include/ptdp/indexed_dataset.h), in memory that does not grow
+ * with the dataset: tokens stream to BIN.tmp, sequence lengths to IDX.tmp just after room for
+ * its header, and document indices to an unlinked scratch file beside it.  finish appends the
+ * byte offsets (from the lengths, read back in blocks) and the document indices to IDX.tmp,
+ * writes the header, and renames both files into place. */
 #include "ptdp/error.h"
 #include "ptdp/indexed_dataset.h"
 
@@ -8,16 +10,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#define BLOCK 65536 /* sequences per block when the offsets are built */
 
 struct ptdp_mmidx_writer {
   char *bin_path, *idx_path, *bin_tmp, *idx_tmp;
-  FILE *bin;
+  FILE *bin, *idx, *docs; /* docs: int64 document indices, unlinked once open */
   int dtype;
   size_t es;
-  int32_t *lengths;
-  size_t nseq, seq_cap;
-  int64_t *doc_idx; /* starts with 0; one more entry per ended document */
-  size_t ndoc, doc_cap;
+  uint64_t nseq, ndoc;    /* sequences written; document indices written (documents + 1) */
   unsigned char *scratch; /* ids converted to the dtype */
   size_t scratch_cap;
 };
@@ -33,12 +35,12 @@ static char *join(const char *a, const char *b)
 static void writer_free(ptdp_mmidx_writer *w)
 {
   if (w->bin) fclose(w->bin);
+  if (w->idx) fclose(w->idx);
+  if (w->docs) fclose(w->docs);
   free(w->bin_path);
   free(w->idx_path);
   free(w->bin_tmp);
   free(w->idx_tmp);
-  free(w->lengths);
-  free(w->doc_idx);
   free(w->scratch);
   free(w);
 }
@@ -47,11 +49,35 @@ void ptdp_mmidx_writer_abort(ptdp_mmidx_writer **w)
 {
   if (!w || !*w) return;
   if ((*w)->bin) fclose((*w)->bin);
-  (*w)->bin = NULL;
+  if ((*w)->idx) fclose((*w)->idx);
+  (*w)->bin = (*w)->idx = NULL;
   if ((*w)->bin_tmp) remove((*w)->bin_tmp);
   if ((*w)->idx_tmp) remove((*w)->idx_tmp);
   writer_free(*w);
   *w = NULL;
+}
+
+/* Open the three files: BIN.tmp, IDX.tmp with room for the header, and the scratch file of
+ * document indices (removed at once, so nothing is left behind whatever happens). */
+static int open_files(ptdp_mmidx_writer *w)
+{
+  w->bin = fopen(w->bin_tmp, "wb");
+  PTDP_CHECK_IO(w->bin, "cannot create '%s': %s", w->bin_tmp, strerror(errno));
+  w->idx = fopen(w->idx_tmp, "w+b");
+  PTDP_CHECK_IO(w->idx, "cannot create '%s': %s", w->idx_tmp, strerror(errno));
+  char *docs = join(w->idx_path, ".docs.tmp");
+  PTDP_CHECK(docs, "out of memory");
+  w->docs = fopen(docs, "w+b");
+  int e = errno;
+  if (w->docs) remove(docs);
+  free(docs);
+  PTDP_CHECK_IO(w->docs, "cannot create '%s.docs.tmp': %s", w->idx_path, strerror(e));
+  unsigned char head[PTDP_MMIDX_HEADER_BYTES] = {0};
+  int64_t zero = 0;
+  PTDP_CHECK_IO(fwrite(head, 1, sizeof head, w->idx) == sizeof head && fwrite(&zero, 8, 1, w->docs) == 1,
+                "cannot write '%s': %s", w->idx_tmp, strerror(errno));
+  w->ndoc = 1; /* document indices start with 0 */
+  return 0;
 }
 
 int ptdp_mmidx_writer_open(ptdp_mmidx_writer **wp, const char *bin_path, const char *idx_path, int dtype)
@@ -67,18 +93,14 @@ int ptdp_mmidx_writer_open(ptdp_mmidx_writer **wp, const char *bin_path, const c
   w->idx_path = strdup(idx_path);
   w->bin_tmp = join(bin_path, ".tmp");
   w->idx_tmp = join(idx_path, ".tmp");
-  w->doc_cap = 1024;
-  w->doc_idx = malloc(w->doc_cap * sizeof *w->doc_idx);
-  if (!w->bin_path || !w->idx_path || !w->bin_tmp || !w->idx_tmp || !w->doc_idx) {
+  if (!w->bin_path || !w->idx_path || !w->bin_tmp || !w->idx_tmp) {
     writer_free(w);
     PTDP_CHECK(0, "out of memory");
   }
-  w->doc_idx[w->ndoc++] = 0;
-  w->bin = fopen(w->bin_tmp, "wb");
-  if (!w->bin) {
-    int e = errno;
-    writer_free(w);
-    PTDP_CHECK_IO(0, "cannot create '%s.tmp': %s", bin_path, strerror(e));
+  int rc = open_files(w);
+  if (rc) {
+    ptdp_mmidx_writer_abort(&w);
+    return ptdp_error_trace(rc, __FILE__, __LINE__, __func__);
   }
   *wp = w;
   return 0;
@@ -98,13 +120,6 @@ static int in_range(int dtype, int32_t v)
 int ptdp_mmidx_writer_add_sequence(ptdp_mmidx_writer *w, const int32_t *ids, size_t n)
 {
   PTDP_CHECK(n <= INT32_MAX, "a sequence of %zu tokens is longer than the format's int32 lengths allow", n);
-  if (w->nseq == w->seq_cap) {
-    size_t cap = w->seq_cap ? 2 * w->seq_cap : 1024;
-    int32_t *l = realloc(w->lengths, cap * sizeof *l);
-    PTDP_CHECK(l, "out of memory for %zu sequence lengths", cap);
-    w->lengths = l;
-    w->seq_cap = cap;
-  }
   if (n * w->es > w->scratch_cap) {
     unsigned char *s = realloc(w->scratch, n * w->es);
     PTDP_CHECK(s, "out of memory for a sequence of %zu tokens", n);
@@ -125,43 +140,57 @@ int ptdp_mmidx_writer_add_sequence(ptdp_mmidx_writer *w, const int32_t *ids, siz
     }
   }
   PTDP_CHECK_IO(n == 0 || fwrite(w->scratch, w->es, n, w->bin) == n, "cannot write '%s': %s", w->bin_tmp, strerror(errno));
-  w->lengths[w->nseq++] = (int32_t)n;
+  int32_t len = (int32_t)n;
+  PTDP_CHECK_IO(fwrite(&len, 4, 1, w->idx) == 1, "cannot write '%s': %s", w->idx_tmp, strerror(errno));
+  w->nseq++;
   return 0;
 }
 
 int ptdp_mmidx_writer_end_document(ptdp_mmidx_writer *w)
 {
-  if (w->ndoc == w->doc_cap) {
-    int64_t *d = realloc(w->doc_idx, 2 * w->doc_cap * sizeof *d);
-    PTDP_CHECK(d, "out of memory for document indices");
-    w->doc_idx = d;
-    w->doc_cap *= 2;
-  }
-  w->doc_idx[w->ndoc++] = (int64_t)w->nseq;
+  int64_t end = (int64_t)w->nseq;
+  PTDP_CHECK_IO(fwrite(&end, 8, 1, w->docs) == 1, "cannot write the document indices of '%s': %s", w->idx_tmp,
+                strerror(errno));
+  w->ndoc++;
   return 0;
 }
 
-static int write_index(ptdp_mmidx_writer *w)
+/* Append to IDX.tmp the byte offset of each sequence (a running sum of the lengths, read back
+ * from the file a block at a time), then the document indices; then fill in the header. */
+static int write_index_tail(ptdp_mmidx_writer *w)
 {
-  FILE *f = fopen(w->idx_tmp, "wb");
-  PTDP_CHECK_IO(f, "cannot create '%s': %s", w->idx_tmp, strerror(errno));
+  int32_t *len = malloc(BLOCK * sizeof *len);
+  int64_t *ptr = malloc(BLOCK * sizeof *ptr);
+  int ok = len && ptr && fflush(w->idx) == 0 && fflush(w->docs) == 0;
+  int64_t at = 0;
+  for (uint64_t s0 = 0; ok && s0 < w->nseq; s0 += BLOCK) {
+    size_t m = w->nseq - s0 < BLOCK ? (size_t)(w->nseq - s0) : BLOCK;
+    off_t from = (off_t)(PTDP_MMIDX_HEADER_BYTES + 4 * s0);
+    ok = pread(fileno(w->idx), len, 4 * m, from) == (ssize_t)(4 * m);
+    for (size_t i = 0; ok && i < m; i++) {
+      ptr[i] = at;
+      at += (int64_t)len[i] * (int64_t)w->es;
+    }
+    ok = ok && fwrite(ptr, 8, m, w->idx) == m;
+  }
+  ok = ok && fseek(w->docs, 0, SEEK_SET) == 0;
+  for (uint64_t d0 = 0; ok && d0 < w->ndoc; d0 += BLOCK) {
+    size_t m = w->ndoc - d0 < BLOCK ? (size_t)(w->ndoc - d0) : BLOCK;
+    ok = fread(ptr, 8, m, w->docs) == m && fwrite(ptr, 8, m, w->idx) == m;
+  }
+  free(len);
+  free(ptr);
   unsigned char head[PTDP_MMIDX_HEADER_BYTES] = {'M', 'M', 'I', 'D', 'I', 'D', 'X', 0, 0};
-  uint64_t version = 1, s = w->nseq, d = w->ndoc;
+  uint64_t version = 1;
   memcpy(head + 9, &version, 8);
   head[17] = (unsigned char)w->dtype;
-  memcpy(head + 18, &s, 8);
-  memcpy(head + 26, &d, 8);
-  int ok = fwrite(head, 1, sizeof head, f) == sizeof head;
-  ok = ok && (s == 0 || fwrite(w->lengths, 4, s, f) == s);
-  int64_t ptr = 0;
-  for (size_t i = 0; ok && i < s; i++) { /* pointers: running byte offsets */
-    ok = fwrite(&ptr, 8, 1, f) == 1;
-    ptr += (int64_t)w->lengths[i] * (int64_t)w->es;
-  }
-  ok = ok && fwrite(w->doc_idx, 8, d, f) == d;
+  memcpy(head + 18, &w->nseq, 8);
+  memcpy(head + 26, &w->ndoc, 8);
+  ok = ok && fseek(w->idx, 0, SEEK_SET) == 0 && fwrite(head, 1, sizeof head, w->idx) == sizeof head;
   int e = errno;
-  if (fclose(f) != 0) ok = 0, e = errno;
-  PTDP_CHECK_IO(ok, "cannot write '%s': %s", w->idx_tmp, strerror(e));
+  if (fclose(w->idx) != 0 && ok) ok = 0, e = errno;
+  w->idx = NULL;
+  PTDP_CHECK_IO(ok, "cannot write '%s': %s", w->idx_tmp, e ? strerror(e) : "out of memory or short read");
   return 0;
 }
 
@@ -172,7 +201,7 @@ static int finish(ptdp_mmidx_writer *w)
   if (fclose(w->bin) != 0 && !e) e = errno;
   w->bin = NULL;
   PTDP_CHECK_IO(!e, "cannot write '%s': %s", w->bin_tmp, strerror(e));
-  PTDP_CALL(write_index(w));
+  PTDP_CALL(write_index_tail(w));
   PTDP_CHECK_IO(rename(w->bin_tmp, w->bin_path) == 0, "cannot rename '%s' to '%s': %s", w->bin_tmp, w->bin_path,
                 strerror(errno));
   PTDP_CHECK_IO(rename(w->idx_tmp, w->idx_path) == 0, "cannot rename '%s' to '%s': %s", w->idx_tmp, w->idx_path,

@@ -1,5 +1,9 @@
 /* Private to ptdp-preprocess: cutting input into documents, encoding slices of them in
- * threads, writing them in order.  ptdp_preprocess.c holds main and the options. */
+ * threads, writing them in order.  ptdp_preprocess.c holds main, the options and the
+ * bounded input window.
+ *
+ * A document holds, per key, zero or more sequences: a JSON string field is one sequence, a
+ * list of strings one sequence per item that has tokens (Megatron's pre-split sentences). */
 #ifndef PTDP_DATA_PREPROCESS_H
 #define PTDP_DATA_PREPROCESS_H
 
@@ -10,16 +14,23 @@
 #include <stdint.h>
 
 #define PP_MAX_KEYS 8
-#define PP_ROUND_BYTES ((size_t)16 << 20) /* input bytes per round */
+#define PP_ROUND_BYTES ((size_t)16 << 20) /* document bytes per round, at most */
 #define PP_ROUND_DOCS 65536               /* documents per round, at most */
 
 typedef struct {
   const char *input, *output_prefix, *tokenizer_type, *vocab_file, *merge_file;
   char keys[PP_MAX_KEYS][64];
   int nkeys, text_input, append_eod, skip_bad_lines, workers, log_interval;
+  long window_bytes; /* input read per round (the window grows only to hold one document) */
 } pp_args;
 
 typedef struct pp_state pp_state;
+
+/* A growable list of sequence lengths (tokens). */
+typedef struct {
+  int64_t *v;
+  size_t n, cap;
+} pp_lens;
 
 /* The work of one thread in one round: documents [d0, d1) of the round. */
 typedef struct {
@@ -27,6 +38,7 @@ typedef struct {
   ptdp_tokenizer *tok;
   size_t d0, d1;
   ptdp_token_buf tokens[PP_MAX_KEYS]; /* tokens of the slice's good documents, in order */
+  pp_lens seqs[PP_MAX_KEYS];          /* their sequence lengths, in order */
   int rc;                             /* a failure other than a bad document (out of memory) */
 } pp_slice;
 
@@ -45,7 +57,7 @@ struct pp_state {
   /* this round */
   pp_doc *docs;
   size_t ndocs;
-  int64_t *lens;  /* lens[doc * nkeys + k]: tokens of key k in doc */
+  int64_t *nseq;  /* nseq[doc * nkeys + k]: sequences of key k in doc */
   char **bad;     /* bad[doc]: why the document is rejected, or NULL */
   /* totals */
   int64_t line;   /* lines consumed so far */
@@ -53,8 +65,10 @@ struct pp_state {
 };
 
 int pp_state_create(pp_state *st, const pp_args *a, ptdp_tokenizer *tok);
-/* Cut documents from in[pos..) for one round into st->docs; returns the new position. */
-size_t pp_cut_round(pp_state *st, const unsigned char *in, size_t n, size_t pos, size_t *ndocs);
+/* Cut whole documents from in[pos..n) for one round into st->docs; returns the new position.
+ * Unless eof (n is the end of the input), a document is cut only once the bytes after it
+ * show where it ends; the rest waits for the next window. */
+size_t pp_cut_round(pp_state *st, const unsigned char *in, size_t n, size_t pos, int eof, size_t *ndocs);
 /* Encode documents [s->d0, s->d1) (thread-safe across distinct slices). */
 int pp_encode_slice(pp_slice *s);
 /* Write the round's documents in order (or stop at the first bad one). */

@@ -1,6 +1,8 @@
 #!/bin/sh
-# ptdp-preprocess: output identical for any worker count, readable by an independent Python
-# reader, the text input format, and clear errors (non-zero exit, no .idx left) on bad input.
+# ptdp-preprocess: output identical for any worker count and any input window (documents cut
+# across windows, a pipe as input), readable by an independent Python reader, the text input
+# format, clear errors (non-zero exit, no .idx left) on bad input, and peak memory that does
+# not grow with the input.
 . "$top_srcdir/validation/tests/common.sh"
 PP="$top_builddir/ptdp-preprocess"
 DUMP="$top_builddir/validation/tests/data/mmidx_dump"
@@ -44,6 +46,30 @@ ok $? "text input"
 grep -q "sequences=3 documents=3" "$TMPD/t.txt" && sed -n 3p "$TMPD/t.txt" | grep -q "^102 105 114 115 116 32 100 111 99 10 108"
 ok $? "text input: 3 blank-line-separated documents, newlines inside kept"
 
+# the input is read through a window (--window-bytes, default 16 MiB): windows smaller than a
+# line or a text block cut documents across refills and grow the window; the output must not
+# change, nor the line numbers in messages
+"$PY" - "$TMPD/in.jsonl" "$TMPD/blocks.txt" <<'PYEOF'
+import json, random, sys
+r = random.Random(8)
+with open(sys.argv[2], "w", encoding="utf-8") as g:
+    for line in open(sys.argv[1], encoding="utf-8"):
+        g.write(json.loads(line)["text"].replace("\n\n", "\n") + "\n" + r.choice(["\n", "\n\n", " \r\n\n", "\t\n"]))
+PYEOF
+bl --input "$TMPD/blocks.txt" --input-format text --output-prefix "$TMPD/b" --append-eod
+for wb in 1 7 4096; do
+  for w in 1 3; do
+    bl --input "$TMPD/in.jsonl" --output-prefix "$TMPD/wj" --append-eod --workers $w --window-bytes $wb &&
+      bl --input "$TMPD/blocks.txt" --input-format text --output-prefix "$TMPD/wt" --append-eod --workers $w --window-bytes $wb &&
+      cmp -s "$TMPD/w1_text_document.bin" "$TMPD/wj_text_document.bin" && cmp -s "$TMPD/w1_text_document.idx" "$TMPD/wj_text_document.idx" &&
+      cmp -s "$TMPD/b_text_document.bin" "$TMPD/wt_text_document.bin" && cmp -s "$TMPD/b_text_document.idx" "$TMPD/wt_text_document.idx"
+    ok $? "--window-bytes $wb, $w worker(s): jsonl and text outputs identical to the default window's"
+  done
+done
+cat "$TMPD/blocks.txt" | bl --input /dev/stdin --input-format text --output-prefix "$TMPD/p" --append-eod --window-bytes 1000 &&
+  cmp -s "$TMPD/b_text_document.bin" "$TMPD/p_text_document.bin" && cmp -s "$TMPD/b_text_document.idx" "$TMPD/p_text_document.idx"
+ok $? "input from a pipe: the same output"
+
 # bad input: clear message, non-zero exit, no .idx
 bad() { # bad NAME EXPECTED-TEXT ARGS...: must fail, print EXPECTED-TEXT, leave no PREFIX_text_document.idx
   name=$1 want=$2; shift 2
@@ -54,13 +80,14 @@ bad() { # bad NAME EXPECTED-TEXT ARGS...: must fail, print EXPECTED-TEXT, leave 
 }
 printf '{"text": "a"}\n{"text": "b"}\n{"text": "c"\n{"text": "d"}\n' > "$TMPD/m.jsonl"
 bad "malformed JSON line" "line 3: malformed JSON" --input "$TMPD/m.jsonl"
+bad "malformed JSON line, 5-byte window" "line 3: malformed JSON" --input "$TMPD/m.jsonl" --window-bytes 5
 bl --input "$TMPD/m.jsonl" --output-prefix "$TMPD/skip" --skip-bad-lines 2> "$TMPD/err" &&
   "$DUMP" "$TMPD/skip_text_document" | grep -q "documents=3" && grep -q "skipped 1 bad" "$TMPD/err"
 ok $? "--skip-bad-lines skips line 3 and keeps 3 documents"
 printf '{"text": "a"}\n{"body": "b"}\n' > "$TMPD/k.jsonl"
 bad "missing key" "line 2: key 'text' is missing" --input "$TMPD/k.jsonl"
 printf '{"text": 5}\n' > "$TMPD/k.jsonl"
-bad "non-string value" "key 'text' is not a string" --input "$TMPD/k.jsonl"
+bad "non-string value" "key 'text' is a number, not a string or a list of strings" --input "$TMPD/k.jsonl"
 printf '{"text": "ok \377 bad"}\n' > "$TMPD/u.jsonl"
 bad "invalid UTF-8" "invalid UTF-8 byte 0xff" --input "$TMPD/u.jsonl"
 printf '{"text": "\\ud800 lone"}\n' > "$TMPD/u.jsonl"
@@ -76,10 +103,31 @@ ok $? "unwritable output: $(head -c 120 "$TMPD/err")"
 ok $? "GPT2BPETokenizer without --vocab-file"
 "$PP" --bogus 2> /dev/null; [ $? -ne 0 ]; ok $? "unknown option fails"
 "$PP" --help > "$TMPD/help"
-for o in input output-prefix tokenizer-type vocab-file merge-file json-keys input-format append-eod skip-bad-lines workers log-interval help; do
+for o in input output-prefix tokenizer-type vocab-file merge-file json-keys input-format append-eod skip-bad-lines workers \
+  log-interval window-bytes help; do
   grep -q -- "--$o" "$TMPD/help" || { echo "--help lacks --$o"; false; } || break
 done
 ok $? "--help lists every option"
+
+# Peak memory must not grow with the input.  60 MB and 20 MB (its first third) of short JSON
+# lines (~55 bytes, 1.1 M documents): reading the whole input into memory (or mapping it) would
+# add 40 MB, holding the output 80 MB, holding the index in memory (12 bytes per sequence, 8
+# per document) about 15 MB.  What legitimately stays is one window, one round's tokens and
+# the tokenizer, the same for both sizes (measured: equal to the MB), so a margin of 8 MB
+# catches any state of 0.2 bytes per input byte or 8 bytes per document.
+"$PY" - "$TMPD/m60.jsonl" <<'PYEOF'
+import json, random, sys
+r = random.Random(11)
+words = ["the", "of", "and", "data", "γάμμα", "日本", "don't", "1984", "x\ny", "corpus", "model", "scale"]
+pool = [json.dumps({"text": " ".join(r.choice(words) for _ in range(r.randrange(0, 12)))}) + "\n" for _ in range(4000)]
+open(sys.argv[1], "w").write("".join(r.choices(pool, k=60_000_000 // 55)))
+PYEOF
+head -n $(($(wc -l < "$TMPD/m60.jsonl") / 3)) "$TMPD/m60.jsonl" > "$TMPD/m20.jsonl"
+rss() { bl --input "$1" --output-prefix "$TMPD/rss" --append-eod 2>&1 | sed -n 's/.*peak RSS \([0-9]*\) MB.*/\1/p'; }
+r20=$(rss "$TMPD/m20.jsonl"); r60=$(rss "$TMPD/m60.jsonl")
+[ -n "$r20" ] && [ -n "$r60" ] && [ $((r60 - r20)) -lt 8 ]
+ok $? "peak RSS $r20 MB on $(($(wc -c < "$TMPD/m20.jsonl") / 1000000)) MB of input, $r60 MB on $(($(wc -c < "$TMPD/m60.jsonl") / 1000000)) MB (margin 8 MB)"
+rm -f "$TMPD"/m20.jsonl "$TMPD"/m60.jsonl "$TMPD"/rss_*
 
 # GPT-2 on the real corpus when it has been fetched
 D=${PTDP_DATA_DIR:-$top_srcdir/data}

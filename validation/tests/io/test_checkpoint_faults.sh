@@ -106,8 +106,8 @@ rc=$?
   [ "$(cat "$TMPD/dur/latest_checkpointed_iteration.txt")" = 1 ]
 ok $? "exit-duration-in-mins: saved after the first iteration past the limit and exited 0 (exit $rc)"
 run keep 2 --save "$TMPD/keep" --save-interval 2 --keep-checkpoints 2
-[ "$(ls "$TMPD/keep" | tr '\n' ' ')" = "iter_0000006 iter_0000008 latest_checkpointed_iteration.txt " ]
-ok $? "keep-checkpoints 2 keeps the newest two: $(ls "$TMPD/keep" | tr '\n' ' ')"
+[ "$(ls "$TMPD/keep" | tr '\n' ' ')" = "iter_0000006 iter_0000008 latest_checkpointed_iteration.txt run.h5 " ]
+ok $? "keep-checkpoints 2 keeps the newest two (and the run file): $(ls "$TMPD/keep" | tr '\n' ' ')"
 run finetune 2 --load "$TMPD/pristine" --finetune --train-iters 2
 grep -q "iteration  *1/  *2 | consumed samples:  *4 " "$TMPD/finetune.log"
 ok $? "finetune: the weights load, iteration and data start afresh"

@@ -1,0 +1,144 @@
+/* ptdp-sim: a cost model of one training iteration (time, throughput, memory) for any layout on a
+ * described cluster.  Pure: no MPI, no device.  What it shares with ptdp-train rather than
+ * re-derives: the option table (ptdp/args.h), the pipeline schedule and its replay
+ * (ptdp/schedule.h), the memory plan (ptdp/plan.h), the FLOP formula (ptdp_model_flops).
+ *
+ * The cost model (README, "The cost model"):
+ *   GEMM        t = F / (R eta w(M, N) k(K)) + launch, and never below the bytes it moves over
+ *               HBM: R the device's 16-bit (or fp32) peak, eta the fraction large GEMMs reach,
+ *               w the wave quantisation of (M/tm)(N/tn) output tiles over the SMs, and
+ *               k(K) = K / (K + K0) the K-loop's fixed prologue/epilogue (NVIDIA, "Matrix
+ *               Multiplication Background User's Guide": tile and wave quantisation);
+ *   memory-bound operators   bytes moved / achievable HBM bandwidth + launch; which operators
+ *               are fused is the implementation's (fusion key);
+ *   collectives latency-bandwidth (alpha-beta): ring all-reduce 2 (n-1)/n S / B + 2 (n-1) alpha,
+ *               all-gather and reduce-scatter (n-1)/n S / B + (n-1) alpha, double binary tree
+ *               2 S / B + 2 log2(n) alpha, over the link the group crosses (NVLink within a node,
+ *               the NICs between nodes);
+ *   pipeline    each stage's work items from the schedule, with the durations above, replayed
+ *               event by event (ptdp_schedule_replay): the bubble comes out of the replay. */
+#ifndef PTDP_SIM_H
+#define PTDP_SIM_H
+
+#include "ptdp/args.h"
+#include "ptdp/options.h"
+
+#include <stdio.h>
+
+/* A cluster: one device kind, nodes of gpus-per-node devices (inputs/hw/NAME.hw; units in the
+ * field names' comments are those of the file; the struct holds SI units after reading). */
+typedef struct {
+  char name[PTDP_OPT_STRLEN];
+  double peak_flops_16;       /* FLOP/s, dense 16-bit tensor-core peak (file: TFLOP/s) */
+  double peak_flops_32;       /* FLOP/s, fp32 peak (file: TFLOP/s) */
+  double gemm_efficiency;     /* eta: fraction of peak a large, well-shaped GEMM reaches */
+  double sm_count;            /* streaming multiprocessors (CPU: cores per rank, 1 tile each) */
+  double tile_m, tile_n;      /* output tile of the GEMM library's large kernels */
+  double gemm_k0;             /* K0 of k(K) = K / (K + K0) */
+  double kernel_launch;       /* s per kernel (file: us) */
+  double memory_bandwidth;    /* B/s achievable by streaming kernels (file: GB/s) */
+  double memory_bytes;        /* device memory (file: GB = 1e9 bytes) */
+  double gpus_per_node;
+  double intra_bandwidth;     /* B/s per device per direction achievable by collectives in a node (file: GB/s) */
+  double intra_latency;       /* s per collective step in a node (file: us) */
+  double inter_bandwidth;     /* B/s per NIC per direction achievable (file: GB/s) */
+  double inter_latency;       /* s per step between nodes (file: us) */
+  double nics_per_node;
+} ptdp_sim_hw;
+
+/* The implementation modelled: which operators are fused, whether DP overlaps backward. */
+typedef enum { PTDP_SIM_FUSION_NONE = 0, PTDP_SIM_FUSION_MEGATRON = 1 } ptdp_sim_fusion;
+typedef enum { PTDP_SIM_ALLREDUCE_AUTO = 0, PTDP_SIM_ALLREDUCE_RING, PTDP_SIM_ALLREDUCE_TREE } ptdp_sim_allreduce;
+
+/* ptdp-sim's own keys (beside ptdp-train's). */
+typedef struct {
+  char hardware[PTDP_OPT_STRLEN];
+  long long world_size;
+  char out[PTDP_OPT_STRLEN];
+  int explain;
+  ptdp_sim_fusion fusion;
+  int scatter_gather;        /* Narayanan et al. Sec. 4.1: p2p of b s h / t per rank + NVLink all-gather */
+  int overlap_grad_reduce;   /* DP reduction overlapped with the last micro-batch's backward */
+  ptdp_sim_allreduce allreduce;
+  double software_efficiency; /* multiplies eta: the GEMM library and stack of the modelled run */
+  double train_tokens;       /* tokens for the training-time estimate */
+  double memory_margin;      /* fraction of device memory usable (allocator fragmentation, context) */
+} ptdp_sim_options;
+
+/* Time of one collective over n ranks of S bytes on a link of bandwidth B and step latency a. */
+double ptdp_sim_allreduce_time(ptdp_sim_allreduce algo, int n, double bytes, double bw, double alpha);
+double ptdp_sim_allgather_time(int n, double bytes, double bw, double alpha); /* also reduce-scatter; S = full size */
+/* One GEMM C[M,N] += A[M,K] B[K,N], batch of them, elements of e bytes, peak R (FLOP/s). */
+double ptdp_sim_gemm_time(const ptdp_sim_hw *hw, double R, double M, double N, double K, double batch, double e);
+/* A memory-bound operator moving bytes. */
+double ptdp_sim_membound_time(const ptdp_sim_hw *hw, double bytes);
+
+/* Times are seconds of one micro-batch on one rank. */
+typedef enum {
+  PTDP_SIM_GEMM = 0, PTDP_SIM_ATTENTION, PTDP_SIM_MEMBOUND, PTDP_SIM_TP, PTDP_SIM_PP, PTDP_SIM_DP,
+  PTDP_SIM_OPTIMIZER, PTDP_SIM_EMBEDDING_AR, PTDP_SIM_COMPONENTS
+} ptdp_sim_component;
+const char *ptdp_sim_component_name(ptdp_sim_component c);
+
+/* One operator or collective of a layer (or of the embedding / head). */
+typedef struct {
+  const char *name;
+  ptdp_sim_component comp;
+  double fwd, bwd;     /* forward, backward (s), exposed */
+  double hidden;       /* backward communication hidden behind this layer's compute (s) */
+  int selective;       /* recomputed by selective recomputation (attention core) */
+} ptdp_sim_op;
+
+#define PTDP_SIM_MAX_OPS 40
+typedef struct {
+  int n;
+  ptdp_sim_op op[PTDP_SIM_MAX_OPS];
+} ptdp_sim_oplist;
+
+/* What one layer, the embedding and the head cost on one rank for one micro-batch. */
+int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vocab_padded,
+                       ptdp_sim_oplist *ops);
+int ptdp_sim_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+                           long long vocab_padded, ptdp_sim_oplist *ops);
+int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vocab_padded,
+                      ptdp_sim_oplist *ops);
+
+/* The prediction. */
+typedef struct {
+  int t, p, d, v, m, world;
+  long long vocab_padded, gbs;
+  double iteration;                 /* s */
+  double model_flops;               /* per iteration (ptdp_model_flops) */
+  double tflops_per_gpu, mfu;       /* model FLOPs / time / n; / peak */
+  double bubble;                    /* pipeline idle / compute, the largest over stages (Narayanan) */
+  double pipeline_time;             /* replay makespan */
+  double comp[PTDP_SIM_COMPONENTS];   /* time per component per iteration on the busiest stage (s): exposed */
+  double hidden[PTDP_SIM_COMPONENTS]; /* of which hidden behind compute */
+  double recompute;                 /* the extra forward's time (s per iteration, busiest stage) */
+  double stage_fwd[2], stage_bwd[2];  /* a middle chunk's forward and backward item (s), first/last stage */
+  /* memory per GPU (bytes), the largest stage: */
+  double mem_weights, mem_grads, mem_optimizer, mem_activations, mem_other, mem_total;
+  double stage_mem[3][5];           /* stages 0, p/2, p-1: peak activations, weights, gradients, optimizer, total */
+  int worst_stage;
+  int fits;
+  double plan_peak_activations;     /* the plan's held activations at peak (CPU layout bytes), stage 0 */
+  double train_days_sim, train_days_eq4; /* for o.train_tokens */
+  ptdp_sim_oplist layer, embedding, head;
+} ptdp_sim_result;
+
+/* Read a hardware file (key = value, # comments; keys: ptdp_sim_hw_print_help). */
+int ptdp_sim_hw_read(const char *path, ptdp_sim_hw *hw);
+void ptdp_sim_hw_print_help(FILE *out);
+/* ptdp-sim's own keys: defaults, parse (argv after the deck and train keys are split out). */
+int ptdp_sim_options_init(ptdp_options *opt, ptdp_sim_options *o);
+/* Predict one iteration of a's layout on world ranks of hw. */
+int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r);
+/* The report lines (README, ptdp-sim), the --explain tree. */
+void ptdp_sim_print(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_result *r,
+                    FILE *out);
+void ptdp_sim_explain(const ptdp_args *a, const ptdp_sim_options *o, const ptdp_sim_result *r, FILE *out);
+/* The run file's layout where it overlaps (/config, /metrics, /memory, /pipeline). */
+int ptdp_sim_write_runfile(const char *path, const ptdp_args *a, ptdp_options *train_opts, const ptdp_sim_hw *hw,
+                           const ptdp_sim_options *o, const ptdp_sim_result *r);
+
+#endif

@@ -1,0 +1,188 @@
+/* The cost terms of ptdp-sim (ptdp/sim.h): GEMMs, memory-bound operators, collectives; the
+ * hardware file and ptdp-sim's own keys. */
+#include "ptdp/sim.h"
+
+#include "ptdp/error.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+static double maxd(double x, double y) { return x > y ? x : y; }
+
+/* Ring: 2 (n-1) steps each moving S/n (reduce-scatter, then all-gather).  Double binary tree
+ * (NCCL's): every rank receives and sends the whole S once up and once down the tree, with
+ * 2 log2(n) latencies.  Auto: the faster of the two (NCCL's tuner picks by size). */
+double ptdp_sim_allreduce_time(ptdp_sim_allreduce algo, int n, double bytes, double bw, double alpha)
+{
+  if (n <= 1 || bytes <= 0) return 0;
+  const double ring = 2.0 * (n - 1) / n * bytes / bw + 2.0 * (n - 1) * alpha;
+  const double tree = 2.0 * bytes / bw + 2.0 * ceil(log2((double)n)) * alpha;
+  if (algo == PTDP_SIM_ALLREDUCE_RING) return ring;
+  if (algo == PTDP_SIM_ALLREDUCE_TREE) return tree;
+  return ring < tree ? ring : tree;
+}
+
+/* All-gather (or reduce-scatter) of a tensor of S bytes in all: n - 1 steps of S/n. */
+double ptdp_sim_allgather_time(int n, double bytes, double bw, double alpha)
+{
+  if (n <= 1 || bytes <= 0) return 0;
+  return (double)(n - 1) / n * bytes / bw + (n - 1) * alpha;
+}
+
+/* F = 2 M N K per GEMM of the batch.  The library covers C with tm x tn output tiles, one SM
+ * each at a time: a wave is sm tiles, and the last wave and the tiles' edges run part-empty,
+ * so the useful fraction is w = M N batch / (waves sm tm tn) (tile and wave quantisation).  The
+ * library's heuristic picks among its tile shapes: the largest (tm x tn), its transpose, and the
+ * halves (tm/2 x tn, tm/2 x tn/2); the best w is taken.  Each tile's K loop pays a fixed
+ * prologue/epilogue: k(K) = K / (K + K0).  A GEMM also moves at least its operands and result
+ * through HBM (the roofline's other side). */
+static double wave_efficiency(const ptdp_sim_hw *hw, double M, double N, double batch)
+{
+  const double shapes[4][2] = {{hw->tile_m, hw->tile_n}, {hw->tile_n, hw->tile_m},
+                               {maxd(1, hw->tile_m / 2), hw->tile_n}, {maxd(1, hw->tile_m / 2), maxd(1, hw->tile_n / 2)}};
+  double best = 0;
+  for (int i = 0; i < 4; i++) {
+    const double tm = shapes[i][0], tn = shapes[i][1];
+    const double tiles = batch * ceil(M / tm) * ceil(N / tn), waves = ceil(tiles / hw->sm_count);
+    best = maxd(best, M * N * batch / (waves * hw->sm_count * tm * tn));
+  }
+  return best;
+}
+
+double ptdp_sim_gemm_time(const ptdp_sim_hw *hw, double R, double M, double N, double K, double batch, double e)
+{
+  if (M <= 0 || N <= 0 || K <= 0 || batch <= 0) return 0;
+  const double flops = 2.0 * M * N * K * batch;
+  const double w = wave_efficiency(hw, M, N, batch), k = K / (K + hw->gemm_k0);
+  const double compute = flops / (R * hw->gemm_efficiency * w * k);
+  const double memory = (M * K + K * N + M * N) * batch * e / hw->memory_bandwidth;
+  return maxd(compute, memory) + hw->kernel_launch;
+}
+
+double ptdp_sim_membound_time(const ptdp_sim_hw *hw, double bytes)
+{
+  return bytes > 0 ? bytes / hw->memory_bandwidth + hw->kernel_launch : 0;
+}
+
+const char *ptdp_sim_component_name(ptdp_sim_component c)
+{
+  static const char *n[PTDP_SIM_COMPONENTS] = {"GEMMs", "attention", "memory-bound operators", "TP communication",
+                                               "PP communication", "DP communication", "optimizer",
+                                               "embedding all-reduce"};
+  return c < PTDP_SIM_COMPONENTS ? n[c] : "?";
+}
+
+/* ---- the hardware file ---- */
+
+/* The file's fields in file units, converted to SI after reading. */
+typedef struct {
+  char name[PTDP_OPT_STRLEN];
+  double peak16, peak32, eta, sms, tm, tn, k0, launch_us, hbm, mem_gb, gpn, intra_bw, intra_lat, inter_bw, inter_lat,
+    nics;
+} hw_file;
+
+#define HOFF(f) offsetof(hw_file, f)
+static const ptdp_option hw_table[] = {
+  {"name", PTDP_OPT_STRING, HOFF(name), "", 0, 0, NULL, "what the file describes", NULL},
+  {"peak-tflops-16", PTDP_OPT_REAL, HOFF(peak16), "0", 0, 1e7, NULL, "TFLOP/s, dense 16-bit peak per device", NULL},
+  {"peak-tflops-32", PTDP_OPT_REAL, HOFF(peak32), "0", 0, 1e7, NULL, "TFLOP/s, fp32 peak per device (rank)", NULL},
+  {"gemm-efficiency", PTDP_OPT_REAL, HOFF(eta), "0.8", 0.01, 1, NULL,
+   "fraction of peak a large, well-shaped GEMM reaches", NULL},
+  {"sm-count", PTDP_OPT_REAL, HOFF(sms), "1", 1, 1e6, NULL, "processors a GEMM's tiles are spread over", NULL},
+  {"gemm-tile-m", PTDP_OPT_REAL, HOFF(tm), "1", 1, 4096, NULL, "rows of the GEMM library's output tile", NULL},
+  {"gemm-tile-n", PTDP_OPT_REAL, HOFF(tn), "1", 1, 4096, NULL, "columns of the GEMM library's output tile", NULL},
+  {"gemm-k0", PTDP_OPT_REAL, HOFF(k0), "0", 0, 1e6, NULL, "K0 of the K-loop efficiency K / (K + K0)", NULL},
+  {"kernel-launch-us", PTDP_OPT_REAL, HOFF(launch_us), "0", 0, 1e6, NULL, "us of fixed cost per kernel", NULL},
+  {"memory-bandwidth-gbs", PTDP_OPT_REAL, HOFF(hbm), "0", 0, 1e7, NULL,
+   "GB/s a streaming kernel reaches in device memory", NULL},
+  {"memory-gb", PTDP_OPT_REAL, HOFF(mem_gb), "0", 0, 1e7, NULL, "GB (1e9 bytes) of device memory", NULL},
+  {"gpus-per-node", PTDP_OPT_REAL, HOFF(gpn), "1", 1, 1e6, NULL, "devices (ranks) per node", NULL},
+  {"intra-node-bandwidth-gbs", PTDP_OPT_REAL, HOFF(intra_bw), "0", 0, 1e7, NULL,
+   "GB/s per device per direction a collective reaches within a node", NULL},
+  {"intra-node-latency-us", PTDP_OPT_REAL, HOFF(intra_lat), "0", 0, 1e7, NULL, "us per collective step within a node",
+   NULL},
+  {"inter-node-bandwidth-gbs", PTDP_OPT_REAL, HOFF(inter_bw), "0", 0, 1e7, NULL,
+   "GB/s per NIC per direction reached between nodes", NULL},
+  {"inter-node-latency-us", PTDP_OPT_REAL, HOFF(inter_lat), "0", 0, 1e7, NULL, "us per step between nodes", NULL},
+  {"nics-per-node", PTDP_OPT_REAL, HOFF(nics), "1", 1, 1e4, NULL, "network adapters per node for compute traffic",
+   NULL},
+};
+#define NHW ((int)(sizeof hw_table / sizeof hw_table[0]))
+
+void ptdp_sim_hw_print_help(FILE *out)
+{
+  hw_file f;
+  ptdp_options o = {.table = hw_table, .count = NHW, .target = &f};
+  ptdp_options_print_help(&o, out);
+}
+
+int ptdp_sim_hw_read(const char *path, ptdp_sim_hw *hw)
+{
+  hw_file f;
+  ptdp_options o;
+  memset(&f, 0, sizeof f);
+  PTDP_CALL(ptdp_options_init(&o, hw_table, NHW, &f));
+  int err = ptdp_options_read_deck(&o, path);
+  ptdp_options_free(&o);
+  PTDP_CALL(err);
+  PTDP_CHECK(f.peak16 > 0 || f.peak32 > 0, "hardware file %s: give peak-tflops-16 or peak-tflops-32", path);
+  PTDP_CHECK(f.hbm > 0, "hardware file %s: memory-bandwidth-gbs is missing", path);
+  PTDP_CHECK(f.mem_gb > 0, "hardware file %s: memory-gb is missing", path);
+  PTDP_CHECK(f.intra_bw > 0, "hardware file %s: intra-node-bandwidth-gbs is missing", path);
+  PTDP_CHECK(f.inter_bw > 0 || f.gpn >= 1e5, "hardware file %s: inter-node-bandwidth-gbs is missing", path);
+  memset(hw, 0, sizeof *hw);
+  snprintf(hw->name, sizeof hw->name, "%s", f.name[0] ? f.name : path);
+  hw->peak_flops_16 = f.peak16 * 1e12;
+  hw->peak_flops_32 = f.peak32 * 1e12;
+  hw->gemm_efficiency = f.eta;
+  hw->sm_count = f.sms;
+  hw->tile_m = f.tm;
+  hw->tile_n = f.tn;
+  hw->gemm_k0 = f.k0;
+  hw->kernel_launch = f.launch_us * 1e-6;
+  hw->memory_bandwidth = f.hbm * 1e9;
+  hw->memory_bytes = f.mem_gb * 1e9;
+  hw->gpus_per_node = f.gpn;
+  hw->intra_bandwidth = f.intra_bw * 1e9;
+  hw->intra_latency = f.intra_lat * 1e-6;
+  hw->inter_bandwidth = f.inter_bw * 1e9;
+  hw->inter_latency = f.inter_lat * 1e-6;
+  hw->nics_per_node = f.nics;
+  return 0;
+}
+
+/* ---- ptdp-sim's own keys ---- */
+
+#define SOFF(f) offsetof(ptdp_sim_options, f)
+static const ptdp_option sim_table[] = {
+  {"hardware", PTDP_OPT_STRING, SOFF(hardware), "", 0, 0, NULL, "hardware file (inputs/hw/NAME.hw)", NULL},
+  {"world-size", PTDP_OPT_INT, SOFF(world_size), "0", 0, 1e9, NULL,
+   "devices (ranks) n = t p d; 0 means tensor x pipeline size (d = 1)", NULL},
+  {"out", PTDP_OPT_STRING, SOFF(out), "", 0, 0, NULL, "write the prediction as a run file (HDF5) here", NULL},
+  {"explain", PTDP_OPT_BOOL, SOFF(explain), "false", 0, 0, NULL,
+   "print one iteration as a tree: stage, layer, operator, collective", NULL},
+  {"fusion", PTDP_OPT_ENUM, SOFF(fusion), "megatron", 0, 0, "none|megatron",
+   "fused operators of the modelled implementation: none, or Megatron's (LayerNorm, scale-mask-softmax, "
+   "bias-GeLU, bias-dropout-add)",
+   NULL},
+  {"scatter-gather", PTDP_OPT_BOOL, SOFF(scatter_gather), "true", 0, 0, NULL,
+   "pipeline messages split over the t ranks and all-gathered over NVLink (Narayanan et al. Sec. 4.1)", NULL},
+  {"overlap-grad-reduce", PTDP_OPT_BOOL, SOFF(overlap_grad_reduce), "false", 0, 0, NULL,
+   "the DP reduction runs bucket by bucket during the last micro-batch's backward", NULL},
+  {"allreduce-algorithm", PTDP_OPT_ENUM, SOFF(allreduce), "auto", 0, 0, "auto|ring|tree",
+   "DP all-reduce: ring, NCCL's double binary tree, or the faster", NULL},
+  {"software-efficiency", PTDP_OPT_REAL, SOFF(software_efficiency), "1", 0.01, 2, NULL,
+   "multiplies the hardware file's gemm-efficiency (the modelled software stack)", NULL},
+  {"train-tokens", PTDP_OPT_REAL, SOFF(train_tokens), "300e9", 0, 1e18, NULL,
+   "tokens for the training-time estimate (Narayanan et al. eq. 4 beside the simulated rate)", NULL},
+  {"memory-margin", PTDP_OPT_REAL, SOFF(memory_margin), "0.95", 0.1, 1, NULL,
+   "fraction of device memory a run may use (allocator, library work space)", NULL},
+};
+#define NSIM ((int)(sizeof sim_table / sizeof sim_table[0]))
+
+int ptdp_sim_options_init(ptdp_options *opt, ptdp_sim_options *o)
+{
+  memset(o, 0, sizeof *o);
+  return ptdp_options_init(opt, sim_table, NSIM, o);
+}

@@ -1,0 +1,189 @@
+/* The operators and collectives of one transformer layer, of the embedding and of the head, for
+ * one micro-batch on one rank, each timed by the cost terms of cost.c.
+ *
+ * Symbols: N = b s tokens; t TP ranks; Nl = N / t under sequence parallelism, else N (the
+ * LayerNorm and dropout regions); hl = h / t, fl = f / t, al = a / t, hd = h / a; e bytes per
+ * element (2 in fp16/bf16, 4 in fp32), 1-byte dropout masks.  Megatron's layer (Shoeybi et al.
+ * 2019 Fig. 3; Korthikanti et al. 2022 Fig. 5):
+ *   LN1 -> [SP: all-gather] -> QKV [N,h]x[h,3hl] -> QK^T (b al x [s,hd]x[hd,s]) -> softmax ->
+ *   dropout -> attention over V (b al x [s,s]x[s,hd]) -> [N,hl]x[hl,h] -> all-reduce (SP:
+ *   reduce-scatter) -> bias-dropout-add -> LN2 -> [SP: all-gather] -> [N,h]x[h,fl] -> bias-GeLU ->
+ *   [N,fl]x[fl,h] -> all-reduce (SP: reduce-scatter) -> bias-dropout-add.
+ * Backward: every GEMM twice (input gradient, weight gradient); the conjugate collectives; the
+ * memory-bound operators read what they saved and the incoming gradient and write theirs. */
+#include "ptdp/sim.h"
+
+#include "ptdp/error.h"
+
+/* The shape and cost context shared by the three op lists. */
+typedef struct {
+  const ptdp_sim_hw *hw;
+  const ptdp_sim_options *o;
+  double R, e, ge; /* peak FLOP/s for the precision; bytes per element; 1-byte masks */
+  double N, Nl, s, b, h, hl, fl, al, hd, vl;
+  int t, sp, fused, hdrop, adrop;
+  double tp_bw, tp_alpha;
+} ctx;
+
+static void ctx_init(ctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad)
+{
+  const int half = a->fp16 || a->bf16;
+  c->hw = hw;
+  c->o = o;
+  c->R = (half && hw->peak_flops_16 > 0 ? hw->peak_flops_16 : hw->peak_flops_32) * o->software_efficiency;
+  c->e = half ? 2 : 4;
+  c->t = (int)a->tensor_model_parallel_size;
+  c->sp = a->sequence_parallel && c->t > 1;
+  c->s = (double)a->seq_length;
+  c->b = (double)a->micro_batch_size;
+  c->N = c->s * c->b;
+  c->Nl = c->sp ? c->N / c->t : c->N;
+  c->h = (double)a->hidden_size;
+  c->hl = c->h / c->t;
+  c->fl = (double)ptdp_args_ffn(a) / c->t;
+  c->al = (double)a->num_attention_heads / c->t;
+  c->hd = c->h / (double)a->num_attention_heads;
+  c->vl = (double)vpad / c->t;
+  c->fused = o->fusion == PTDP_SIM_FUSION_MEGATRON;
+  c->hdrop = a->hidden_dropout > 0;
+  c->adrop = a->attention_dropout > 0;
+  /* TP groups are t consecutive ranks: within a node while t <= gpus-per-node */
+  const int inside = c->t <= hw->gpus_per_node;
+  c->tp_bw = inside ? hw->intra_bandwidth : hw->inter_bandwidth;
+  c->tp_alpha = inside ? hw->intra_latency : hw->inter_latency;
+}
+
+static ptdp_sim_op *add(ptdp_sim_oplist *l, const char *name, ptdp_sim_component comp, double fwd, double bwd, int sel)
+{
+  static ptdp_sim_op spare; /* never read: the list is sized for every caller below */
+  if (l->n >= PTDP_SIM_MAX_OPS) return &spare;
+  l->op[l->n] = (ptdp_sim_op){.name = name, .comp = comp, .fwd = fwd, .bwd = bwd, .selective = sel};
+  return &l->op[l->n++];
+}
+
+static double gemm(const ctx *c, double M, double N, double K, double batch)
+{
+  return ptdp_sim_gemm_time(c->hw, c->R, M, N, K, batch, c->e);
+}
+static double mem(const ctx *c, double bytes) { return ptdp_sim_membound_time(c->hw, bytes); }
+/* A linear layer [M,K]x[K,N]: forward; backward = input gradient [M,N]x[N,K] + weight gradient [K,M]x[M,N]. */
+static void linear(const ctx *c, ptdp_sim_oplist *l, const char *name, double M, double N, double K)
+{
+  add(l, name, PTDP_SIM_GEMM, gemm(c, M, N, K, 1), gemm(c, M, K, N, 1) + gemm(c, K, N, M, 1), 0);
+}
+/* All-reduce of the full activation [N, h] (no SP), or SP's reduce-scatter / all-gather: the
+ * same bytes on the wire, half the steps each. */
+static double tp_allreduce(const ctx *c, double bytes)
+{
+  return ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, c->t, bytes, c->tp_bw, c->tp_alpha);
+}
+static double tp_gather(const ctx *c, double bytes) { return ptdp_sim_allgather_time(c->t, bytes, c->tp_bw, c->tp_alpha); }
+
+/* LayerNorm: forward reads x and writes y (statistics are small); backward reads x, dy, writes dx. */
+static void layernorm(const ctx *c, ptdp_sim_oplist *l, const char *name)
+{
+  const double x = c->Nl * c->h * c->e;
+  add(l, name, PTDP_SIM_MEMBOUND, mem(c, 2 * x), mem(c, 3 * x), 0);
+}
+
+/* The region after a row-parallel GEMM: (SP: reduce-scatter | all-reduce), bias, dropout, residual add. */
+static void row_epilogue(const ctx *c, ptdp_sim_oplist *l, const char *coll, const char *bda)
+{
+  const double full = c->N * c->h * c->e, x = c->Nl * c->h * c->e, mask = c->hdrop ? c->Nl * c->h : 0;
+  /* forward g: all-reduce (or reduce-scatter); backward g is the identity (or an all-gather) */
+  add(l, coll, PTDP_SIM_TP, c->sp ? tp_gather(c, full) : tp_allreduce(c, full), c->sp ? tp_gather(c, full) : 0, 0);
+  /* fused: read out, residual, bias; write sum and mask.  Unfused: bias add, dropout, add apart.
+   * Backward: read dy, mask; write dx (the residual's gradient passes through) and add into the
+   * residual stream's gradient. */
+  const double fwd = c->fused ? 3 * x + mask : (2 * x) + (c->hdrop ? 2 * x + mask : 0) + 3 * x;
+  const double bwd = 2 * x + mask + 3 * x;
+  add(l, bda, PTDP_SIM_MEMBOUND, mem(c, fwd), mem(c, bwd), 0);
+}
+
+/* The conjugate f of a column-parallel GEMM's input: forward identity (SP: all-gather of the
+ * LayerNorm output); backward all-reduce of the input gradient (SP: reduce-scatter) and, with
+ * SP, the weight gradient's all-gather of the input again, overlapped by Megatron with the
+ * input-gradient GEMM: what is left of it shows (bwd_overlap: the GEMM it hides behind). */
+static void column_prologue(const ctx *c, ptdp_sim_oplist *l, const char *name, double bwd_overlap)
+{
+  const double full = c->N * c->h * c->e;
+  double bwd = c->sp ? tp_gather(c, full) : tp_allreduce(c, full), hidden = 0;
+  if (c->sp) {
+    const double regather = tp_gather(c, full);
+    hidden = regather < bwd_overlap ? regather : bwd_overlap;
+    bwd += regather - hidden;
+  }
+  add(l, name, PTDP_SIM_TP, c->sp ? tp_gather(c, full) : 0, bwd, 0)->hidden = hidden;
+}
+
+int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad,
+                       ptdp_sim_oplist *l)
+{
+  ctx c;
+  ctx_init(&c, a, hw, o, vpad);
+  l->n = 0;
+  const double N = c.N, h = c.h, e = c.e, S2 = c.b * c.al * c.s * c.s; /* elements of the local score tensor */
+  layernorm(&c, l, "layernorm 1");
+  column_prologue(&c, l, "TP f (QKV input)", gemm(&c, N, h, 3 * c.hl, 1));
+  linear(&c, l, "QKV GEMM", N, 3 * c.hl, h);
+  /* attention core: QK^T [s,hd]x[hd,s] per (sample, local head), the scale folded in (baddbmm) */
+  add(l, "QK^T", PTDP_SIM_ATTENTION, gemm(&c, c.s, c.s, c.hd, c.b * c.al),
+      gemm(&c, c.s, c.hd, c.s, c.b * c.al) + gemm(&c, c.hd, c.s, c.s, c.b * c.al), 1);
+  /* softmax: fused scale-mask-softmax reads and writes the scores once; unfused also a masking
+   * pass and a scaling pass.  Backward reads y and dy, writes dx. */
+  add(l, "softmax", PTDP_SIM_ATTENTION, mem(&c, (c.fused ? 2 : 6) * S2 * e), mem(&c, 3 * S2 * e), 1);
+  if (c.adrop) add(l, "attention dropout", PTDP_SIM_ATTENTION, mem(&c, S2 * (2 * e + 1)), mem(&c, S2 * (2 * e + 1)), 1);
+  add(l, "attention over V", PTDP_SIM_ATTENTION, gemm(&c, c.s, c.hd, c.s, c.b * c.al),
+      gemm(&c, c.s, c.s, c.hd, c.b * c.al) + gemm(&c, c.s, c.hd, c.s, c.b * c.al), 1);
+  /* [b, al, s, hd] -> [s, b, hl]: a copy each way */
+  add(l, "context transpose", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * c.hl * e), mem(&c, 2 * N * c.hl * e), 0);
+  linear(&c, l, "projection GEMM", N, h, c.hl);
+  row_epilogue(&c, l, c.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias-dropout-add 1");
+  layernorm(&c, l, "layernorm 2");
+  column_prologue(&c, l, "TP f (MLP input)", gemm(&c, N, h, c.fl, 1));
+  linear(&c, l, "FC1 GEMM", N, c.fl, h);
+  /* bias + GeLU: fused, one read and one write; unfused, two passes.  Backward reads the input
+   * and dy, writes dx, and reduces the bias gradient (one more read of dx). */
+  const double act = N * c.fl * e;
+  add(l, "bias-GeLU", PTDP_SIM_MEMBOUND, mem(&c, (c.fused ? 2 : 4) * act), mem(&c, 4 * act), 0);
+  linear(&c, l, "FC2 GEMM", N, h, c.fl);
+  row_epilogue(&c, l, c.sp ? "TP reduce-scatter (MLP)" : "TP all-reduce (MLP)", "bias-dropout-add 2");
+  return 0;
+}
+
+/* Embedding (first virtual stage): vocabulary-parallel lookup, its all-reduce over TP (SP: a
+ * reduce-scatter), position add, dropout.  Backward: scatter-add into the fp32 gradient rows. */
+int ptdp_sim_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad,
+                           ptdp_sim_oplist *l)
+{
+  ctx c;
+  ctx_init(&c, a, hw, o, vpad);
+  l->n = 0;
+  const double full = c.N * c.h * c.e, x = c.Nl * c.h * c.e;
+  add(l, "word lookup + position add", PTDP_SIM_MEMBOUND, mem(&c, 2 * full + 3 * x), mem(&c, full + 2 * c.N * c.h * 4), 0);
+  if (c.t > 1)
+    add(l, c.sp ? "TP reduce-scatter (embedding)" : "TP all-reduce (embedding)", PTDP_SIM_TP,
+        c.sp ? tp_gather(&c, full) : tp_allreduce(&c, full), c.sp ? tp_gather(&c, full) : 0, 0);
+  if (c.hdrop) add(l, "embedding dropout", PTDP_SIM_MEMBOUND, mem(&c, 2 * x + x / c.e), mem(&c, 2 * x + x / c.e), 0);
+  return 0;
+}
+
+/* Head (last virtual stage): final LayerNorm, (SP: all-gather), logits [N,h]x[h,vl], the
+ * vocabulary-parallel cross entropy in fp32 (its three [N] all-reduces: max, sum, target
+ * logit), and in backward the logits' two GEMMs and the all-reduce of the input gradient. */
+int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad,
+                      ptdp_sim_oplist *l)
+{
+  ctx c;
+  ctx_init(&c, a, hw, o, vpad);
+  l->n = 0;
+  layernorm(&c, l, "final layernorm");
+  column_prologue(&c, l, "TP f (logits input)", gemm(&c, c.N, c.h, c.vl, 1));
+  linear(&c, l, "logits GEMM", c.N, c.vl, c.h);
+  /* cross entropy: read the logits, write an fp32 copy, a max pass, an exp-sum pass; backward
+   * reads the fp32 softmax and writes the gradient */
+  const double z = c.N * c.vl;
+  add(l, "cross entropy", PTDP_SIM_MEMBOUND, mem(&c, z * (c.e + 16)), mem(&c, z * (4 + c.e)), 0);
+  if (c.t > 1) add(l, "TP all-reduces (cross entropy)", PTDP_SIM_TP, 3 * tp_allreduce(&c, c.N * 4), 0, 0);
+  return 0;
+}

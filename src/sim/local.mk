@@ -1,0 +1,20 @@
+# src/sim: ptdp-sim, the performance and memory simulator (a cost model over the shared schedule,
+# replay and memory plan)
+libptdp_a_SOURCES += src/sim/cost.c src/sim/layer.c src/sim/sim.c src/sim/sim_mem.c src/sim/report.c \
+                     src/sim/sim_out.c src/sim/sim_internal.h
+ptdpinclude_HEADERS += include/ptdp/sim.h
+bin_PROGRAMS += ptdp-sim
+ptdp_sim_SOURCES = src/sim/ptdp_sim.c
+
+# Unit test (1 rank): every cost term against hand computations, the iteration's assembly
+check_PROGRAMS += validation/tests/sim/test_sim
+validation_tests_sim_test_sim_SOURCES = validation/tests/sim/test_sim.c
+TESTS += validation/tests/sim/test_sim
+# The papers' rows as a regression test (Narayanan et al. Table 1, Korthikanti et al. Table 5)
+TESTS += validation/sim/test_papers.sh
+dist_noinst_SCRIPTS += validation/sim/test_papers.sh validation/sim/validate_papers.py
+EXTRA_DIST += validation/sim/narayanan2021_table1.csv validation/sim/korthikanti2022_table5_end_to_end.csv \
+              validation/sim/korthikanti2022_table3_model_configs.csv
+# Hardware files and the script that measures this machine
+EXTRA_DIST += inputs/hw/dgx-a100-80gb.hw inputs/hw/dgx-h100.hw inputs/hw/dgx2h-v100.hw inputs/hw/cpu-local.hw
+dist_noinst_SCRIPTS += jobs/measure_cpu_hw.sh

@@ -1,0 +1,82 @@
+/* ptdp-sim's report: the lines scripts read (README, ptdp-sim), and the --explain tree. */
+#include "ptdp/sim.h"
+
+#include <string.h>
+
+#define GB 1e9
+
+void ptdp_sim_print(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_result *r,
+                    FILE *out)
+{
+  fprintf(out, "hardware: %s\n", hw->name);
+  fprintf(out, "layout: n %d = t %d x p %d x d %d, v %d, micro-batch %lld, global batch %lld, m %d micro-batches per "
+               "pipeline, %s%s%s, %s\n",
+          r->world, r->t, r->p, r->d, r->v, a->micro_batch_size, r->gbs, r->m,
+          a->recompute_granularity == PTDP_RECOMPUTE_FULL        ? "full recomputation"
+          : a->recompute_granularity == PTDP_RECOMPUTE_SELECTIVE ? "selective recomputation"
+                                                                 : "no recomputation",
+          a->sequence_parallel && r->t > 1 ? ", sequence parallel" : "",
+          a->use_distributed_optimizer && r->d > 1 ? ", distributed optimizer" : "",
+          a->bf16 ? "bf16" : a->fp16 ? "fp16" : "fp32");
+  fprintf(out, "iteration time (s): %.6g\n", r->iteration);
+  fprintf(out, "throughput per GPU (TFLOP/s/GPU): %.6g\n", r->tflops_per_gpu);
+  fprintf(out, "aggregate throughput (PFLOP/s): %.6g\n", r->tflops_per_gpu * r->world / 1e3);
+  fprintf(out, "MFU (%%): %.4g\n", 100 * r->mfu);
+  fprintf(out, "pipeline bubble fraction: %.6g\n", r->bubble);
+  fprintf(out, "memory per GPU (GB): %.4g (stage %d; device %.4g GB, usable %.4g GB)\n", r->mem_total / GB,
+          r->worst_stage, hw->memory_bytes / GB, hw->memory_bytes * o->memory_margin / GB);
+  fprintf(out, "memory weights (GB): %.4g\n", r->mem_weights / GB);
+  fprintf(out, "memory gradients (GB): %.4g\n", r->mem_grads / GB);
+  fprintf(out, "memory optimizer state (GB): %.4g\n", r->mem_optimizer / GB);
+  fprintf(out, "memory activations (GB): %.4g\n", r->mem_activations / GB);
+  fprintf(out, "memory other (GB): %.4g\n", r->mem_other / GB);
+  for (int c = 0; c < PTDP_SIM_COMPONENTS; c++)
+    fprintf(out, "time %s (s): %.6g exposed, %.6g hidden\n", ptdp_sim_component_name(c), r->comp[c], r->hidden[c]);
+  fprintf(out, "time recomputation (s): %.6g\n", r->recompute);
+  fprintf(out, "time pipeline (s): %.6g\n", r->pipeline_time);
+  fprintf(out, "training time for %.4g tokens (days): %.4g (Narayanan et al. eq. 4 at the simulated rate: %.4g)\n",
+          o->train_tokens, r->train_days_sim, r->train_days_eq4);
+  if (!r->fits)
+    fprintf(out, "WARNING: memory per GPU %.4g GB does not fit in %.4g GB usable: try recompute-granularity "
+                 "selective or full, sequence-parallel, use-distributed-optimizer (d > 1), a larger "
+                 "tensor-model-parallel-size or pipeline-model-parallel-size, or a smaller micro-batch-size\n",
+            r->mem_total / GB, hw->memory_bytes * o->memory_margin / GB);
+}
+
+static void print_ops(const ptdp_sim_oplist *l, double times, const char *indent, FILE *out)
+{
+  for (int i = 0; i < l->n; i++) {
+    const ptdp_sim_op *op = &l->op[i];
+    fprintf(out, "%s%-34s %-24s fwd %10.4f ms  bwd %10.4f ms%s", indent, op->name, ptdp_sim_component_name(op->comp),
+            1e3 * op->fwd * times, 1e3 * op->bwd * times, op->selective ? "  (selective recompute)" : "");
+    if (op->hidden > 0) fprintf(out, "  (+%.4f ms hidden)", 1e3 * op->hidden * times);
+    fputc('\n', out);
+  }
+}
+
+void ptdp_sim_explain(const ptdp_args *a, const ptdp_sim_options *o, const ptdp_sim_result *r, FILE *out)
+{
+  const int nl = (int)(a->num_layers / r->p / r->v);
+  fprintf(out, "iteration %.4f s\n", r->iteration);
+  fprintf(out, "+- pipeline %.4f s (bubble %.4f of compute; %d stages x %d chunks, %d micro-batches)\n",
+          r->pipeline_time, r->bubble, r->p, r->v, r->m);
+  for (int s = 0; s < (r->p > 1 ? 2 : 1); s++) {
+    fprintf(out, "|  +- stage %d: one micro-batch through chunk 0: forward %.4f ms, backward %.4f ms (recomputation "
+                 "included)\n",
+            s == 0 ? 0 : r->p - 1, 1e3 * r->stage_fwd[s], 1e3 * r->stage_bwd[s]);
+    if (s == 0 && r->embedding.n) {
+      fprintf(out, "|  |  +- embedding\n");
+      print_ops(&r->embedding, 1, "|  |  |    ", out);
+    }
+    fprintf(out, "|  |  +- %d layers per chunk, each:\n", nl);
+    print_ops(&r->layer, 1, "|  |  |    ", out);
+    if (s == (r->p > 1 ? 1 : 0)) {
+      fprintf(out, "|  |  +- head\n");
+      print_ops(&r->head, 1, "|  |  |    ", out);
+    }
+  }
+  fprintf(out, "+- DP reduction %.4f s exposed, %.4f s hidden (d %d%s)\n", r->comp[PTDP_SIM_DP], r->hidden[PTDP_SIM_DP],
+          r->d, o->overlap_grad_reduce ? ", overlapped with backward" : "");
+  fprintf(out, "+- embedding all-reduce %.4f s\n", r->comp[PTDP_SIM_EMBEDDING_AR]);
+  fprintf(out, "+- optimizer %.4f s\n", r->comp[PTDP_SIM_OPTIMIZER]);
+}

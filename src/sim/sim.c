@@ -1,0 +1,218 @@
+/* One iteration predicted (ptdp/sim.h): the layout, each stage's work items timed from the op
+ * lists of layer.c, the pipeline replayed event by event, then the gradient reductions and the
+ * optimizer; memory from the plan of ptdp-train. */
+#include "ptdp/sim.h"
+
+#include "ptdp/error.h"
+#include "ptdp/trainer.h"
+#include "sim_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+ptdp_sim_link ptdp_sim_group_link(const ptdp_sim_hw *hw, int n, int stride)
+{
+  ptdp_sim_link k;
+  const double gpn = hw->gpus_per_node;
+  double g = stride < gpn ? floor(gpn / stride) : 1;
+  if (g > n) g = n;
+  k.crosses = n > 1 && (double)stride * (n - 1) + 1 > gpn;
+  if (!k.crosses) {
+    k.bw = hw->intra_bandwidth;
+    k.alpha = hw->intra_latency;
+    return k;
+  }
+  double nics = hw->nics_per_node * g / gpn;
+  if (nics < 1) nics = 1; /* ranks beyond the NICs queue on one adapter; see README */
+  k.bw = nics * hw->inter_bandwidth;
+  if (k.bw > hw->intra_bandwidth) k.bw = hw->intra_bandwidth;
+  k.alpha = hw->inter_latency;
+  return k;
+}
+
+/* The layout from the keys; errors say what to change. */
+static int layout(const ptdp_args *a, const ptdp_sim_options *o, ptdp_sim_result *r, ptdp_schedule_kind *kind)
+{
+  r->t = (int)a->tensor_model_parallel_size;
+  r->p = (int)a->pipeline_model_parallel_size;
+  r->world = o->world_size > 0 ? (int)o->world_size : r->t * r->p;
+  ptdp_args chk = *a; /* the trainer's checks, without its data and CPU-backend ones */
+  chk.mock_data = 1;
+  chk.data_path[0] = 0;
+  if (chk.vocab_size <= 0) chk.vocab_size = 50257;
+  chk.fp16 = chk.bf16 = 0;
+  chk.save[0] = chk.load[0] = 0;
+  chk.save_interval = chk.keep_checkpoints = chk.no_save_optim = chk.finetune = chk.no_load_optim = 0;
+  chk.use_checkpoint_args = 0;
+  PTDP_CALL(ptdp_args_validate(&chk, r->world));
+  PTDP_CHECK(!(a->fp16 && a->bf16), "fp16 and bf16 are both set; choose one");
+  r->d = r->world / (r->t * r->p);
+  r->gbs = a->global_batch_size ? a->global_batch_size : a->micro_batch_size * r->d;
+  r->m = (int)(r->gbs / (a->micro_batch_size * r->d));
+  r->v = a->num_layers_per_virtual_pipeline_stage ? (int)(a->num_layers / r->p / a->num_layers_per_virtual_pipeline_stage) : 1;
+  *kind = r->v > 1 ? PTDP_SCHED_INTERLEAVED : a->pipeline_schedule;
+  if (r->p == 1) *kind = PTDP_SCHED_1F1B;
+  PTDP_CALL(ptdp_schedule_validate(*kind, r->p, r->v, r->m));
+  r->vocab_padded = ptdp_args_padded_vocab(a, a->vocab_size > 0 ? a->vocab_size : 50257);
+  return 0;
+}
+
+static double sum_fwd(const ptdp_sim_oplist *l, int selective_only)
+{
+  double s = 0;
+  for (int i = 0; i < l->n; i++)
+    if (!selective_only || l->op[i].selective) s += l->op[i].fwd;
+  return s;
+}
+static double sum_bwd(const ptdp_sim_oplist *l)
+{
+  double s = 0;
+  for (int i = 0; i < l->n; i++) s += l->op[i].bwd;
+  return s;
+}
+/* Add an op list's time per component (forward, recomputed forward, backward) x times. */
+static void tally(const ptdp_sim_oplist *l, double fwd_n, double rec_full_n, double rec_sel_n, double bwd_n, double *comp,
+                  double *hidden)
+{
+  for (int i = 0; i < l->n; i++) {
+    const ptdp_sim_op *op = &l->op[i];
+    comp[op->comp] += op->fwd * (fwd_n + rec_full_n + (op->selective ? rec_sel_n : 0)) + op->bwd * bwd_n;
+    hidden[op->comp] += op->hidden * bwd_n;
+  }
+}
+
+/* Per stage: the durations of its work items, and its time per component. */
+typedef struct {
+  double p2p;  /* one message's exposed time */
+  double *dur; /* [p n] */
+  double *comp, *hidden, *recompute; /* [p x COMPONENTS], [p x COMPONENTS], [p] */
+} stage_costs;
+
+static int chunk_recomputed_layers(const ptdp_args *a, int nl)
+{
+  int n = 0, g0, g1;
+  for (int i = 0; i < nl; i++)
+    n += ptdp_recompute_group(a->recompute_granularity, a->recompute_method, (int)a->recompute_num_layers, nl, i, &g0, &g1);
+  return n;
+}
+
+/* Each stage's items: every micro-batch costs the same in a chunk, so a chunk's forward and
+ * backward are timed (and tallied, x m) once, then laid on the schedule's order. */
+static int stage_durations(const ptdp_args *a, ptdp_schedule_kind kind, ptdp_sim_result *r, stage_costs *sc)
+{
+  const int p = r->p, v = r->v, m = r->m, n = 2 * m * v, nl = (int)(a->num_layers / p / v);
+  const int nrec = chunk_recomputed_layers(a, nl), sel = a->recompute_granularity == PTDP_RECOMPUTE_SELECTIVE;
+  const double Lf = sum_fwd(&r->layer, 0), Lb = sum_bwd(&r->layer), Ls = sum_fwd(&r->layer, 1);
+  const double rec = nrec * Lf + (sel ? nl * Ls : 0);
+  double fwd[64], bwd[64]; /* per chunk; v <= layers per stage, checked below */
+  PTDP_CHECK(v <= 64, "more than 64 model chunks per stage (v = %d) are not simulated", v);
+  for (int s = 0; s < p; s++) {
+    double *comp = sc->comp + s * PTDP_SIM_COMPONENTS, *hid = sc->hidden + s * PTDP_SIM_COMPONENTS;
+    for (int c = 0; c < v; c++) {
+      const int k = c * p + s, first = k == 0, last = k == p * v - 1;
+      fwd[c] = nl * Lf + (first ? sum_fwd(&r->embedding, 0) : 0) + (last ? sum_fwd(&r->head, 0) : 0) + (last ? 0 : sc->p2p);
+      bwd[c] = nl * Lb + rec + (first ? sum_bwd(&r->embedding) : 0) + (last ? sum_bwd(&r->head) : 0) + (first ? 0 : sc->p2p);
+      tally(&r->layer, (double)nl * m, (double)nrec * m, sel ? (double)nl * m : 0, (double)nl * m, comp, hid);
+      if (first) tally(&r->embedding, m, 0, 0, m, comp, hid);
+      if (last) tally(&r->head, m, 0, 0, m, comp, hid);
+      comp[PTDP_SIM_PP] += ((last ? 0 : 1) + (first ? 0 : 1)) * sc->p2p * m;
+      sc->recompute[s] += rec * m;
+    }
+    if (s == 0 || s == p - 1) {
+      r->stage_fwd[s == 0 ? 0 : 1] = fwd[0];
+      r->stage_bwd[s == 0 ? 0 : 1] = bwd[0];
+    }
+    ptdp_schedule sch;
+    PTDP_CALL(ptdp_schedule_build(kind, s, p, v, m, &sch));
+    for (int i = 0; i < n; i++)
+      sc->dur[(size_t)s * n + i] = sch.items[i].kind == PTDP_WORK_FORWARD ? fwd[sch.items[i].chunk] : bwd[sch.items[i].chunk];
+    ptdp_schedule_free(&sch);
+  }
+  return 0;
+}
+
+/* One pipeline message [b s h]: the t ranks of a stage each send b s h / t over their own
+ * NIC and all-gather the rest over NVLink (scatter/gather, or sequence parallelism, whose
+ * messages are already [s/t, b, h]), else each sends the whole [b s h]. */
+static double p2p_time(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_result *r)
+{
+  if (r->p == 1) return 0;
+  const double e = a->fp16 || a->bf16 ? 2 : 4;
+  const double bytes = (double)a->micro_batch_size * a->seq_length * a->hidden_size * e;
+  const int stride = a->parallel_order == PTDP_ORDER_TP_DP_PP ? r->t * r->d : r->t;
+  const ptdp_sim_link k = ptdp_sim_group_link(hw, 2, stride);
+  const double bw = k.crosses ? hw->inter_bandwidth : hw->intra_bandwidth;
+  const int sp = a->sequence_parallel && r->t > 1;
+  if (sp) return k.alpha + bytes / r->t / bw;
+  if (o->scatter_gather && r->t > 1 && k.crosses)
+    return k.alpha + bytes / r->t / bw + ptdp_sim_allgather_time(r->t, bytes, hw->intra_bandwidth, hw->intra_latency);
+  return k.alpha + bytes / bw;
+}
+
+int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r)
+{
+  memset(r, 0, sizeof *r);
+  ptdp_schedule_kind kind;
+  PTDP_CALL(layout(a, o, r, &kind));
+  PTDP_CHECK(!(a->fp16 || a->bf16) || hw->peak_flops_16 > 0, "%s: the hardware file %s gives no peak-tflops-16",
+             a->fp16 ? "fp16" : "bf16", hw->name);
+  PTDP_CHECK(a->fp16 || a->bf16 || hw->peak_flops_32 > 0,
+             "fp32: the hardware file %s gives no peak-tflops-32 (set bf16 or fp16 for a GPU)", hw->name);
+  PTDP_CALL(ptdp_sim_layer_ops(a, hw, o, r->vocab_padded, &r->layer));
+  PTDP_CALL(ptdp_sim_embedding_ops(a, hw, o, r->vocab_padded, &r->embedding));
+  PTDP_CALL(ptdp_sim_head_ops(a, hw, o, r->vocab_padded, &r->head));
+  const int p = r->p, n = 2 * r->m * r->v;
+  stage_costs sc = {.p2p = p2p_time(a, hw, o, r)};
+  double *params = NULL, *end = NULL, *last_bwd = NULL;
+  PTDP_CALLOC(sc.dur, (size_t)p * n, sizeof *sc.dur);
+  PTDP_CALLOC(sc.comp, (size_t)p * PTDP_SIM_COMPONENTS, sizeof *sc.comp);
+  PTDP_CALLOC(sc.hidden, (size_t)p * PTDP_SIM_COMPONENTS, sizeof *sc.hidden);
+  PTDP_CALLOC(sc.recompute, (size_t)p, sizeof *sc.recompute);
+  PTDP_CALLOC(params, (size_t)p, sizeof *params);
+  PTDP_CALLOC(end, (size_t)p, sizeof *end);
+  PTDP_CALLOC(last_bwd, (size_t)p, sizeof *last_bwd);
+  int err = stage_durations(a, kind, r, &sc);
+  ptdp_replay rp = {0};
+  if (!err) err = ptdp_schedule_replay(kind, p, r->v, r->m, sc.dur, 0.0, &rp);
+  for (int s = 0; !err && s < p; s++) {
+    for (int i = 0; i < n; i++) end[s] = rp.end[(size_t)s * n + i] > end[s] ? rp.end[(size_t)s * n + i] : end[s];
+    last_bwd[s] = sc.dur[(size_t)s * n + n - 1];
+    r->bubble = rp.idle[s] > r->bubble ? rp.idle[s] : r->bubble;
+  }
+  if (!err) {
+    r->pipeline_time = rp.total;
+    err = ptdp_sim_memory(a, hw, o, r, kind, params);
+  }
+  if (!err) {
+    /* the components of the busiest stage (most compute) */
+    int busiest = 0;
+    for (int s = 1; s < p; s++) busiest = rp.busy[s] > rp.busy[busiest] ? s : busiest;
+    memcpy(r->comp, sc.comp + busiest * PTDP_SIM_COMPONENTS, sizeof r->comp);
+    memcpy(r->hidden, sc.hidden + busiest * PTDP_SIM_COMPONENTS, sizeof r->hidden);
+    r->recompute = sc.recompute[busiest];
+    err = ptdp_sim_reductions(a, hw, o, r, params, end, last_bwd);
+  }
+  ptdp_replay_destroy(&rp);
+  free(sc.dur);
+  free(sc.comp);
+  free(sc.hidden);
+  free(sc.recompute);
+  free(params);
+  free(end);
+  free(last_bwd);
+  PTDP_CALL(err);
+  const long long L = a->num_layers, s = a->seq_length, h = a->hidden_size;
+  r->model_flops = ptdp_model_flops(r->gbs, s, L, h, r->vocab_padded);
+  r->tflops_per_gpu = r->model_flops / r->iteration / r->world / 1e12;
+  const double peak = a->fp16 || a->bf16 ? hw->peak_flops_16 : hw->peak_flops_32;
+  r->mfu = r->tflops_per_gpu * 1e12 / peak;
+  /* training time: iterations T / (B s) at the simulated iteration; eq. 4 = 8 T P / (n X) with
+   * X counted as eq. 3 counts (with the recomputation pass) and P from eq. 2 */
+  const double T = o->train_tokens, hh = (double)h, V = (double)r->vocab_padded;
+  r->train_days_sim = T / ((double)r->gbs * s) * r->iteration / 86400;
+  const double P = 12.0 * L * hh * hh * (1 + 13 / (12 * hh) + (V + s) / (12.0 * L * hh));
+  const double X = r->model_flops * 4.0 / 3.0 / r->iteration / r->world;
+  r->train_days_eq4 = 8 * T * P / (r->world * X) / 86400;
+  return 0;
+}

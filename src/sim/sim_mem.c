@@ -1,0 +1,159 @@
+/* ptdp-sim: memory per GPU from ptdp-train's plan, and what follows the pipeline (DP reduction,
+ * tied-embedding all-reduce, optimizer step). */
+#include "ptdp/error.h"
+#include "ptdp/plan.h"
+#include "sim_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Which held buffers keep their width in 16-bit training: 1-byte dropout masks, fp32
+ * LayerNorm statistics and fp32 logits (Korthikanti et al. Sec. 4.3 count 4 s b v / t); every
+ * other activation is stored in 16 bits, half the CPU plan's fp32 bytes. */
+static double bytes_16bit(const ptdp_buffer *b)
+{
+  switch (b->kind) {
+  case PTDP_BUF_ATTN_MASK: case PTDP_BUF_ATTN_RESID_MASK: case PTDP_BUF_MLP_RESID_MASK: case PTDP_BUF_EMBEDDING_MASK:
+  case PTDP_BUF_LN1_MEAN: case PTDP_BUF_LN1_RSTD: case PTDP_BUF_LN2_MEAN: case PTDP_BUF_LN2_RSTD:
+  case PTDP_BUF_FINAL_LN_MEAN: case PTDP_BUF_FINAL_LN_RSTD: case PTDP_BUF_LOGITS: case PTDP_BUF_TOKENS:
+  case PTDP_BUF_TARGETS: case PTDP_BUF_WORK_POSITIONS:
+    return (double)b->bytes;
+  default:
+    return (double)b->bytes / 2;
+  }
+}
+
+typedef struct {
+  double weights, grads, optimizer, activations, other, total, params, plan_act;
+} stage_mem;
+
+/* One stage's memory: the plan's bytes (CPU layout, fp32) converted to the precision modelled.
+ * Mixed precision (Megatron): 16-bit weights, fp32 main gradients (fp16: 16-bit), fp32 master
+ * weights beside Adam's two fp32 moments (sharded over d with the distributed optimizer, as the
+ * plan already shards the moments). */
+static int stage_memory(const ptdp_args *a, const ptdp_sim_result *r, ptdp_schedule_kind kind, int stage, stage_mem *sm)
+{
+  ptdp_plan_config pc = {
+    .shape = {.num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size, .heads = (int)a->num_attention_heads,
+              .ffn = (int)ptdp_args_ffn(a),
+              .max_pos = (int)(a->max_position_embeddings ? a->max_position_embeddings : a->seq_length),
+              .vocab = a->vocab_size > 0 ? a->vocab_size : 50257,
+              .vocab_divisible_by = (int)a->make_vocab_size_divisible_by, .sequence_parallel = a->sequence_parallel},
+    .pos = {.t = r->t, .tp_rank = 0, .p = r->p, .stage = stage, .v = r->v},
+    .seq = (int)a->seq_length, .micro_batch = (int)a->micro_batch_size, .hidden_dropout = a->hidden_dropout > 0,
+    .attention_dropout = a->attention_dropout > 0, .recompute = a->recompute_granularity,
+    .recompute_method = a->recompute_method, .recompute_num_layers = (int)a->recompute_num_layers, .schedule = kind,
+    .m = r->m, .bucket_elems = a->ddp_bucket_size, .d = r->d, .distributed_optimizer = a->use_distributed_optimizer};
+  ptdp_plan pl;
+  PTDP_CALL(ptdp_plan_build(&pc, &pl));
+  const int half = a->fp16 || a->bf16;
+  memset(sm, 0, sizeof *sm);
+  sm->params = (double)pl.total[PTDP_MEM_PARAMS] / 4;
+  sm->plan_act = (double)pl.peak_activations;
+  if (!half) {
+    sm->weights = (double)pl.total[PTDP_MEM_PARAMS];
+    sm->grads = (double)pl.total[PTDP_MEM_GRADS];
+    sm->optimizer = (double)pl.total[PTDP_MEM_OPTIMIZER];
+    sm->activations = (double)pl.peak_activations;
+    sm->other = (double)(pl.total[PTDP_MEM_TRANSIENT] + pl.total[PTDP_MEM_WORK] + pl.total[PTDP_MEM_P2P]);
+  } else {
+    double ratio = 0.5;
+    for (int c = 0; c < r->v; c++) { /* held bytes of a slot, 16-bit over fp32: the largest chunk's ratio */
+      double full = 0, narrow = 0;
+      for (int i = 0; i < pl.n; i++)
+        if (pl.buf[i].held && pl.buf[i].chunk == c && pl.buf[i].slot == 0) {
+          full += (double)pl.buf[i].bytes;
+          narrow += bytes_16bit(&pl.buf[i]);
+        }
+      if (full > 0 && narrow / full > ratio) ratio = narrow / full;
+    }
+    /* Megatron frees a slot's output once sent (Korthikanti et al. App. B) and keeps no per-slot
+     * send buffers: the work space, and a message in each direction */
+    for (int i = 0; i < pl.n; i++)
+      if (ptdp_buffer_class(&pl.buf[i]) == PTDP_MEM_WORK) sm->other += bytes_16bit(&pl.buf[i]);
+    sm->other += 2.0 * (double)a->micro_batch_size * a->seq_length * a->hidden_size * 2;
+    sm->weights = sm->params * 2;
+    sm->grads = sm->params * (a->fp16 ? 2 : 4);
+    sm->optimizer = (double)pl.total[PTDP_MEM_OPTIMIZER] * 1.5;
+    sm->activations = (double)pl.peak_activations * ratio;
+  }
+  sm->total = sm->weights + sm->grads + sm->optimizer + sm->activations + sm->other;
+  ptdp_plan_free(&pl);
+  return 0;
+}
+
+/* Stages 0 (most activations in flight), p - 1 (the head) and one in the middle: the others
+ * hold what the middle one holds, less activations. */
+int ptdp_sim_memory(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r,
+                    ptdp_schedule_kind kind, double *params)
+{
+  const int p = r->p, pick[3] = {0, p / 2, p - 1};
+  stage_mem sm[3];
+  for (int i = 0; i < 3; i++) {
+    if (i > 0 && pick[i] == pick[i - 1]) sm[i] = sm[i - 1];
+    else PTDP_CALL(stage_memory(a, r, kind, pick[i], &sm[i]));
+  }
+  for (int i = 0; i < 3; i++) {
+    const double v[5] = {sm[i].activations, sm[i].weights, sm[i].grads, sm[i].optimizer, sm[i].total};
+    memcpy(r->stage_mem[i], v, sizeof v);
+  }
+  for (int s = 0; s < p; s++) params[s] = s == 0 ? sm[0].params : s == p - 1 ? sm[2].params : sm[1].params;
+  int w = 0;
+  for (int i = 1; i < 3; i++) w = sm[i].total > sm[w].total ? i : w;
+  r->worst_stage = pick[w];
+  r->mem_weights = sm[w].weights;
+  r->mem_grads = sm[w].grads;
+  r->mem_optimizer = sm[w].optimizer;
+  r->mem_activations = sm[w].activations;
+  r->mem_other = sm[w].other;
+  r->mem_total = sm[w].total;
+  r->plan_peak_activations = sm[0].plan_act;
+  r->fits = r->mem_total <= hw->memory_bytes * o->memory_margin;
+  return 0;
+}
+
+/* After a stage's last backward: its DP reduction (all-reduce, or with the distributed
+ * optimizer a reduce-scatter of gradients and an all-gather of 16-bit parameters), hidden behind
+ * the last backward item bucket by bucket when overlapped (all but the last bucket); the first
+ * and last stages' all-reduce of the tied word embedding's gradient; the optimizer step, memory
+ * bound: per parameter it reads the gradient (4 B), reads and writes the fp32 master weight,
+ * Adam's two moments (24 B) and writes the 16-bit copy (2 B), plus the norm's read and the
+ * zeroing write (8 B) (fp32: no copy, 36 B). */
+int ptdp_sim_reductions(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r,
+                        const double *params, const double *end, const double *last_bwd)
+{
+  const int p = r->p, d = r->d, half = a->fp16 || a->bf16, tp_dp_pp = a->parallel_order == PTDP_ORDER_TP_DP_PP;
+  const double e = half ? 2 : 4, gb = a->fp16 ? 2 : 4;
+  const ptdp_sim_link dl = ptdp_sim_group_link(hw, d, tp_dp_pp ? r->t : r->t * r->p);
+  const ptdp_sim_link el = ptdp_sim_group_link(hw, 2, (p - 1) * (tp_dp_pp ? r->t * d : r->t));
+  const ptdp_sim_allreduce algo = dl.crosses ? o->allreduce : PTDP_SIM_ALLREDUCE_RING;
+  r->iteration = 0;
+  for (int s = 0; s < p; s++) {
+    const double np = params[s];
+    double dp = 0, hidden = 0, emb = 0;
+    if (d > 1)
+      dp = a->use_distributed_optimizer
+             ? ptdp_sim_allgather_time(d, np * gb, dl.bw, dl.alpha) + ptdp_sim_allgather_time(d, np * e, dl.bw, dl.alpha)
+             : ptdp_sim_allreduce_time(algo, d, np * gb, dl.bw, dl.alpha);
+    if (o->overlap_grad_reduce && dp > 0) {
+      const double nb = ceil(np / (double)a->ddp_bucket_size);
+      hidden = dp * (1 - 1 / nb);
+      if (hidden > last_bwd[s]) hidden = last_bwd[s];
+    }
+    if (p > 1 && (s == 0 || s == p - 1)) {
+      const double bytes = (double)r->vocab_padded / r->t * a->hidden_size * gb;
+      emb = ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, 2, bytes, el.crosses ? hw->inter_bandwidth : el.bw, el.alpha);
+    }
+    const double per_param = half ? 38 : 36, upd = per_param - 8;
+    const double opt = ptdp_sim_membound_time(hw, np * (a->use_distributed_optimizer ? upd / d + 8 : per_param));
+    const double total = end[s] + dp - hidden + emb + opt;
+    if (total > r->iteration) {
+      r->iteration = total;
+      r->comp[PTDP_SIM_DP] = dp - hidden; /* exposed; the hidden part beside it */
+      r->hidden[PTDP_SIM_DP] = hidden;
+      r->comp[PTDP_SIM_EMBEDDING_AR] = emb;
+      r->comp[PTDP_SIM_OPTIMIZER] = opt;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""ptdp-sim against the papers: every row of Narayanan et al. 2021 Table 1 (TFLOP/s per GPU, i.e.
+iteration time) and Korthikanti et al. 2022 Table 5 (iteration time, full recomputation and
+selective recomputation + sequence parallelism).  Prints prediction, published value and error
+per row, the mean absolute error and the largest; exits 1 when they exceed the tolerances given
+(the regression test's), 0 otherwise.
+
+usage: validate_papers.py PTDP_SIM HW_DIR [--mae PCT] [--max PCT] [--markdown]
+
+Inputs the papers do not print are fixed by one rule for every row, never per row:
+  Table 1: micro-batch 1, the interleaved schedule (Sec. 5.1: "interleaved pipeline schedule with
+  the scatter/gather optimization") with v = the smallest divisor > 1 of the layers per stage,
+  full recomputation, fp16 (2021), dropout 0.1, Megatron's fused kernels, no DP overlap.
+  Table 5: the configurations of Table 3 (v = 3 for 175B and 530B, 1 for 1T), bf16.
+"""
+import csv, os, subprocess, sys, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def sim(exe, hw, keys):
+    cmd = [exe, "--hardware", hw]
+    for k, v in keys.items():
+        cmd += ["--" + k, str(v)]
+    t0 = time.time()
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("ptdp-sim failed: %s\n%s%s" % (" ".join(cmd), out.stdout, out.stderr))
+    vals = {}
+    for line in out.stdout.splitlines():
+        if ": " in line:
+            k, v = line.split(": ", 1)
+            vals[k] = v.split()[0]
+    return vals, " ".join(cmd[1:]), time.time() - t0
+
+
+def common(h, a, L, s=2048, V=51200):
+    return {"num-layers": L, "hidden-size": h, "num-attention-heads": a, "seq-length": s,
+            "max-position-embeddings": s, "vocab-size": V, "micro-batch-size": 1,
+            "hidden-dropout": 0.1, "attention-dropout": 0.1}
+
+
+def table1(exe, hwdir):
+    rows = []
+    for r in csv.DictReader(open(os.path.join(HERE, "narayanan2021_table1.csv"))):
+        L, t, p, n = int(r["num_layers"]), int(r["tensor_parallel_size"]), int(r["pipeline_parallel_size"]), int(r["num_gpus"])
+        k = common(int(r["hidden_size"]), int(r["attention_heads"]), L)
+        k.update({"tensor-model-parallel-size": t, "pipeline-model-parallel-size": p, "world-size": n,
+                  "global-batch-size": r["batch_size"], "fp16": "true", "recompute-granularity": "full"})
+        lps = L // p
+        if p > 1:
+            v = min(q for q in range(2, lps + 1) if lps % q == 0)
+            k["num-layers-per-virtual-pipeline-stage"] = lps // v
+        vals, cmd, dt = sim(exe, os.path.join(hwdir, "dgx-a100-80gb.hw"), k)
+        pub = float(r["derived_iteration_time_s_eq3_over_nX"])
+        # the published time: eq. 3 FLOPs / (n X); recomputed here from the row's own numbers
+        B, s, h, V = float(r["batch_size"]), 2048.0, float(r["hidden_size"]), 51200.0
+        F = 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
+        pub = F / (n * float(r["achieved_teraflops_per_gpu"]) * 1e12)
+        pred = float(vals["iteration time (s)"])
+        rows.append(("Table 1 %sB (t%d p%d n%d)" % (r["params_billion"], t, p, n), pred, pub,
+                     F / (n * pred) / 1e12, float(r["achieved_teraflops_per_gpu"]), dt, cmd))
+    return rows
+
+
+def table5(exe, hwdir):
+    cfg = {r["model"].split()[0]: r for r in csv.DictReader(open(os.path.join(HERE, "korthikanti2022_table3_model_configs.csv")))}
+    rows = []
+    for r in csv.DictReader(open(os.path.join(HERE, "korthikanti2022_table5_end_to_end.csv"))):
+        c = cfg[r["model"]]
+        L, p = int(c["layers"]), int(c["pipeline_parallel_size"])
+        v = {"175B": 3, "530B": 3}.get(r["model"], 1)
+        k = common(int(c["hidden_size"]), int(c["attention_heads"]), L)
+        k.update({"tensor-model-parallel-size": c["tensor_parallel_size"], "pipeline-model-parallel-size": p,
+                  "world-size": c["num_gpus"], "global-batch-size": c["global_batch_size"],
+                  "micro-batch-size": c["micro_batch_size"], "bf16": "true"})
+        if v > 1:
+            k["num-layers-per-virtual-pipeline-stage"] = L // p // v
+        for name, extra, col in (("full recompute", {"recompute-granularity": "full"}, "iteration_time_s_full_recompute"),
+                                 ("selective + SP", {"recompute-granularity": "selective", "sequence-parallel": "true"},
+                                  "iteration_time_s_present_work")):
+            kk = dict(k, **extra)
+            vals, cmd, dt = sim(exe, os.path.join(hwdir, "dgx-a100-80gb.hw"), kk)
+            rows.append(("Table 5 %s %s" % (r["model"], name), float(vals["iteration time (s)"]), float(r[col]),
+                         None, None, dt, cmd))
+    return rows
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 2:
+        sys.exit(__doc__)
+    exe, hwdir = args[0], args[1]
+    mae_tol = float(args[args.index("--mae") + 1]) if "--mae" in args else 1e9
+    max_tol = float(args[args.index("--max") + 1]) if "--max" in args else 1e9
+    md = "--markdown" in args
+    status = 0
+    for title, rows in (("Narayanan et al. 2021, Table 1", table1(exe, hwdir)),
+                        ("Korthikanti et al. 2022, Table 5", table5(exe, hwdir))):
+        errs = [100 * (pred - pub) / pub for (_, pred, pub, *_rest) in rows]
+        if md:
+            print("\n%s\n\n| row | predicted (s) | published (s) | error (%%) | predicted TFLOP/s | published TFLOP/s |" % title)
+            print("| --- | --- | --- | --- | --- | --- |")
+        else:
+            print("%s\n%-44s %12s %12s %8s %10s %10s %8s" % (title, "row", "predicted s", "published s", "err %",
+                                                           "pred TF/s", "pub TF/s", "sim ms"))
+        for (name, pred, pub, tfp, tfpub, dt, cmd), e in zip(rows, errs):
+            if md:
+                print("| %s | %.3f | %.3f | %+.1f | %s | %s |" % (name, pred, pub, e, "%.0f" % tfp if tfp else "",
+                                                                   "%.0f" % tfpub if tfpub else ""))
+            else:
+                print("%-44s %12.3f %12.3f %+8.2f %10s %10s %8.1f" % (name, pred, pub, e, "%.1f" % tfp if tfp else "-",
+                                                                      "%.0f" % tfpub if tfpub else "-", 1e3 * dt))
+        mae = sum(abs(e) for e in errs) / len(errs)
+        worst = max(abs(e) for e in errs)
+        print("%s: mean absolute error %.2f%%, largest %.2f%%%s" % (title, mae, worst, "\n" if not md else ""))
+        if mae > mae_tol or worst > max_tol:
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+/* ptdp-sim's cost terms against hand computations, and the iteration's assembly (1 rank, no MPI):
+ *   - ring, tree all-reduce and all-gather: the alpha-beta formulas with numbers;
+ *   - a GEMM whose tiles fill exactly one wave (w = 1), then one with a column over (the best
+ *     tile shape's w worked out below), K0, and the memory roofline of a skinny GEMM;
+ *   - a memory-bound operator: bytes / bandwidth + launch;
+ *   - p = 1: iteration = forward + backward + optimizer of m micro-batches, bubble 0; full
+ *     recomputation adds exactly one forward of every layer; fp32 weights are the plan's;
+ *   - p = 4, m = 8, 1F1B: the replayed bubble is at least Narayanan's (p-1)/m;
+ *   - bad input (world size not a multiple of t p) fails. */
+#include "ptdp/error.h"
+#include "ptdp/sim.h"
+
+#include "../expect.h"
+
+#include <math.h>
+#include <string.h>
+
+static int near(double x, double y, double rel) { return fabs(x - y) <= rel * fabs(y) + 1e-15; }
+
+static ptdp_sim_hw gpu(void)
+{
+  ptdp_sim_hw hw;
+  memset(&hw, 0, sizeof hw);
+  snprintf(hw.name, sizeof hw.name, "test");
+  hw.peak_flops_16 = 100e12;
+  hw.peak_flops_32 = 10e12;
+  hw.gemm_efficiency = 0.5;
+  hw.sm_count = 108;
+  hw.tile_m = 256;
+  hw.tile_n = 128;
+  hw.gemm_k0 = 0;
+  hw.kernel_launch = 1e-6;
+  hw.memory_bandwidth = 1e12;
+  hw.memory_bytes = 80e9;
+  hw.gpus_per_node = 8;
+  hw.intra_bandwidth = 200e9;
+  hw.intra_latency = 2e-6;
+  hw.inter_bandwidth = 20e9;
+  hw.inter_latency = 5e-6;
+  hw.nics_per_node = 8;
+  return hw;
+}
+
+static void check_terms(void)
+{
+  /* n 8, S 1 GB, B 100 GB/s, alpha 1 us: ring 2 (7/8) 0.01 s + 14 us; tree 2 x 0.01 + 6 us */
+  EXPECT(near(ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, 8, 1e9, 1e11, 1e-6), 0.0175 + 14e-6, 1e-12), "ring");
+  EXPECT(near(ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_TREE, 8, 1e9, 1e11, 1e-6), 0.02 + 6e-6, 1e-12), "tree");
+  EXPECT(near(ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_AUTO, 8, 1e9, 1e11, 1e-6), 0.0175 + 14e-6, 1e-12), "auto");
+  EXPECT(near(ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_AUTO, 1024, 1e3, 1e11, 1e-5), 2e-8 + 20e-5, 1e-12),
+         "auto picks the tree for a small message on many ranks");
+  EXPECT(ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, 1, 1e9, 1e11, 1e-6) == 0, "one rank");
+  EXPECT(near(ptdp_sim_allgather_time(8, 1e9, 1e11, 1e-6), 0.00875 + 7e-6, 1e-12), "all-gather");
+
+  ptdp_sim_hw hw = gpu();
+  /* M 3072 = 12 x 256, N 1152 = 9 x 128: 108 tiles, one full wave: F / (R eta) + launch */
+  const double M = 3072, N = 1152, K = 4096, F = 2 * M * N * K;
+  EXPECT(near(ptdp_sim_gemm_time(&hw, 100e12, M, N, K, 1, 2), F / 50e12 + 1e-6, 1e-12), "one full wave");
+  /* N 1153: 256x128 and 128x256 give 120 tiles, 2 waves (w 0.5004); 128x128 240 tiles, 3 waves
+   * (0.6673); 128x64 24 x 19 = 456 tiles, 5 waves: w = 3072 x 1153 / (5 x 108 x 128 x 64) = 0.8007 */
+  const double w = 3072.0 * 1153 / (5.0 * 108 * 128 * 64);
+  EXPECT(near(ptdp_sim_gemm_time(&hw, 100e12, M, 1153, K, 1, 2), 2 * M * 1153 * K / (50e12 * w) + 1e-6, 1e-12),
+         "wave quantisation, best tile shape");
+  hw.gemm_k0 = 64; /* K 64: k = 1/2 */
+  EXPECT(near(ptdp_sim_gemm_time(&hw, 100e12, M, N, 64, 1, 2), 2 * M * N * 64 / 25e12 + 1e-6, 1e-12), "K0");
+  hw.gemm_k0 = 0;
+  /* [1, 8192] x [8192, 8192] on a device of 1 EFLOP/s: the weights' read dominates:
+   * (8192 + 8192^2 + 8192) 2 B / 1 TB/s */
+  EXPECT(near(ptdp_sim_gemm_time(&hw, 1e18, 1, 8192, 8192, 1, 2), (8192.0 + 8192.0 * 8192 + 8192) * 2 / 1e12 + 1e-6,
+              1e-12),
+         "memory roofline");
+  EXPECT(near(ptdp_sim_membound_time(&hw, 1e9), 1e-3 + 1e-6, 1e-12), "memory-bound operator");
+}
+
+static int parse(ptdp_args *a, ptdp_options *o, const char *extra)
+{
+  char buf[1024];
+  snprintf(buf, sizeof buf,
+           "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --vocab-size 50000 "
+           "--micro-batch-size 2 --global-batch-size 16 --bf16 %s",
+           extra);
+  char *argv[64];
+  int argc = 0;
+  for (char *tok = strtok(buf, " "); tok && argc < 64; tok = strtok(NULL, " ")) argv[argc++] = tok;
+  return ptdp_args_parse(a, o, argc, argv);
+}
+
+static void check_iteration(void)
+{
+  ptdp_sim_hw hw = gpu();
+  ptdp_sim_options so;
+  ptdp_options sopt, o;
+  ptdp_args a;
+  ptdp_sim_result r, rf;
+  ptdp_sim_options_init(&sopt, &so);
+  ptdp_options_free(&sopt);
+  EXPECT(parse(&a, &o, "") == 0, "parse");
+  ptdp_options_free(&o);
+  EXPECT(ptdp_sim_run(&a, &hw, &so, &r) == 0, "run p 1");
+  EXPECT(r.m == 8 && r.p == 1 && r.d == 1, "layout m %d", r.m);
+  EXPECT(near(r.iteration, 8 * (r.stage_fwd[0] + r.stage_bwd[0]) + r.comp[PTDP_SIM_OPTIMIZER], 1e-12),
+         "p 1: m (forward + backward) + optimizer: %g", r.iteration);
+  EXPECT(r.bubble == 0, "no bubble with p 1");
+  EXPECT(parse(&a, &o, "--recompute-granularity full") == 0, "parse");
+  ptdp_options_free(&o);
+  EXPECT(ptdp_sim_run(&a, &hw, &so, &rf) == 0, "run full recompute");
+  double Lf = 0;
+  for (int i = 0; i < r.layer.n; i++) Lf += r.layer.op[i].fwd;
+  EXPECT(near(rf.iteration - r.iteration, 8 * 4 * Lf, 1e-9), "full recomputation: one more forward of each layer");
+  EXPECT(near(rf.recompute, 8 * 4 * Lf, 1e-12), "recompute time");
+
+  /* fp32: weights are the plan's fp32 parameter bytes, 4 per parameter */
+  EXPECT(parse(&a, &o, "--bf16 false") == 0, "parse");
+  ptdp_options_free(&o);
+  hw.peak_flops_16 = 0;
+  EXPECT(ptdp_sim_run(&a, &hw, &so, &r) == 0, "run fp32");
+  EXPECT(r.mem_grads == r.mem_weights && r.mem_optimizer == 2 * r.mem_weights, "fp32 Adam: moments = 2 x weights");
+  hw = gpu();
+
+  /* a small vocabulary: the head adds little, the stages are nearly alike */
+  EXPECT(parse(&a, &o, "--pipeline-model-parallel-size 4 --micro-batch-size 1 --global-batch-size 8 --vocab-size 128") == 0,
+         "parse");
+  ptdp_options_free(&o);
+  EXPECT(ptdp_sim_run(&a, &hw, &so, &r) == 0, "run p 4");
+  EXPECT(r.bubble >= 3.0 / 8 - 1e-9 && r.bubble < 3.0 / 8 * 1.5, "bubble %g vs (p-1)/m = 0.375", r.bubble);
+
+  so.world_size = 6;
+  EXPECT(parse(&a, &o, "--tensor-model-parallel-size 4") == 0, "parse");
+  ptdp_options_free(&o);
+  ptdp_error_set_quiet(1);
+  EXPECT(ptdp_sim_run(&a, &hw, &so, &r) != 0, "world 6 with t 4 must fail");
+  ptdp_error_clear();
+  ptdp_error_set_quiet(0);
+}
+
+int main(void)
+{
+  check_terms();
+  check_iteration();
+  printf("test_sim: %d checks passed, %d failed\n", n_pass, n_fail);
+  return n_fail ? 1 : 0;
+}
