@@ -4,4 +4,4 @@ TESTS += validation/tests/tools/test_plot.sh validation/tests/tools/test_compare
   validation/tests/tools/test_tools_real.sh
 dist_noinst_SCRIPTS += validation/tests/tools/test_plot.sh validation/tests/tools/test_compare.sh \
   validation/tests/tools/test_tools_real.sh \
-  validation/tests/tools/make_runfile.py validation/tests/tools/check_plot.py
+  validation/tests/tools/make_runfile.py validation/tests/tools/runfile_sim.py validation/tests/tools/check_plot.py
