@@ -6,7 +6,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$top/build}
 pkgs="build-essential autoconf automake libtool pkg-config libopenmpi-dev openmpi-bin libopenblas-dev
-      libhdf5-openmpi-dev hdf5-tools python3 python3-numpy python3-h5py python3-torch nodejs npm"
+      libhdf5-openmpi-dev hdf5-tools python3 python3-numpy python3-h5py python3-matplotlib python3-torch nodejs npm"
 if [ "${PTDP_NO_APT:-0}" != 1 ]; then
   missing=""
   for p in $pkgs; do
