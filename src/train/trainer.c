@@ -207,6 +207,7 @@ static int print_memory(ptdp_trainer *tr);
 static void print_comm(ptdp_trainer *tr, long long iters);
 static int print_timers(ptdp_trainer *tr, int iters);
 static int replay_bubble(ptdp_trainer *tr, double *bubble);
+static void reset_comm_stats(ptdp_trainer *tr);
 
 int ptdp_trainer_run(ptdp_trainer *tr)
 {
@@ -292,6 +293,7 @@ int ptdp_trainer_run(ptdp_trainer *tr)
         fflush(stdout);
       }
       PTDP_CALL(ptdp_runfile_eval(tr->runfile, tr->iteration, vl));
+      reset_comm_stats(tr); /* evaluation traffic is not the next training interval's */
       t_last = MPI_Wtime();
     }
     int stop = 0;
@@ -384,6 +386,14 @@ static int print_timers(ptdp_trainer *tr, int iters)
   return 0;
 }
 
+/* Start the next interval's communication counters from zero. */
+static void reset_comm_stats(ptdp_trainer *tr)
+{
+  ptdp_grid *g = &tr->grid;
+  ptdp_comm *all[] = {&g->tp, &g->dp, &g->pp, &g->mp, &g->emb, &g->world};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ptdp_comm_reset_stats(all[i]);
+}
+
 /* Bytes sent per iteration by rank 0 on each communicator since the last report. */
 static void print_comm(ptdp_trainer *tr, long long iters)
 {
@@ -393,8 +403,7 @@ static void print_comm(ptdp_trainer *tr, long long iters)
   if (g->world_rank == 0)
     printf("[comm] rank 0 bytes sent per iteration: TP %.0f (transformer layers %.0f), DP %.0f, PP %.0f, embedding %.0f\n",
            tp / iters, layer / iters, dp / iters, pp / iters, emb / iters);
-  ptdp_comm *all[] = {&g->tp, &g->dp, &g->pp, &g->mp, &g->emb, &g->world};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ptdp_comm_reset_stats(all[i]);
+  reset_comm_stats(tr);
 }
 
 void ptdp_trainer_destroy(ptdp_trainer *tr)
