@@ -6,7 +6,10 @@ cmp -s "$TMPD/README.new" "$top_srcdir/README"
 st=$?
 ok $st "README key table matches ptdp-train --help (regenerate: validation/gen_readme_keys.sh BUILD > README.new)"
 [ $st -eq 0 ] || diff "$top_srcdir/README" "$TMPD/README.new" | head -n 20
-for exe in ptdp-train ptdp-preprocess; do
+# every installed program and script, as the local.mk fragments declare them
+exes=$(cat "$top_srcdir"/src/*/local.mk | sed -n 's/^bin_\(PROGRAMS\|SCRIPTS\) *+= *//p' | tr ' ' '\n' | grep . | sort -u)
+[ "$(echo "$exes" | wc -l)" -ge 4 ]; ok $? "found the executables: $(echo $exes)"
+for exe in $exes; do
   grep -q "^$exe" "$top_srcdir/README"; ok $? "README documents $exe"
 done
 grep -q "validation/run_suite.sh" "$top_srcdir/.ci/run"; ok $? ".ci/run calls the README's test command"
