@@ -26,18 +26,31 @@ tokenizer-type = ByteLevel
 save-interval = 10
 DECK
 
-train() { # train NAME NP FLAGS...: save a checkpoint to $TMPD/NAME
+train() { # train NAME NP FLAGS...: save a checkpoint to $TMPD/NAME (may run in the background)
   name=$1 np=$2
   shift 2
-  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" --save "$TMPD/$name" "$@" < /dev/null > "$TMPD/$name.log" 2>&1
-  rc=$?
-  ok $rc "ptdp-train on $np ranks $* saves $name"
-  [ $rc -eq 0 ] || tail -15 "$TMPD/$name.log"
+  mkdir -p "$TMPD/ompi-$name"
+  TMPDIR="$TMPD/ompi-$name" timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" --save "$TMPD/$name" "$@" < /dev/null > "$TMPD/$name.log" 2>&1
+  echo $? > "$TMPD/$name.trained"
 }
+trained() { # trained NAME...: count each training run's success
+  for name in "$@"; do
+    rc=$(cat "$TMPD/$name.trained")
+    ok "$rc" "ptdp-train saved checkpoint $name"
+    [ "$rc" -eq 0 ] || tail -15 "$TMPD/$name.log"
+  done
+}
+# Runs are mostly launcher start-up latency: up to $JOBS run at once (`spawn`), then `drain`;
+# each in its own TMPDIR (concurrent mpiruns race creating Open MPI's session directory).
+JOBS=${PTDP_GENERATE_JOBS:-6}
+running=0
+spawn() { "$@" & running=$((running + 1)); if [ $running -ge "$JOBS" ]; then wait; running=0; fi; }
+drain() { wait; running=0; }
 gen() { # gen OUT NP FLAGS...: generate into $TMPD/OUT.txt (stderr in OUT.err)
   out=$1 np=$2
   shift 2
-  timeout 60 $MPIRUN -n "$np" "$GEN" "$@" < /dev/null > "$TMPD/$out.txt" 2> "$TMPD/$out.err"
+  mkdir -p "$TMPD/ompi-$out"
+  TMPDIR="$TMPD/ompi-$out" timeout 60 $MPIRUN -n "$np" "$GEN" "$@" < /dev/null > "$TMPD/$out.txt" 2> "$TMPD/$out.err"
 }
 same() { # same MESSAGE OUT...: every OUT.txt equals the first, which is not empty
   msg=$1
@@ -50,43 +63,64 @@ same() { # same MESSAGE OUT...: every OUT.txt equals the first, which is not emp
 }
 
 train tp2 2 --tensor-model-parallel-size 2
+trained tp2
 CK="--load $TMPD/tp2 --prompt Hello,_world --num-tokens-to-generate 40"
+printf 'Hello,_world' > "$TMPD/prompt.txt"
 for np in 1 2 4; do
-  gen greedy$np "$np" $CK --top-k 1
-  gen topk$np "$np" $CK --top-k 10 --seed 5
-  gen topp$np "$np" $CK --top-p 0.9 --temperature 0.7 --seed 6
+  spawn gen greedy$np "$np" $CK --top-k 1
+  spawn gen topk$np "$np" $CK --top-k 10 --seed 5
+  spawn gen topp$np "$np" $CK --top-p 0.9 --temperature 0.7 --seed 6
 done
-gen greedy_guard 2 $CK --top-k 1 --backend guard
-gen greedy_nocache 1 $CK --top-k 1 --kv-cache false
-gen greedy_t0 2 $CK --temperature 0
+spawn gen greedy_guard 2 $CK --top-k 1 --backend guard
+spawn gen greedy_nocache 1 $CK --top-k 1 --kv-cache false
+spawn gen greedy_t0 2 $CK --temperature 0
+spawn gen seed7 2 $CK --top-k 10 --seed 7
+spawn gen file2 2 --load "$TMPD/tp2" --prompt-file "$TMPD/prompt.txt" --num-tokens-to-generate 40 --top-k 1
+drain
 same "greedy: the same text at t = 1, 2, 4, under the guard backend, without the KV cache, with temperature 0" \
   greedy1 greedy2 greedy4 greedy_guard greedy_nocache greedy_t0
 same "top-k 10: the same text at t = 1, 2, 4" topk1 topk2 topk4
 same "top-p 0.9, temperature 0.7: the same text at t = 1, 2, 4" topp1 topp2 topp4
 cmp -s "$TMPD/greedy1.txt" "$TMPD/topk1.txt"
 [ $? -ne 0 ]; ok $? "sampling (top-k 10) differs from greedy"
-gen seed7 2 $CK --top-k 10 --seed 7
 cmp -s "$TMPD/topk2.txt" "$TMPD/seed7.txt"
 [ $? -ne 0 ]; ok $? "another seed draws another text"
 grep -q "^\[checkpoint\] loaded iteration 10 from $TMPD/tp2/iter_0000010" "$TMPD/greedy2.err"
 ok $? "the checkpoint's load is reported"
 grep -Eq "^\[generate\] 40 tokens in [0-9.]+ s: [0-9.]+ tokens/s" "$TMPD/greedy2.err"
 ok $? "a line with tokens/s"
-printf 'Hello,_world' > "$TMPD/prompt.txt"
-gen file2 2 --load "$TMPD/tp2" --prompt-file "$TMPD/prompt.txt" --num-tokens-to-generate 40 --top-k 1
 same "prompt-file gives what prompt gives" greedy2 file2
 
-train pp2 2 --pipeline-model-parallel-size 2
-gen pp_1 1 --load "$TMPD/pp2" --prompt "abc" --num-tokens-to-generate 20 --top-k 1
-gen pp_2 2 --load "$TMPD/pp2" --prompt "abc" --num-tokens-to-generate 20 --top-k 1
+spawn train pp2 2 --pipeline-model-parallel-size 2
+# a mock-data model that records the GPT-2 tokenizer type but no files, and one whose vocabulary
+# is not its tokenizer's (for the bad input below)
+spawn train gpt2type 1 --tokenizer-type GPT2BPETokenizer --train-iters 1 --save-interval 1
+spawn train v300 1 --vocab-size 300 --train-iters 1 --save-interval 1
+drain
+trained pp2 gpt2type v300
+spawn gen pp_1 1 --load "$TMPD/pp2" --prompt "abc" --num-tokens-to-generate 20 --top-k 1
+spawn gen pp_2 2 --load "$TMPD/pp2" --prompt "abc" --num-tokens-to-generate 20 --top-k 1
+drain
 same "a checkpoint saved at p = 2 generates the same text at t = 1 and t = 2" pp_1 pp_2
 
 # ---------------------------------------------------------------- bad input
-bad() { # bad NAME NP PHRASE ARGS...: a non-zero exit and PHRASE in exactly one "ptdp: error" line
-  name=$1 np=$2 phrase=$3
+: > "$TMPD/cases"
+bad() { # bad NAME NP PHRASE ARGS...: expect a non-zero exit and PHRASE in exactly one "ptdp: error" line
+  name=$1 np=$2
+  printf '%s\t%s\n' "$name" "$3" >> "$TMPD/cases"
   shift 3
-  timeout 60 $MPIRUN -n "$np" "$GEN" "$@" < /dev/null > "$TMPD/$name.out" 2> "$TMPD/$name.err"
-  rc=$?
+  spawn run_bad "$name" "$np" "$@"
+}
+run_bad() {
+  name=$1 np=$2
+  shift 2
+  mkdir -p "$TMPD/ompi-$name"
+  TMPDIR="$TMPD/ompi-$name" timeout 60 $MPIRUN -n "$np" "$GEN" "$@" < /dev/null > "$TMPD/$name.out" 2> "$TMPD/$name.err"
+  echo $? > "$TMPD/$name.rc"
+}
+judge() { # judge NAME PHRASE
+  name=$1 phrase=$2
+  rc=$(cat "$TMPD/$name.rc")
   n=$(grep -c "ptdp: error" "$TMPD/$name.err")
   hit=$(grep "ptdp: error" "$TMPD/$name.err" | grep -cF -- "$phrase")
   [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$n" -eq 1 ] && [ "$hit" -eq 1 ]
@@ -114,11 +148,9 @@ bad three-ranks 3 "3 ranks cannot split the model's 4 attention heads" $L --prom
 bad unknown-key 2 "unknown key 'top-z' (command line); did you mean 'top-k'? (ptdp-generate --help lists every key)" \
   $L --prompt hi --top-z 3
 bad positional 2 "unexpected argument 'deck.in'" deck.in $L --prompt hi
-# a mock-data model that records the GPT-2 tokenizer type but no files, and one whose vocabulary
-# is not its tokenizer's
-train gpt2type 1 --tokenizer-type GPT2BPETokenizer --train-iters 1 --save-interval 1
 bad no-vocab-file 2 "names no vocab-file or merge-file" --load "$TMPD/gpt2type" --prompt hi
-train v300 1 --vocab-size 300 --train-iters 1 --save-interval 1
 bad vocab-mismatch 2 "the tokenizer (ByteLevel, 257 tokens) does not fit the model's vocabulary of 300 tokens" \
   --load "$TMPD/v300" --prompt hi
+drain
+while IFS="$(printf '\t')" read -r name phrase; do judge "$name" "$phrase"; done < "$TMPD/cases"
 finish
