@@ -8,3 +8,4 @@ ptdpinclude_HEADERS += include/ptdp/grad_buffer.h include/ptdp/shard_map.h
 ptdpinclude_HEADERS += include/ptdp/memory_formula.h
 ptdpinclude_HEADERS += include/ptdp/events.h
 ptdpinclude_HEADERS += include/ptdp/checkpoint.h
+ptdpinclude_HEADERS += include/ptdp/runfile.h

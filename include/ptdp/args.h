@@ -53,6 +53,14 @@ typedef struct ptdp_args {
   int no_save_optim, no_load_optim, finetune, use_checkpoint_args, exit_signal_handler;
   double exit_duration_in_mins;
   ptdp_exit_signal exit_signal;
+  /* the run file */
+  char run_file[PTDP_OPT_STRLEN];
+  long long timeline_interval;
+  double peak_tflops;
+  /* precision */
+  int fp16, bf16;
+  double loss_scale, initial_loss_scale, min_loss_scale;
+  long long loss_scale_window, hysteresis;
   /* device */
   ptdp_backend_kind backend;
   /* outputs and diagnostics */

@@ -100,6 +100,7 @@ typedef struct {
   int microbatch;    /* work items: 0 .. m-1; -1 for an event record */
   int chunk;         /* work items: 0 .. v-1; -1 for an event record */
   int event;         /* PTDP_RECORD_EVENT: the registered id (name: ptdp_events_name); else -1 */
+  double held_bytes; /* work items: activation bytes the rank holds after the item (else 0) */
 } ptdp_event_record;
 
 /* Start iteration `iteration` (the clock of its records starts now).  A sampled iteration takes

@@ -47,6 +47,7 @@ typedef struct {
                               (ptdp_events_record: start, end, kind, micro-batch, chunk, wait) */
   double wait_seconds;     /* blocked in receives, last iteration */
   double busy_seconds;     /* in forward/backward compute, last iteration */
+  double forward_seconds, backward_seconds; /* busy_seconds split by kind of work item */
   double loss_sum;         /* sum of micro-batch losses (last stage), last iteration */
 } ptdp_pipeline;
 

@@ -37,8 +37,11 @@ typedef struct {
   /* named timers (PETSc's -log_view, Megatron's timers), reported per log interval as max and
    * min over ranks; and the pipeline timelines of sampled iterations */
   ptdp_events *events;
-  struct { int fwd_bwd, pp_wait, tp_comm, dp_wait, grads_sync, optimizer, checkpoint; } ev;
+  struct { int fwd_bwd, forward, backward, pp_wait, tp_comm, dp_wait, grads_sync, optimizer, data, checkpoint; } ev;
   long long saved_iteration; /* iteration of the last checkpoint saved or loaded (-1: none) */
+  int resumed;              /* loaded a checkpoint to continue (not finetune) */
+  int sampled;              /* the last iteration's timeline was recorded */
+  struct ptdp_runfile *runfile; /* NULL: run-file = none */
 } ptdp_trainer;
 
 /* Set up the run; the backend named by a->backend is created with bopt (threads, ranks on the

@@ -53,6 +53,8 @@ static const ptdp_opt_effect if_evaluation = {evaluates, "there is no evaluation
 static const ptdp_opt_effect if_tokenizer_read = {tokenizer_read, "vocab-size is given, the tokenizer is not read"};
 static int signal_handler(const void *a, int world) { return in(a)->exit_signal_handler; }
 static const ptdp_opt_effect if_signal_handler = {signal_handler, "exit-signal-handler is not set"};
+static int uses_fp16(const void *a, int world) { return in(a)->fp16; }
+static const ptdp_opt_effect if_fp16 = {uses_fp16, "fp16 is not set"};
 static const ptdp_opt_effect if_flat_file = {flat_file, "data-path is not a flat token file"};
 
 /* name, type, offset, default, min, max, choices, help, effect */
@@ -170,6 +172,31 @@ static const ptdp_option table[] = {
    "on exit-signal: finish the iteration, save (with save), exit 0", ALWAYS},
   {"exit-signal", PTDP_OPT_ENUM, ENUM_OFF(exit_signal), "SIGTERM", 0, 0, "SIGTERM|SIGINT|SIGUSR1|SIGUSR2",
    "the signal exit-signal-handler catches (Slurm's --signal=USR1@T sends SIGUSR1 T seconds early)", &if_signal_handler},
+  /* the run file */
+  {"run-file", PTDP_OPT_STRING, OFF(run_file), "", 0, 0, NULL,
+   "HDF5 file of everything measured (\"\": SAVE/run.h5 with save, else ptdp-run.h5 here, never another run's; none: off)",
+   ALWAYS},
+  {"timeline-interval", PTDP_OPT_INT, OFF(timeline_interval), "0", 0, BIG, NULL,
+   "iterations between sampled iterations (pipeline events, memory timeline); 0: the last of each log interval",
+   ALWAYS},
+  {"peak-tflops", PTDP_OPT_REAL, OFF(peak_tflops), "0", 0, 1e9, NULL,
+   "peak TFLOP/s of one rank's device, for MFU in the run file (0: unknown)", ALWAYS},
+  /* precision (Megatron's names) */
+  {"fp16", PTDP_OPT_BOOL, OFF(fp16), "false", 0, 0, NULL,
+   "fp16 mixed precision with dynamic loss scaling (backend cuda; ptdp-sim models it)", ALWAYS},
+  {"bf16", PTDP_OPT_BOOL, OFF(bf16), "false", 0, 0, NULL,
+   "bf16 mixed precision: bf16 weights and activations, fp32 master weights, gradients and optimizer (backend cuda)",
+   ALWAYS},
+  {"loss-scale", PTDP_OPT_REAL, OFF(loss_scale), "0", 0, 1e30, NULL,
+   "fp16: a fixed loss scale; 0 means dynamic loss scaling", &if_fp16},
+  {"initial-loss-scale", PTDP_OPT_REAL, OFF(initial_loss_scale), "4294967296", 1, 1e30, NULL,
+   "fp16, dynamic: the first loss scale", &if_fp16},
+  {"min-loss-scale", PTDP_OPT_REAL, OFF(min_loss_scale), "1", 1e-30, 1e30, NULL,
+   "fp16, dynamic: the loss scale never goes below this", &if_fp16},
+  {"loss-scale-window", PTDP_OPT_INT, OFF(loss_scale_window), "1000", 1, BIG, NULL,
+   "fp16, dynamic: iterations without overflow before the scale doubles", &if_fp16},
+  {"hysteresis", PTDP_OPT_INT, OFF(hysteresis), "2", 1, BIG, NULL,
+   "fp16, dynamic: overflows tolerated before the scale halves", &if_fp16},
   /* device */
   {"backend", PTDP_OPT_ENUM, ENUM_OFF(backend), "cpu", 0, 0, "cpu|guard",
    "device backend: cpu (OpenBLAS + OpenMP); guard (tests only: the CPU backend with memory the host cannot touch)",
@@ -296,6 +323,9 @@ int ptdp_args_validate(const ptdp_args *a, int world)
   PTDP_CHECK(a->mock_data || have_path, "no training data: give data-path, or mock-data = true");
   PTDP_CHECK(!(a->mock_data && have_path), "both mock-data and data-path are given; choose one");
   PTDP_CHECK(!a->mock_data || a->vocab_size > 0, "mock-data needs vocab-size (e.g. vocab-size = 50257)");
+  PTDP_CHECK(!(a->fp16 && a->bf16), "fp16 and bf16 are both set; choose one");
+  PTDP_CHECK(!(a->fp16 || a->bf16) || (a->backend != PTDP_BACKEND_CPU && a->backend != PTDP_BACKEND_GUARD),
+             "%s needs a GPU backend (backend = cuda); the CPU backend trains in fp32", a->fp16 ? "fp16" : "bf16");
   return validate_checkpoint_keys(a);
 }
 

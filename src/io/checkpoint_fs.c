@@ -42,8 +42,7 @@ static int sync_path(const char *path)
   return 0;
 }
 
-/* mkdir -p */
-static int make_dirs(const char *path)
+int ckpt_fs_make_dirs(const char *path)
 {
   char buf[PTDP_OPT_STRLEN];
   PTDP_CHECK(strlen(path) < sizeof buf, "save directory path too long: '%s'", path);
@@ -93,7 +92,7 @@ static int iter_name(const char *name, const char *suffix, long long *it)
 
 int ckpt_fs_prepare(const char *save_dir, long long iter, char *tmp, size_t n)
 {
-  PTDP_CALL(make_dirs(save_dir));
+  PTDP_CALL(ckpt_fs_make_dirs(save_dir));
   DIR *d = opendir(save_dir);
   PTDP_CHECK_IO(d, "cannot read directory '%s': %s", save_dir, strerror(errno));
   struct dirent *e;

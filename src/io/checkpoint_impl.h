@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 /* ---- checkpoint_fs.c: run on rank 0 only; each returns 0 or an error with its message */
+/* mkdir -p */
+int ckpt_fs_make_dirs(const char *path);
 /* Make save_dir (and parents), remove directories left by interrupted saves (iter_*.tmp), and
  * make the empty temporary directory of iteration `iter`; its path into tmp. */
 int ckpt_fs_prepare(const char *save_dir, long long iter, char *tmp, size_t n);

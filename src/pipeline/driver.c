@@ -258,7 +258,7 @@ int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float l
   const int nreq = pl->cfg.v * pl->cfg.slots;
   /* records' times count from the log's iteration start (else from now) */
   double t_iter = MPI_Wtime() - (pl->log ? ptdp_events_elapsed(pl->log) : 0.0);
-  pl->wait_seconds = pl->busy_seconds = pl->loss_sum = 0;
+  pl->wait_seconds = pl->busy_seconds = pl->forward_seconds = pl->backward_seconds = pl->loss_sum = 0;
   posted_recv cur = {.valid = 0}, ahead = {.valid = 0};
   for (int it = 0; it < pl->sched.count; it++) {
     const ptdp_work w = pl->sched.items[it];
@@ -272,6 +272,8 @@ int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float l
     ev->end = MPI_Wtime() - t_iter;
     pl->wait_seconds += ev->wait;
     pl->busy_seconds += ev->end - ev->start - ev->wait;
+    *(w.kind == PTDP_WORK_FORWARD ? &pl->forward_seconds : &pl->backward_seconds) += ev->end - ev->start - ev->wait;
+    ev->held_bytes = (double)pl->model->mem.busy_bytes; /* activations held once the item is done */
     if (pl->log) PTDP_CALL(ptdp_events_record(pl->log, ev));
   }
   if (pl->cfg.p > 1) {

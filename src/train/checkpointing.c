@@ -69,6 +69,7 @@ int ptdp_trainer_resume(ptdp_trainer *tr)
   if (!a->finetune) {
     tr->iteration = info.iteration;
     tr->consumed = info.consumed_train;
+    tr->resumed = 1;
   }
   if (tr->grid.world_rank == 0) {
     printf("[checkpoint] loaded iteration %lld from %s: %.3f GB in %.3f s (%.3f GB/s)%s\n", ref.iteration, ref.dir,

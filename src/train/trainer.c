@@ -2,6 +2,7 @@
 #include "ptdp/trainer.h"
 
 #include "dump.h"
+#include "ptdp/runfile.h"
 #include "ptdp/error.h"
 #include "ptdp/memory_formula.h"
 #include "ptdp/tokenizer.h"
@@ -44,11 +45,14 @@ static int register_timers(ptdp_trainer *tr)
 {
   PTDP_CALL(ptdp_events_create(PTDP_TRAINER_KEEP_TIMELINES, &tr->events));
   PTDP_CALL(ptdp_events_register(tr->events, "forward-backward", &tr->ev.fwd_bwd));
+  PTDP_CALL(ptdp_events_register(tr->events, "forward", &tr->ev.forward));
+  PTDP_CALL(ptdp_events_register(tr->events, "backward", &tr->ev.backward));
   PTDP_CALL(ptdp_events_register(tr->events, "pipeline-wait", &tr->ev.pp_wait));
   PTDP_CALL(ptdp_events_register(tr->events, "tp-comm", &tr->ev.tp_comm));
   PTDP_CALL(ptdp_events_register(tr->events, "dp-wait", &tr->ev.dp_wait));
   PTDP_CALL(ptdp_events_register(tr->events, "grads-sync", &tr->ev.grads_sync));
   PTDP_CALL(ptdp_events_register(tr->events, "optimizer", &tr->ev.optimizer));
+  PTDP_CALL(ptdp_events_register(tr->events, "data", &tr->ev.data));
   PTDP_CALL(ptdp_events_register(tr->events, "checkpoint", &tr->ev.checkpoint));
   return 0;
 }
@@ -61,7 +65,10 @@ static int feed(void *ctx, int mb, int32_t *tokens, int32_t *targets, long long 
   long long first = tr->batch_first + (long long)mb * b * d + (long long)tr->grid.me.dp * b;
   *sample0 = first;
   if (!tokens) return 0;
-  return ptdp_batch_micro(tr->data, tr->split, first, b, (int)tr->args.seq_length, tokens, targets, tr->scratch);
+  const double t0 = MPI_Wtime();
+  PTDP_CALL(ptdp_batch_micro(tr->data, tr->split, first, b, (int)tr->args.seq_length, tokens, targets, tr->scratch));
+  if (tr->split == PTDP_SPLIT_TRAIN) PTDP_CALL(ptdp_events_add(tr->events, tr->ev.data, MPI_Wtime() - t0));
+  return 0;
 }
 
 int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_options *bopt)
@@ -122,6 +129,9 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
   PTDP_CALLOC(tr->scratch, a->seq_length + 1, sizeof(int32_t));
   PTDP_CALL(ptdp_trainer_resume(tr));
   if (tr->iteration > 0) tr->saved_iteration = tr->iteration;
+  PTDP_CALL(ptdp_runfile_open(&tr->runfile, tr, tr->resumed));
+  if (tr->runfile && tr->grid.world_rank == 0) printf("[run file] %s %s\n", tr->resumed ? "appending to" : "writing",
+                                                      ptdp_runfile_path(tr->runfile));
   if (a->debug_dump[0]) PTDP_CALL(ptdp_dump_open(&tr->dump, tr, a->debug_dump));
   return 0;
 }
@@ -143,13 +153,16 @@ int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double 
   tr->split = PTDP_SPLIT_TRAIN;
   tr->batch_first = tr->consumed;
   /* the last iteration of each log interval is sampled: its pipeline timeline is kept */
-  const long long n = tr->iteration + 1;
-  PTDP_CALL(ptdp_events_iteration_begin(tr->events, n, n % tr->args.log_interval == 0 || n == tr->args.train_iters));
+  const long long n = tr->iteration + 1, every = tr->args.timeline_interval ? tr->args.timeline_interval : tr->args.log_interval;
+  tr->sampled = n % every == 0 || n == tr->args.train_iters;
+  PTDP_CALL(ptdp_events_iteration_begin(tr->events, n, tr->sampled));
   const double tp0 = tr->grid.tp.stats.wait_seconds;
   PTDP_CALL(ptdp_events_begin(tr->events, tr->ev.fwd_bwd));
   PTDP_CALL(ptdp_pipeline_run(&tr->pipe, feed, tr, 1.0f / (float)tr->m, 0));
   PTDP_CALL(ptdp_events_end(tr->events, tr->ev.fwd_bwd));
   PTDP_CALL(ptdp_events_add(tr->events, tr->ev.pp_wait, tr->pipe.wait_seconds));
+  PTDP_CALL(ptdp_events_add(tr->events, tr->ev.forward, tr->pipe.forward_seconds));
+  PTDP_CALL(ptdp_events_add(tr->events, tr->ev.backward, tr->pipe.backward_seconds));
   PTDP_CALL(global_loss(tr, loss));
   /* Megatron: iteration n + 1 runs with the rate after n completed iterations */
   *lr = ptdp_lr_at(&tr->opt.cfg.lr, tr->iteration);
@@ -202,14 +215,23 @@ int ptdp_trainer_run(ptdp_trainer *tr)
   const double flops = ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size, tr->model.padded_vocab);
   const double t_start = MPI_Wtime();
   double t_last = t_start, loss_acc = 0, bubble_acc = 0, iter_acc = 0;
-  int n_acc = 0, nan_iters = 0;
+  int n_acc = 0, nan_iters = 0, memory_written = 0;
   while (tr->iteration < a->train_iters) {
     double loss, norm, lr;
     PTDP_CALL(ptdp_trainer_step(tr, &loss, &norm, &lr));
     if (!isfinite(loss)) nan_iters++;
     loss_acc += loss;
     n_acc++;
-    if (tr->iteration == 1) PTDP_CALL(print_memory(tr));
+    if (tr->iteration == 1 || (tr->resumed && n_acc == 1 && !memory_written)) {
+      PTDP_CALL(print_memory(tr));
+      PTDP_CALL(ptdp_runfile_memory(tr->runfile, tr));
+      memory_written = 1;
+    }
+    if (tr->sampled && tr->runfile) {
+      double replay = 0;
+      if (tr->grid.layout.p > 1) PTDP_CALL(replay_bubble(tr, &replay));
+      PTDP_CALL(ptdp_runfile_sample(tr->runfile, tr, replay));
+    }
     bubble_acc += tr->pipe.wait_seconds;
     iter_acc += tr->pipe.busy_seconds;
     if (tr->iteration % a->log_interval == 0 || tr->iteration == a->train_iters) {
@@ -225,6 +247,18 @@ int ptdp_trainer_run(ptdp_trainer *tr)
         fflush(stdout);
       }
       PTDP_CALL(print_timers(tr, n_acc));
+      if (tr->runfile) {
+        ptdp_events_summary sum;
+        ptdp_events_last(tr->events, &sum);
+        const double tflops = flops / per_iter / 1e12 / tr->grid.layout.world;
+        ptdp_runfile_metrics row = {
+            .iteration = tr->iteration, .consumed_samples = tr->consumed, .skipped = 0, .nan_iterations = nan_iters,
+            .lm_loss = loss_acc / n_acc, .learning_rate = ptdp_lr_at(&tr->opt.cfg.lr, tr->iteration), .grad_norm = norm,
+            .loss_scale = 1.0, .ms_per_iteration = per_iter * 1000.0,
+            .tokens_per_second = (double)tr->gbs * a->seq_length / per_iter, .tflops_per_rank = tflops,
+            .mfu = a->peak_tflops > 0 ? tflops / a->peak_tflops : 0.0 / 0.0};
+        PTDP_CALL(ptdp_runfile_interval(tr->runfile, tr, &row, &sum));
+      }
       print_comm(tr, n_acc);
       if (tr->grid.layout.p > 1) {
         /* pipeline bubble as Narayanan et al. define it: idle time over ideal (compute) time,
@@ -257,6 +291,7 @@ int ptdp_trainer_run(ptdp_trainer *tr)
                tr->iteration, vl, exp(vl < 700 ? vl : 700));
         fflush(stdout);
       }
+      PTDP_CALL(ptdp_runfile_eval(tr->runfile, tr->iteration, vl));
       t_last = MPI_Wtime();
     }
     int stop = 0;
@@ -265,6 +300,9 @@ int ptdp_trainer_run(ptdp_trainer *tr)
   }
   if (a->save[0] && tr->iteration > 0 && tr->saved_iteration != tr->iteration) PTDP_CALL(ptdp_trainer_save(tr));
   if (tr->dump) PTDP_CALL(ptdp_dump_close(&tr->dump, tr));
+  if (tr->runfile && tr->grid.world_rank == 0)
+    printf("[run file] %s; plot it with: ptdp-plot %s\n", ptdp_runfile_path(tr->runfile), ptdp_runfile_path(tr->runfile));
+  PTDP_CALL(ptdp_runfile_close(&tr->runfile, tr));
   return 0;
 }
 
@@ -361,6 +399,7 @@ static void print_comm(ptdp_trainer *tr, long long iters)
 
 void ptdp_trainer_destroy(ptdp_trainer *tr)
 {
+  ptdp_runfile_close(&tr->runfile, tr);
   ptdp_pipeline_destroy(&tr->pipe);
   ptdp_events_destroy(&tr->events);
   ptdp_optimizer_destroy(&tr->opt);

@@ -5,7 +5,8 @@
 # 2 ranks (d 2, distributed optimizer); 4 ranks (t 2, d 2, distributed optimizer).  Each layout:
 # train 1 iteration and save; load it (no iteration); then io_bench writes and reads the number of
 # bytes the save wrote; ROUNDS times, the best rate of each kept.  Reads come from the page cache in both cases when the machine has the
-# memory (this benchmark does not drop caches: it runs unprivileged).
+# memory (this benchmark does not drop caches: it runs unprivileged); `sync` runs before each
+# timed step so that none waits for the dirty pages of another.
 # usage: validation/bench/bench_checkpoint.sh [BUILD_DIR] [DIR]   (DIR: where files go, default /tmp)
 # environment: MPIEXEC (default mpirun --bind-to none), LAYOUTS ("1 2 4"), LAYERS (8), HIDDEN (1024),
 #              ROUNDS (2: best of)
@@ -46,6 +47,7 @@ for np in ${LAYOUTS:-1 2 4}; do
   bs=0 bl=0 bw=0 br=0
   for round in $(seq "${ROUNDS:-2}"); do
     rm -rf "$dir/ck"
+    sync # each timed step starts with no dirty pages of earlier ones waiting for the disk
     $mpiexec -np "$np" "$build/ptdp-train" "$dir/deck.in" $lay --save "$dir/ck" > "$dir/save.log" 2>&1 ||
       { tail "$dir/save.log"; exit 1; }
     $mpiexec -np "$np" "$build/ptdp-train" "$dir/deck.in" $lay --load "$dir/ck" > "$dir/load.log" 2>&1 ||
@@ -54,6 +56,7 @@ for np in ${LAYOUTS:-1 2 4}; do
     load=$(grep '^\[checkpoint\] loaded' "$dir/load.log")
     bytes=$(stat -c %s "$dir/ck/iter_0000001/checkpoint.h5")
     rm -rf "$dir/ck"
+    sync
     raw=$($mpiexec -np "$np" "$iob" "$dir/raw.bin" "$bytes")
     rm -f "$dir/raw.bin"
     echo "   round $round: $save"

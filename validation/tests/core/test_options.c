@@ -135,13 +135,15 @@ static void check_args_enums(void)
       EXPECT(strcmp(v, c) == 0, "%s echoes '%s' for '%s'", op->name, v, c);
     }
   }
-  EXPECT(nenum == 8, "8 choice keys, found %d", nenum);
+  EXPECT(nenum == 9, "9 choice keys, found %d", nenum);
   ptdp_options_free(&o);
 
   const char *named[] = {"--lr-decay-style", "linear", "--pipeline-schedule", "gpipe", "--parallel-order",
                          "tp-pp-dp", "--recompute-granularity", "selective", "--recompute-method", "block",
-                         "--flat-data-dtype", "int32", "--tokenizer-type", "ByteLevel", "--backend", "guard"};
-  EXPECT(parse(&a, &o, 16, named) == 0, "parse named choices");
+                         "--flat-data-dtype", "int32", "--tokenizer-type", "ByteLevel", "--backend", "guard",
+                         "--exit-signal", "SIGUSR1"};
+  EXPECT(parse(&a, &o, 18, named) == 0, "parse named choices");
+  EXPECT(a.exit_signal == PTDP_EXIT_SIGUSR1, "exit-signal = SIGUSR1 lands on the enum");
   EXPECT(a.lr_decay_style == PTDP_LR_LINEAR && a.pipeline_schedule == PTDP_SCHED_GPIPE &&
              a.parallel_order == PTDP_ORDER_TP_PP_DP && a.recompute_granularity == PTDP_RECOMPUTE_SELECTIVE &&
              a.recompute_method == PTDP_RECOMPUTE_BLOCK && a.flat_data_dtype == PTDP_FLAT_INT32 &&

@@ -100,6 +100,11 @@ rc=$?
 [ $rc -eq 0 ] && grep -q "no checkpoint in .*nothing-here .*starts from scratch" "$TMPD/fresh.log" &&
   [ "$(cat "$TMPD/nothing-here/latest_checkpointed_iteration.txt")" = 2 ]
 ok $? "a load directory with no checkpoint yet: a notice, a fresh start, then saved there (exit $rc)"
+run duration 2 --save "$TMPD/dur" --exit-duration-in-mins 1e-6
+rc=$?
+[ $rc -eq 0 ] && grep -q "^exiting program after .* minutes at iteration 1" "$TMPD/duration.log" &&
+  [ "$(cat "$TMPD/dur/latest_checkpointed_iteration.txt")" = 1 ]
+ok $? "exit-duration-in-mins: saved after the first iteration past the limit and exited 0 (exit $rc)"
 run keep 2 --save "$TMPD/keep" --save-interval 2 --keep-checkpoints 2
 [ "$(ls "$TMPD/keep" | tr '\n' ' ')" = "iter_0000006 iter_0000008 latest_checkpointed_iteration.txt " ]
 ok $? "keep-checkpoints 2 keeps the newest two: $(ls "$TMPD/keep" | tr '\n' ' ')"

@@ -1,0 +1,97 @@
+#!/bin/sh
+# The run file: h5py reads it while the run goes (a reader polling during a t2 p2 v2 run on 4
+# ranks sees the intervals arrive), and at the end finds every documented dataset in its shape,
+# the events of every (micro-batch, chunk) once per rank per sampled iteration, the memory
+# ptdp-train printed, and the measured communication equal to the analytical volume
+# (check_runfile.py).  A run killed with kill -9 leaves a file h5py opens with every interval
+# flushed before the kill; its requeue (load) appends a second /jobs row; a second run in the
+# same directory does not overwrite the first one's file; an explicit run-file that is another
+# run's is refused.
+. "$top_srcdir/validation/tests/common.sh"
+cd "$TMPD" || exit 99
+DECK="$TMPD/deck.in"
+cat > "$DECK" <<'DECK'
+num-layers = 4
+hidden-size = 64
+num-attention-heads = 4
+seq-length = 32
+micro-batch-size = 2
+global-batch-size = 8
+lr = 1e-3
+mock-data = true
+vocab-size = 300
+log-interval = 1
+timeline-interval = 10
+DECK
+CHECK="$PYTHON3 $top_srcdir/validation/tests/io/check_runfile.py"
+LAYOUT="--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1"
+# rows FILE: intervals flushed so far (-1 if the file cannot be opened)
+rows() { $PYTHON3 -c "import sys, h5py
+try: print(h5py.File(sys.argv[1], 'r', swmr=True)['metrics/iteration'].shape[0])
+except Exception: print(-1)" "$1"; }
+
+# ---- a reader polling while the run goes
+$MPIRUN -n 4 "$TRAIN" "$DECK" $LAYOUT --train-iters 40 < /dev/null > "$TMPD/live.log" 2>&1 &
+pid=$!
+$PYTHON3 - "$TMPD/ptdp-run.h5" $pid > "$TMPD/poll.txt" <<'PYEOF'
+import os, sys, time, h5py
+path, pid, seen = sys.argv[1], int(sys.argv[2]), set()
+t0 = time.time()
+while time.time() - t0 < 120:
+    alive = os.path.exists("/proc/%d" % pid)
+    try:
+        with h5py.File(path, "r", swmr=True) as f:
+            d = f["metrics/lm_loss"]
+            n = d.shape[0]
+            if n and all(x == x for x in d[:n]): seen.add(n)
+    except (OSError, KeyError):
+        pass
+    if not alive: break
+    time.sleep(0.02)
+print(" ".join(str(n) for n in sorted(seen)))
+PYEOF
+wait $pid
+ok $? "t2 p2 v2 on 4 ranks, 40 iterations, with a reader polling"
+seen=$(cat "$TMPD/poll.txt")
+echo "interval counts the reader saw while the run went: $seen"
+echo "$seen" | awk '{ for (i = 1; i <= NF; i++) if ($i > 0 && $i < 40) n++; exit !(n >= 2) }'
+ok $? "the reader saw the file grow while the run went (at least 2 partial states)"
+grep -q "^\[run file\] ptdp-run.h5; plot it with: ptdp-plot ptdp-run.h5" "$TMPD/live.log"; ok $? "the run names its file and the plot command"
+$CHECK "$TMPD/ptdp-run.h5" "$TMPD/live.log" --world 4 --intervals 40 --samples 4 --jobs 1
+ok $? "the finished file: every dataset, the events, the memory and the communication"
+
+# ---- never another run's file
+$MPIRUN -n 1 "$TRAIN" "$DECK" --train-iters 2 < /dev/null > "$TMPD/second.log" 2>&1
+[ $? -eq 0 ] && [ -f "$TMPD/ptdp-run-1.h5" ] && grep -q "writing ptdp-run-1.h5" "$TMPD/second.log"
+ok $? "a second run here writes ptdp-run-1.h5, not over the first run's file"
+$MPIRUN -n 1 "$TRAIN" "$DECK" --train-iters 2 --run-file "$TMPD/ptdp-run.h5" < /dev/null > "$TMPD/explicit.log" 2>&1
+[ $? -ne 0 ] && grep -q "it is another run's file" "$TMPD/explicit.log"
+ok $? "an explicit run-file that is another run's is refused: $(grep -m1 error "$TMPD/explicit.log" | cut -c1-120)"
+
+# ---- kill -9, then the requeue appends
+$MPIRUN -n 2 "$TRAIN" "$DECK" --train-iters 100000 --save "$TMPD/ck" --save-interval 5 < /dev/null > "$TMPD/killed.log" 2>&1 &
+pid=$!
+n=0
+while [ "$(rows "$TMPD/ck/run.h5")" -lt 8 ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+before=$(rows "$TMPD/ck/run.h5")
+for p in $(pgrep -f "$DECK"); do [ "$(cat /proc/$p/comm 2>/dev/null)" = ptdp-train ] && kill -9 $p; done
+wait $pid
+after=$(rows "$TMPD/ck/run.h5")
+[ "$before" -ge 8 ] && [ "$after" -ge "$before" ]
+ok $? "after kill -9 h5py opens the run file (swmr=True) and finds all $after intervals (>= $before seen before the kill)"
+$PYTHON3 -c "import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], 'r', swmr=True)
+sys.exit(0 if np.isfinite(f['metrics/lm_loss'][()]).all() and (np.diff(f['metrics/iteration'][()]) == 1).all() else 1)" "$TMPD/ck/run.h5"
+ok $? "every interval flushed before the kill holds finite numbers, iterations in order"
+it=$(cat "$TMPD/ck/latest_checkpointed_iteration.txt")
+$MPIRUN -n 2 "$TRAIN" "$DECK" --train-iters $((it + 3)) --save "$TMPD/ck" --load "$TMPD/ck" < /dev/null > "$TMPD/requeue.log" 2>&1
+ok $? "the requeue resumes from iteration $it"
+grep -q "appending to $TMPD/ck/run.h5" "$TMPD/requeue.log"; ok $? "the requeue appends to the killed run's file"
+$PYTHON3 -c "import sys, h5py
+f = h5py.File(sys.argv[1], 'r', swmr=True)
+j, it = f['jobs'][()], f['metrics/iteration'][()]
+print('jobs:', [(int(r['first_iteration']), int(r['last_iteration'])) for r in j], 'last iterations:', it[-4:])
+sys.exit(0 if len(j) == 2 and j[1]['first_iteration'] == int(sys.argv[2]) and it[-1] == int(sys.argv[2]) + 3 else 1)" \
+  "$TMPD/ck/run.h5" "$it"
+ok $? "two /jobs rows (the killed launch and the requeue), the requeue's intervals appended"
+finish
