@@ -11,15 +11,20 @@
  *               rank and run, but not numpy's sequence)
  *   num_samples samples wanted per split; a split asked for 0 samples is not built
  *
- * World rank 0 of comm builds every index array and writes it, under a name that hashes all
- * the parameters that shape it, to cache_path; the other ranks read it after rank 0 reports
- * success.  A later run with the same parameters reads the files instead of building.
- * cache_path must be visible to all ranks (a shared file system when ranks span nodes). */
+ * Rank 0 of comm builds every index array and writes it, under a name that hashes all the
+ * parameters that shape it (the split's document lengths included), to cache_path; every rank
+ * then maps the file read-only.  A later run with the same parameters maps the files instead of
+ * building.  cache_path must be visible to all ranks (a shared file system across nodes).
+ *
+ * Open never reads the tokens (the .bin is mapped; the .idx is validated): its cost is linear
+ * in the documents and the samples of the splits, not in the tokens.  Token ids are not checked
+ * here against a vocabulary: the trainer checks every sample it draws (src/train/batch.c). */
 #ifndef PTDP_GPT_DATASET_H
 #define PTDP_GPT_DATASET_H
 
 #include <mpi.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct {
   const char *data_path;    /* "prefix" or "w1 prefix1 w2 prefix2 ..." */
@@ -41,11 +46,25 @@ int ptdp_data_open(ptdp_data **d, const ptdp_data_args *a, MPI_Comm comm);
 long long ptdp_data_num_samples(const ptdp_data *d, int split);
 /* seq_length+1 tokens of sample index (taken modulo the split's count). */
 int ptdp_data_get_sample(const ptdp_data *d, int split, long long index, int32_t *tokens);
-/* Largest token id + 1 over the data (every dataset's .bin scanned once at open), or -1. */
-int ptdp_data_vocab_hint(const ptdp_data *d);
 /* Which dataset of data_path supplies sample index of split (0 for a single prefix). */
 int ptdp_data_sample_source(const ptdp_data *d, int split, long long index);
 int ptdp_data_num_datasets(const ptdp_data *d);
 void ptdp_data_destroy(ptdp_data **d);
+
+/* What ptdp_data_open did on this rank, in seconds of wall-clock time. */
+typedef struct {
+  double seconds;       /* the whole of ptdp_data_open (on ranks other than 0, waiting for it included) */
+  double open_seconds;  /* opening every dataset: validating its .idx, mapping its .bin */
+  double build_seconds; /* building index arrays (rank 0, cache misses) */
+  double write_seconds; /* writing them to the cache (rank 0, cache misses) */
+  double map_seconds;   /* looking up and mapping cache files */
+  int splits_built, splits_loaded; /* (dataset, split) pairs built here / found in the cache */
+} ptdp_data_stats;
+
+const ptdp_data_stats *ptdp_data_get_stats(const ptdp_data *d);
+/* Collective over comm: rank 0 prints one line in Megatron's style, "> finished creating GPT
+ * datasets ...", with the open time (min, max over ranks), rank 0's breakdown, and peak resident
+ * memory so far (getrusage, min and max over ranks). */
+int ptdp_data_report(const ptdp_data *d, MPI_Comm comm, FILE *out);
 
 #endif

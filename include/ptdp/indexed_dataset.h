@@ -90,8 +90,6 @@ int64_t ptdp_indexed_dataset_num_documents(const ptdp_indexed_dataset *ds);
 int32_t ptdp_indexed_dataset_length(const ptdp_indexed_dataset *ds, int64_t seq);
 /* Tokens [offset, offset+count) of sequence seq, converted to int32 (integer dtypes only). */
 int ptdp_indexed_dataset_get(const ptdp_indexed_dataset *ds, int64_t seq, int64_t offset, int64_t count, int32_t *out);
-/* Largest token in the .bin (a full scan), or -1 when there are no tokens. */
-int ptdp_indexed_dataset_max_token(const ptdp_indexed_dataset *ds, int64_t *max_token);
 
 /* ---- writing, as Megatron's IndexedDatasetBuilder: sequences appended, documents closed.
  * Data go to BIN.tmp and IDX.tmp; finish renames both into place (the .bin first), so an

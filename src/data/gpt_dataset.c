@@ -1,14 +1,16 @@
-/* GPT datasets: Megatron's GPTDataset index arrays per (dataset, split), cached on disk by
- * rank 0, and blending across datasets (see include/ptdp/gpt_dataset.h, gpt_index.h).
+/* GPT datasets: Megatron's GPTDataset index arrays per (dataset, split), built by rank 0 and
+ * cached on disk, mapped by every rank; blending across datasets (see
+ * include/ptdp/gpt_dataset.h, gpt_index.h for the arrays, gpt_cache.h for the file).
  *
- * Cache file (one per dataset and split), little-endian:
- *   char[8] "PTDPGIDX", u64 version 1, u64 description length L, char[L] description (every
- *   parameter that shapes the arrays; compared on load), i64 num_epochs, i64 separate_final,
- *   i64 n_doc_index, i64 total_samples, i64 num_samples_sans_final,
- *   int32 doc_index[n_doc_index], int64 sample_index[2*(total_samples+1)], int64 shuffle[total_samples]
- * Name: gpt-<train|valid|test>-<FNV-1a 64 of the description, hex>.idx */
+ * Start-up cost, for a corpus of N tokens in D documents and a split of M samples: opening a
+ * dataset maps the .bin without reading it and validates the .idx (O(D)); a cache miss builds
+ * the arrays on rank 0 in O(D E + M) time and 4 D E + 16 M bytes (E epochs) and writes them; a
+ * hit maps the file (O(1), pages shared by the ranks of a node).  No token is read before
+ * training asks for a sample.  Cache name: gpt-<train|valid|test>-<FNV-1a 64 of the
+ * description, hex>.idx. */
 #include "ptdp/gpt_dataset.h"
 
+#include "gpt_cache.h"
 #include "gpt_index.h"
 #include "ptdp/error.h"
 #include "ptdp/indexed_dataset.h"
@@ -18,18 +20,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define MAX_DATASETS 256
 static const char *split_names[3] = {"train", "valid", "test"};
 
 typedef struct {
   int built;
-  ptdp_gpt_plan plan;
-  int64_t n_doc_index;
-  int32_t *doc_index;
-  int64_t *sample_index; /* 2*(total_samples+1) */
-  int64_t *shuffle;      /* total_samples */
+  ptdp_gpt_cached c; /* the arrays, mapped from the cache file */
 } gpt_split;
 
 struct ptdp_data {
@@ -40,7 +40,7 @@ struct ptdp_data {
   int64_t blend_size[3];
   int32_t *blend_source[3];
   int64_t *blend_sample[3];
-  int vocab_hint;
+  ptdp_data_stats stats;
 };
 
 /* ---------------------------------------------------------------- cache files */
@@ -70,97 +70,75 @@ static uint64_t fnv1a(const char *s)
   return h;
 }
 
-static int write_all(FILE *f, const void *p, size_t size, size_t n) { return n == 0 || fwrite(p, size, n, f) == n; }
-
-static int save_split(const gpt_split *g, const char *path, const char *desc)
+/* A fingerprint of the split's document lengths, so a cache file never outlives the .idx it
+ * was built from (same prefix and counts, other lengths).  Reads 4 bytes per document. */
+static uint64_t lengths_hash(const ptdp_mmidx *ix, int64_t begin, int64_t end)
 {
-  char tmp[4400];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  PTDP_CHECK_IO(f, "cannot create the index cache file '%s': %s", tmp, strerror(errno));
-  uint64_t version = 1, dl = strlen(desc);
-  int64_t h[5] = {g->plan.num_epochs, g->plan.separate_final_epoch, g->n_doc_index, g->plan.total_samples,
-                  g->plan.num_samples_sans_final};
-  size_t ns = (size_t)g->plan.total_samples;
-  int ok = write_all(f, "PTDPGIDX", 1, 8) && write_all(f, &version, 8, 1) && write_all(f, &dl, 8, 1) &&
-           write_all(f, desc, 1, dl) && write_all(f, h, 8, 5) &&
-           write_all(f, g->doc_index, 4, (size_t)g->n_doc_index) && write_all(f, g->sample_index, 8, 2 * (ns + 1)) &&
-           write_all(f, g->shuffle, 8, ns);
-  int e = errno;
-  if (fclose(f) != 0) ok = 0, e = errno;
-  if (!ok) remove(tmp);
-  PTDP_CHECK_IO(ok, "cannot write the index cache file '%s': %s", tmp, strerror(e));
-  PTDP_CHECK_IO(rename(tmp, path) == 0, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-  return 0;
-}
-
-static int read_all(FILE *f, void *p, size_t size, size_t n) { return n == 0 || fread(p, size, n, f) == n; }
-
-/* Load a cache file; 1 if it is missing or does not match desc (then nothing is kept). */
-static int load_split(gpt_split *g, const char *path, const char *desc, int *missing)
-{
-  *missing = 1;
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
-  char magic[8];
-  uint64_t version = 0, dl = 0;
-  int64_t h[5];
-  int ok = read_all(f, magic, 1, 8) && memcmp(magic, "PTDPGIDX", 8) == 0 && read_all(f, &version, 8, 1) &&
-           version == 1 && read_all(f, &dl, 8, 1) && dl == strlen(desc);
-  char *d = ok ? malloc(dl + 1) : NULL;
-  ok = ok && d && read_all(f, d, 1, dl) && memcmp(d, desc, dl) == 0 && read_all(f, h, 8, 5);
-  free(d);
-  ok = ok && h[0] >= 1 && h[2] >= 0 && h[3] >= 0 && h[4] >= 0 && h[4] <= h[3] && h[2] < ((int64_t)1 << 40) &&
-       h[3] < ((int64_t)1 << 40);
-  if (ok) {
-    g->plan.num_epochs = h[0];
-    g->plan.separate_final_epoch = (int)h[1];
-    g->n_doc_index = h[2];
-    g->plan.total_samples = h[3];
-    g->plan.num_samples_sans_final = h[4];
-    size_t ns = (size_t)h[3];
-    g->doc_index = malloc((size_t)h[2] * 4 + 4);
-    g->sample_index = malloc(2 * (ns + 1) * 8);
-    g->shuffle = malloc(ns * 8 + 8);
-    ok = g->doc_index && g->sample_index && g->shuffle && read_all(f, g->doc_index, 4, (size_t)h[2]) &&
-         read_all(f, g->sample_index, 8, 2 * (ns + 1)) && read_all(f, g->shuffle, 8, ns) && fgetc(f) == EOF;
-    if (!ok) {
-      free(g->doc_index), free(g->sample_index), free(g->shuffle);
-      g->doc_index = NULL, g->sample_index = NULL, g->shuffle = NULL;
-    }
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (int64_t i = begin; i < end; i++) {
+    h = (h ^ (uint32_t)ptdp_mmidx_length(ix, i)) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
   }
-  fclose(f);
-  *missing = !ok;
-  return 0;
+  return h;
 }
 
 /* ---------------------------------------------------------------- building */
 
-static int build_split(gpt_split *g, const ptdp_indexed_dataset *ds, int64_t begin, int64_t end, int64_t want,
-                       int seq_length, unsigned long long seed, const char *what)
+typedef struct {
+  ptdp_gpt_plan plan;
+  int64_t n_doc_index;
+  int32_t *lengths, *doc_index, *sample_index; /* lengths of the split's documents, [end - begin] */
+  int64_t *shuffle;
+} gpt_arrays;
+
+static void arrays_free(gpt_arrays *g)
+{
+  free(g->lengths), free(g->doc_index), free(g->sample_index), free(g->shuffle);
+  memset(g, 0, sizeof *g);
+}
+
+/* The three arrays of one split, in Megatron's order of random draws.  Time and memory linear
+ * in their sizes: one pass over the split's lengths, two Fisher-Yates shuffles, one walk;
+ * 4 bytes per document and epoch, 16 per sample. */
+static int build_arrays(gpt_arrays *g, const ptdp_indexed_dataset *ds, int64_t begin, int64_t end, int64_t want,
+                        int seq_length, unsigned long long seed, const char *what)
 {
   const ptdp_mmidx *ix = ptdp_indexed_dataset_index(ds);
+  const int64_t nd = end - begin;
+  PTDP_ALLOC(g->lengths, (size_t)nd * 4 + 4);
   int64_t tokens = 0;
-  for (int64_t i = begin; i < end; i++) tokens += ptdp_mmidx_length(ix, i);
+  for (int64_t i = 0; i < nd; i++) tokens += g->lengths[i] = ptdp_mmidx_length(ix, begin + i);
   PTDP_CHECK(ptdp_gpt_plan_make(&g->plan, tokens, want, seq_length) == 0,
              "%s: the split has %lld tokens, too few for a single sample", what, (long long)tokens);
-  PTDP_CHECK(g->plan.num_epochs * (end - begin) < INT32_MAX, "%s: %lld epochs of %lld documents is too many", what,
-             (long long)g->plan.num_epochs, (long long)(end - begin));
-  g->n_doc_index = g->plan.num_epochs * (end - begin);
-  int32_t *lengths;
-  PTDP_ALLOC(lengths, (size_t)ix->num_sequences * 4 + 4);
-  for (int64_t i = 0; i < ix->num_sequences; i++) lengths[i] = ptdp_mmidx_length(ix, i);
-  g->doc_index = malloc((size_t)g->n_doc_index * 4 + 4);
-  g->sample_index = malloc(2 * ((size_t)g->plan.total_samples + 1) * 8);
-  g->shuffle = malloc((size_t)g->plan.total_samples * 8 + 8);
-  if (!g->doc_index || !g->sample_index || !g->shuffle) free(lengths);
-  PTDP_CHECK(g->doc_index && g->sample_index && g->shuffle, "%s: out of memory for the index arrays", what);
+  PTDP_CHECK(g->plan.num_epochs * nd < INT32_MAX, "%s: %lld epochs of %lld documents is too many", what,
+             (long long)g->plan.num_epochs, (long long)nd);
+  g->n_doc_index = g->plan.num_epochs * nd;
+  const size_t ns = (size_t)g->plan.total_samples;
+  PTDP_ALLOC(g->doc_index, (size_t)g->n_doc_index * 4 + 4);
+  PTDP_ALLOC(g->sample_index, 2 * (ns + 1) * 4);
+  PTDP_ALLOC(g->shuffle, ns * 8 + 8);
   ptdp_rng r; /* one stream per (dataset, split), consumed in Megatron's order */
   ptdp_rng_seed(&r, seed);
   ptdp_gpt_doc_index(g->doc_index, begin, end, &g->plan, &r);
-  ptdp_gpt_sample_index(g->sample_index, g->doc_index, lengths, &g->plan, seq_length);
+  ptdp_gpt_sample_index(g->sample_index, g->doc_index, g->n_doc_index, g->lengths, begin, &g->plan, seq_length);
   ptdp_gpt_shuffle_index(g->shuffle, &g->plan, &r);
-  free(lengths);
+  return 0;
+}
+
+/* Rank 0 on a cache miss: build, write to path, free (the caller maps the file like the others). */
+static int build_split(ptdp_data_stats *st, const ptdp_indexed_dataset *ds, int64_t begin, int64_t end, int64_t want,
+                       int seq_length, unsigned long long seed, const char *what, const char *path, const char *desc)
+{
+  gpt_arrays g = {0};
+  double t0 = MPI_Wtime();
+  int rc = build_arrays(&g, ds, begin, end, want, seq_length, seed, what);
+  double t1 = MPI_Wtime();
+  if (!rc)
+    rc = ptdp_gpt_cache_save(path, desc, &g.plan, g.n_doc_index, g.doc_index, g.sample_index, g.shuffle);
+  st->build_seconds += t1 - t0;
+  st->write_seconds += MPI_Wtime() - t1;
+  arrays_free(&g);
+  if (rc) return ptdp_error_trace(rc, __FILE__, __LINE__, __func__);
   return 0;
 }
 
@@ -223,9 +201,24 @@ static int64_t per_dataset_samples(const ptdp_data *d, int k, long long n)
   return (int64_t)ceil(ceil((double)n * d->weights[k]) * 1.005);
 }
 
-/* Build (rank 0) or load (others, or rank 0 on a cache hit) the index of every (dataset, split). */
+/* Everything that shapes one split's arrays; the cache file's name hashes it, its header holds it. */
+static void describe(char *desc, size_t n, const char *prefix, const ptdp_mmidx *ix, const int64_t bounds[4], int s,
+                     int64_t want, const ptdp_data_args *a)
+{
+  snprintf(desc, n,
+           "ptdp GPTDataset index v2; prefix=%s; sequences=%lld; idx_tokens_bytes=%lld; split=%s [%lld, %lld); "
+           "lengths_hash=%016llx; num_samples=%lld; seq_length=%d; seed=%llu",
+           prefix, (long long)ix->num_sequences,
+           (long long)(ix->num_sequences ? ptdp_mmidx_pointer(ix, ix->num_sequences - 1) : 0), split_names[s],
+           (long long)bounds[s], (long long)bounds[s + 1],
+           (unsigned long long)lengths_hash(ix, bounds[s], bounds[s + 1]), (long long)want, a->seq_length, a->seed);
+}
+
+/* Map the cache of every (dataset, split); on a miss rank 0 builds and writes it first (the
+ * others run this only after rank 0 succeeded, so they always find it). */
 static int indices(ptdp_data *d, const ptdp_data_args *a, char prefixes[][1024], int root)
 {
+  ptdp_data_stats *st = &d->stats;
   for (int k = 0; k < d->n; k++) {
     const ptdp_mmidx *ix = ptdp_indexed_dataset_index(d->ds[k]);
     int64_t bounds[4];
@@ -238,22 +231,25 @@ static int indices(ptdp_data *d, const ptdp_data_args *a, char prefixes[][1024],
       gpt_split *g = &d->sp[k][s];
       int64_t want = per_dataset_samples(d, k, a->num_samples[s]);
       if (want <= 0 || bounds[s + 1] == bounds[s]) continue;
-      snprintf(desc, sizeof desc,
-               "ptdp GPTDataset index v1; prefix=%s; sequences=%lld; idx_tokens_bytes=%lld; split=%s [%lld, %lld); "
-               "num_samples=%lld; seq_length=%d; seed=%llu",
-               prefixes[k], (long long)ix->num_sequences,
-               (long long)(ix->num_sequences ? ptdp_mmidx_pointer(ix, ix->num_sequences - 1) : 0), split_names[s],
-               (long long)bounds[s], (long long)bounds[s + 1], (long long)want, a->seq_length, a->seed);
+      describe(desc, sizeof desc, prefixes[k], ix, bounds, s, want, a);
       snprintf(path, sizeof path, "%s/gpt-%s-%016llx.idx", dir, split_names[s], (unsigned long long)fnv1a(desc));
-      int missing;
-      PTDP_CALL(load_split(g, path, desc, &missing));
-      if (missing) {
+      int found;
+      double t0 = MPI_Wtime();
+      PTDP_CALL(ptdp_gpt_cache_map(&g->c, path, desc, &found));
+      st->map_seconds += MPI_Wtime() - t0;
+      if (!found) {
         PTDP_CHECK(root, "index cache file '%s' is missing or does not match although rank 0 wrote it: is the cache "
                    "directory shared by all ranks?", path);
         char what[1200];
         snprintf(what, sizeof what, "dataset '%s', %s split", prefixes[k], split_names[s]);
-        PTDP_CALL(build_split(g, d->ds[k], bounds[s], bounds[s + 1], want, a->seq_length, a->seed, what));
-        PTDP_CALL(save_split(g, path, desc));
+        PTDP_CALL(build_split(st, d->ds[k], bounds[s], bounds[s + 1], want, a->seq_length, a->seed, what, path, desc));
+        t0 = MPI_Wtime();
+        PTDP_CALL(ptdp_gpt_cache_map(&g->c, path, desc, &found));
+        st->map_seconds += MPI_Wtime() - t0;
+        PTDP_CHECK_IO(found, "index cache file '%s' does not read back as written", path);
+        st->splits_built++;
+      } else {
+        st->splits_loaded++;
       }
       g->built = 1;
     }
@@ -263,13 +259,9 @@ static int indices(ptdp_data *d, const ptdp_data_args *a, char prefixes[][1024],
 
 static int open_local(ptdp_data *d, const ptdp_data_args *a, char prefixes[][1024], int root)
 {
+  double t0 = MPI_Wtime();
   for (int k = 0; k < d->n; k++) PTDP_CALL(ptdp_indexed_dataset_open(&d->ds[k], prefixes[k]));
-  if (root) /* the others receive it by broadcast */
-    for (int k = 0; k < d->n; k++) {
-      int64_t m;
-      PTDP_CALL(ptdp_indexed_dataset_max_token(d->ds[k], &m));
-      if (m + 1 > d->vocab_hint) d->vocab_hint = (int)(m + 1);
-    }
+  d->stats.open_seconds = MPI_Wtime() - t0;
   PTDP_CALL(indices(d, a, prefixes, root));
   return 0;
 }
@@ -284,7 +276,7 @@ static int blend(ptdp_data *d, const ptdp_data_args *a)
     for (int k = 0; k < d->n; k++) any |= d->sp[k][s].built;
     if (n <= 0 || !any) continue;
     for (int k = 0; k < d->n; k++)
-      PTDP_CHECK(d->sp[k][s].built && d->sp[k][s].plan.total_samples > 0,
+      PTDP_CHECK(d->sp[k][s].built && d->sp[k][s].c.plan.total_samples > 0,
                  "blending the %s split: dataset %d of data-path has no documents in it", split_names[s], k);
     PTDP_ALLOC(d->blend_source[s], (size_t)n * sizeof(int32_t));
     PTDP_ALLOC(d->blend_sample[s], (size_t)n * sizeof(int64_t));
@@ -294,9 +286,24 @@ static int blend(ptdp_data *d, const ptdp_data_args *a)
   return 0;
 }
 
+/* Rank 0's verdict to the others, who have waited while it built: they test and sleep rather
+ * than poll, so that on a node with fewer free cores than ranks they leave the builder its core
+ * (a millisecond of latency, once). */
+static int bcast_status(int *status, int rank, MPI_Comm comm)
+{
+  MPI_Request req;
+  PTDP_CALL_MPI(MPI_Ibcast(status, 1, MPI_INT, 0, comm, &req));
+  for (int done = 0;;) {
+    PTDP_CALL_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) return 0;
+    if (rank != 0) nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+}
+
 int ptdp_data_open(ptdp_data **dp, const ptdp_data_args *a, MPI_Comm comm)
 {
   *dp = NULL;
+  const double t0 = MPI_Wtime();
   PTDP_CHECK(a->seq_length >= 1, "seq-length must be positive, got %d", a->seq_length);
   for (int s = 0; s < 3; s++) PTDP_CHECK(a->num_samples[s] >= 0, "negative sample count for the %s split", split_names[s]);
   int rank;
@@ -308,14 +315,10 @@ int ptdp_data_open(ptdp_data **dp, const ptdp_data_args *a, MPI_Comm comm)
   PTDP_CHECK(prefixes, "out of memory");
   int rc = parse_data_path(d, a->data_path, prefixes);
   d->seq_length = a->seq_length;
-  d->vocab_hint = -1;
   /* rank 0 first: it validates, builds and writes; the others follow only if it succeeded */
   int status = rc;
   if (!rc && rank == 0) status = open_local(d, a, prefixes, 1);
-  if (!rc) {
-    PTDP_CALL_MPI(MPI_Bcast(&status, 1, MPI_INT, 0, comm));
-    PTDP_CALL_MPI(MPI_Bcast(&d->vocab_hint, 1, MPI_INT, 0, comm));
-  }
+  if (!rc) PTDP_CALL(bcast_status(&status, rank, comm));
   if (!rc && status && rank != 0)
     status = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "opening the data failed on rank 0");
   if (!rc && !status && rank != 0) {
@@ -336,7 +339,37 @@ int ptdp_data_open(ptdp_data **dp, const ptdp_data_args *a, MPI_Comm comm)
     ptdp_data_destroy(&d);
     return ptdp_error_trace(rc, __FILE__, __LINE__, __func__);
   }
+  d->stats.seconds = MPI_Wtime() - t0;
   *dp = d;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- report */
+
+const ptdp_data_stats *ptdp_data_get_stats(const ptdp_data *d) { return &d->stats; }
+
+static double peak_rss_mib(void)
+{
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : 0.0; /* Linux: KiB */
+}
+
+int ptdp_data_report(const ptdp_data *d, MPI_Comm comm, FILE *out)
+{
+  const ptdp_data_stats *st = &d->stats;
+  double mine[2] = {st->seconds, peak_rss_mib()}, lo[2], hi[2];
+  PTDP_CALL_MPI(MPI_Reduce(mine, lo, 2, MPI_DOUBLE, MPI_MIN, 0, comm));
+  PTDP_CALL_MPI(MPI_Reduce(mine, hi, 2, MPI_DOUBLE, MPI_MAX, 0, comm));
+  int rank;
+  PTDP_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  if (rank != 0) return 0;
+  fprintf(out,
+          "> finished creating GPT datasets ... time (min, max) across ranks (ms): (%.1f, %.1f); index arrays: %d "
+          "built, %d from the cache; rank 0 (ms): open .idx %.1f, build %.1f, write %.1f, map %.1f; "
+          "peak RSS (min, max) across ranks (MiB): (%.1f, %.1f)\n",
+          1e3 * lo[0], 1e3 * hi[0], st->splits_built, st->splits_loaded, 1e3 * st->open_seconds,
+          1e3 * st->build_seconds, 1e3 * st->write_seconds, 1e3 * st->map_seconds, lo[1], hi[1]);
+  fflush(out);
   return 0;
 }
 
@@ -346,11 +379,10 @@ long long ptdp_data_num_samples(const ptdp_data *d, int split)
 {
   if (split < 0 || split > 2) return 0;
   if (d->n > 1) return d->blend_size[split];
-  return d->sp[0][split].built ? d->sp[0][split].plan.total_samples : 0;
+  return d->sp[0][split].built ? d->sp[0][split].c.plan.total_samples : 0;
 }
 
 int ptdp_data_num_datasets(const ptdp_data *d) { return d->n; }
-int ptdp_data_vocab_hint(const ptdp_data *d) { return d->vocab_hint; }
 
 static int64_t wrap(long long i, int64_t n) { return (int64_t)(((i % n) + n) % n); }
 
@@ -360,21 +392,33 @@ int ptdp_data_sample_source(const ptdp_data *d, int split, long long index)
   return d->blend_source[split][wrap(index, d->blend_size[split])];
 }
 
-static int gpt_get(const ptdp_indexed_dataset *ds, const gpt_split *g, int64_t i, int seq_length, int32_t *tokens)
+/* Sample i of one split: s+1 tokens.  The mapped arrays were only checked for their sizes at
+ * open, so every entry used here is checked before it indexes anything (O(1) per sample). */
+static int gpt_get(const ptdp_indexed_dataset *ds, const ptdp_gpt_cached *g, int64_t i, int seq_length, int32_t *tokens)
 {
+  const int64_t ns = g->plan.total_samples, need = (int64_t)seq_length + 1;
   int64_t idx = g->shuffle[i];
+  PTDP_CHECK(idx >= 0 && idx < ns, "shuffle entry %lld is %lld, outside [0, %lld): corrupt index cache?", (long long)i,
+             (long long)idx, (long long)ns);
   int64_t d0 = g->sample_index[2 * idx], o0 = g->sample_index[2 * idx + 1];
   int64_t d1 = g->sample_index[2 * idx + 2], o1 = g->sample_index[2 * idx + 3];
+  PTDP_CHECK(d0 >= 0 && d0 <= d1 && d1 < g->n_doc_index, "sample %lld spans positions [%lld, %lld] of a %lld-entry "
+             "document index: corrupt index cache?", (long long)idx, (long long)d0, (long long)d1,
+             (long long)g->n_doc_index);
   int64_t k = 0;
   for (int64_t p = d0; p <= d1; p++) {
     int64_t doc = g->doc_index[p];
+    PTDP_CHECK(doc >= 0 && doc < ptdp_indexed_dataset_num_sequences(ds), "document index entry %lld is %lld, not a "
+               "sequence of the dataset: corrupt index cache?", (long long)p, (long long)doc);
     int64_t from = p == d0 ? o0 : 0;
     int64_t to = p == d1 ? o1 + 1 : ptdp_indexed_dataset_length(ds, doc); /* exclusive */
+    PTDP_CHECK(to - from >= 0 && k + (to - from) <= need, "sample %lld has more than %lld tokens: corrupt index cache?",
+               (long long)i, (long long)need);
     PTDP_CALL(ptdp_indexed_dataset_get(ds, doc, from, to - from, tokens + k));
     k += to - from;
   }
-  PTDP_CHECK(k == seq_length + 1, "sample %lld has %lld tokens, expected %d: corrupt index cache?", (long long)i,
-             (long long)k, seq_length + 1);
+  PTDP_CHECK(k == need, "sample %lld has %lld tokens, expected %lld: corrupt index cache?", (long long)i, (long long)k,
+             (long long)need);
   return 0;
 }
 
@@ -389,7 +433,7 @@ int ptdp_data_get_sample(const ptdp_data *d, int split, long long index, int32_t
     k = d->blend_source[split][i];
     i = d->blend_sample[split][i];
   }
-  const gpt_split *g = &d->sp[k][split];
+  const ptdp_gpt_cached *g = &d->sp[k][split].c;
   PTDP_CALL(gpt_get(d->ds[k], g, wrap(i, g->plan.total_samples), d->seq_length, tokens));
   return 0;
 }
@@ -400,11 +444,7 @@ void ptdp_data_destroy(ptdp_data **dp)
   ptdp_data *d = *dp;
   for (int k = 0; k < d->n; k++) {
     ptdp_indexed_dataset_close(&d->ds[k]);
-    for (int s = 0; s < 3; s++) {
-      free(d->sp[k][s].doc_index);
-      free(d->sp[k][s].sample_index);
-      free(d->sp[k][s].shuffle);
-    }
+    for (int s = 0; s < 3; s++) ptdp_gpt_cache_unmap(&d->sp[k][s].c);
   }
   for (int s = 0; s < 3; s++) {
     free(d->blend_source[s]);

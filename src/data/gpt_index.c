@@ -17,6 +17,7 @@ static uint64_t splitmix64(uint64_t *x)
 void ptdp_rng_seed(ptdp_rng *r, uint64_t seed)
 {
   for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+  r->draws = 0;
 }
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -24,6 +25,7 @@ static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 uint64_t ptdp_rng_next(ptdp_rng *r)
 {
   uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+  r->draws++;
   s[2] ^= s[0];
   s[3] ^= s[1];
   s[1] ^= s[2];
@@ -48,25 +50,31 @@ uint64_t ptdp_rng_below(ptdp_rng *r, uint64_t n)
   return (uint64_t)(m >> 64);
 }
 
-void ptdp_shuffle_i32(ptdp_rng *r, int32_t *a, int64_t n)
-{
-  for (int64_t i = n - 1; i > 0; i--) {
-    int64_t j = (int64_t)ptdp_rng_below(r, (uint64_t)i + 1);
-    int32_t t = a[i];
-    a[i] = a[j];
-    a[j] = t;
-  }
-}
+/* Fisher-Yates with the swap partners drawn AHEAD steps early: the draws do not depend on the
+ * array, so drawing them first leaves the sequence (and the permutation) unchanged, and lets
+ * the AHEAD random cache lines be fetched at once instead of one miss after another (on an
+ * array larger than the caches this is most of the time of a shuffle). */
+#define SHUFFLE_AHEAD 16
+#define FISHER_YATES(T, r, a, n)                                          \
+  do {                                                                    \
+    int64_t j_[SHUFFLE_AHEAD];                                            \
+    for (int64_t i_ = (n) - 1; i_ > 0;) {                                 \
+      int k_ = i_ < SHUFFLE_AHEAD ? (int)i_ : SHUFFLE_AHEAD;              \
+      for (int t_ = 0; t_ < k_; t_++) {                                   \
+        j_[t_] = (int64_t)ptdp_rng_below(r, (uint64_t)(i_ - t_) + 1);     \
+        __builtin_prefetch(&(a)[j_[t_]], 1);                              \
+      }                                                                   \
+      for (int t_ = 0; t_ < k_; t_++, i_--) {                             \
+        T x_ = (a)[i_];                                                   \
+        (a)[i_] = (a)[j_[t_]];                                            \
+        (a)[j_[t_]] = x_;                                                 \
+      }                                                                   \
+    }                                                                     \
+  } while (0)
 
-void ptdp_shuffle_i64(ptdp_rng *r, int64_t *a, int64_t n)
-{
-  for (int64_t i = n - 1; i > 0; i--) {
-    int64_t j = (int64_t)ptdp_rng_below(r, (uint64_t)i + 1);
-    int64_t t = a[i];
-    a[i] = a[j];
-    a[j] = t;
-  }
-}
+void ptdp_shuffle_i32(ptdp_rng *r, int32_t *a, int64_t n) { FISHER_YATES(int32_t, r, a, n); }
+
+void ptdp_shuffle_i64(ptdp_rng *r, int64_t *a, int64_t n) { FISHER_YATES(int64_t, r, a, n); }
 
 int ptdp_split_bounds(const char *split, int64_t n, int64_t bounds[4], char *err, int errlen)
 {
@@ -145,28 +153,28 @@ void ptdp_gpt_doc_index(int32_t *doc_index, int64_t begin, int64_t end, const pt
   doc_block(doc_index + (p->num_epochs - 1) * (end - begin), begin, end, 1, r);
 }
 
-void ptdp_gpt_sample_index(int64_t *sample_index, const int32_t *doc_index, const int32_t *lengths,
-                           const ptdp_gpt_plan *p, int seq_length)
+int64_t ptdp_gpt_sample_index(int32_t *sample_index, const int32_t *doc_index, int64_t n_doc_index,
+                              const int32_t *lengths, int64_t begin, const ptdp_gpt_plan *p, int seq_length)
 {
-  int64_t pos = 0, offset = 0; /* position in doc_index, token offset in that document */
+  /* Sample i >= 1 starts at stream token i s, in the non-empty document that holds it (sample 0
+   * at (0, 0) whatever document 0 is): walk doc_index once, keeping c, the stream position where
+   * the document at pos starts, and hand out every sample start before its end.  The lengths
+   * are read in shuffled order, one cache miss per document: fetched PREFETCH documents ahead. */
+  enum { PREFETCH = 16 };
+  const int64_t total = p->total_samples, s = seq_length;
+  int64_t i = 1, next = s, c = 0, steps = 0;
   sample_index[0] = 0;
   sample_index[1] = 0;
-  for (int64_t i = 1; i <= p->total_samples; i++) {
-    int64_t remaining = (int64_t)seq_length + 1;
-    while (remaining != 0) {
-      int64_t left = lengths[doc_index[pos]] - offset;
-      remaining -= left;
-      if (remaining <= 0) { /* ends inside this document, at its token offset+left-1+remaining */
-        offset += remaining + left - 1;
-        remaining = 0;
-      } else {
-        pos++;
-        offset = 0;
-      }
+  for (int64_t pos = 0; i <= total && pos < n_doc_index; pos++, steps++) {
+    if (pos + PREFETCH < n_doc_index) __builtin_prefetch(&lengths[doc_index[pos + PREFETCH] - begin]);
+    const int64_t end = c + lengths[doc_index[pos] - begin];
+    for (; next < end && i <= total; i++, next += s, steps++) {
+      sample_index[2 * i] = (int32_t)pos;
+      sample_index[2 * i + 1] = (int32_t)(next - c);
     }
-    sample_index[2 * i] = pos;
-    sample_index[2 * i + 1] = offset;
+    c = end;
   }
+  return steps;
 }
 
 void ptdp_gpt_shuffle_index(int64_t *shuffle, const ptdp_gpt_plan *p, ptdp_rng *r)

@@ -11,16 +11,19 @@
 #include <stdint.h>
 
 /* xoshiro256** seeded by splitmix64(seed): our own generator, so the index arrays are the
- * same on every rank, platform and run (they do not match numpy's shuffle). */
+ * same on every rank, platform and run (they do not match numpy's shuffle).  draws counts the
+ * numbers drawn since seeding: the work of the shuffles, which tests bound. */
 typedef struct {
   uint64_t s[4];
+  uint64_t draws;
 } ptdp_rng;
 
 void ptdp_rng_seed(ptdp_rng *r, uint64_t seed);
 uint64_t ptdp_rng_next(ptdp_rng *r);
 /* Uniform in [0, n), n >= 1, without modulo bias (Lemire's multiply-and-reject). */
 uint64_t ptdp_rng_below(ptdp_rng *r, uint64_t n);
-/* Fisher-Yates, i from n-1 down to 1: swap a[i] with a[below(i+1)]. */
+/* Fisher-Yates, i from n-1 down to 1: swap a[i] with a[below(i+1)]: n-1 draws (more only when
+ * below rejects, with probability under n/2^64 per draw), O(n) time, no extra memory. */
 void ptdp_shuffle_i32(ptdp_rng *r, int32_t *a, int64_t n);
 void ptdp_shuffle_i64(ptdp_rng *r, int64_t *a, int64_t n);
 
@@ -43,11 +46,15 @@ int ptdp_gpt_plan_make(ptdp_gpt_plan *p, int64_t tokens_per_epoch, int64_t num_s
  * block, or (separate final epoch) the first E-1 epochs and the last one shuffled apart. */
 void ptdp_gpt_doc_index(int32_t *doc_index, int64_t begin, int64_t end, const ptdp_gpt_plan *p, ptdp_rng *r);
 
-/* sample_index: 2*(total_samples+1) entries, pairs (position in doc_index, token offset), the
- * start of each sample; sample i ends (inclusive) where sample i+1 starts.  lengths are the
- * documents' token counts, indexed by document id. */
-void ptdp_gpt_sample_index(int64_t *sample_index, const int32_t *doc_index, const int32_t *lengths,
-                           const ptdp_gpt_plan *p, int seq_length);
+/* sample_index: 2*(total_samples+1) int32 entries (n_doc_index < 2^31 and the documents' int32
+ * lengths bound both), pairs (position in doc_index, token offset), the
+ * start of each sample; sample i ends (inclusive) where sample i+1 starts.  lengths[d - begin]
+ * is the token count of document d of the split [begin, end); doc_index has n_doc_index
+ * entries (E epochs of the split, enough tokens for the plan).  One pass over doc_index:
+ * returns the steps taken (documents entered plus samples placed), at most
+ * n_doc_index + total_samples, which tests check to catch a superlinear rewrite. */
+int64_t ptdp_gpt_sample_index(int32_t *sample_index, const int32_t *doc_index, int64_t n_doc_index,
+                              const int32_t *lengths, int64_t begin, const ptdp_gpt_plan *p, int seq_length);
 
 /* shuffle (total_samples entries): 0..n-1 shuffled, where n = num_samples_sans_final with a
  * separate final epoch (the rest shuffled after it), else total_samples. */

@@ -238,19 +238,3 @@ int ptdp_indexed_dataset_get(const ptdp_indexed_dataset *ds, int64_t seq, int64_
   }
   return 0;
 }
-
-int ptdp_indexed_dataset_max_token(const ptdp_indexed_dataset *ds, int64_t *max_token)
-{
-  const ptdp_mmidx *ix = &ds->ix;
-  PTDP_CHECK(integer_dtype(ix->dtype), "data file '%s' holds %s values, not token ids", ds->bin_path,
-             ptdp_mmidx_dtype_name(ix->dtype));
-  size_t n = ds->bin_size / ix->elem_size;
-  int64_t m = -1;
-  const unsigned char *p = ds->bin_map;
-  for (size_t i = 0; i < n; i++) {
-    int64_t v = load_elem(p, ix->dtype, i);
-    if (v > m) m = v;
-  }
-  *max_token = m;
-  return 0;
-}

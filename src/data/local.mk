@@ -2,8 +2,10 @@
 # blending, and the ptdp-preprocess executable.  User documentation: README, "Data".
 libptdp_a_SOURCES += src/data/unicode.c src/data/unicode_tables.c src/data/json.c src/data/strmap.c \
                      src/data/tokenizer.c src/data/tokenizer_encode.c \
-                     src/data/indexed_dataset.c src/data/mmidx_writer.c src/data/gpt_index.c src/data/gpt_dataset.c \
-                     src/data/unicode.h src/data/json.h src/data/strmap.h src/data/tokenizer_impl.h src/data/gpt_index.h
+                     src/data/indexed_dataset.c src/data/mmidx_writer.c src/data/gpt_index.c src/data/gpt_cache.c \
+                     src/data/gpt_dataset.c \
+                     src/data/unicode.h src/data/json.h src/data/strmap.h src/data/tokenizer_impl.h src/data/gpt_index.h \
+                     src/data/gpt_cache.h
 ptdpinclude_HEADERS += include/ptdp/tokenizer.h include/ptdp/indexed_dataset.h include/ptdp/gpt_dataset.h
 
 EXTRA_DIST += src/data/gen_unicode_tables.py

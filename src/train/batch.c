@@ -101,6 +101,7 @@ int ptdp_batch_open(ptdp_batch_source **out, const ptdp_args *a, long long vocab
     da.num_samples[1] = a->eval_iters > 0 ? (a->train_iters / a->eval_interval + 1) * a->eval_iters * gbs : 0;
     da.num_samples[2] = a->eval_iters * gbs;
     PTDP_CALL(ptdp_data_open(&s->data, &da, comm));
+    PTDP_CALL(ptdp_data_report(s->data, comm, stdout));
     return 0;
   }
   PTDP_CHECK(file_exists(a->data_path), "data-path '%s' is neither a file nor an indexed dataset prefix (no '%s')",

@@ -1,8 +1,8 @@
 # validation/bench: benchmarks, scripts that print figures (not timed tests); results and
 # machine in validation/bench/README.md
 EXTRA_DIST += validation/bench/bench_parallel.sh validation/bench/bench_pipeline.sh
-dist_noinst_SCRIPTS += validation/bench/bench_tokenizer.sh
+dist_noinst_SCRIPTS += validation/bench/bench_tokenizer.sh validation/bench/bench_data_startup.sh
 EXTRA_DIST += validation/bench/bench_train.sh validation/bench/bench.in validation/bench/sgemm_bench.c \
-	validation/bench/README.md
+	validation/bench/gen_corpus.c validation/bench/README.md
 EXTRA_DIST += validation/bench/bench_data.sh
 EXTRA_DIST += validation/bench/bench_checkpoint.sh validation/bench/io_bench.c

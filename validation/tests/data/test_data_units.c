@@ -292,13 +292,22 @@ static void check_index(const int32_t *lengths, int64_t begin, int64_t end, int6
   }
   int64_t nd = p.num_epochs * (end - begin), ns = p.total_samples;
   int32_t *doc = malloc((size_t)nd * 4);
-  int64_t *si = malloc((size_t)(2 * ns + 2) * 8), *sh = malloc((size_t)ns * 8 + 8);
+  int32_t *si = malloc((size_t)(2 * ns + 2) * 4);
+  int64_t *sh = malloc((size_t)ns * 8 + 8);
   ptdp_rng r;
   ptdp_rng_seed(&r, seed);
   ptdp_gpt_doc_index(doc, begin, end, &p, &r);
-  ptdp_gpt_sample_index(si, doc, lengths, &p, s);
+  int64_t steps = ptdp_gpt_sample_index(si, doc, nd, lengths + begin, begin, &p, s);
   ptdp_gpt_shuffle_index(sh, &p, &r);
   EXPECT(ns >= want, "at least the samples asked for (%lld >= %lld)", (long long)ns, (long long)want);
+  /* work, counted rather than timed: one Fisher-Yates draw per element shuffled (less one per
+   * shuffle) and one walk over doc_index; a superlinear rewrite of either fails here */
+  int64_t n1 = p.num_samples_sans_final, e1 = p.separate_final_epoch ? nd - (end - begin) : nd;
+  int64_t draws = (e1 > 0 ? e1 - 1 : 0) + (nd - e1 > 0 ? nd - e1 - 1 : 0) + (n1 > 0 ? n1 - 1 : 0) +
+                  (ns - n1 > 0 ? ns - n1 - 1 : 0);
+  EXPECT((int64_t)r.draws == draws && steps <= nd + ns,
+         "index work is linear: %llu draws (expected %lld), %lld steps <= %lld documents + %lld samples",
+         (unsigned long long)r.draws, (long long)draws, (long long)steps, (long long)nd, (long long)ns);
   /* each document once per epoch; with a separate last epoch, also once within it */
   int64_t *cnt = calloc((size_t)(end + 1), 8);
   int ok = 1;
