@@ -1,0 +1,176 @@
+/* The inference forward pass with a key/value cache (see include/ptdp/generate.h).
+ *
+ * The same operations, in the same order, as the training forward without sequence parallelism
+ * and without dropout (src/model/layer.c, head.c), on n new token rows at positions
+ * len .. len + n - 1:
+ *
+ *   x  = all-reduce(wte_r[tok]) + wpe[pos]                          (vocab-parallel embedding)
+ *   per layer:  qkv = LN1(x) Wqkv_r^T + b                           [n, 3 hl]  column-parallel
+ *               K, V of the n rows appended to the cache            [cap, hl]
+ *               ctx = softmax(q K^T / sqrt(hd)) V over positions <= its own     [n, hl]
+ *               x2  = all-reduce(ctx Wproj_r^T) + b + x                         row-parallel
+ *               x   = all-reduce(gelu(LN2(x2) Wfc1_r^T + b) Wfc2_r^T) + b + x2
+ *   logits_r = LNf(x) wte_r^T over this rank's real vocabulary columns, gathered across TP.
+ *
+ * Attention: an empty cache takes the n rows in one causal pass of the backend's attention
+ * (b = 1, s = n), exactly the training forward's; a single row against a filled cache is one
+ * product per local head for the scores [1, len + 1] and one for the context, with the softmax
+ * done by the backend's cross-entropy statistics (row max, sum of exponentials, then
+ * exp(s - max) / sum with no target inside the row: a plain softmax over the al rows at once). */
+#include "ptdp/generate.h"
+
+#include "ptdp/error.h"
+
+#include <math.h>
+#include <string.h>
+
+#define LOGIT_ROWS PTDP_GENERATE_LOGIT_ROWS
+
+static int grow_probs(ptdp_generator *g, long long elems)
+{
+  if (elems <= g->probs_elems) return 0;
+  ptdp_backend *be = g->m->be;
+  if (g->probs) be->free(be, g->probs);
+  g->probs = NULL;
+  g->probs_elems = 0;
+  PTDP_CALL(be->alloc(be, (void **)&g->probs, sizeof(float) * (size_t)elems));
+  g->probs_elems = elems;
+  return 0;
+}
+
+/* Keys and values of rows [0, n) of qkv ([n, al, 3, hd]) into cache rows len .. len + n - 1. */
+static int cache_append(ptdp_generator *g, int layer, int n)
+{
+  const ptdp_gpt *m = g->m;
+  ptdp_backend *be = m->be;
+  const size_t bytes = sizeof(float) * (size_t)m->hd;
+  for (int r = 0; r < n; r++)
+    for (int a = 0; a < m->al; a++) {
+      const float *q = g->qkv + (size_t)r * 3 * m->hl + (size_t)a * 3 * m->hd;
+      const size_t at = (size_t)(g->len + r) * m->hl + (size_t)a * m->hd;
+      PTDP_CALL(be->copy(be, g->kc[layer] + at, q + m->hd, bytes));
+      PTDP_CALL(be->copy(be, g->vc[layer] + at, q + 2 * m->hd, bytes));
+    }
+  return 0;
+}
+
+/* ctx [n, hl] of the n new rows (cache already holds them). */
+static int attention(ptdp_generator *g, int layer, int n)
+{
+  const ptdp_gpt *m = g->m;
+  ptdp_backend *be = m->be;
+  const int al = m->al, hd = m->hd, hl = m->hl;
+  if (g->len == 0) { /* prefill: causal attention over the n rows, as in training */
+    PTDP_CALL(grow_probs(g, (long long)al * n * n));
+    ptdp_attn_desc d = {.b = 1, .s = n, .al = al, .hd = hd, .head0 = (long long)m->tp_rank * al};
+    d.drop.p = 0.0f;
+    return be->attention_forward(be, &d, g->qkv, g->probs, NULL, g->probs, g->ctx);
+  }
+  /* one query row against keys 0 .. L-1 (L = len + 1, the new row included) */
+  const int L = g->len + 1;
+  const float scale = 1.0f / sqrtf((float)hd);
+  for (int a = 0; a < al; a++) /* S[a, 0:L] = q_a K_a^T / sqrt(hd) */
+    PTDP_CALL(be->gemm(be, 0, 1, 1, L, hd, scale, g->qkv + (size_t)a * 3 * hd, 3 * hl, g->kc[layer] + (size_t)a * hd,
+                       hl, 0.0f, g->scores + (size_t)a * L, L));
+  float *mx = g->stats, *se = g->stats + al, *unused = g->stats + 2 * al;
+  PTDP_CALL(be->xent_stats(be, g->scores, g->notarget, 0, al, L, mx, unused));
+  PTDP_CALL(be->xent_sumexp(be, g->scores, mx, al, L, se));
+  PTDP_CALL(be->xent_grad(be, g->scores, g->notarget, 0, mx, se, al, L, 1.0f)); /* P = softmax(S) */
+  for (int a = 0; a < al; a++) /* ctx_a = P[a] V_a */
+    PTDP_CALL(be->gemm(be, 0, 0, 1, hd, L, 1.0f, g->scores + (size_t)a * L, L, g->vc[layer] + (size_t)a * hd, hl, 0.0f,
+                       g->ctx + (size_t)a * hd, hl));
+  return 0;
+}
+
+/* One transformer layer on g->x [n, h]; the output replaces g->x. */
+static int layer_forward(ptdp_generator *g, int layer, int n)
+{
+  ptdp_gpt *m = g->m;
+  ptdp_backend *be = m->be;
+  ptdp_comm *tp = &m->grid->tp;
+  const int h = m->cfg.hidden, hl = m->hl, fl = m->fl;
+  const ptdp_layer_params w = m->chunks[0].layers[layer].w;
+  const size_t nh = (size_t)n * h;
+  /* attention block */
+  PTDP_CALL(be->layernorm_forward(be, g->x, w.ln1_w, w.ln1_b, g->ln, g->mean, g->rstd, n, h, m->cfg.eps));
+  PTDP_CALL(be->gemm(be, 0, 1, n, 3 * hl, h, 1.0f, g->ln, h, w.qkv_w, h, 0.0f, g->qkv, 3 * hl)); /* [n, 3hl] */
+  PTDP_CALL(be->bias_forward(be, g->qkv, w.qkv_b, n, 3 * hl));
+  PTDP_CALL(cache_append(g, layer, n));
+  PTDP_CALL(attention(g, layer, n));
+  PTDP_CALL(be->gemm(be, 0, 1, n, h, hl, 1.0f, g->ctx, hl, w.proj_w, hl, 0.0f, g->x2, h)); /* partial [n, h] */
+  PTDP_CALL(ptdp_comm_allreduce_sum(tp, g->x2, nh, PTDP_TAG_LAYER));
+  PTDP_CALL(be->bias_forward(be, g->x2, w.proj_b, n, h));
+  PTDP_CALL(be->add(be, g->x2, g->x, nh));
+  /* MLP block */
+  PTDP_CALL(be->layernorm_forward(be, g->x2, w.ln2_w, w.ln2_b, g->ln, g->mean, g->rstd, n, h, m->cfg.eps));
+  PTDP_CALL(be->gemm(be, 0, 1, n, fl, h, 1.0f, g->ln, h, w.fc1_w, h, 0.0f, g->fc, fl)); /* [n, fl] */
+  PTDP_CALL(be->bias_forward(be, g->fc, w.fc1_b, n, fl));
+  PTDP_CALL(be->gelu_forward(be, g->fc, g->act, (size_t)n * fl));
+  PTDP_CALL(be->gemm(be, 0, 1, n, h, fl, 1.0f, g->act, fl, w.fc2_w, fl, 0.0f, g->y, h)); /* partial [n, h] */
+  PTDP_CALL(ptdp_comm_allreduce_sum(tp, g->y, nh, PTDP_TAG_LAYER));
+  PTDP_CALL(be->bias_forward(be, g->y, w.fc2_b, n, h));
+  PTDP_CALL(be->add(be, g->y, g->x2, nh));
+  float *t = g->x; /* the output becomes the next layer's input */
+  g->x = g->y;
+  g->y = t;
+  return 0;
+}
+
+/* x [n, h] = all-reduce over TP of this rank's word-embedding rows + position rows. */
+static int embed(ptdp_generator *g, const int32_t *tokens, int n)
+{
+  ptdp_gpt *m = g->m;
+  ptdp_backend *be = m->be;
+  const int h = m->cfg.hidden;
+  PTDP_CALL(be->to_device(be, g->tokens, tokens, sizeof(int32_t) * (size_t)n));
+  PTDP_CALL(be->embedding_forward(be, m->wte.w, g->tokens, m->v0, m->vl, g->x, n, h));
+  PTDP_CALL(ptdp_comm_allreduce_sum(&m->grid->tp, g->x, (size_t)n * h, PTDP_TAG_EMBED));
+  PTDP_CALL(be->embedding_forward(be, m->wpe.w, g->positions + g->len, 0, m->cfg.max_pos, g->y, n, h));
+  return be->add(be, g->x, g->y, (size_t)n * h);
+}
+
+/* Host logits [rows, vocab] of the rows [r0, r0 + rows) of g->x: final LayerNorm, this rank's
+ * columns of the output layer (the real vocabulary only), gathered over TP R rows at a time. */
+static int head(ptdp_generator *g, int r0, int rows, float *out)
+{
+  ptdp_gpt *m = g->m;
+  ptdp_backend *be = m->be;
+  const int h = m->cfg.hidden, t = m->t, vv = ptdp_gpt_vocab_columns(m);
+  const long long vl = m->vl, vocab = m->cfg.vocab;
+  const float *x = g->x + (size_t)r0 * h;
+  PTDP_CALL(be->layernorm_forward(be, x, m->lnf_w.w, m->lnf_b.w, g->ln, g->mean, g->rstd, rows, h, m->cfg.eps));
+  for (int b0 = 0; b0 < rows; b0 += LOGIT_ROWS) {
+    const int nb = rows - b0 < LOGIT_ROWS ? rows - b0 : LOGIT_ROWS;
+    if (vv > 0) /* [nb, vv] in rows of vl: the padding columns stay zero and are never read */
+      PTDP_CALL(be->gemm(be, 0, 1, nb, vv, h, 1.0f, g->ln + (size_t)b0 * h, h, m->wte.w, h, 0.0f, g->logits, (int)vl));
+    PTDP_CALL(ptdp_comm_allgather(&m->grid->tp, g->logits, g->gathered, (size_t)nb * vl, PTDP_TAG_EMBED));
+    PTDP_CALL(be->to_host(be, g->host, g->gathered, sizeof(float) * (size_t)t * nb * vl));
+    PTDP_CALL(be->synchronize(be));
+    for (int q = 0; q < t; q++) { /* rank q's block [nb, vl] holds tokens q vl .. q vl + vl - 1 */
+      long long cols = vocab - q * vl;
+      cols = cols < 0 ? 0 : cols > vl ? vl : cols;
+      for (int r = 0; r < nb; r++)
+        memcpy(out + (size_t)(b0 + r) * vocab + (size_t)q * vl, g->host + ((size_t)q * nb + r) * vl,
+               sizeof(float) * (size_t)cols);
+    }
+  }
+  return 0;
+}
+
+int ptdp_generator_forward(ptdp_generator *g, const int32_t *tokens, int n, int all_rows, float *logits)
+{
+  PTDP_CHECK_LOCAL(n > 0 && g->len + n <= g->cap, "internal: %d tokens at position %d overflow the cache of %d", n,
+                   g->len, g->cap);
+  if (g->len > 0 && n > 1) { /* a filled cache takes one token at a time */
+    for (int i = 0; i < n; i++) {
+      float *row = logits && (all_rows || i == n - 1) ? logits + (all_rows ? (size_t)i * g->m->cfg.vocab : 0) : NULL;
+      PTDP_CALL(ptdp_generator_forward(g, tokens + i, 1, 0, row));
+    }
+    return 0;
+  }
+  PTDP_CALL(embed(g, tokens, n));
+  for (int l = 0; l < g->m->chunks[0].nlayers; l++) PTDP_CALL(layer_forward(g, l, n));
+  g->len += n;
+  if (!logits) return 0;
+  return all_rows ? head(g, 0, n, logits) : head(g, n - 1, 1, logits);
+}
