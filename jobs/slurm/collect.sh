@@ -24,7 +24,7 @@ for r in rows:
     path = os.path.join(sweep_dir, r["task"], "run.h5")
     pred = float(r["predicted_ms_per_iteration"])
     if not os.path.exists(path):
-        out.append([r["task"], "", "%.1f" % pred, "missing", "", "", "", ""])
+        out.append([r["task"], "", "%.4g" % pred, "missing", "", "", "", ""])
         continue
     with h5py.File(path, "r", swmr=True) as f:
         c = f["config"].attrs
@@ -39,7 +39,7 @@ for r in rows:
         times.sort()
         meas = times[len(times) // 2] if times else math.nan
         launches = len(f["jobs"]) if "jobs" in f else 0
-    out.append([r["task"], layout, "%.1f" % pred, "%.1f" % meas, "%.2f" % (meas / pred) if pred > 0 else "",
+    out.append([r["task"], layout, "%.4g" % pred, "%.4g" % meas, "%.2f" % (meas / pred) if pred > 0 else "",
                 str(order[-1] if order else 0), "%.4f" % last[order[-1]][1] if order else "", str(launches)])
 if md:
     print("| " + " | ".join(cols) + " |")
