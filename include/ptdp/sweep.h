@@ -42,7 +42,8 @@ typedef struct {
   int n, cap;
   long long candidates;       /* layouts enumerated (valid keys) */
   long long simulated;        /* ptdp_sim_run calls */
-  long long dropped_memory;   /* did not fit */
+  long long dropped_memory;   /* valid layouts that fit with no recomputation */
+  long long bounded;          /* (t, p, distributed optimizer) left out by the weights-and-state bound */
   double seconds;             /* wall time of the sweep */
 } ptdp_sweep_result;
 

@@ -69,8 +69,10 @@ static int report(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_opti
 {
   printf("ptdp-sweep: %s, n %lld, model: %lld layers, h %lld, a %lld, s %lld; global batch %lld\n", hw->name,
          so->world_size, a->num_layers, a->hidden_size, a->num_attention_heads, a->seq_length, a->global_batch_size);
-  printf("layouts: %lld valid, %d fit in memory (%lld dropped as too big), %lld predictions in %.3f s\n",
-         res->candidates, res->n, res->dropped_memory, res->simulated, res->seconds);
+  printf("layouts: %lld valid (t, p, d, b, v, SP, distributed optimizer), %lld of them too big whatever the "
+         "recomputation; %d fit with the recomputation each needs; %lld (t, p, distributed optimizer) too big for "
+         "their weights and optimizer state alone; %lld predictions in %.3f s\n",
+         res->candidates, res->dropped_memory, res->n, res->bounded, res->simulated, res->seconds);
   PTDP_CHECK(res->n > 0, "no layout of this model fits in %g GB per device on %lld devices: more devices, a smaller "
              "global batch, or 16-bit (bf16) would help", hw->memory_bytes / 1e9, so->world_size);
   ptdp_sweep_print(res, hw, (int)sw->top, stdout);

@@ -73,7 +73,7 @@ static int predict(sweep_ctx *c, ptdp_sweep_layout *L)
   L->memory_usable = c->o->memory_margin * c->hw->memory_bytes;
   memcpy(L->comp, r->comp, sizeof L->comp);
   L->recompute_time = r->recompute;
-  double busy = r->recompute;
+  double busy = 0; /* the busiest stage's work (its recomputation is inside the components) */
   for (int k = 0; k < PTDP_SIM_COMPONENTS; k++)
     if (k != PTDP_SIM_DP && k != PTDP_SIM_OPTIMIZER && k != PTDP_SIM_EMBEDDING_AR) busy += r->comp[k];
   L->pipeline_idle = r->pipeline_time > busy ? r->pipeline_time - busy : 0;
@@ -200,7 +200,7 @@ int ptdp_sweep_run(const ptdp_args *base, const ptdp_sim_hw *hw, const ptdp_sim_
       if (gbs % d) continue;
       for (int distopt = 0; !err && distopt <= (d > 1); distopt++) {
         if (state_bytes_lower(base, (int)t, (int)p, (int)d, distopt) > usable) {
-          res->dropped_memory++;
+          res->bounded++;
           continue;
         }
         for (int sp = 0; !err && sp <= (t > 1); sp++) {

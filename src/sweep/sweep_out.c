@@ -27,7 +27,8 @@ static void costs(const ptdp_sweep_layout *L, double *c)
   c[COST_PP] = L->comp[PTDP_SIM_PP];
   c[COST_DP] = L->comp[PTDP_SIM_DP] + L->comp[PTDP_SIM_EMBEDDING_AR];
   c[COST_RECOMPUTE] = L->recompute_time;
-  c[COST_COMPUTE] = L->comp[PTDP_SIM_GEMM] + L->comp[PTDP_SIM_ATTENTION] + L->comp[PTDP_SIM_MEMBOUND];
+  /* the components hold the recomputed forward too: compute is what is left without it */
+  c[COST_COMPUTE] = L->comp[PTDP_SIM_GEMM] + L->comp[PTDP_SIM_ATTENTION] + L->comp[PTDP_SIM_MEMBOUND] - L->recompute_time;
   c[COST_OPTIMIZER] = L->comp[PTDP_SIM_OPTIMIZER];
 }
 
