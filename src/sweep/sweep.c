@@ -1,0 +1,226 @@
+/* Every layout of a model on n devices, predicted with ptdp-sim (ptdp/sweep.h says what is
+ * enumerated and what is dropped).  The loops run t, p (d = n / (t p)), the distributed
+ * optimizer, sequence parallelism, micro-batch b (ascending), v; recomputation last, cheapest
+ * first.  Two bounds keep the sweep fast without changing what it finds:
+ *   - weights, gradients and optimizer state per GPU need at least
+ *       (L/p) (4h^2 + 2hf)/t x (w + g + s/d')  bytes   (w, g: 2, 2 in 16-bit, else 4, 4; s: Adam's
+ *     fp32 state, 12 B in 16-bit (with the fp32 master weights), else 8; d' = d with the
+ *     distributed optimizer, else 1), the embedding left out; above the usable memory a (t, p,
+ *     distributed optimizer) is dropped without simulating it;
+ *   - activations grow with b (b times the in-flight micro-batches, min(p, m) b <= B/d): when no
+ *     recomputation makes b fit, no larger b will. */
+#include "ptdp/sweep.h"
+
+#include "ptdp/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+  const ptdp_args *base;
+  const ptdp_sim_hw *hw;
+  const ptdp_sim_options *o;
+  long long gbs;
+  ptdp_sweep_result *res;
+  ptdp_sim_result *r; /* scratch for one prediction */
+} sweep_ctx;
+
+static double state_bytes_lower(const ptdp_args *a, int t, int p, int d, int distopt)
+{
+  const double h = (double)a->hidden_size, f = (double)ptdp_args_ffn(a);
+  const double params = (double)a->num_layers / p * (4 * h * h + 2 * h * f) / t;
+  const int half = a->fp16 || a->bf16;
+  const double per = (half ? 2 + 2 : 4 + 4) + (half ? 12.0 : 8.0) / (distopt ? d : 1);
+  return params * per;
+}
+
+void ptdp_sweep_apply(const ptdp_args *base, const ptdp_sweep_layout *L, long long gbs, ptdp_args *a)
+{
+  *a = *base;
+  a->tensor_model_parallel_size = L->t;
+  a->pipeline_model_parallel_size = L->p;
+  a->micro_batch_size = L->b;
+  a->global_batch_size = gbs;
+  a->num_layers_per_virtual_pipeline_stage = L->v > 1 ? base->num_layers / L->p / L->v : 0;
+  a->sequence_parallel = L->sp;
+  a->use_distributed_optimizer = L->distopt;
+  a->recompute_granularity = L->recompute;
+  a->recompute_method = PTDP_RECOMPUTE_BLOCK;
+  a->recompute_num_layers = L->recompute == PTDP_RECOMPUTE_FULL ? L->recompute_layers : 1;
+}
+
+/* Predict L; 1 when it fits, 0 when not, -1 when the keys are refused (error cleared). */
+static int predict(sweep_ctx *c, ptdp_sweep_layout *L)
+{
+  ptdp_args a;
+  ptdp_sweep_apply(c->base, L, c->gbs, &a);
+  c->res->simulated++;
+  if (ptdp_sim_run(&a, c->hw, c->o, c->r)) {
+    ptdp_error_clear();
+    return -1;
+  }
+  const ptdp_sim_result *r = c->r;
+  L->d = r->d;
+  L->v_layers = (int)a.num_layers_per_virtual_pipeline_stage;
+  L->m = r->m;
+  L->iteration = r->iteration;
+  L->tflops_per_gpu = r->tflops_per_gpu;
+  L->mfu = r->mfu;
+  L->bubble = r->bubble;
+  L->memory = r->mem_total;
+  L->memory_usable = c->o->memory_margin * c->hw->memory_bytes;
+  memcpy(L->comp, r->comp, sizeof L->comp);
+  L->recompute_time = r->recompute;
+  double busy = 0; /* the busiest stage's work (its recomputation is inside the components) */
+  for (int k = 0; k < PTDP_SIM_COMPONENTS; k++)
+    if (k != PTDP_SIM_DP && k != PTDP_SIM_OPTIMIZER && k != PTDP_SIM_EMBEDDING_AR) busy += r->comp[k];
+  L->pipeline_idle = r->pipeline_time > busy ? r->pipeline_time - busy : 0;
+  L->tp_crosses_nodes = L->t > c->hw->gpus_per_node;
+  L->train_days_sim = r->train_days_sim;
+  L->train_days_eq4 = r->train_days_eq4;
+  return r->fits ? 1 : 0;
+}
+
+static int record(sweep_ctx *c, const ptdp_sweep_layout *L)
+{
+  ptdp_sweep_result *res = c->res;
+  if (res->n == res->cap) {
+    const int cap = res->cap ? 2 * res->cap : 256;
+    ptdp_sweep_layout *grown = realloc(res->layouts, (size_t)cap * sizeof *grown);
+    PTDP_CHECK(grown, "out of memory for %d layouts", cap);
+    res->layouts = grown;
+    res->cap = cap;
+  }
+  res->layouts[res->n++] = *L;
+  return 0;
+}
+
+/* One (t, p, d, b, v, sp, distopt): no recomputation if it fits, else selective and the least
+ * full recomputation that fit.  *fit: whether any did; *valid: whether ptdp-train takes the keys. */
+static int recompute_variants(sweep_ctx *c, ptdp_sweep_layout L, int *fit, int *valid)
+{
+  *fit = 0;
+  L.recompute = PTDP_RECOMPUTE_NONE;
+  int f = predict(c, &L);
+  *valid = f >= 0;
+  if (f < 0) return 0;
+  if (f) {
+    *fit = 1;
+    return record(c, &L);
+  }
+  const double m0 = L.memory;
+  L.recompute = PTDP_RECOMPUTE_SELECTIVE;
+  if (predict(c, &L) == 1) {
+    *fit = 1;
+    PTDP_CALL(record(c, &L));
+  }
+  /* full, block method: the fewest layers N of each chunk that fit.  Memory falls about
+   * linearly in N (each recomputed layer keeps only its input), so N is first guessed between
+   * none (N = 0, memory M0) and all nl layers (M1), then stepped to the smallest that fits:
+   * two or three predictions instead of a bisection's log2(nl) + 1. */
+  const double usable = c->o->memory_margin * c->hw->memory_bytes;
+  const int nl = (int)(c->base->num_layers / L.p / L.v);
+  L.recompute = PTDP_RECOMPUTE_FULL;
+  L.recompute_layers = nl;
+  if (predict(c, &L) != 1) {
+    c->res->dropped_memory++;
+    return 0;
+  }
+  ptdp_sweep_layout best = L;
+  const double m1 = L.memory;
+  int n = m0 > m1 ? (int)ceil(nl * (m0 - usable) / (m0 - m1)) : nl;
+  n = n < 1 ? 1 : n > nl ? nl : n;
+  int lo = 0, hi = nl; /* lo does not fit (or is none), hi fits */
+  while (hi - lo > 1) {
+    L.recompute_layers = n;
+    if (predict(c, &L) == 1) {
+      hi = n;
+      best = L;
+      n = n - 1;
+    } else {
+      lo = n;
+      n = n + 1;
+    }
+    if (n <= lo || n >= hi) n = (lo + hi) / 2; /* the guess was off: bisect what is left */
+  }
+  *fit = 1;
+  return record(c, &best);
+}
+
+/* The micro-batch sizes and chunk counts of one (t, p, distopt, sp). */
+static int sweep_batches(sweep_ctx *c, ptdp_sweep_layout L)
+{
+  const long long per_replica = c->gbs / L.d, lps = c->base->num_layers / L.p;
+  for (long long b = 1; b <= per_replica; b++) {
+    if (per_replica % b) continue;
+    L.b = (int)b;
+    const long long m = per_replica / b;
+    int any = 0;
+    for (long long v = 1; v <= lps && v <= 64; v++) {
+      if (lps % v || (v > 1 && (L.p == 1 || m % L.p))) continue;
+      L.v = (int)v;
+      int fit, valid;
+      PTDP_CALL(recompute_variants(c, L, &fit, &valid));
+      c->res->candidates += valid;
+      any |= fit;
+    }
+    if (!any) break; /* activations only grow with b */
+  }
+  return 0;
+}
+
+static int cmp_time(const void *x, const void *y)
+{
+  const ptdp_sweep_layout *a = x, *b = y;
+  return (a->iteration > b->iteration) - (a->iteration < b->iteration);
+}
+
+int ptdp_sweep_run(const ptdp_args *base, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long gbs,
+                   ptdp_sweep_result *res)
+{
+  memset(res, 0, sizeof *res);
+  const long long n = o->world_size;
+  PTDP_CHECK(n >= 1, "world-size %lld: give the number of devices to sweep (--world-size N)", n);
+  if (!gbs) gbs = base->global_batch_size;
+  PTDP_CHECK(gbs >= 1, "global-batch-size %lld: give the global batch (--global-batch-size B)", gbs);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  sweep_ctx c = {.base = base, .hw = hw, .o = o, .gbs = gbs, .res = res};
+  PTDP_CALLOC(c.r, 1, sizeof *c.r);
+  const double usable = o->memory_margin * hw->memory_bytes;
+  ptdp_error_set_quiet(1); /* layouts ptdp-train refuses are skipped, not reported */
+  int err = 0;
+  for (long long t = 1; !err && t <= n; t++) {
+    if (n % t || base->num_attention_heads % t) continue;
+    for (long long p = 1; !err && p <= n / t; p++) {
+      if ((n / t) % p || base->num_layers % p) continue;
+      const long long d = n / (t * p);
+      if (gbs % d) continue;
+      for (int distopt = 0; !err && distopt <= (d > 1); distopt++) {
+        if (state_bytes_lower(base, (int)t, (int)p, (int)d, distopt) > usable) {
+          res->bounded++;
+          continue;
+        }
+        for (int sp = 0; !err && sp <= (t > 1); sp++) {
+          ptdp_sweep_layout L = {.t = (int)t, .p = (int)p, .d = (int)d, .sp = sp, .distopt = distopt};
+          err = sweep_batches(&c, L);
+        }
+      }
+    }
+  }
+  ptdp_error_set_quiet(0);
+  free(c.r);
+  PTDP_CALL(err);
+  qsort(res->layouts, (size_t)res->n, sizeof *res->layouts, cmp_time);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  res->seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  return 0;
+}
+
+void ptdp_sweep_free(ptdp_sweep_result *res)
+{
+  free(res->layouts);
+  memset(res, 0, sizeof *res);
+}

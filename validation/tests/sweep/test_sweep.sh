@@ -1,0 +1,62 @@
+#!/bin/sh
+# ptdp-sweep on Narayanan et al.'s 18.4B model (Table 1: 40 layers, h 6144, a 48) on 256 GPUs of
+# the DGX A100 file, global batch 1024: it runs, every layout it keeps fits the usable memory,
+# the HDF5 file holds as many predictions as it says fit, the best layout keeps tensor
+# parallelism within a node, and each row of the job-array table, given to ptdp-sim, predicts
+# the time the table says (the sweep predicts with ptdp-sim's code, nothing else).
+. "$top_srcdir/validation/tests/common.sh"
+SWEEP="$top_builddir/ptdp-sweep"
+SIM="$top_builddir/ptdp-sim"
+HW="$top_srcdir/inputs/hw/dgx-a100-80gb.hw"
+DECK="$TMPD/m18.in"
+cat > "$DECK" <<'DECK'
+num-layers = 40
+hidden-size = 6144
+num-attention-heads = 48
+seq-length = 2048
+max-position-embeddings = 2048
+vocab-size = 51200
+micro-batch-size = 1
+global-batch-size = 1024
+fp16 = true
+hidden-dropout = 0.1
+attention-dropout = 0.1
+DECK
+"$SWEEP" "$DECK" --hardware "$HW" --world-size 256 --top 4 --out "$TMPD/s.h5" --emit-tsv "$TMPD/s.tsv" > "$TMPD/out" 2>&1
+ok $? "ptdp-sweep 18.4B on 256 GPUs"
+cat "$TMPD/out"
+fit=$(sed -n 's/.*; \([0-9]*\) fit with the recomputation.*/\1/p' "$TMPD/out")
+best_t=$(sed -n 's/^best: t\([0-9]*\) .*/\1/p' "$TMPD/out")
+[ -n "$best_t" ] && [ "$best_t" -le 8 ]
+ok $? "the best layout's t ($best_t) is within a node (8 GPUs)"
+grep -q "^training time for 3e+11 tokens (days): [0-9.]* (Narayanan et al. eq. 4 at the simulated rate: [0-9.]*)" "$TMPD/out"
+ok $? "training time beside eq. 4"
+$PYTHON3 - "$TMPD/s.h5" "$fit" <<'PY'
+import sys, h5py, numpy as np
+g = h5py.File(sys.argv[1], "r")["sweep"]
+n = len(g["iteration_seconds"])
+assert n == int(sys.argv[2]) and n > 0, "%d rows, the output says %s" % (n, sys.argv[2])
+assert np.all(g["memory_bytes"][...] <= 0.95 * 80e9 * (1 + 1e-12)), "a layout over the usable memory"
+t, p, d = g["tensor_model_parallel_size"][...], g["pipeline_model_parallel_size"][...], g["data_parallel_size"][...]
+assert np.all(t * p * d == 256), "t p d != 256"
+assert np.all(np.diff(g["iteration_seconds"][...]) >= 0), "not fastest first"
+print("%d predictions, all fit, t p d = 256, fastest first" % n)
+PY
+ok $? "the HDF5 file: every kept layout fits, t p d = n, sorted"
+[ "$(wc -l < "$TMPD/s.tsv")" -eq 5 ]
+ok $? "the TSV: a header and 4 rows"
+i=0
+tail -n +2 "$TMPD/s.tsv" | while IFS="$(printf '\t')" read -r task pred tp pp mb gbs vl sp dopt rg rm rn; do
+  got=$("$SIM" "$DECK" --hardware "$HW" --world-size 256 --tensor-model-parallel-size "$tp" --pipeline-model-parallel-size "$pp" \
+    --micro-batch-size "$mb" --global-batch-size "$gbs" --num-layers-per-virtual-pipeline-stage "$vl" --sequence-parallel "$sp" \
+    --use-distributed-optimizer "$dopt" --recompute-granularity "$rg" --recompute-method "$rm" --recompute-num-layers "$rn" 2>&1 |
+    sed -n 's/^iteration time (s): //p')
+  $PYTHON3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]) / 1e3; sys.exit(abs(a - b) > 1e-4 * b)" "$got" "$pred"
+  ok $? "row $task: ptdp-sim predicts $got s, the table $pred ms"
+  [ $ptdp_fail -eq 0 ] || exit 1
+done
+ok $? "every row of the table reproduced by ptdp-sim"
+"$SWEEP" "$DECK" --hardware "$HW" --world-size 3 > "$TMPD/bad" 2>&1
+[ $? -ne 0 ] && grep -q "no layout" "$TMPD/bad"
+ok $? "no layout fits on 3 GPUs: one message, exit 1 ($(head -c 120 "$TMPD/bad"))"
+finish
