@@ -6,3 +6,5 @@ EXTRA_DIST += validation/bench/bench_train.sh validation/bench/bench.in validati
 	validation/bench/README.md
 EXTRA_DIST += validation/bench/bench_data.sh
 EXTRA_DIST += validation/bench/bench_checkpoint.sh validation/bench/io_bench.c
+# GPU: the GEMM ceiling probe and the training benchmark of issue 12 (bench_gpu.sh builds the probe)
+EXTRA_DIST += validation/bench/bench_gpu.sh validation/bench/gemm_gpu_bench.c
