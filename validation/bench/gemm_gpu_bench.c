@@ -67,7 +67,7 @@ static double run(cublasLtHandle_t lt, cudaDataType_t t, cublasComputeType_t ct,
 int main(int argc, char **argv)
 {
   int n = argc > 1 ? atoi(argv[1]) : 8192, reps = argc > 2 ? atoi(argv[2]) : 20;
-  cudaDeviceProp prop;
+  struct cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   printf("gpu %s, %d SMs, %.0f GiB\n", prop.name, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0);
   cublasLtHandle_t lt;
