@@ -40,7 +40,9 @@ ptdp $PACKAGE_VERSION configured
   OpenMP         : ${OPENMP_CFLAGS:-none}
   CBLAS          : $BLAS_LIBS $BLAS_CFLAGS (OpenBLAS: $ptdp_have_openblas)
   parallel HDF5  : $HDF5_LIBS $HDF5_CFLAGS
-  CUDA/cuBLAS/NCCL: $ptdp_cuda_where (PTDP_HAVE_CUDA=$ptdp_have_cuda)
+  CUDA, cuBLAS(Lt): $ptdp_cuda_where (PTDP_HAVE_CUDA=$ptdp_have_cuda)
+  nvcc           : ${NVCC:-none} $NVCC_FLAGS
+  NCCL           : $ptdp_nccl_where (PTDP_HAVE_NCCL=$ptdp_have_nccl)
   python3 (tests): $PYTHON3
   install prefix : $prefix
 

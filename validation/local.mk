@@ -26,11 +26,13 @@ dist_noinst_SCRIPTS += validation/tests/launch.sh validation/tests/common.sh
 # the .idx validator's fuzzer (libFuzzer; not run by make check)
 dist_noinst_SCRIPTS += validation/fuzz/run_fuzz.sh
 EXTRA_DIST += validation/fuzz/fuzz_mmidx.c
+EXTRA_DIST += validation/test_bundle.sh
 EXTRA_DIST += validation/compare_builds.sh validation/run_suite.sh validation/gen_readme_keys.sh .ci/run validation/tests/expect.h
 TESTS += validation/tests/docs/test_readme.sh validation/tests/docs/test_default_job.sh
 dist_noinst_SCRIPTS += validation/tests/docs/test_readme.sh validation/tests/docs/test_default_job.sh
 
 include validation/tests/local.mk
 include validation/tests/io/local.mk
+include validation/tests/gpu/local.mk
 include validation/bench/local.mk
 include validation/reference/local.mk

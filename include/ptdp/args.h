@@ -5,7 +5,7 @@
 #define PTDP_ARGS_H
 
 #include "ptdp/batch.h"       /* ptdp_flat_dtype */
-#include "ptdp/grid.h"        /* ptdp_grid_order */
+#include "ptdp/grid.h"        /* ptdp_grid_order, ptdp_comm_backend (comm.h) */
 #include "ptdp/lr_schedule.h" /* ptdp_lr_decay_style */
 #include "ptdp/options.h"
 #include "ptdp/recompute.h" /* ptdp_recompute, ptdp_recompute_method */
@@ -14,8 +14,8 @@
 
 /* Where the model computes (key backend, in the order of its choices): the CPU (OpenBLAS +
  * OpenMP), or, for tests only, the CPU backend with device memory the host cannot touch, so that
- * code reading device data on the host is caught. */
-typedef enum { PTDP_BACKEND_CPU = 0, PTDP_BACKEND_GUARD = 1 } ptdp_backend_kind;
+ * code reading device data on the host is caught, or one NVIDIA GPU per rank (ptdp/cuda.h). */
+typedef enum { PTDP_BACKEND_CPU = 0, PTDP_BACKEND_GUARD = 1, PTDP_BACKEND_CUDA = 2 } ptdp_backend_kind;
 
 /* The signal exit-signal-handler catches (key exit-signal, in the order of its choices). */
 typedef enum { PTDP_EXIT_SIGTERM = 0, PTDP_EXIT_SIGINT, PTDP_EXIT_SIGUSR1, PTDP_EXIT_SIGUSR2 } ptdp_exit_signal;
@@ -63,6 +63,8 @@ typedef struct ptdp_args {
   long long loss_scale_window, hysteresis;
   /* device */
   ptdp_backend_kind backend;
+  long long device;
+  ptdp_comm_backend comm_backend;
   /* outputs and diagnostics */
   char debug_dump[PTDP_OPT_STRLEN];
   long long num_threads;

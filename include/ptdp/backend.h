@@ -38,6 +38,9 @@ struct ptdp_backend {
    * never relies on it for correctness: it moves data with to_device / to_host.  The MPI
    * transport reads it to decide whether messages must be staged through host buffers. */
   int host_accessible;
+  /* The CUDA stream (a cudaStream_t) every operation is issued on, in order; NULL on the CPU
+   * backends.  The NCCL transport orders its own stream after it (events), not the host. */
+  void *stream;
   int (*alloc)(ptdp_backend *be, void **p, size_t bytes); /* zeroed */
   void (*free)(ptdp_backend *be, void *p);
   int (*memset0)(ptdp_backend *be, void *p, size_t bytes);
@@ -102,16 +105,20 @@ typedef struct {
   int num_threads;   /* per rank; 0: OMP_NUM_THREADS, else the CPUs bound, else cores / ranks_on_node */
   int ranks_on_node; /* ranks sharing this node's cores (MPI_COMM_TYPE_SHARED) */
   int report;        /* 1 on the rank that prints set-up warnings */
+  int local_rank;    /* this rank's place among them: the CUDA backend's GPU is local_rank mod GPUs */
+  int device;        /* key device: a GPU index for every rank of the node; -1: from local_rank */
 } ptdp_backend_options;
 
 /* The valid names of ptdp_backend_create, for messages. */
-#define PTDP_BACKEND_NAMES "cpu, guard"
+#define PTDP_BACKEND_NAMES "cpu, guard, cuda"
 
 /* A backend by name:
  *   "cpu"    OpenBLAS + OpenMP on the host;
  *   "guard"  the CPU backend's operations on memory the host cannot touch outside them (a test
  *            tool: host code that reads or writes backend memory directly dies of SIGSEGV);
- * opt NULL means {0, 1, 0}.  An unknown name is a PTDP_ERR_INPUT error listing the valid ones. */
+ *   "cuda"   one NVIDIA GPU per rank (ptdp/cuda.h); a build without CUDA, or a node without a
+ *            GPU, is a PTDP_ERR_INPUT error saying which;
+ * opt NULL means {0, 1, 0, 0, -1}.  An unknown name is a PTDP_ERR_INPUT error listing the valid ones. */
 int ptdp_backend_create(const char *name, const ptdp_backend_options *opt, ptdp_backend **be);
 /* The CPU backend alone, leaving the process's threads as they are. */
 int ptdp_backend_cpu_create(ptdp_backend **be);

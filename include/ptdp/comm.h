@@ -64,6 +64,17 @@ typedef struct {
   ptdp_comm_stats stats;
 } ptdp_comm;
 
+/* Which transport moves a GPU backend's float messages (key comm-backend, in the order of its
+ * choices): auto, MPI (staged through host memory), NCCL (ptdp_comm_use_nccl). */
+typedef enum { PTDP_COMM_AUTO = 0, PTDP_COMM_MPI = 1, PTDP_COMM_NCCL = 2 } ptdp_comm_backend;
+
+/* The transport a run uses (pure): NCCL only on a GPU backend (on_gpu) of a build with NCCL
+ * (nccl_built) where no two ranks share a GPU (NCCL refuses two ranks of one communicator on one
+ * device); auto picks NCCL exactly then, else MPI.  Asking for nccl where it cannot be is a
+ * PTDP_ERR_INPUT error naming the reason. */
+int ptdp_comm_backend_resolve(ptdp_comm_backend want, int on_gpu, int nccl_built, int gpus_shared,
+                              ptdp_comm_backend *out);
+
 const char *ptdp_comm_tag_name(ptdp_comm_tag t);
 const char *ptdp_comm_group_name(int kind);
 
@@ -73,6 +84,11 @@ int ptdp_comm_free(ptdp_comm *c);
 /* From now on float buffers given to c are memory of be (NULL: host memory).  Call it with no
  * nonblocking operation of c pending.  Accepted on a communicator this rank is not in. */
 int ptdp_comm_attach_backend(ptdp_comm *c, ptdp_backend *be);
+/* Move c's float messages through NCCL (a communicator made from c's MPI group, on its own
+ * stream ordered after the attached backend's stream) instead of MPI; doubles, bytes and
+ * point-to-point stay on MPI.  Collective over c; needs a backend with a CUDA stream attached
+ * and a build with NCCL (else PTDP_ERR_INPUT).  A no-op on a communicator this rank is not in. */
+int ptdp_comm_use_nccl(ptdp_comm *c);
 void ptdp_comm_reset_stats(ptdp_comm *c);
 double ptdp_comm_total_bytes(const ptdp_comm *c);
 

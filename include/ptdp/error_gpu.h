@@ -1,10 +1,13 @@
 /* Checking macros for the GPU libraries; include only from sources built with CUDA. */
 #ifndef PTDP_ERROR_GPU_H
 #define PTDP_ERROR_GPU_H
+#include "ptdp/config.h"
 #include "ptdp/error.h"
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#if PTDP_HAVE_NCCL
 #include <nccl.h>
+#endif
 
 #define PTDP_CALL_CUDA(x)                                                                  \
   do {                                                                                     \
@@ -22,6 +25,7 @@
                              cublasGetStatusName(ptdp_b_), cublasGetStatusString(ptdp_b_), #x); \
   } while (0)
 
+#if PTDP_HAVE_NCCL
 #define PTDP_CALL_NCCL(x)                                                                     \
   do {                                                                                        \
     ncclResult_t ptdp_n_ = (x);                                                               \
@@ -29,4 +33,5 @@
       return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "NCCL error: %s (in %s)", \
                              ncclGetErrorString(ptdp_n_), #x);                               \
   } while (0)
+#endif /* PTDP_HAVE_NCCL */
 #endif

@@ -57,6 +57,8 @@ int ptdp_grid_create(MPI_Comm world, int t, int p, ptdp_grid_order order, ptdp_g
 int ptdp_grid_destroy(ptdp_grid *g);
 /* ptdp_comm_attach_backend on every communicator of the grid (float messages are be's memory). */
 int ptdp_grid_attach_backend(ptdp_grid *g, ptdp_backend *be);
+/* ptdp_comm_use_nccl on every communicator of the grid (after ptdp_grid_attach_backend). */
+int ptdp_grid_use_nccl(ptdp_grid *g);
 /* Print "grid: world N = t T x p P x d D, order ..." from world rank 0. */
 void ptdp_grid_print(const ptdp_grid *g);
 int ptdp_grid_is_first_stage(const ptdp_grid *g);

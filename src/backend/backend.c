@@ -2,6 +2,7 @@
 #include "ptdp/backend.h"
 
 #include "ptdp/cpu_threads.h"
+#include "ptdp/cuda.h"
 #include "ptdp/error.h"
 
 #include "guard.h"
@@ -9,28 +10,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int guard_create(ptdp_backend **be) { return ptdp_backend_guard_create(PTDP_GUARD_RESERVE, be); }
+static int cpu_create(const ptdp_backend_options *opt, ptdp_backend **be) { return ptdp_backend_cpu_create(be); }
+static int guard_create(const ptdp_backend_options *opt, ptdp_backend **be)
+{
+  return ptdp_backend_guard_create(PTDP_GUARD_RESERVE, be);
+}
 
 /* uses_cpu_threads: the backend computes with OpenMP and OpenBLAS on this process's cores */
 static const struct {
   const char *name;
-  int (*create)(ptdp_backend **be);
+  int (*create)(const ptdp_backend_options *opt, ptdp_backend **be);
   int uses_cpu_threads;
 } backends[] = {
-  {"cpu", ptdp_backend_cpu_create, 1},
+  {"cpu", cpu_create, 1},
   {"guard", guard_create, 1},
+  {"cuda", ptdp_backend_cuda_create, 0},
 };
 
 int ptdp_backend_create(const char *name, const ptdp_backend_options *opt, ptdp_backend **be)
 {
-  static const ptdp_backend_options defaults = {.num_threads = 0, .ranks_on_node = 1, .report = 0};
+  static const ptdp_backend_options defaults = {.num_threads = 0, .ranks_on_node = 1, .report = 0,
+                                                 .local_rank = 0, .device = -1};
   *be = NULL;
   if (!opt) opt = &defaults;
   size_t k = 0, n = sizeof backends / sizeof backends[0];
   while (k < n && !(name && !strcmp(name, backends[k].name))) k++;
   PTDP_CHECK(k < n, "unknown backend '%s': the backends are %s", name ? name : "(none)", PTDP_BACKEND_NAMES);
   if (backends[k].uses_cpu_threads) ptdp_cpu_threads_setup(opt->num_threads, opt->ranks_on_node, opt->report);
-  PTDP_CALL(backends[k].create(be));
+  PTDP_CALL(backends[k].create(opt, be));
   return 0;
 }
 

@@ -1,9 +1,25 @@
-# src/backend: the device interface, backends by name, the CPU backend (and its threads) and the
-# guard backend of the tests
-libptdp_a_SOURCES += src/backend/backend.c
+# src/backend: the device interface, backends by name, the CPU backend (and its threads), the
+# guard backend of the tests, and the CUDA backend (built when configure finds CUDA)
+libptdp_a_SOURCES += src/backend/backend.c src/backend/cuda_select.c
 libptdp_a_SOURCES += src/backend/cpu.c src/backend/cpu_attention.c src/backend/cpu_math.h src/backend/cpu_threads.c
 libptdp_a_SOURCES += src/backend/guard.c src/backend/guard.h src/backend/guard_arena.c src/backend/guard_arena.h
-ptdpinclude_HEADERS += include/ptdp/cpu_threads.h
+ptdpinclude_HEADERS += include/ptdp/cpu_threads.h include/ptdp/cuda.h
+# headers the CUDA sources share; distributed whether or not CUDA is configured
+noinst_HEADERS = src/backend/cuda_internal.h src/backend/cuda_rng.h src/backend/cuda_gemm_map.h
+
+# The CUDA backend: host C (compiled by $(CC) with CUDA_CFLAGS) and kernels (.cu, by nvcc with
+# NVCC_FLAGS from configure: -gencode per --with-cuda-arch, PTX for the last).
+if PTDP_CUDA
+libptdp_a_SOURCES += src/backend/cuda.c src/backend/cuda_gemm.c src/backend/cuda_attention.c \
+                     src/backend/cuda_kernels.cu src/backend/cuda_softmax.cu
+endif
+SUFFIXES = .cu
+NVCC_COMPILE = $(NVCC) $(NVCC_FLAGS) -O3 $(DEFS) -I$(top_srcdir)/include -I$(top_builddir)/include $(CUDA_CFLAGS)
+.cu.$(OBJEXT):
+	$(AM_V_GEN)$(NVCC_COMPILE) -c -o $@ $<
+# nvcc objects depend on their headers by hand (automake tracks only C)
+src/backend/cuda_kernels.$(OBJEXT) src/backend/cuda_softmax.$(OBJEXT): src/backend/cuda_internal.h \
+  src/backend/cuda_rng.h include/ptdp/backend.h
 
 # Tests (validation/tests/backend)
 check_PROGRAMS += validation/tests/backend/test_guard validation/tests/backend/test_guard_ops

@@ -55,6 +55,8 @@ static int signal_handler(const void *a, int world) { return in(a)->exit_signal_
 static const ptdp_opt_effect if_signal_handler = {signal_handler, "exit-signal-handler is not set"};
 static int uses_fp16(const void *a, int world) { return in(a)->fp16; }
 static const ptdp_opt_effect if_fp16 = {uses_fp16, "fp16 is not set"};
+static int on_cuda(const void *a, int world) { return in(a)->backend == PTDP_BACKEND_CUDA; }
+static const ptdp_opt_effect if_cuda = {on_cuda, "backend is not cuda"};
 static const ptdp_opt_effect if_flat_file = {flat_file, "data-path is not a flat token file"};
 
 /* name, type, offset, default, min, max, choices, help, effect */
@@ -198,9 +200,16 @@ static const ptdp_option table[] = {
   {"hysteresis", PTDP_OPT_INT, OFF(hysteresis), "2", 1, BIG, NULL,
    "fp16, dynamic: overflows tolerated before the scale halves", &if_fp16},
   /* device */
-  {"backend", PTDP_OPT_ENUM, ENUM_OFF(backend), "cpu", 0, 0, "cpu|guard",
-   "device backend: cpu (OpenBLAS + OpenMP); guard (tests only: the CPU backend with memory the host cannot touch)",
+  {"backend", PTDP_OPT_ENUM, ENUM_OFF(backend), "cpu", 0, 0, "cpu|guard|cuda",
+   "device backend: cpu (OpenBLAS + OpenMP); guard (tests only: the CPU backend with memory the host cannot touch); "
+   "cuda (one NVIDIA GPU per rank)",
    ALWAYS},
+  {"device", PTDP_OPT_INT, OFF(device), "-1", -1, 1024, NULL,
+   "cuda: the GPU of every rank of a node; -1: the node-local rank modulo the node's GPUs", &if_cuda},
+  {"comm-backend", PTDP_OPT_ENUM, ENUM_OFF(comm_backend), "auto", 0, 0, "auto|mpi|nccl",
+   "cuda: collectives through NCCL or MPI (staged through host memory); auto: NCCL when built and no two ranks share "
+   "a GPU",
+   &if_cuda},
   /* outputs and diagnostics */
   {"debug-dump", PTDP_OPT_STRING, OFF(debug_dump), "", 0, 0, NULL,
    "write initial weights, first-step logits, loss, gradients and every loss to this HDF5 file", ALWAYS},
@@ -326,6 +335,8 @@ int ptdp_args_validate(const ptdp_args *a, int world)
   PTDP_CHECK(!(a->fp16 && a->bf16), "fp16 and bf16 are both set; choose one");
   PTDP_CHECK(!(a->fp16 || a->bf16) || (a->backend != PTDP_BACKEND_CPU && a->backend != PTDP_BACKEND_GUARD),
              "%s needs a GPU backend (backend = cuda); the CPU backend trains in fp32", a->fp16 ? "fp16" : "bf16");
+  PTDP_CHECK(!(a->fp16 || a->bf16), "%s: the CUDA backend trains in fp32 only so far (mixed precision is not built "
+             "yet: README, GPUs)", a->fp16 ? "fp16" : "bf16");
   return validate_checkpoint_keys(a);
 }
 

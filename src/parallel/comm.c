@@ -19,6 +19,7 @@
  * floats are the attached backend's, doubles and bcast bytes are the host's. */
 #include "ptdp/comm.h"
 
+#include "ptdp/config.h"
 #include "ptdp/error.h"
 #include "transport.h"
 
@@ -74,6 +75,42 @@ int ptdp_comm_attach_backend(ptdp_comm *c, ptdp_backend *be)
   if (c->transport) PTDP_CALL(c->transport->attach_backend(c->transport, be));
   c->be = be;
   return PTDP_OK;
+}
+
+int ptdp_comm_backend_resolve(ptdp_comm_backend want, int on_gpu, int nccl_built, int gpus_shared,
+                              ptdp_comm_backend *out)
+{
+  const int possible = on_gpu && nccl_built && !gpus_shared;
+  *out = PTDP_COMM_MPI;
+  if (want == PTDP_COMM_MPI) return PTDP_OK;
+  if (want == PTDP_COMM_AUTO) {
+    if (possible) *out = PTDP_COMM_NCCL;
+    return PTDP_OK;
+  }
+  PTDP_CHECK(on_gpu, "comm-backend = nccl needs backend = cuda");
+  PTDP_CHECK(nccl_built, "comm-backend = nccl: this ptdp was built without NCCL (configure --with-nccl=DIR)");
+  PTDP_CHECK(!gpus_shared, "comm-backend = nccl: some ranks share a GPU, which NCCL refuses; use comm-backend = mpi "
+                           "or one rank per GPU");
+  *out = PTDP_COMM_NCCL;
+  return PTDP_OK;
+}
+
+/* Size 1 keeps MPI: no collective reaches its transport, and a self-message is point-to-point. */
+int ptdp_comm_use_nccl(ptdp_comm *c)
+{
+  if (c->comm == MPI_COMM_NULL || !c->transport || c->size < 2) return PTDP_OK;
+#if PTDP_HAVE_NCCL
+  PTDP_CHECK(c->be && c->be->stream, "comm: NCCL on the %s group needs a GPU backend attached first",
+             ptdp_comm_group_name(c->kind));
+  ptdp_transport *tr;
+  PTDP_CALL(ptdp_transport_nccl_create(c->comm, c->be, &tr));
+  ptdp_transport_destroy(&c->transport);
+  c->transport = tr;
+  return PTDP_OK;
+#else
+  PTDP_CHECK(0, "comm: this ptdp was built without NCCL");
+  return PTDP_OK;
+#endif
 }
 
 void ptdp_comm_reset_stats(ptdp_comm *c) { memset(&c->stats, 0, sizeof c->stats); }

@@ -196,6 +196,13 @@ int ptdp_grid_attach_backend(ptdp_grid *g, ptdp_backend *be)
   return PTDP_OK;
 }
 
+int ptdp_grid_use_nccl(ptdp_grid *g)
+{
+  ptdp_comm *all[] = {&g->world, &g->tp, &g->pp, &g->dp, &g->mp, &g->emb};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) PTDP_CALL(ptdp_comm_use_nccl(all[i]));
+  return PTDP_OK;
+}
+
 void ptdp_grid_print(const ptdp_grid *g)
 {
   const ptdp_grid_layout *L = &g->layout;

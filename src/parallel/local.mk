@@ -2,6 +2,9 @@
 # the transports under it (transport.h is private to this folder)
 libptdp_a_SOURCES += src/parallel/grid.c src/parallel/comm.c src/parallel/transport.c \
                      src/parallel/transport_mpi.c src/parallel/transport.h
+if PTDP_NCCL
+libptdp_a_SOURCES += src/parallel/transport_nccl.c
+endif
 ptdpinclude_HEADERS += include/ptdp/grid.h include/ptdp/comm.h
 
 # Unit tests: the pure layout on 1 rank; the split communicators on 8 ranks, the comm layer on 4

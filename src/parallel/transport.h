@@ -4,7 +4,8 @@
  * communicators of size 1; a transport moves the data.  One transport instance serves one
  * communicator: it is a table of operations plus a context (its group, its attached backend,
  * its buffers), as a ptdp_backend is for compute.  The MPI transport (transport_mpi.c) is the
- * only one today; a NCCL transport fills the same table, so callers of comm.h never change.
+ * default; the NCCL transport (transport_nccl.c) fills the same table for GPU backends, so
+ * callers of comm.h never change.
  *
  * What comm.c guarantees a transport: the communicator has size g > 1 (size 1 never reaches it,
  * except point-to-point, where a rank may message itself), counts fit an int, a peer or root is
@@ -75,6 +76,9 @@ struct ptdp_transport {
 
 /* The MPI transport on comm (size > 0), which it uses but does not free. */
 int ptdp_transport_mpi_create(MPI_Comm comm, ptdp_transport **tr);
+/* The NCCL transport on comm's group (collective over comm), float collectives on its own stream
+ * ordered after be's (transport_nccl.c; built with NCCL only). */
+int ptdp_transport_nccl_create(MPI_Comm comm, ptdp_backend *be, ptdp_transport **tr);
 /* destroy, then free the table; *tr = NULL.  NULL-safe. */
 void ptdp_transport_destroy(ptdp_transport **tr);
 

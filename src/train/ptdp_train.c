@@ -67,13 +67,15 @@ static int run(int argc, char **argv)
     return err;
   }
   MPI_Comm node;
-  int on_node = 1;
+  int on_node = 1, local_rank = 0;
   PTDP_CALL_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
   PTDP_CALL_MPI(MPI_Comm_size(node, &on_node));
+  PTDP_CALL_MPI(MPI_Comm_rank(node, &local_rank)); /* the CUDA backend's GPU follows it */
   PTDP_CALL_MPI(MPI_Comm_free(&node));
   /* The trainer's backend sets the threads up from these (ptdp_backend_create); the count it
    * will choose is known now, for the first line and the waiting ranks. */
-  const ptdp_backend_options bopt = {.num_threads = (int)a.num_threads, .ranks_on_node = on_node, .report = rank == 0};
+  const ptdp_backend_options bopt = {.num_threads = (int)a.num_threads, .ranks_on_node = on_node, .report = rank == 0,
+                                     .local_rank = local_rank, .device = (int)a.device};
   int threads = ptdp_cpu_threads_count(bopt.num_threads, bopt.ranks_on_node);
   /* more ranks x threads than cores on this node: waiting ranks sleep instead of polling */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -3,6 +3,7 @@
 
 #include "dump.h"
 #include "ptdp/runfile.h"
+#include "ptdp/cuda.h"
 #include "ptdp/error.h"
 #include "ptdp/memory_formula.h"
 #include "ptdp/tokenizer.h"
@@ -71,6 +72,26 @@ static int feed(void *ctx, int mb, int32_t *tokens, int32_t *targets, long long 
   return 0;
 }
 
+/* comm-backend: NCCL for a GPU backend when built, asked for (or auto) and no two ranks share a
+ * GPU, decided the same on every rank (a GPU shared anywhere counts everywhere). */
+static int choose_transport(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_options *bopt)
+{
+  const int on_gpu = a->backend == PTDP_BACKEND_CUDA;
+  int shared = 0;
+  if (on_gpu) {
+    int gpus = ptdp_cuda_device_count(NULL, 0);
+    shared = bopt && bopt->ranks_on_node > 1 && (a->device >= 0 || bopt->ranks_on_node > gpus);
+  }
+  PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  ptdp_comm_backend cb;
+  PTDP_CALL(ptdp_comm_backend_resolve(a->comm_backend, on_gpu, ptdp_nccl_built(), shared, &cb));
+  if (cb == PTDP_COMM_NCCL) PTDP_CALL(ptdp_grid_use_nccl(&tr->grid));
+  if (on_gpu && tr->grid.world_rank == 0)
+    printf("cuda: collectives through %s%s\n", cb == PTDP_COMM_NCCL ? "NCCL" : "MPI (staged through host memory)",
+           shared ? " (ranks share a GPU)" : "");
+  return PTDP_OK;
+}
+
 int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_options *bopt)
 {
   memset(tr, 0, sizeof *tr);
@@ -95,8 +116,10 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
   PTDP_CALL(resolve_vocab(a, &tr->vocab));
   PTDP_CALL(ptdp_grid_create(MPI_COMM_WORLD, (int)t, (int)p, a->parallel_order, &tr->grid));
   PTDP_CALL(ptdp_batch_open(&tr->data, &tr->args, tr->vocab, MPI_COMM_WORLD));
-  PTDP_CALL(ptdp_backend_create(a->backend == PTDP_BACKEND_GUARD ? "guard" : "cpu", bopt, &tr->be));
+  static const char *backend_names[] = {"cpu", "guard", "cuda"}; /* in the order of ptdp_backend_kind */
+  PTDP_CALL(ptdp_backend_create(backend_names[a->backend], bopt, &tr->be));
   PTDP_CALL(ptdp_grid_attach_backend(&tr->grid, tr->be)); /* float messages are backend memory */
+  PTDP_CALL(choose_transport(tr, a, bopt));
 
   ptdp_gpt_config mc = {
     .num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size, .heads = (int)a->num_attention_heads,

@@ -9,3 +9,5 @@ EXTRA_DIST += validation/bench/bench_checkpoint.sh validation/bench/io_bench.c
 # issue 9: ptdp-preprocess on generated corpora of several sizes (MB/s, peak RSS)
 dist_noinst_SCRIPTS += validation/bench/bench_data_preprocess.sh
 EXTRA_DIST += validation/bench/gen_jsonl.py
+# GPU: the GEMM ceiling probe and the training benchmark of issue 12 (bench_gpu.sh builds the probe)
+EXTRA_DIST += validation/bench/bench_gpu.sh validation/bench/gemm_gpu_bench.c

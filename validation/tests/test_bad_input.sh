@@ -134,8 +134,8 @@ bad bad-enum 2 "invalid value 'exponential' for lr-decay-style (command line): e
   "$BASE" --lr-decay-style exponential
 bad bad-enum-schedule 1 "invalid value '2f2b' for pipeline-schedule (command line): expected one of gpipe|1f1b|interleaved" \
   "$BASE" --pipeline-schedule 2f2b
-bad bad-enum-backend 1 "invalid value 'cuda' for backend (command line): expected one of cpu|guard" \
-  "$BASE" --backend cuda
+bad bad-enum-backend 1 "invalid value 'tpu' for backend (command line): expected one of cpu|guard|cuda" \
+  "$BASE" --backend tpu
 D=$(echo "parallel-order = pp-dp-tp" | deck bad-enum-deck)
 bad bad-enum-deck 2 "invalid value 'pp-dp-tp' for parallel-order ($D $(line 1)): expected one of tp-dp-pp|tp-pp-dp" "$D"
 D=$(echo "sequence-parallel = maybe" | deck bad-bool)

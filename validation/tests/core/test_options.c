@@ -135,7 +135,7 @@ static void check_args_enums(void)
       EXPECT(strcmp(v, c) == 0, "%s echoes '%s' for '%s'", op->name, v, c);
     }
   }
-  EXPECT(nenum == 9, "9 choice keys, found %d", nenum);
+  EXPECT(nenum == 10, "10 choice keys, found %d", nenum);
   ptdp_options_free(&o);
 
   const char *named[] = {"--lr-decay-style", "linear", "--pipeline-schedule", "gpipe", "--parallel-order",
@@ -153,9 +153,9 @@ static void check_args_enums(void)
 
   ptdp_error_set_quiet(1);
   ptdp_error_clear();
-  const char *bad[] = {"--backend", "cuda"};
-  EXPECT(parse(&a, &o, 2, bad) == PTDP_ERR_INPUT, "backend = cuda refused");
-  EXPECT(strstr(ptdp_error_message(), "invalid value 'cuda' for backend (command line): expected one of cpu|guard"),
+  const char *bad[] = {"--backend", "tpu"};
+  EXPECT(parse(&a, &o, 2, bad) == PTDP_ERR_INPUT, "backend = tpu refused");
+  EXPECT(strstr(ptdp_error_message(), "invalid value 'tpu' for backend (command line): expected one of cpu|guard|cuda"),
          "message lists the backends: '%s'", ptdp_error_message());
   ptdp_options_free(&o);
   ptdp_error_clear();

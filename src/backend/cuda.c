@@ -1,0 +1,339 @@
+/* The CUDA backend (ptdp/cuda.h): the table of ptdp/backend.h on one GPU and one stream.
+ *
+ * Every operation is enqueued on the backend's stream, in program order, so operations need no
+ * synchronisation among themselves; the host waits only in synchronize, in sumsq (which
+ * returns a number) and in to_host from pageable memory.  Memory is cudaMalloc'ed and zeroed
+ * on the stream.  Kernels live in cuda_kernels.cu and cuda_softmax.cu, GEMMs in cuda_gemm.c,
+ * the attention in cuda_attention.c.  Every launch is followed by cudaGetLastError (cheap, no
+ * synchronisation) and every synchronisation checks the stream's status, so a failed launch or
+ * a fault inside a kernel ends the run with CUDA's message (PTDP_CALL_CUDA).
+ * NOT YET RUN ON A GPU: see README, "GPUs". */
+#include "ptdp/cuda.h"
+
+#include "cuda_internal.h"
+
+#include "ptdp/error.h"
+#include "ptdp/error_gpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define LT_WORKSPACE (32u << 20) /* cuBLASLt's workspace: 32 MiB, what its Hopper kernels ask for */
+#define COLSUM_CHUNKS 64         /* row chunks of the deterministic column sums */
+
+int ptdp_cuda_device_count(char *why, size_t n)
+{
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    if (why && n) snprintf(why, n, "cudaGetDeviceCount: %s: %s", cudaGetErrorName(e), cudaGetErrorString(e));
+    cudaGetLastError(); /* clear it */
+    return -1;
+  }
+  if (count == 0 && why && n) snprintf(why, n, "cudaGetDeviceCount: 0 devices");
+  return count;
+}
+
+int ptdp_cu_scratch(ptdp_backend *be, size_t n, float **p)
+{
+  ptdp_cu_ctx *c = be->ctx;
+  if (n > c->scratch_n) {
+    if (c->scratch) PTDP_CALL_CUDA(cudaFree(c->scratch)); /* cudaFree waits for work using it */
+    c->scratch = NULL;
+    c->scratch_n = 0;
+    PTDP_CALL_CUDA(cudaMalloc((void **)&c->scratch, n * sizeof(float)));
+    c->scratch_n = n;
+  }
+  *p = c->scratch;
+  return PTDP_OK;
+}
+
+static int cu_alloc(ptdp_backend *be, void **p, size_t bytes)
+{
+  ptdp_cu_ctx *c = be->ctx;
+  *p = NULL;
+  if (!bytes) return PTDP_OK;
+  cudaError_t e = cudaMalloc(p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    size_t free_b = 0, total = 0;
+    cudaGetLastError();
+    cudaMemGetInfo(&free_b, &total);
+    return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__,
+                           "GPU %d out of memory allocating %zu bytes (%zu of %zu bytes free)", c->device, bytes,
+                           free_b, total);
+  }
+  PTDP_CALL_CUDA(e);
+  PTDP_CALL_CUDA(cudaMemsetAsync(*p, 0, bytes, c->stream));
+  return PTDP_OK;
+}
+
+static void cu_free(ptdp_backend *be, void *p)
+{
+  if (p) cudaFree(p);
+}
+
+static int cu_memset0(ptdp_backend *be, void *p, size_t bytes)
+{
+  ptdp_cu_ctx *c = be->ctx;
+  if (bytes) PTDP_CALL_CUDA(cudaMemsetAsync(p, 0, bytes, c->stream));
+  return PTDP_OK;
+}
+
+static int cu_copy(ptdp_backend *be, void *dst, const void *src, size_t bytes)
+{
+  ptdp_cu_ctx *c = be->ctx;
+  if (bytes && dst != src) PTDP_CALL_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream));
+  return PTDP_OK;
+}
+
+/* From pageable host memory the call returns once the source has been read, so the caller may
+ * reuse it at once (CUDA's documented behaviour for pageable host-to-device copies). */
+static int cu_to_device(ptdp_backend *be, void *dst, const void *src, size_t bytes)
+{
+  ptdp_cu_ctx *c = be->ctx;
+  if (bytes) PTDP_CALL_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream));
+  return PTDP_OK;
+}
+
+static int cu_to_host(ptdp_backend *be, void *dst, const void *src, size_t bytes)
+{
+  ptdp_cu_ctx *c = be->ctx;
+  if (bytes) PTDP_CALL_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
+  return PTDP_OK;
+}
+
+static int cu_synchronize(ptdp_backend *be)
+{
+  ptdp_cu_ctx *c = be->ctx;
+  PTDP_CALL_CUDA(cudaStreamSynchronize(c->stream));
+  PTDP_CALL_CUDA(cudaGetLastError());
+  return PTDP_OK;
+}
+
+static void cu_destroy(ptdp_backend *be)
+{
+  ptdp_cu_ctx *c = be->ctx;
+  if (!c) return;
+  if (c->stream) cudaStreamSynchronize(c->stream);
+  ptdp_cu_gemm_release(c);
+  if (c->lt_work) cudaFree(c->lt_work);
+  if (c->scratch) cudaFree(c->scratch);
+  if (c->red) cudaFree(c->red);
+  if (c->red_host) cudaFreeHost(c->red_host);
+  if (c->lt) cublasLtDestroy(c->lt);
+  if (c->blas) cublasDestroy(c->blas);
+  if (c->stream) cudaStreamDestroy(c->stream);
+  free(c);
+  be->ctx = NULL;
+}
+
+/* ---- operations: each a kernel launch (cuda_internal.h) on the stream ---- */
+#define CTX ((ptdp_cu_ctx *)be->ctx)
+
+static int cu_layernorm_forward(ptdp_backend *be, const float *x, const float *w, const float *b, float *y,
+                                float *mean, float *rstd, long long rows, int h, float eps)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_layernorm_forward(CTX->stream, x, w, b, y, mean, rstd, rows, h, eps));
+  return PTDP_OK;
+}
+
+static int cu_layernorm_backward(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *mean,
+                                 const float *rstd, float *dx, float *dw, float *db, long long rows, int h)
+{
+  float *part = NULL;
+  PTDP_CALL(ptdp_cu_scratch(be, (size_t)2 * COLSUM_CHUNKS * h, &part));
+  PTDP_CALL_CUDA(
+      ptdp_cuk_layernorm_backward(CTX->stream, dy, x, w, mean, rstd, dx, dw, db, rows, h, part, COLSUM_CHUNKS));
+  return PTDP_OK;
+}
+
+static int cu_gelu_forward(ptdp_backend *be, const float *x, float *y, size_t n)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_gelu_forward(CTX->stream, x, y, n));
+  return PTDP_OK;
+}
+
+static int cu_gelu_backward(ptdp_backend *be, const float *x, const float *dy, float *dx, size_t n)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_gelu_backward(CTX->stream, x, dy, dx, n));
+  return PTDP_OK;
+}
+
+static int cu_bias_forward(ptdp_backend *be, float *y, const float *b, long long rows, int cols)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_bias_forward(CTX->stream, y, b, rows, cols));
+  return PTDP_OK;
+}
+
+static int cu_bias_backward(ptdp_backend *be, const float *dy, float *db, long long rows, int cols)
+{
+  float *part = NULL;
+  PTDP_CALL(ptdp_cu_scratch(be, (size_t)COLSUM_CHUNKS * cols, &part));
+  PTDP_CALL_CUDA(ptdp_cuk_bias_backward(CTX->stream, dy, db, rows, cols, part, COLSUM_CHUNKS));
+  return PTDP_OK;
+}
+
+static int cu_add(ptdp_backend *be, float *y, const float *x, size_t n)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_add(CTX->stream, y, x, n));
+  return PTDP_OK;
+}
+
+static int cu_scale(ptdp_backend *be, float *y, float a, size_t n)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_scale(CTX->stream, y, a, n));
+  return PTDP_OK;
+}
+
+static int cu_dropout_forward(ptdp_backend *be, float *x, uint8_t *mask, long long rows, int cols,
+                              const ptdp_dropout_key *k)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_dropout_forward(CTX->stream, x, mask, rows, cols, *k));
+  return PTDP_OK;
+}
+
+static int cu_dropout_backward(ptdp_backend *be, float *dx, const uint8_t *mask, size_t n, float p)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_dropout_backward(CTX->stream, dx, mask, n, p));
+  return PTDP_OK;
+}
+
+static int cu_embedding_forward(ptdp_backend *be, const float *wte, const int32_t *tok, long long v0, long long vl,
+                                float *out, long long rows, int h)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_embedding_forward(CTX->stream, wte, tok, v0, vl, out, rows, h));
+  return PTDP_OK;
+}
+
+static int cu_embedding_backward(ptdp_backend *be, const float *dout, const int32_t *tok, long long v0, long long vl,
+                                 float *dwte, long long rows, int h)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_embedding_backward(CTX->stream, dout, tok, v0, vl, dwte, rows, h));
+  return PTDP_OK;
+}
+
+static int cu_xent_stats(ptdp_backend *be, const float *logits, const int32_t *target, long long v0, long long rows,
+                         int vl, float *rowmax, float *tgt)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_xent_stats(CTX->stream, logits, target, v0, rows, vl, rowmax, tgt));
+  return PTDP_OK;
+}
+
+static int cu_xent_sumexp(ptdp_backend *be, const float *logits, const float *gmax, long long rows, int vl, float *se)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_xent_sumexp(CTX->stream, logits, gmax, rows, vl, se));
+  return PTDP_OK;
+}
+
+static int cu_xent_grad(ptdp_backend *be, float *logits, const int32_t *target, long long v0, const float *gmax,
+                        const float *se, long long rows, int vl, float scale)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_xent_grad(CTX->stream, logits, target, v0, gmax, se, rows, vl, scale));
+  return PTDP_OK;
+}
+
+/* bias corrections on the host with powf, as the CPU backend computes them */
+static int cu_adamw(ptdp_backend *be, float *p, const float *g, float *m, float *v, size_t n, float lr, float b1,
+                    float b2, float eps, float wd, long long step)
+{
+  float bc1 = 1.0f - powf(b1, (float)step), bc2 = 1.0f - powf(b2, (float)step);
+  PTDP_CALL_CUDA(ptdp_cuk_adamw(CTX->stream, p, g, m, v, n, lr, b1, b2, eps, wd, bc1, bc2));
+  return PTDP_OK;
+}
+
+/* The interface returns a double, not an error code: a CUDA failure here is reported and
+ * turned into NaN, which the optimizer's finiteness check of the norm then stops on. */
+static double cu_sumsq(ptdp_backend *be, const float *x, size_t n)
+{
+  ptdp_cu_ctx *c = be->ctx;
+  cudaError_t e = ptdp_cuk_sumsq(c->stream, x, n, c->red, c->red + PTDP_CUK_RED_BLOCKS);
+  if (e == cudaSuccess) e = cudaMemcpyAsync(c->red_host, c->red + PTDP_CUK_RED_BLOCKS, sizeof(double),
+                                            cudaMemcpyDeviceToHost, c->stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
+  if (e != cudaSuccess) {
+    ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "CUDA error %s: %s (in sumsq)", cudaGetErrorName(e),
+                    cudaGetErrorString(e));
+    return NAN;
+  }
+  return *c->red_host;
+}
+
+static void fill_table(ptdp_backend *be)
+{
+  be->name = "cuda";
+  be->host_accessible = 0;
+  be->alloc = cu_alloc;
+  be->free = cu_free;
+  be->memset0 = cu_memset0;
+  be->copy = cu_copy;
+  be->to_device = cu_to_device;
+  be->to_host = cu_to_host;
+  be->synchronize = cu_synchronize;
+  be->destroy = cu_destroy;
+  be->gemm = ptdp_cu_gemm;
+  be->layernorm_forward = cu_layernorm_forward;
+  be->layernorm_backward = cu_layernorm_backward;
+  be->gelu_forward = cu_gelu_forward;
+  be->gelu_backward = cu_gelu_backward;
+  be->bias_forward = cu_bias_forward;
+  be->bias_backward = cu_bias_backward;
+  be->add = cu_add;
+  be->scale = cu_scale;
+  be->dropout_forward = cu_dropout_forward;
+  be->dropout_backward = cu_dropout_backward;
+  be->attention_forward = ptdp_cu_attention_forward;
+  be->attention_backward = ptdp_cu_attention_backward;
+  be->embedding_forward = cu_embedding_forward;
+  be->embedding_backward = cu_embedding_backward;
+  be->xent_stats = cu_xent_stats;
+  be->xent_sumexp = cu_xent_sumexp;
+  be->xent_grad = cu_xent_grad;
+  be->adamw = cu_adamw;
+  be->sumsq = cu_sumsq;
+}
+
+/* The GPU, its stream, the cuBLAS(Lt) handles and the fixed buffers. */
+static int ctx_setup(ptdp_cu_ctx *c, int device)
+{
+  c->device = device;
+  PTDP_CALL_CUDA(cudaSetDevice(device));
+  PTDP_CALL_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+  PTDP_CALL_CUBLAS(cublasCreate(&c->blas));
+  PTDP_CALL_CUBLAS(cublasSetStream(c->blas, c->stream));
+  PTDP_CALL_CUBLAS(cublasSetMathMode(c->blas, CUBLAS_PEDANTIC_MATH)); /* fp32: no TF32 */
+  PTDP_CALL_CUBLAS(cublasLtCreate(&c->lt));
+  c->lt_work_bytes = LT_WORKSPACE;
+  PTDP_CALL_CUDA(cudaMalloc(&c->lt_work, c->lt_work_bytes));
+  PTDP_CALL_CUDA(cudaMalloc((void **)&c->red, (PTDP_CUK_RED_BLOCKS + 1) * sizeof(double)));
+  PTDP_CALL_CUDA(cudaMallocHost((void **)&c->red_host, sizeof(double)));
+  return PTDP_OK;
+}
+
+int ptdp_backend_cuda_create(const ptdp_backend_options *opt, ptdp_backend **out)
+{
+  static const ptdp_backend_options defaults = {.ranks_on_node = 1, .local_rank = 0, .device = -1};
+  *out = NULL;
+  if (!opt) opt = &defaults;
+  char why[256] = "";
+  int count = ptdp_cuda_device_count(why, sizeof why);
+  PTDP_CHECK_LOCAL(count > 0, "backend = cuda: no usable GPU on this node (%s); use backend = cpu", why);
+  int device = ptdp_cuda_pick_device(opt->device, opt->local_rank, count);
+  PTDP_CHECK_LOCAL(device >= 0 && device < count, "device = %d: this node has %d GPU(s) (0 to %d)", device, count,
+                   count - 1);
+  ptdp_backend *be;
+  ptdp_cu_ctx *c;
+  PTDP_CALLOC(be, 1, sizeof *be);
+  PTDP_CALLOC(c, 1, sizeof *c);
+  be->ctx = c;
+  fill_table(be);
+  int err = ctx_setup(c, device);
+  if (err) {
+    cu_destroy(be);
+    free(be);
+    return ptdp_error_trace(err, __FILE__, __LINE__, __func__);
+  }
+  be->stream = c->stream;
+  *out = be;
+  return PTDP_OK;
+}

@@ -1,0 +1,408 @@
+// CUDA kernels of the backend's elementwise and row operations (shapes as in ptdp/backend.h;
+// N = rows).  Each mirrors the CPU backend's formula (src/backend/cpu.c) so results agree to
+// rounding: row statistics in double where the CPU sums in double, the same tanh-form GELU, the
+// same counter-based dropout keys (cuda_rng.h), AdamW's bias corrections computed on the host.
+// Column sums (LayerNorm dw/db, bias db) go through fixed row chunks and a second pass, so
+// they are deterministic; only embedding_backward adds with atomics (rows sharing a token).
+// NOT YET RUN ON A GPU: see README, "GPUs".
+#include "cuda_internal.h"
+#include "cuda_rng.h"
+
+#include <math.h>
+
+#define THREADS 256
+#define GELU_K 0.7978845608028654f // sqrt(2/pi)
+
+static unsigned grid_for(size_t n)
+{
+  size_t g = (n + THREADS - 1) / THREADS;
+  return (unsigned)(g > 65535u * 32u ? 65535u * 32u : (g ? g : 1));
+}
+
+// grid-stride loop over [0, n)
+#define FOR_EACH(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+// Sum of v over the block (blockDim.x a multiple of 32, <= 1024); every thread gets the total.
+template <typename T> __device__ T block_sum(T v)
+{
+  __shared__ T part[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  __syncthreads(); // part may still be read by a previous call
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  T t = 0;
+  for (int w = 0; w < nw; w++) t += part[w];
+  return t;
+}
+
+__device__ float block_max(float v)
+{
+  __shared__ float part[32];
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  float t = -INFINITY;
+  for (int w = 0; w < nw; w++) t = fmaxf(t, part[w]);
+  return t;
+}
+
+// ---------------------------------------------------------------- LayerNorm
+// one block per row of h: mean and variance in double (as the CPU), y = (x - m) rs w + b
+__global__ void ln_forward(const float *x, const float *w, const float *b, float *y, float *mean, float *rstd, int h,
+                           float eps)
+{
+  const long long r = blockIdx.x;
+  const float *xr = x + r * h;
+  float *yr = y + r * h;
+  double s = 0;
+  for (int i = threadIdx.x; i < h; i += blockDim.x) s += xr[i];
+  float m = (float)(block_sum(s) / h);
+  double ss = 0;
+  for (int i = threadIdx.x; i < h; i += blockDim.x) {
+    float d = xr[i] - m;
+    ss += (double)d * d;
+  }
+  float rs = 1.0f / sqrtf((float)(block_sum(ss) / h) + eps);
+  for (int i = threadIdx.x; i < h; i += blockDim.x) yr[i] = (xr[i] - m) * rs * w[i] + b[i];
+  if (threadIdx.x == 0) {
+    mean[r] = m;
+    rstd[r] = rs;
+  }
+}
+
+// dx = rs (g - mean(g) - xhat mean(g xhat)), g = dy w; one block per row
+__global__ void ln_backward_dx(const float *dy, const float *x, const float *w, const float *mean, const float *rstd,
+                               float *dx, int h)
+{
+  const long long r = blockIdx.x;
+  const float *dyr = dy + r * h, *xr = x + r * h;
+  const float m = mean[r], rs = rstd[r];
+  double sg = 0, sgx = 0;
+  for (int i = threadIdx.x; i < h; i += blockDim.x) {
+    float xh = (xr[i] - m) * rs, g = dyr[i] * w[i];
+    sg += g;
+    sgx += (double)g * xh;
+  }
+  float mg = (float)(block_sum(sg) / h), mgx = (float)(block_sum(sgx) / h);
+  for (int i = threadIdx.x; i < h; i += blockDim.x) {
+    float xh = (xr[i] - m) * rs;
+    dx[r * h + i] = rs * (dyr[i] * w[i] - mg - xh * mgx);
+  }
+}
+
+// part[0][chunk][col] = sum over the chunk's rows of dy xhat (with_xhat) or dy; part[1] = dy
+// (LayerNorm only).  grid (ceil(cols / THREADS), chunks); rows in order inside a chunk.
+__global__ void colsum_partial(const float *dy, const float *x, const float *mean, const float *rstd, long long rows,
+                               int cols, int chunks, float *part, int with_xhat)
+{
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  long long r0 = rows * blockIdx.y / chunks, r1 = rows * (blockIdx.y + 1) / chunks;
+  float sw = 0.0f, sb = 0.0f;
+  for (long long r = r0; r < r1; r++) {
+    float d = dy[r * cols + c];
+    if (with_xhat) sw += d * ((x[r * cols + c] - mean[r]) * rstd[r]);
+    sb += d;
+  }
+  part[(size_t)blockIdx.y * cols + c] = with_xhat ? sw : sb;
+  if (with_xhat) part[((size_t)chunks + blockIdx.y) * cols + c] = sb;
+}
+
+// out[c] += sum over chunks of part[k][c], k in chunk order
+__global__ void colsum_final(const float *part, int chunks, int cols, float *out)
+{
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  float s = 0.0f;
+  for (int k = 0; k < chunks; k++) s += part[(size_t)k * cols + c];
+  out[c] += s;
+}
+
+static int row_threads(int h) { return h >= 1024 ? 512 : h >= 256 ? 256 : 128; }
+
+extern "C" cudaError_t ptdp_cuk_layernorm_forward(cudaStream_t st, const float *x, const float *w, const float *b,
+                                                  float *y, float *mean, float *rstd, long long rows, int h, float eps)
+{
+  if (rows > 0) ln_forward<<<(unsigned)rows, row_threads(h), 0, st>>>(x, w, b, y, mean, rstd, h, eps);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_layernorm_backward(cudaStream_t st, const float *dy, const float *x, const float *w,
+                                                   const float *mean, const float *rstd, float *dx, float *dw,
+                                                   float *db, long long rows, int h, float *part, int chunks)
+{
+  if (rows <= 0) return cudaGetLastError();
+  ln_backward_dx<<<(unsigned)rows, row_threads(h), 0, st>>>(dy, x, w, mean, rstd, dx, h);
+  dim3 g((h + THREADS - 1) / THREADS, chunks);
+  colsum_partial<<<g, THREADS, 0, st>>>(dy, x, mean, rstd, rows, h, chunks, part, 1);
+  colsum_final<<<g.x, THREADS, 0, st>>>(part, chunks, h, dw);
+  colsum_final<<<g.x, THREADS, 0, st>>>(part + (size_t)chunks * h, chunks, h, db);
+  return cudaGetLastError();
+}
+
+// ---------------------------------------------------------------- GELU, bias, add, scale
+// tanh form through the sigmoid: gelu(x) = x sigma(2u), u = k (x + 0.044715 x^3)
+__global__ void gelu_fwd(const float *x, float *y, size_t n)
+{
+  FOR_EACH(i, n)
+  {
+    float v = x[i], u = GELU_K * (v + 0.044715f * v * v * v);
+    y[i] = v / (1.0f + expf(-2.0f * u));
+  }
+}
+
+__global__ void gelu_bwd(const float *x, const float *dy, float *dx, size_t n)
+{
+  FOR_EACH(i, n)
+  {
+    float v = x[i], u = GELU_K * (v + 0.044715f * v * v * v);
+    float sg = 1.0f / (1.0f + expf(-2.0f * u)), du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
+    dx[i] = dy[i] * (sg + 2.0f * v * sg * (1.0f - sg) * du);
+  }
+}
+
+__global__ void bias_fwd(float *y, const float *b, size_t n, int cols)
+{
+  FOR_EACH(i, n) y[i] += b[i % cols];
+}
+
+__global__ void add_k(float *y, const float *x, size_t n)
+{
+  FOR_EACH(i, n) y[i] += x[i];
+}
+
+__global__ void scale_k(float *y, float a, size_t n)
+{
+  FOR_EACH(i, n) y[i] *= a;
+}
+
+__global__ void fill_k(float *y, float v, size_t n)
+{
+  FOR_EACH(i, n) y[i] = v;
+}
+
+extern "C" cudaError_t ptdp_cuk_gelu_forward(cudaStream_t st, const float *x, float *y, size_t n)
+{
+  if (n) gelu_fwd<<<grid_for(n), THREADS, 0, st>>>(x, y, n);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_gelu_backward(cudaStream_t st, const float *x, const float *dy, float *dx, size_t n)
+{
+  if (n) gelu_bwd<<<grid_for(n), THREADS, 0, st>>>(x, dy, dx, n);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_bias_forward(cudaStream_t st, float *y, const float *b, long long rows, int cols)
+{
+  size_t n = (size_t)rows * cols;
+  if (n) bias_fwd<<<grid_for(n), THREADS, 0, st>>>(y, b, n, cols);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_bias_backward(cudaStream_t st, const float *dy, float *db, long long rows, int cols,
+                                              float *part, int chunks)
+{
+  if (rows <= 0 || cols <= 0) return cudaGetLastError();
+  dim3 g((cols + THREADS - 1) / THREADS, chunks);
+  colsum_partial<<<g, THREADS, 0, st>>>(dy, NULL, NULL, NULL, rows, cols, chunks, part, 0);
+  colsum_final<<<g.x, THREADS, 0, st>>>(part, chunks, cols, db);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_add(cudaStream_t st, float *y, const float *x, size_t n)
+{
+  if (n) add_k<<<grid_for(n), THREADS, 0, st>>>(y, x, n);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_scale(cudaStream_t st, float *y, float a, size_t n)
+{
+  if (n) scale_k<<<grid_for(n), THREADS, 0, st>>>(y, a, n);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_fill(cudaStream_t st, float *x, float v, size_t n)
+{
+  if (n) fill_k<<<grid_for(n), THREADS, 0, st>>>(x, v, n);
+  return cudaGetLastError();
+}
+
+// ---------------------------------------------------------------- dropout
+// element (r, c): global row R = row0 + r of the [s, b] grid (pos R / b, sample sample0 + R % b),
+// global column col0 + c; the CPU's key, so the mask is the CPU's bit for bit
+__global__ void dropout_fwd(float *x, uint8_t *mask, long long rows, int cols, ptdp_dropout_key k, float keep_scale)
+{
+  FOR_EACH(i, (size_t)rows * cols)
+  {
+    long long r = (long long)(i / cols), c = (long long)(i % cols), R = k.row0 + r;
+    uint64_t rh = ptdp_cu_rng_row(k.seed, k.site, k.layer, (uint64_t)(k.sample0 + R % k.b), (uint64_t)(R / k.b));
+    uint8_t keep = ptdp_cu_rng_uniform(ptdp_cu_rng_at(rh, (uint64_t)(k.col0 + c))) >= k.p;
+    mask[i] = keep;
+    x[i] = keep ? x[i] * keep_scale : 0.0f;
+  }
+}
+
+__global__ void dropout_bwd(float *dx, const uint8_t *mask, size_t n, float keep_scale)
+{
+  FOR_EACH(i, n) dx[i] = mask[i] ? dx[i] * keep_scale : 0.0f;
+}
+
+extern "C" cudaError_t ptdp_cuk_dropout_forward(cudaStream_t st, float *x, uint8_t *mask, long long rows, int cols,
+                                                ptdp_dropout_key k)
+{
+  size_t n = (size_t)rows * cols;
+  if (k.p > 0.0f && n) dropout_fwd<<<grid_for(n), THREADS, 0, st>>>(x, mask, rows, cols, k, 1.0f / (1.0f - k.p));
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_dropout_backward(cudaStream_t st, float *dx, const uint8_t *mask, size_t n, float p)
+{
+  if (p > 0.0f && n) dropout_bwd<<<grid_for(n), THREADS, 0, st>>>(dx, mask, n, 1.0f / (1.0f - p));
+  return cudaGetLastError();
+}
+
+// ---------------------------------------------------------------- embedding
+__global__ void embed_fwd(const float *wte, const int32_t *tok, long long v0, long long vl, float *out, size_t n, int h)
+{
+  FOR_EACH(i, n)
+  {
+    long long r = (long long)(i / h), id = (long long)tok[r] - v0;
+    out[i] = (id >= 0 && id < vl) ? wte[id * h + (long long)(i % h)] : 0.0f;
+  }
+}
+
+// rows sharing a token add into one row of dwte: atomics (the order of those few additions is
+// the only nondeterminism of the backend)
+__global__ void embed_bwd(const float *dout, const int32_t *tok, long long v0, long long vl, float *dwte, size_t n,
+                          int h)
+{
+  FOR_EACH(i, n)
+  {
+    long long r = (long long)(i / h), id = (long long)tok[r] - v0;
+    if (id >= 0 && id < vl) atomicAdd(dwte + id * h + (long long)(i % h), dout[i]);
+  }
+}
+
+extern "C" cudaError_t ptdp_cuk_embedding_forward(cudaStream_t st, const float *wte, const int32_t *tok, long long v0,
+                                                  long long vl, float *out, long long rows, int h)
+{
+  size_t n = (size_t)rows * h;
+  if (n) embed_fwd<<<grid_for(n), THREADS, 0, st>>>(wte, tok, v0, vl, out, n, h);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_embedding_backward(cudaStream_t st, const float *dout, const int32_t *tok,
+                                                   long long v0, long long vl, float *dwte, long long rows, int h)
+{
+  size_t n = (size_t)rows * h;
+  if (n) embed_bwd<<<grid_for(n), THREADS, 0, st>>>(dout, tok, v0, vl, dwte, n, h);
+  return cudaGetLastError();
+}
+
+// ---------------------------------------------------------------- cross entropy (one block per row)
+__global__ void xent_stats_k(const float *logits, const int32_t *target, long long v0, int vl, float *rowmax,
+                             float *tgt)
+{
+  const long long r = blockIdx.x;
+  const float *l = logits + r * vl;
+  float m = -INFINITY;
+  for (int j = threadIdx.x; j < vl; j += blockDim.x) m = fmaxf(m, l[j]);
+  m = block_max(m);
+  if (threadIdx.x == 0) {
+    rowmax[r] = m;
+    long long id = (long long)target[r] - v0;
+    tgt[r] = (id >= 0 && id < vl) ? l[id] : 0.0f;
+  }
+}
+
+__global__ void xent_sumexp_k(const float *logits, const float *gmax, int vl, float *se)
+{
+  const long long r = blockIdx.x;
+  const float *l = logits + r * vl;
+  const float m = gmax[r];
+  float s = 0.0f;
+  for (int j = threadIdx.x; j < vl; j += blockDim.x) s += expf(l[j] - m);
+  s = block_sum(s);
+  if (threadIdx.x == 0) se[r] = s;
+}
+
+__global__ void xent_grad_k(float *logits, const int32_t *target, long long v0, const float *gmax, const float *se,
+                            int vl, float scale)
+{
+  const long long r = blockIdx.x;
+  float *l = logits + r * vl;
+  const float m = gmax[r], inv = scale / se[r];
+  const long long id = (long long)target[r] - v0;
+  for (int j = threadIdx.x; j < vl; j += blockDim.x) l[j] = expf(l[j] - m) * inv - (j == id ? scale : 0.0f);
+}
+
+extern "C" cudaError_t ptdp_cuk_xent_stats(cudaStream_t st, const float *logits, const int32_t *target, long long v0,
+                                           long long rows, int vl, float *rowmax, float *tgt)
+{
+  if (rows > 0) xent_stats_k<<<(unsigned)rows, THREADS, 0, st>>>(logits, target, v0, vl, rowmax, tgt);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_xent_sumexp(cudaStream_t st, const float *logits, const float *gmax, long long rows,
+                                            int vl, float *se)
+{
+  if (rows > 0) xent_sumexp_k<<<(unsigned)rows, THREADS, 0, st>>>(logits, gmax, vl, se);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_xent_grad(cudaStream_t st, float *logits, const int32_t *target, long long v0,
+                                          const float *gmax, const float *se, long long rows, int vl, float scale)
+{
+  if (rows > 0) xent_grad_k<<<(unsigned)rows, THREADS, 0, st>>>(logits, target, v0, gmax, se, vl, scale);
+  return cudaGetLastError();
+}
+
+// ---------------------------------------------------------------- AdamW, sum of squares
+// the whole flat buffer in one launch
+__global__ void adamw_k(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1, float b2,
+                        float eps, float wd, float bc1, float bc2)
+{
+  FOR_EACH(i, n)
+  {
+    float gi = g[i];
+    float mi = b1 * m[i] + (1.0f - b1) * gi, vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= lr * ((mi / bc1) / (sqrtf(vi / bc2) + eps) + wd * p[i]);
+  }
+}
+
+extern "C" cudaError_t ptdp_cuk_adamw(cudaStream_t st, float *p, const float *g, float *m, float *v, size_t n,
+                                      float lr, float b1, float b2, float eps, float wd, float bc1, float bc2)
+{
+  if (n) adamw_k<<<grid_for(n), THREADS, 0, st>>>(p, g, m, v, n, lr, b1, b2, eps, wd, bc1, bc2);
+  return cudaGetLastError();
+}
+
+// two passes, fixed block count: the same sum (bits) on every run
+__global__ void sumsq_partial(const float *x, size_t n, double *part)
+{
+  double s = 0;
+  FOR_EACH(i, n) s += (double)x[i] * x[i];
+  s = block_sum(s);
+  if (threadIdx.x == 0) part[blockIdx.x] = s;
+}
+
+__global__ void sumsq_final(const double *part, int np, double *out)
+{
+  double s = 0;
+  for (int i = threadIdx.x; i < np; i += blockDim.x) s += part[i];
+  s = block_sum(s);
+  if (threadIdx.x == 0) *out = s;
+}
+
+extern "C" cudaError_t ptdp_cuk_sumsq(cudaStream_t st, const float *x, size_t n, double *part, double *out)
+{
+  sumsq_partial<<<PTDP_CUK_RED_BLOCKS, THREADS, 0, st>>>(x, n, part);
+  sumsq_final<<<1, THREADS, 0, st>>>(part, PTDP_CUK_RED_BLOCKS, out);
+  return cudaGetLastError();
+}

@@ -1,0 +1,60 @@
+#!/bin/sh
+# The whole model on the CUDA backend, fp32, against the CPU backend (the reference):
+#   one rank: 20 iterations with dropout; every loss, the first step's gradients and the initial
+#     weights within 1e-5 relative (equivalence_lib.sh's tolerances), final parameters 1e-4;
+#   layouts t=2, p=2, d=2 (and t2 p2 sp) with several ranks on the one GPU, messages through MPI
+#     staged in host memory (NCCL refuses two ranks of a communicator on one GPU): the same
+#     losses and gradients as one CUDA rank;
+#   with 2 GPUs or more: t=2 and d=2 with comm-backend = nccl against the same reference.
+# Skips (77) without a GPU.  NOT YET RUN ON A GPU (written to run unattended on one).
+. "$top_srcdir/validation/tests/common.sh"
+. "$top_srcdir/validation/tests/gpu/gpu_lib.sh"
+gpu_or_skip
+
+DECK="$TMPD/gpu.in"
+cat > "$DECK" <<'DECK_EOF'
+num-layers = 4
+hidden-size = 128
+num-attention-heads = 4
+seq-length = 128
+micro-batch-size = 2
+global-batch-size = 8
+vocab-size = 1000
+mock-data = true
+train-iters = 20
+lr-warmup-iters = 2
+hidden-dropout = 0.1
+attention-dropout = 0.1
+log-interval = 20
+run-file = none
+DECK_EOF
+. "$top_srcdir/validation/tests/equivalence_lib.sh"
+
+train cpu 1 --backend cpu
+train cuda 1 --backend cuda
+compare cuda cpu final,init,step1/grads
+train cuda_v256 1 --backend cuda --make-vocab-size-divisible-by 256
+train cpu_v256 1 --backend cpu --make-vocab-size-divisible-by 256
+compare cuda_v256 cpu_v256 final,init,step1/grads
+
+while read -r name np ref flags; do
+  [ -n "$name" ] || continue
+  # shellcheck disable=SC2086
+  train "$name" "$np" --backend cuda --device 0 --comm-backend mpi $flags || continue
+  compare "$name" "$ref" final,init,step1/grads
+done <<'LAYOUTS'
+cuda_t2       2 cuda_v256 --tensor-model-parallel-size 2
+cuda_p2       2 cuda      --pipeline-model-parallel-size 2
+cuda_d2       2 cuda     
+cuda_t2_p2_sp 4 cuda_v256 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --sequence-parallel
+cuda_t2_p2_d2 8 cuda_v256 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2
+LAYOUTS
+
+if [ "$(gpu_count)" -ge 2 ]; then
+  train nccl_t2 2 --backend cuda --comm-backend nccl --tensor-model-parallel-size 2 && compare nccl_t2 cuda_v256 final,init,step1/grads
+  train nccl_d2 2 --backend cuda --comm-backend nccl && compare nccl_d2 cuda final,init,step1/grads
+else
+  echo "note: fewer than 2 GPUs: the NCCL transport is not exercised here"
+fi
+cat "$TMPD/worst"
+finish
