@@ -9,3 +9,5 @@ EXTRA_DIST += validation/bench/bench_checkpoint.sh validation/bench/io_bench.c
 # issue 9: ptdp-preprocess on generated corpora of several sizes (MB/s, peak RSS)
 dist_noinst_SCRIPTS += validation/bench/bench_data_preprocess.sh
 EXTRA_DIST += validation/bench/gen_jsonl.py
+# issue 13: ptdp-sim against ptdp-train on this CPU machine (time per iteration, peak activations)
+dist_noinst_SCRIPTS += validation/bench/bench_sim_cpu.sh
