@@ -26,7 +26,7 @@ echo "| --- | --- | --- | --- | --- | --- | --- |"
 while IFS='|' read -r name np keys; do
   [ -z "$name" ] && continue
   # shellcheck disable=SC2086
-  mpirun --oversubscribe -np "$np" "$train" "$top/inputs/gpt-mock.in" $base $keys > "$tmp/log" 2>&1 ||
+  mpirun --oversubscribe -np "$np" "$train" "$top/inputs/gpt-mock.in" $base $keys < /dev/null > "$tmp/log" 2>&1 ||
     { echo "ptdp-train failed: $name" >&2; cat "$tmp/log" >&2; exit 1; }
   meas=$(sed -n 's/.*elapsed time per iteration (ms): *\([0-9.]*\).*/\1/p' "$tmp/log" | tail -n +2 | sort -n |
          awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : "nan"}')
