@@ -63,6 +63,7 @@ typedef struct {
   double software_efficiency; /* multiplies eta: the GEMM library and stack of the modelled run */
   double train_tokens;       /* tokens for the training-time estimate */
   double memory_margin;      /* fraction of device memory usable (allocator fragmentation, context) */
+  int async_tp_allreduce;    /* backward TP all-reduce (SP: reduce-scatter) hidden behind the weight-gradient GEMM */
 } ptdp_sim_options;
 
 /* Time of one collective over n ranks of S bytes on a link of bandwidth B and step latency a. */

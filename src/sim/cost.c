@@ -170,6 +170,10 @@ static const ptdp_option sim_table[] = {
    "pipeline messages split over the t ranks and all-gathered over NVLink (Narayanan et al. Sec. 4.1)", NULL},
   {"overlap-grad-reduce", PTDP_OPT_BOOL, SOFF(overlap_grad_reduce), "false", 0, 0, NULL,
    "the DP reduction runs bucket by bucket during the last micro-batch's backward", NULL},
+  {"async-tp-allreduce", PTDP_OPT_BOOL, SOFF(async_tp_allreduce), "true", 0, 0, NULL,
+   "backward TP all-reduce (SP: reduce-scatter) of a column-parallel GEMM's input gradient overlapped with its "
+   "weight-gradient GEMM (Megatron since late 2021; false for 2021's Megatron)",
+   NULL},
   {"allreduce-algorithm", PTDP_OPT_ENUM, SOFF(allreduce), "auto", 0, 0, "auto|ring|tree",
    "DP all-reduce: ring, NCCL's double binary tree, or the faster", NULL},
   {"software-efficiency", PTDP_OPT_REAL, SOFF(software_efficiency), "1", 0.01, 2, NULL,

@@ -102,16 +102,24 @@ static void row_epilogue(const ctx *c, ptdp_sim_oplist *l, const char *coll, con
 
 /* The conjugate f of a column-parallel GEMM's input: forward identity (SP: all-gather of the
  * LayerNorm output); backward all-reduce of the input gradient (SP: reduce-scatter) and, with
- * SP, the weight gradient's all-gather of the input again, overlapped by Megatron with the
- * input-gradient GEMM: what is left of it shows (bwd_overlap: the GEMM it hides behind). */
-static void column_prologue(const ctx *c, ptdp_sim_oplist *l, const char *name, double bwd_overlap)
+ * SP, the weight gradient's all-gather of the input again.  Megatron (2022,
+ * LinearWithGradAccumulationAndAsyncCommunication) launches the re-gather before the
+ * input-gradient GEMM (dgrad) and, with async-tp-allreduce, the input gradient's all-reduce
+ * (SP: reduce-scatter) before the weight-gradient GEMM (wgrad): each hides behind its GEMM
+ * and what is longer than the GEMM shows.  2021's Megatron ran the all-reduce after both. */
+static void column_prologue(const ctx *c, ptdp_sim_oplist *l, const char *name, double dgrad, double wgrad)
 {
   const double full = c->N * c->h * c->e;
-  double bwd = c->sp ? tp_gather(c, full) : tp_allreduce(c, full), hidden = 0;
+  const double reduce = c->sp ? tp_gather(c, full) : tp_allreduce(c, full);
+  double bwd = reduce, hidden = 0;
+  if (c->o->async_tp_allreduce) {
+    hidden = reduce < wgrad ? reduce : wgrad;
+    bwd -= hidden;
+  }
   if (c->sp) {
-    const double regather = tp_gather(c, full);
-    hidden = regather < bwd_overlap ? regather : bwd_overlap;
-    bwd += regather - hidden;
+    const double regather = tp_gather(c, full), h2 = regather < dgrad ? regather : dgrad;
+    hidden += h2;
+    bwd += regather - h2;
   }
   add(l, name, PTDP_SIM_TP, c->sp ? tp_gather(c, full) : 0, bwd, 0)->hidden = hidden;
 }
@@ -124,7 +132,7 @@ int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
   l->n = 0;
   const double N = c.N, h = c.h, e = c.e, S2 = c.b * c.al * c.s * c.s; /* elements of the local score tensor */
   layernorm(&c, l, "layernorm 1");
-  column_prologue(&c, l, "TP f (QKV input)", gemm(&c, N, h, 3 * c.hl, 1));
+  column_prologue(&c, l, "TP f (QKV input)", gemm(&c, N, h, 3 * c.hl, 1), gemm(&c, h, 3 * c.hl, N, 1));
   linear(&c, l, "QKV GEMM", N, 3 * c.hl, h);
   /* attention core: QK^T [s,hd]x[hd,s] per (sample, local head), the scale folded in (baddbmm) */
   add(l, "QK^T", PTDP_SIM_ATTENTION, gemm(&c, c.s, c.s, c.hd, c.b * c.al),
@@ -140,7 +148,7 @@ int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
   linear(&c, l, "projection GEMM", N, h, c.hl);
   row_epilogue(&c, l, c.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias-dropout-add 1");
   layernorm(&c, l, "layernorm 2");
-  column_prologue(&c, l, "TP f (MLP input)", gemm(&c, N, h, c.fl, 1));
+  column_prologue(&c, l, "TP f (MLP input)", gemm(&c, N, h, c.fl, 1), gemm(&c, h, c.fl, N, 1));
   linear(&c, l, "FC1 GEMM", N, c.fl, h);
   /* bias + GeLU: fused, one read and one write; unfused, two passes.  Backward reads the input
    * and dy, writes dx, and reduces the bias gradient (one more read of dx). */
@@ -178,7 +186,7 @@ int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_
   ctx_init(&c, a, hw, o, vpad);
   l->n = 0;
   layernorm(&c, l, "final layernorm");
-  column_prologue(&c, l, "TP f (logits input)", gemm(&c, c.N, c.h, c.vl, 1));
+  column_prologue(&c, l, "TP f (logits input)", gemm(&c, c.N, c.h, c.vl, 1), gemm(&c, c.h, c.vl, c.N, 1));
   linear(&c, l, "logits GEMM", c.N, c.vl, c.h);
   /* cross entropy: read the logits, write an fp32 copy, a max pass, an exp-sum pass; backward
    * reads the fp32 softmax and writes the gradient */

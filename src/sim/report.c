@@ -30,6 +30,10 @@ void ptdp_sim_print(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_op
   fprintf(out, "memory optimizer state (GB): %.4g\n", r->mem_optimizer / GB);
   fprintf(out, "memory activations (GB): %.4g\n", r->mem_activations / GB);
   fprintf(out, "memory other (GB): %.4g\n", r->mem_other / GB);
+  /* exact, for comparison with ptdp-train's "[memory] peak held activations ... max over ranks" */
+  double peak = 0;
+  for (int k = 0; k < 3; k++) peak = r->stage_mem[k][0] > peak ? r->stage_mem[k][0] : peak;
+  fprintf(out, "memory peak activations, largest stage (bytes): %.0f\n", peak);
   for (int c = 0; c < PTDP_SIM_COMPONENTS; c++)
     fprintf(out, "time %s (s): %.6g exposed, %.6g hidden\n", ptdp_sim_component_name(c), r->comp[c], r->hidden[c]);
   fprintf(out, "time recomputation (s): %.6g\n", r->recompute);

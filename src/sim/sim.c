@@ -150,6 +150,35 @@ static double p2p_time(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
   return k.alpha + bytes / bw;
 }
 
+/* The replay of r's layout (ptdp_sim_run's, done again): for --out's /pipeline/events.  r's op
+ * lists must be filled (ptdp_sim_run has run); r itself is not changed. */
+int ptdp_sim_pipeline_replay(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+                             const ptdp_sim_result *r, ptdp_replay *rp)
+{
+  ptdp_schedule_kind kind;
+  ptdp_sim_result *scratch = malloc(sizeof *scratch);
+  PTDP_CHECK(scratch, "out of memory");
+  *scratch = *r;
+  int err = layout(a, o, scratch, &kind);
+  const int p = r->p, n = 2 * r->m * r->v;
+  stage_costs sc = {.p2p = p2p_time(a, hw, o, r)};
+  sc.dur = calloc((size_t)p * n, sizeof *sc.dur);
+  sc.comp = calloc((size_t)p * PTDP_SIM_COMPONENTS, sizeof *sc.comp);
+  sc.hidden = calloc((size_t)p * PTDP_SIM_COMPONENTS, sizeof *sc.hidden);
+  sc.recompute = calloc((size_t)p, sizeof *sc.recompute);
+  if (!err && !(sc.dur && sc.comp && sc.hidden && sc.recompute))
+    err = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "out of memory");
+  if (!err) err = stage_durations(a, kind, scratch, &sc);
+  if (!err) err = ptdp_schedule_replay(kind, p, r->v, r->m, sc.dur, 0.0, rp);
+  free(sc.dur);
+  free(sc.comp);
+  free(sc.hidden);
+  free(sc.recompute);
+  free(scratch);
+  PTDP_CALL(err);
+  return 0;
+}
+
 int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r)
 {
   memset(r, 0, sizeof *r);

@@ -22,4 +22,8 @@ int ptdp_sim_memory(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_op
 int ptdp_sim_reductions(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r,
                         const double *params_per_stage, const double *stage_end, const double *last_bwd);
 
+/* The pipeline of r's layout replayed again (ptdp_sim_run's replay), for the run file's events. */
+int ptdp_sim_pipeline_replay(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+                             const ptdp_sim_result *r, ptdp_replay *rp);
+
 #endif

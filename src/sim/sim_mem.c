@@ -119,6 +119,22 @@ int ptdp_sim_memory(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_op
  * bound: per parameter it reads the gradient (4 B), reads and writes the fp32 master weight,
  * Adam's two moments (24 B) and writes the 16-bit copy (2 B), plus the norm's read and the
  * zeroing write (8 B) (fp32: no copy, 36 B). */
+/* Bytes the optimizer step moves per parameter held (Megatron's mixed-precision optimizer):
+ *   fp16 (2021): copy the 16-bit gradients into fp32 main gradients (read 2, write 4), unscale
+ *     and check for inf/NaN in place (read 4, write 4);
+ *   the gradient norm (read 4), Adam's update (read p, g, m, v; write p, m, v: 28 in fp32),
+ *   the fp32 master weights copied to the 16-bit model (read 4, write 2);
+ *   zeroing the gradient buffer for the next iteration (write 2 or 4).
+ * fp32 (the CPU trainer): norm 4 + Adam 28 + zero 4.  With the distributed optimizer every step
+ * but the zeroing runs on the rank's 1/d shard. */
+static double optimizer_bytes(const ptdp_args *a, int d)
+{
+  const int half = a->fp16 || a->bf16;
+  const double zero = a->fp16 ? 2 : 4;
+  const double shard = half ? (a->fp16 ? 6 + 8 : 0) + 4 + 28 + 6 : 4 + 28;
+  return zero + (a->use_distributed_optimizer ? shard / d : shard);
+}
+
 int ptdp_sim_reductions(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r,
                         const double *params, const double *end, const double *last_bwd)
 {
@@ -144,8 +160,7 @@ int ptdp_sim_reductions(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_si
       const double bytes = (double)r->vocab_padded / r->t * a->hidden_size * gb;
       emb = ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, 2, bytes, el.crosses ? hw->inter_bandwidth : el.bw, el.alpha);
     }
-    const double per_param = half ? 38 : 36, upd = per_param - 8;
-    const double opt = ptdp_sim_membound_time(hw, np * (a->use_distributed_optimizer ? upd / d + 8 : per_param));
+    const double opt = ptdp_sim_membound_time(hw, np * optimizer_bytes(a, d));
     const double total = end[s] + dp - hidden + emb + opt;
     if (total > r->iteration) {
       r->iteration = total;

@@ -5,11 +5,16 @@
  *   /metrics/NAME one row (iteration 1): ms_per_iteration, tokens_per_second, tflops_per_rank,
  *                 mfu; what only training measures (losses, norms) NaN or -1
  *   /memory/X_bytes  int64 [W] per rank (16-bit where modelled), from the plan
- *   /pipeline/bubble_replayed [1], attribute bubble_formula
+ *   /pipeline/iteration [1]; /pipeline/events [1, W, I]: every rank's work items as replayed
+ *                 (start: the end of the rank's previous item; wait: the time it then waits for
+ *                 its input; end), kind, microbatch, chunk; /pipeline/bubble_measured [1, W]: the
+ *                 replay's idle / busy per rank; /pipeline/bubble_replayed [1], attribute
+ *                 bubble_formula
  *   /sim/components  names [C], exposed_seconds [C], hidden_seconds [C]: what the run file has not */
 #include "ptdp/error.h"
 #include "ptdp/sim.h"
 #include "ptdp/runfile.h"
+#include "sim_internal.h"
 
 #include <hdf5.h>
 #include <math.h>
@@ -36,6 +41,25 @@ static int attr_num(hid_t obj, const char *name, hid_t type, const void *v)
   if (at >= 0) H5Aclose(at);
   H5Sclose(sp);
   PTDP_CHECK_IO(ok, "writing attribute %s", name);
+  return 0;
+}
+
+/* /pipeline/events as the trainer writes it (README, "The run file"). */
+typedef struct {
+  double start, end, wait;
+  int kind, microbatch, chunk;
+} sim_event;
+
+static int datasetn(hid_t f, const char *path, hid_t type, int rank, const hsize_t *dims, const void *data)
+{
+  hid_t sp = H5Screate_simple(rank, dims, NULL), lcpl = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(lcpl, 1);
+  hid_t ds = H5Dcreate2(f, path, type, sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  int ok = ds >= 0 && H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0;
+  if (ds >= 0) H5Dclose(ds);
+  H5Pclose(lcpl);
+  H5Sclose(sp);
+  PTDP_CHECK_IO(ok, "writing dataset %s", path);
   return 0;
 }
 
@@ -98,6 +122,12 @@ static int write_metrics(hid_t f, const ptdp_args *a, const ptdp_sim_result *r, 
   return 0;
 }
 
+/* Rank w's pipeline stage (grid order tp-dp-pp: w / (t d); tp-pp-dp: (w / t) % p). */
+static int stage_of(const ptdp_args *a, const ptdp_sim_result *r, int w)
+{
+  return a->parallel_order == PTDP_ORDER_TP_DP_PP ? w / (r->t * r->d) : (w / r->t) % r->p;
+}
+
 /* Per rank: the stage of world rank w (grid order tp-dp-pp: w / (t d); tp-pp-dp: (w / t) % p)
  * holds what the plan gives its stage (first, middle or last sampled). */
 static int write_memory(hid_t f, const ptdp_args *a, const ptdp_sim_result *r)
@@ -109,7 +139,7 @@ static int write_memory(hid_t f, const ptdp_args *a, const ptdp_sim_result *r)
   int err = 0;
   for (int k = 0; !err && k < 5; k++) {
     for (int w = 0; w < r->world; w++) {
-      const int s = a->parallel_order == PTDP_ORDER_TP_DP_PP ? w / (r->t * r->d) : (w / r->t) % r->p;
+      const int s = stage_of(a, r, w);
       const int pick = s == 0 ? 0 : s == r->p - 1 ? 2 : 1;
       v[w] = llround(r->stage_mem[pick][k]);
     }
@@ -118,6 +148,47 @@ static int write_memory(hid_t f, const ptdp_args *a, const ptdp_sim_result *r)
     err = dataset(f, path, H5T_NATIVE_LLONG, (hsize_t)r->world, v);
   }
   free(v);
+  return err;
+}
+
+/* Every rank's replayed items: the ranks of a stage run the same list at the same times. */
+static int write_events(hid_t f, const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+                        const ptdp_sim_result *r)
+{
+  ptdp_replay rp = {0};
+  PTDP_CALL(ptdp_sim_pipeline_replay(a, hw, o, r, &rp));
+  const int n = rp.n, W = r->world;
+  sim_event *ev = malloc(sizeof *ev * (size_t)W * n);
+  double *bub = malloc(sizeof *bub * (size_t)W);
+  hid_t et = H5Tcreate(H5T_COMPOUND, sizeof(sim_event));
+  H5Tinsert(et, "start", HOFFSET(sim_event, start), H5T_NATIVE_DOUBLE);
+  H5Tinsert(et, "end", HOFFSET(sim_event, end), H5T_NATIVE_DOUBLE);
+  H5Tinsert(et, "wait", HOFFSET(sim_event, wait), H5T_NATIVE_DOUBLE);
+  H5Tinsert(et, "kind", HOFFSET(sim_event, kind), H5T_NATIVE_INT);
+  H5Tinsert(et, "microbatch", HOFFSET(sim_event, microbatch), H5T_NATIVE_INT);
+  H5Tinsert(et, "chunk", HOFFSET(sim_event, chunk), H5T_NATIVE_INT);
+  int err = ev && bub ? 0 : ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "out of memory");
+  for (int w = 0; !err && w < W; w++) {
+    const int s = stage_of(a, r, w);
+    double prev = 0;
+    for (int i = 0; i < n; i++) {
+      const size_t k = (size_t)s * n + i;
+      const ptdp_work *it = &rp.sched[s].items[i];
+      ev[(size_t)w * n + i] = (sim_event){.start = prev, .end = rp.end[k], .wait = rp.start[k] - prev,
+                                          .kind = it->kind, .microbatch = it->microbatch, .chunk = it->chunk};
+      prev = rp.end[k];
+    }
+    bub[w] = rp.idle[s];
+  }
+  const long long one = 1;
+  const hsize_t d3[3] = {1, (hsize_t)W, (hsize_t)n}, d2[2] = {1, (hsize_t)W};
+  if (!err) err = dataset(f, "/pipeline/iteration", H5T_NATIVE_LLONG, 1, &one);
+  if (!err) err = datasetn(f, "/pipeline/events", et, 3, d3, ev);
+  if (!err) err = datasetn(f, "/pipeline/bubble_measured", H5T_NATIVE_DOUBLE, 2, d2, bub);
+  H5Tclose(et);
+  free(ev);
+  free(bub);
+  ptdp_replay_destroy(&rp);
   return err;
 }
 
@@ -140,6 +211,7 @@ int ptdp_sim_write_runfile(const char *path, const ptdp_args *a, ptdp_options *o
   }
   if (!err) err = write_metrics(f, a, r, peak);
   if (!err) err = write_memory(f, a, r);
+  if (!err) err = write_events(f, a, hw, so, r);
   if (!err) err = dataset(f, "/pipeline/bubble_replayed", H5T_NATIVE_DOUBLE, 1, &r->bubble);
   if (!err) {
     hid_t g = H5Gopen2(f, "/pipeline", H5P_DEFAULT);
@@ -157,7 +229,6 @@ int ptdp_sim_write_runfile(const char *path, const ptdp_args *a, ptdp_options *o
   }
   if (!err) err = dataset(f, "/sim/components/exposed_seconds", H5T_NATIVE_DOUBLE, PTDP_SIM_COMPONENTS, r->comp);
   if (!err) err = dataset(f, "/sim/components/hidden_seconds", H5T_NATIVE_DOUBLE, PTDP_SIM_COMPONENTS, r->hidden);
-  (void)so;
   H5Fclose(f);
   return err;
 }

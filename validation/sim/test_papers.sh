@@ -4,6 +4,6 @@
 # today (README, "ptdp-sim: validation"): mean absolute error and largest error per table, in %.
 . "$top_srcdir/validation/tests/common.sh"
 ${PYTHON3:-python3} "$top_srcdir/validation/sim/validate_papers.py" "$top_builddir/ptdp-sim" "$top_srcdir/inputs/hw" \
-  --mae 7 --max 13
+  --mae 4.8 --max 10
 ok $? "ptdp-sim within the regression tolerances of the papers' rows"
 finish
