@@ -2,7 +2,7 @@
 libptdp_a_SOURCES += src/core/error.c
 libptdp_a_SOURCES += src/core/options.c src/core/args.c
 libptdp_a_SOURCES += src/core/rng.c
-libptdp_a_SOURCES += src/core/events.c
+libptdp_a_SOURCES += src/core/events.c src/core/program.c
 
 # Unit test of the option parser and ptdp-train's key table (1 rank).
 check_PROGRAMS += validation/tests/core/test_options

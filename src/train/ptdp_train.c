@@ -99,22 +99,4 @@ static int run(int argc, char **argv)
   return err;
 }
 
-int main(int argc, char **argv)
-{
-  ptdp_blas_choose_core(argc, argv);
-  if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
-    fprintf(stderr, "ptdp: error: MPI_Init failed\n");
-    return 1;
-  }
-  ptdp_error_set_collective(1);
-  /* MPI errors come back as codes (checked by PTDP_CALL_MPI), not as MPI's own abort */
-  int err = MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  if (err != MPI_SUCCESS) err = ptdp_error_mpi(err, "MPI_Comm_set_errhandler", __FILE__, __LINE__, __func__);
-  if (!err) err = run(argc, argv);
-  if (err > 0) ptdp_error_exit(err);
-  if (MPI_Finalize() != MPI_SUCCESS) {
-    fprintf(stderr, "ptdp: error: MPI_Finalize failed\n");
-    return 1;
-  }
-  return 0;
-}
+int main(int argc, char **argv) { return ptdp_main(argc, argv, run); }
