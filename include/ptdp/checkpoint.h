@@ -71,6 +71,12 @@ int ptdp_checkpoint_locate(const char *load_dir, MPI_Comm comm, ptdp_checkpoint_
 int ptdp_checkpoint_read_keys(const ptdp_checkpoint_ref *ref, ptdp_options *o, const char *const *keys, int nkeys,
                               MPI_Comm comm);
 
+/* ptdp_checkpoint_read_keys of the keys that make the model and its tokenizer (num-layers,
+ * hidden-size, num-attention-heads, ffn-hidden-size, max-position-embeddings, vocab-size,
+ * make-vocab-size-divisible-by, layernorm-epsilon, tokenizer-type, vocab-file, merge-file):
+ * use-checkpoint-args and ptdp-generate. */
+int ptdp_checkpoint_read_model_keys(const ptdp_checkpoint_ref *ref, ptdp_options *o, MPI_Comm comm);
+
 /* ptdp_checkpoint_load without the optimizer: this rank's slice of every parameter. */
 int ptdp_checkpoint_load_model(const ptdp_checkpoint_ref *ref, ptdp_gpt *m);
 

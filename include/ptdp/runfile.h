@@ -44,6 +44,6 @@ int ptdp_runfile_memory(ptdp_runfile *rf, ptdp_trainer *tr);
  * measured and replayed bubble. */
 int ptdp_runfile_sample(ptdp_runfile *rf, ptdp_trainer *tr, double replayed_bubble);
 /* Record the end of this launch and close (NULL-safe). */
-int ptdp_runfile_close(ptdp_runfile **rf, ptdp_trainer *tr);
+int ptdp_runfile_close(ptdp_runfile **rf);
 
 #endif

@@ -2,9 +2,28 @@
 #include "ptdp/cpu_threads.h"
 #include "ptdp/error.h"
 
-#include <stdio.h>
+#include "ptdp/config.h"
 
-int ptdp_main(int argc, char **argv, int (*run)(int argc, char **argv))
+#include <stdio.h>
+#include <string.h>
+
+/* --help or --version anywhere among the arguments: rank 0 answers, and nothing else runs. */
+static int answered(int argc, char **argv, const char *name, void (*usage)(FILE *out))
+{
+  int rank = 0;
+  for (int i = 1; i < argc; i++) {
+    const int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"), version = !strcmp(argv[i], "--version");
+    if (!help && !version) continue;
+    if (MPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS && rank == 0) {
+      if (help) usage(stdout);
+      else printf("%s %s\n", name, PACKAGE_VERSION);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+int ptdp_main(int argc, char **argv, const char *name, void (*usage)(FILE *out), int (*run)(int argc, char **argv))
 {
   ptdp_blas_choose_core(argc, argv);
   if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
@@ -15,7 +34,7 @@ int ptdp_main(int argc, char **argv, int (*run)(int argc, char **argv))
   /* MPI errors come back as codes (checked by PTDP_CALL_MPI), not as MPI's own abort */
   int err = MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   if (err != MPI_SUCCESS) err = ptdp_error_mpi(err, "MPI_Comm_set_errhandler", __FILE__, __LINE__, __func__);
-  if (!err) err = run(argc, argv);
+  if (!err && !answered(argc, argv, name, usage)) err = run(argc, argv);
   if (err > 0) ptdp_error_exit(err);
   if (MPI_Finalize() != MPI_SUCCESS) {
     fprintf(stderr, "ptdp: error: MPI_Finalize failed\n");

@@ -69,11 +69,6 @@ static const ptdp_option table[] = {
 };
 #define NOPT ((int)(sizeof table / sizeof table[0]))
 
-/* The checkpoint keys that make the model and the tokenizer. */
-static const char *const model_keys[] = {"num-layers", "hidden-size", "num-attention-heads", "ffn-hidden-size",
-                                         "max-position-embeddings", "vocab-size", "make-vocab-size-divisible-by",
-                                         "layernorm-epsilon", "tokenizer-type", "vocab-file", "merge-file"};
-
 static void usage(FILE *out)
 {
   ptdp_options o = {.table = table, .count = NOPT};
@@ -131,8 +126,7 @@ static int model_args(const gen_args *g, const ptdp_checkpoint_ref *ref, ptdp_ar
   ptdp_options o;
   int err = ptdp_args_parse(a, &o, 0, NULL);
   if (!err)
-    err = ptdp_checkpoint_read_keys(ref, &o, model_keys, (int)(sizeof model_keys / sizeof model_keys[0]),
-                                    MPI_COMM_WORLD);
+    err = ptdp_checkpoint_read_model_keys(ref, &o, MPI_COMM_WORLD);
   if (!err && g->vocab_file[0]) err = ptdp_options_set(&o, "vocab-file", g->vocab_file, PTDP_SRC_CMDLINE, "command line");
   if (!err && g->merge_file[0]) err = ptdp_options_set(&o, "merge-file", g->merge_file, PTDP_SRC_CMDLINE, "command line");
   ptdp_options_free(&o);
@@ -374,16 +368,6 @@ static int run(int argc, char **argv)
   int rank, world;
   PTDP_CALL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   PTDP_CALL_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      if (rank == 0) usage(stdout);
-      return -1;
-    }
-    if (!strcmp(argv[i], "--version")) {
-      if (rank == 0) printf("ptdp-generate %s\n", PACKAGE_VERSION);
-      return -1;
-    }
-  }
   gen_args g;
   PTDP_CALL(parse(&g, argc - 1, argv + 1));
   ptdp_checkpoint_ref ref;
@@ -399,4 +383,4 @@ static int run(int argc, char **argv)
   return generate(&g, &a, &ref, rank, world);
 }
 
-int main(int argc, char **argv) { return ptdp_main(argc, argv, run); }
+int main(int argc, char **argv) { return ptdp_main(argc, argv, "ptdp-generate", usage, run); }

@@ -100,8 +100,7 @@ int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st
   PTDP_CALL(shard_parts(io, 1, io->wpart));
   for (int i = 0; i < m->nparams; i++) {
     const ptdp_param_info *p = &m->params[i];
-    if (p->tied_copy || (p->tp_replicated && i % m->t != m->tp_rank)) io->wpart[i].hi = io->wpart[i].lo = 0;
-    if (p->tied_copy || (p->tp_replicated && i % m->t != m->tp_rank)) io->wpart[i].nrects = 0;
+    if (p->tied_copy || (p->tp_replicated && i % m->t != m->tp_rank)) io->wpart[i] = (ckpt_part){0};
   }
   if (ddp && ddp->distributed) PTDP_CALL(shard_parts(io, 1, io->spart));
   else
@@ -216,20 +215,12 @@ static int save_dataset(ckpt_io *io, int kind, int g, hid_t *ds)
   return 0;
 }
 
-/* /args: every key's value as text (reals with 17 significant digits, so they read back exactly). */
 static int save_args(hid_t file, const ptdp_args *a)
 {
   PTDP_CALL(ckpt_group_create(file, "/args"));
   hid_t g = H5Gopen2(file, "/args", H5P_DEFAULT);
   PTDP_CALL_HDF5(g);
-  ptdp_options o;
-  ptdp_args_view((ptdp_args *)a, &o);
-  for (int i = 0; i < o.count; i++) {
-    char v[PTDP_OPT_STRLEN];
-    if (o.table[i].type == PTDP_OPT_REAL) snprintf(v, sizeof v, "%.17g", *(const double *)((const char *)a + o.table[i].offset));
-    else ptdp_options_value_text(&o, i, v, sizeof v);
-    PTDP_CALL(ckpt_attr_write_str(g, o.table[i].name, v));
-  }
+  PTDP_CALL(ckpt_attr_write_args(g, a));
   PTDP_CALL_HDF5(H5Gclose(g));
   return 0;
 }

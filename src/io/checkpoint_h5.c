@@ -4,6 +4,7 @@
 
 #include "ptdp/error.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int attr_write(hid_t obj, const char *name, hid_t type, const void *v)
@@ -76,6 +77,20 @@ int ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t n)
   PTDP_CALL_HDF5(H5Aclose(a));
   PTDP_CALL_HDF5(rc);
   return 1;
+}
+
+int ckpt_attr_write_args(hid_t obj, const ptdp_args *a)
+{
+  ptdp_options o;
+  ptdp_args_view((ptdp_args *)a, &o);
+  for (int i = 0; i < o.count; i++) {
+    char v[PTDP_OPT_STRLEN];
+    if (o.table[i].type == PTDP_OPT_REAL) /* 17 digits: the value reads back exactly */
+      snprintf(v, sizeof v, "%.17g", *(const double *)((const char *)a + o.table[i].offset));
+    else ptdp_options_value_text(&o, i, v, sizeof v);
+    PTDP_CALL(ckpt_attr_write_str(obj, o.table[i].name, v));
+  }
+  return 0;
 }
 
 int ckpt_group_create(hid_t file, const char *path)

@@ -49,6 +49,9 @@ int ckpt_attr_write_u64(hid_t obj, const char *name, uint64_t v);
 int ckpt_attr_read_i64(hid_t obj, const char *name, long long *v);
 int ckpt_attr_read_u64(hid_t obj, const char *name, uint64_t *v);
 int ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t n);
+/* One string attribute per ptdp-train key, named as the key, holding its value as text (reals
+ * with 17 significant digits, so they read back exactly). */
+int ckpt_attr_write_args(hid_t obj, const ptdp_args *a);
 /* Create group path (and its parents). */
 int ckpt_group_create(hid_t file, const char *path);
 /* Create a contiguous float32 dataset of the global shape, allocated at creation and never

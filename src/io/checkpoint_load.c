@@ -233,3 +233,11 @@ int ptdp_checkpoint_read_keys(const ptdp_checkpoint_ref *ref, ptdp_options *o, c
   H5Fclose(f);
   return rc;
 }
+
+int ptdp_checkpoint_read_model_keys(const ptdp_checkpoint_ref *ref, ptdp_options *o, MPI_Comm comm)
+{
+  static const char *const keys[] = {"num-layers", "hidden-size", "num-attention-heads", "ffn-hidden-size",
+                                     "max-position-embeddings", "vocab-size", "make-vocab-size-divisible-by",
+                                     "layernorm-epsilon", "tokenizer-type", "vocab-file", "merge-file"};
+  return ptdp_checkpoint_read_keys(ref, o, keys, (int)(sizeof keys / sizeof keys[0]), comm);
+}

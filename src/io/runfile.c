@@ -165,15 +165,7 @@ static int create_config(struct ptdp_runfile *rf, const ptdp_trainer *tr)
 {
   hid_t g = H5Gcreate2(rf->file, "/config", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   PTDP_CALL_HDF5(g);
-  ptdp_options o;
-  ptdp_args_view((ptdp_args *)&tr->args, &o);
-  for (int i = 0; i < o.count; i++) {
-    char v[PTDP_OPT_STRLEN];
-    if (o.table[i].type == PTDP_OPT_REAL)
-      snprintf(v, sizeof v, "%.17g", *(const double *)((const char *)&tr->args + o.table[i].offset));
-    else ptdp_options_value_text(&o, i, v, sizeof v);
-    PTDP_CALL(ckpt_attr_write_str(g, o.table[i].name, v));
-  }
+  PTDP_CALL(ckpt_attr_write_args(g, &tr->args));
   const ptdp_args *a = &tr->args;
   const ptdp_grid_layout *L = &tr->grid.layout;
   const struct {
@@ -409,7 +401,7 @@ int ptdp_runfile_open(ptdp_runfile **out, ptdp_trainer *tr, int appending)
   free(hosts);
   PTDP_CALL_MPI(MPI_Bcast(&st, 1, MPI_INT, 0, tr->grid.world.comm));
   if (st) {
-    ptdp_runfile_close(&rf, NULL);
+    ptdp_runfile_close(&rf);
     if (tr->grid.world_rank == 0) return st;
     return ptdp_error_push(st, __FILE__, __LINE__, __func__, "opening the run file failed on rank 0 (its message says why)");
   }

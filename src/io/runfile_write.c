@@ -278,11 +278,10 @@ int ptdp_runfile_sample(ptdp_runfile *rf, ptdp_trainer *tr, double replayed_bubb
   return flush(rf);
 }
 
-int ptdp_runfile_close(ptdp_runfile **prf, ptdp_trainer *tr)
+int ptdp_runfile_close(ptdp_runfile **prf)
 {
   struct ptdp_runfile *rf = *prf;
   if (!rf) return 0;
-  (void)tr;
   int rc = 0;
   if (rf->file >= 0) {
     rc = flush(rf);

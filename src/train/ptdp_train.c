@@ -30,14 +30,11 @@ static void usage(FILE *out)
  * directory without one yet leaves the deck's values: the first job of a chain). */
 static int checkpoint_args(ptdp_options *o)
 {
-  static const char *const keys[] = {"num-layers", "hidden-size", "num-attention-heads", "ffn-hidden-size",
-                                     "max-position-embeddings", "vocab-size", "make-vocab-size-divisible-by",
-                                     "layernorm-epsilon", "tokenizer-type", "vocab-file", "merge-file"};
   const ptdp_args *a = o->target;
   ptdp_checkpoint_ref ref;
   int found = 0;
   PTDP_CALL(ptdp_checkpoint_locate(a->load, MPI_COMM_WORLD, &ref, &found));
-  if (found) PTDP_CALL(ptdp_checkpoint_read_keys(&ref, o, keys, (int)(sizeof keys / sizeof keys[0]), MPI_COMM_WORLD));
+  if (found) PTDP_CALL(ptdp_checkpoint_read_model_keys(&ref, o, MPI_COMM_WORLD));
   return 0;
 }
 
@@ -46,16 +43,6 @@ static int run(int argc, char **argv)
   int rank, world;
   PTDP_CALL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   PTDP_CALL_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      if (rank == 0) usage(stdout);
-      return -1;
-    }
-    if (!strcmp(argv[i], "--version")) {
-      if (rank == 0) printf("ptdp-train %s\n", PACKAGE_VERSION);
-      return -1;
-    }
-  }
   ptdp_args a;
   ptdp_options o;
   PTDP_CHECK(argc > 1, "no input deck: usage: mpirun -np N ptdp-train DECK [--key value ...] (--help lists the keys)");
@@ -99,4 +86,4 @@ static int run(int argc, char **argv)
   return err;
 }
 
-int main(int argc, char **argv) { return ptdp_main(argc, argv, run); }
+int main(int argc, char **argv) { return ptdp_main(argc, argv, "ptdp-train", usage, run); }

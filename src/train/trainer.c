@@ -246,7 +246,7 @@ int ptdp_trainer_run(ptdp_trainer *tr)
     if (!isfinite(loss)) nan_iters++;
     loss_acc += loss;
     n_acc++;
-    if (tr->iteration == 1 || (tr->resumed && n_acc == 1 && !memory_written)) {
+    if (!memory_written) { /* after the first iteration of this launch */
       PTDP_CALL(print_memory(tr));
       PTDP_CALL(ptdp_runfile_memory(tr->runfile, tr));
       memory_written = 1;
@@ -327,7 +327,7 @@ int ptdp_trainer_run(ptdp_trainer *tr)
   if (tr->dump) PTDP_CALL(ptdp_dump_close(&tr->dump, tr));
   if (tr->runfile && tr->grid.world_rank == 0)
     printf("[run file] %s; plot it with: ptdp-plot %s\n", ptdp_runfile_path(tr->runfile), ptdp_runfile_path(tr->runfile));
-  PTDP_CALL(ptdp_runfile_close(&tr->runfile, tr));
+  PTDP_CALL(ptdp_runfile_close(&tr->runfile));
   return 0;
 }
 
@@ -431,7 +431,7 @@ static void print_comm(ptdp_trainer *tr, long long iters)
 
 void ptdp_trainer_destroy(ptdp_trainer *tr)
 {
-  ptdp_runfile_close(&tr->runfile, tr);
+  ptdp_runfile_close(&tr->runfile);
   ptdp_pipeline_destroy(&tr->pipe);
   ptdp_events_destroy(&tr->events);
   ptdp_optimizer_destroy(&tr->opt);
