@@ -32,7 +32,7 @@ static void analytical_volume(const ptdp_trainer *tr, double *out)
   }
   double factor = 8; /* per layer and micro-batch, in units of b s h (t-1)/t elements */
   if (m->cfg.sequence_parallel) factor = 10;
-  if (m->cfg.recompute == PTDP_RECOMPUTE_FULL) factor += m->cfg.sequence_parallel ? 6 : 4;
+  if (m->cfg.recompute == PTDP_RECOMPUTE_FULL) factor += 4; /* the forward's two collectives again */
   out[RF_COMM_TP_LAYERS] = t > 1 ? factor * b * s * h * (t - 1) / t * 4 * layers * mb : 0;
   out[RF_COMM_TP_OTHER] = t > 1 ? 0.0 / 0.0 : 0;
   out[RF_COMM_PP] = (fwd_sends + bwd_sends) * mb * (double)m->Nl * h * 4;
