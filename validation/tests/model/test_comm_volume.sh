@@ -36,6 +36,7 @@ done <<EOT
 2 2 1 1 none 10
 4 4 1 1 none 10
 2 2 1 0 full 12
+2 2 1 1 full 14
 2 2 1 0 selective 8
 4 2 1 0 none 8
 4 2 2 0 none 8
