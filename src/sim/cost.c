@@ -187,7 +187,9 @@ static const ptdp_option sim_table[] = {
   {"allreduce-algorithm", PTDP_OPT_ENUM, SOFF(allreduce), "auto", 0, 0, "auto|ring|tree",
    "DP all-reduce: ring, NCCL's double binary tree, or the faster", NULL},
   {"software-efficiency", PTDP_OPT_REAL, SOFF(software_efficiency), "1", 0.01, 2, NULL,
-   "multiplies the hardware file's gemm-efficiency (the modelled software stack)", NULL},
+   "multiplies the hardware file's gemm-efficiency (the modelled software stack: 1 for 2021's Megatron, 1.055 for "
+   "2022's; README)",
+   NULL},
   {"train-tokens", PTDP_OPT_REAL, SOFF(train_tokens), "300e9", 0, 1e18, NULL,
    "tokens for the training-time estimate (Narayanan et al. eq. 4 beside the simulated rate)", NULL},
   {"memory-margin", PTDP_OPT_REAL, SOFF(memory_margin), "0.95", 0.1, 1, NULL,
