@@ -194,13 +194,16 @@ int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_
   layernorm(&c, l, "final layernorm");
   column_prologue(&c, l, "TP f (logits input)", gemm(&c, c.N, c.h, c.vl, 1), gemm(&c, c.h, c.vl, c.N, 1));
   linear(&c, l, "logits GEMM", c.N, c.vl, c.h);
-  /* Megatron's vocabulary-parallel cross entropy, pass by pass over the z = N vl logits
-   * (loss computed in fp32): forward, the fp32 copy (read e, write 4), the row max (read 4),
-   * subtract it in place (8), exp in place (8), the row sum (read 4), divide in place into the
-   * saved softmax (8): e + 36 bytes; backward, the softmax times the incoming gradient in place
-   * (8) and the copy's gradient back to 16 bits (read 4, write e): e + 12. */
+  /* The vocabulary-parallel cross entropy over the z = N vl logits, loss in fp32.  Megatron's
+   * (fusion megatron), pass by pass: forward, the fp32 copy (read e, write 4), the row max
+   * (read 4), subtract it in place (8), exp in place (8), the row sum (read 4), divide in place
+   * into the saved softmax (8): e + 36 bytes; backward, the softmax times the incoming gradient
+   * in place (8) and the copy's gradient back to 16 bits (read 4, write e): e + 12.
+   * ptdp-train's (fusion none): statistics, exp-sum and gradient passes, e + 16; backward one
+   * scaling pass, 4 + e. */
   const double z = c.N * c.vl;
-  add(l, "cross entropy", PTDP_SIM_MEMBOUND, mem(&c, z * (c.e + 36)), mem(&c, z * (c.e + 12)), 0);
+  const double ce_fwd = c.fused ? c.e + 36 : c.e + 16, ce_bwd = c.fused ? c.e + 12 : 4 + c.e;
+  add(l, "cross entropy", PTDP_SIM_MEMBOUND, mem(&c, z * ce_fwd), mem(&c, z * ce_bwd), 0);
   if (c.t > 1) add(l, "TP all-reduces (cross entropy)", PTDP_SIM_TP, 3 * tp_allreduce(&c, c.N * 4), 0, 0);
   return 0;
 }
