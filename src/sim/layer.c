@@ -149,8 +149,9 @@ int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
   if (c.adrop) add(l, "attention dropout", PTDP_SIM_ATTENTION, mem(&c, S2 * (2 * e + 1)), mem(&c, S2 * (2 * e + 1)), 1);
   add(l, "attention over V", PTDP_SIM_ATTENTION, gemm(&c, c.s, c.hd, c.s, c.b * c.al),
       gemm(&c, c.s, c.s, c.hd, c.b * c.al) + gemm(&c, c.s, c.hd, c.s, c.b * c.al), 1);
-  /* [b, al, s, hd] -> [s, b, hl]: a copy each way */
-  add(l, "context transpose", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * c.hl * e), mem(&c, 2 * N * c.hl * e), 0);
+  /* [b, al, s, hd] -> [s, b, hl]: a copy each way; the last step of Megatron's core attention,
+   * so selective recomputation runs it again */
+  add(l, "context transpose", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * c.hl * e), mem(&c, 2 * N * c.hl * e), 1);
   linear(&c, l, "projection GEMM", N, h, c.hl);
   row_epilogue(&c, l, c.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias-dropout-add 1");
   layernorm(&c, l, "layernorm 2");
