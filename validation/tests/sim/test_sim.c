@@ -7,7 +7,8 @@
  *     recomputation adds exactly one forward of every layer; fp32 weights are the plan's;
  *   - p = 4, m = 8, 1F1B: the replayed bubble is at least Narayanan's (p-1)/m;
  *   - Megatron's operators by hand: the QKV bias (its own pass and its gradient's reduction),
- *     the cross entropy's passes over the fp32 logits, the optimizer's 50 bytes per parameter in
+ *     bias-dropout-add's backward with its bias gradient, the cross entropy's passes over the
+ *     fp32 logits (Megatron's and ptdp-train's), the optimizer's 50 bytes per parameter in
  *     bf16 (the gradient buffer's 1/d scaling included), and the SMs a hidden collective holds;
  *   - bad input (world size not a multiple of t p) fails. */
 #include "ptdp/error.h"
@@ -197,6 +198,19 @@ static void check_megatron_ops(void)
   const ptdp_sim_op *ce = find_op(&head, "cross entropy");
   EXPECT(ce && near(ce->fwd, 38 * z / 1e12 + 1e-6, 1e-12) && near(ce->bwd, 14 * z / 1e12 + 1e-6, 1e-12),
          "cross entropy: 38 and 14 bytes per logit");
+
+  /* bias-dropout-add backward: read dy and the 1-byte mask, write dx, the residual stream's add
+   * (3 passes), and the bias gradient's reduction over the tokens (one read): 6 x + mask */
+  const double x = 1024.0 * 1024 * 2, mask = a.hidden_dropout > 0 ? 1024.0 * 1024 : 0;
+  const ptdp_sim_op *bda = find_op(&layer, "bias-dropout-add 1");
+  EXPECT(bda && near(bda->bwd, (6 * x + mask) / 1e12 + 1e-6, 1e-12), "bias-dropout-add backward: 6 x + mask");
+  /* ptdp-train's own cross entropy (fusion none): e + 16 forward, 4 + e backward */
+  so.fusion = PTDP_SIM_FUSION_NONE;
+  ptdp_sim_head_ops(&a, &hw, &so, 50048, &head);
+  ce = find_op(&head, "cross entropy");
+  EXPECT(ce && near(ce->fwd, 18 * z / 1e12 + 1e-6, 1e-12) && near(ce->bwd, 6 * z / 1e12 + 1e-6, 1e-12),
+         "cross entropy, fusion none: 18 and 6 bytes per logit");
+  so.fusion = PTDP_SIM_FUSION_MEGATRON;
 
   /* a hidden collective holds 27 of the 108 SMs: hiding x costs the GEMM x / 4 */
   so.async_tp_allreduce = 1;
