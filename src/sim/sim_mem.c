@@ -164,10 +164,11 @@ int ptdp_sim_reductions(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_si
       emb = ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, 2, bytes, el.crosses ? hw->inter_bandwidth : el.bw, el.alpha);
     }
     const double opt = ptdp_sim_membound_time(hw, np * optimizer_bytes(a, d));
-    const double total = end[s] + dp - hidden + ptdp_sim_overlap_cost(hw, hidden) + emb + opt;
+    /* the hidden part still costs the backward it hides behind the SMs it holds */
+    const double exposed = dp - hidden + ptdp_sim_overlap_cost(hw, hidden), total = end[s] + exposed + emb + opt;
     if (total > r->iteration) {
       r->iteration = total;
-      r->comp[PTDP_SIM_DP] = dp - hidden; /* exposed; the hidden part beside it */
+      r->comp[PTDP_SIM_DP] = exposed; /* the hidden part beside it */
       r->hidden[PTDP_SIM_DP] = hidden;
       r->comp[PTDP_SIM_EMBEDDING_AR] = emb;
       r->comp[PTDP_SIM_OPTIMIZER] = opt;
