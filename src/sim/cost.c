@@ -65,6 +65,11 @@ double ptdp_sim_membound_time(const ptdp_sim_hw *hw, double bytes)
   return bytes > 0 ? bytes / hw->memory_bandwidth + hw->kernel_launch : 0;
 }
 
+double ptdp_sim_overlap_cost(const ptdp_sim_hw *hw, double hidden)
+{
+  return hidden > 0 && hw->sm_count > 0 ? hidden * hw->collective_sms / hw->sm_count : 0;
+}
+
 const char *ptdp_sim_component_name(ptdp_sim_component c)
 {
   static const char *n[PTDP_SIM_COMPONENTS] = {"GEMMs", "attention", "memory-bound operators", "TP communication",
@@ -79,7 +84,7 @@ const char *ptdp_sim_component_name(ptdp_sim_component c)
 typedef struct {
   char name[PTDP_OPT_STRLEN];
   double peak16, peak32, eta, sms, tm, tn, k0, launch_us, hbm, mem_gb, gpn, intra_bw, intra_lat, inter_bw, inter_lat,
-    nics;
+    nics, coll_sms;
 } hw_file;
 
 #define HOFF(f) offsetof(hw_file, f)
@@ -107,6 +112,8 @@ static const ptdp_option hw_table[] = {
   {"inter-node-latency-us", PTDP_OPT_REAL, HOFF(inter_lat), "0", 0, 1e7, NULL, "us per step between nodes", NULL},
   {"nics-per-node", PTDP_OPT_REAL, HOFF(nics), "1", 1, 1e4, NULL, "network adapters per node for compute traffic",
    NULL},
+  {"collective-sms", PTDP_OPT_REAL, HOFF(coll_sms), "0", 0, 1e6, NULL,
+   "SMs a collective's kernel holds while it runs (NCCL: one CTA per channel); 0: overlap is free", NULL},
 };
 #define NHW ((int)(sizeof hw_table / sizeof hw_table[0]))
 
@@ -149,6 +156,9 @@ int ptdp_sim_hw_read(const char *path, ptdp_sim_hw *hw)
   hw->inter_bandwidth = f.inter_bw * 1e9;
   hw->inter_latency = f.inter_lat * 1e-6;
   hw->nics_per_node = f.nics;
+  PTDP_CHECK(f.coll_sms < f.sms, "hardware file %s: collective-sms (%g) must be below sm-count (%g)", path, f.coll_sms,
+             f.sms);
+  hw->collective_sms = f.coll_sms;
   return 0;
 }
 
@@ -177,7 +187,9 @@ static const ptdp_option sim_table[] = {
   {"allreduce-algorithm", PTDP_OPT_ENUM, SOFF(allreduce), "auto", 0, 0, "auto|ring|tree",
    "DP all-reduce: ring, NCCL's double binary tree, or the faster", NULL},
   {"software-efficiency", PTDP_OPT_REAL, SOFF(software_efficiency), "1", 0.01, 2, NULL,
-   "multiplies the hardware file's gemm-efficiency (the modelled software stack)", NULL},
+   "multiplies the hardware file's gemm-efficiency (the modelled software stack: 1 for 2021's Megatron, 1.055 for "
+   "2022's; README)",
+   NULL},
   {"train-tokens", PTDP_OPT_REAL, SOFF(train_tokens), "300e9", 0, 1e18, NULL,
    "tokens for the training-time estimate (Narayanan et al. eq. 4 beside the simulated rate)", NULL},
   {"memory-margin", PTDP_OPT_REAL, SOFF(memory_margin), "0.95", 0.1, 1, NULL,
