@@ -113,7 +113,11 @@ int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st
   else
     for (int i = 0; i < m->nparams; i++) io->spart[i] = ckpt_whole_slice(&m->params[i]);
   PTDP_CALLOC(io->sum, (size_t)NKINDS * io->nglobal, sizeof *io->sum);
-  PTDP_ALLOC(io->stage, sizeof(float) * (size_t)(most < CKPT_CHUNK_ELEMS ? most : CKPT_CHUNK_ELEMS));
+  /* the environment's PTDP_CHECKPOINT_CHUNK (elements) replaces the run length: tests use short
+   * runs to cross rows and tensors; the file is the same whatever the length */
+  const char *ch = getenv("PTDP_CHECKPOINT_CHUNK");
+  io->chunk = ch && atoll(ch) > 0 ? atoll(ch) : CKPT_CHUNK_ELEMS;
+  PTDP_ALLOC(io->stage, sizeof(float) * (size_t)(most < io->chunk ? most : io->chunk));
   return 0;
 }
 
@@ -230,8 +234,8 @@ static int save_dataset(ckpt_io *io, int kind, int g, hid_t ds)
   const ckpt_part *w = &io->wpart[i];
   const long long hi = w->hi < p->rows * p->lcols ? w->hi : p->rows * p->lcols; /* padding rows: not saved */
   ptdp_backend *be = io->m->be;
-  for (long long c0 = w->lo; c0 < hi; c0 += CKPT_CHUNK_ELEMS) {
-    const long long c1 = c0 + CKPT_CHUNK_ELEMS < hi ? c0 + CKPT_CHUNK_ELEMS : hi;
+  for (long long c0 = w->lo; c0 < hi; c0 += io->chunk) {
+    const long long c1 = c0 + io->chunk < hi ? c0 + io->chunk : hi;
     PTDP_CALL(be->to_host(be, io->stage, ckpt_element(io, kind, i, c0), sizeof(float) * (size_t)(c1 - c0)));
     PTDP_CALL(be->synchronize(be));
     io->sum[kind * io->nglobal + g] += ckpt_checksum(p, io->stage, c0, c1);

@@ -111,7 +111,8 @@ typedef struct {
   ckpt_part *wpart;           /* [m->nparams] what this rank writes / verifies */
   ckpt_part *spart;           /* [m->nparams] the optimizer shard it holds (whole buffer unless distributed) */
   uint64_t *sum;         /* [NKINDS nglobal] checksum partial sums */
-  float *stage;          /* host buffer of CKPT_CHUNK_ELEMS floats (fewer for a small model) */
+  long long chunk;       /* elements moved at a time: CKPT_CHUNK_ELEMS */
+  float *stage;          /* host buffer of chunk floats (fewer for a small model) */
   ckpt_stream stream;
   long long bytes;       /* bytes this rank moved */
 } ckpt_io;

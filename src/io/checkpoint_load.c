@@ -73,10 +73,10 @@ static int plan_reads(ckpt_io *io, int nk, const hid_t *ds)
       int i;
       long long lo, hi;
       read_part(io, k, g, &i, &lo, &hi);
-      for (long long c0 = lo; i >= 0 && c0 < hi; c0 += CKPT_CHUNK_ELEMS) {
+      for (long long c0 = lo; i >= 0 && c0 < hi; c0 += io->chunk) {
         long long off, len;
         ckpt_chunk_span(ds[k * io->nglobal + g], &io->m->params[i], c0,
-                        c0 + CKPT_CHUNK_ELEMS < hi ? c0 + CKPT_CHUNK_ELEMS : hi, &off, &len);
+                        c0 + io->chunk < hi ? c0 + io->chunk : hi, &off, &len);
         PTDP_CALL(ckpt_stream_plan(&io->stream, off, len));
       }
     }
@@ -95,8 +95,8 @@ static int load_dataset(ckpt_io *io, int kind, int g, hid_t ds)
   const ptdp_param_info *p = &io->m->params[i];
   const ckpt_part *w = &io->wpart[i];
   ptdp_backend *be = io->m->be;
-  for (long long c0 = lo; c0 < hi; c0 += CKPT_CHUNK_ELEMS) {
-    const long long c1 = c0 + CKPT_CHUNK_ELEMS < hi ? c0 + CKPT_CHUNK_ELEMS : hi;
+  for (long long c0 = lo; c0 < hi; c0 += io->chunk) {
+    const long long c1 = c0 + io->chunk < hi ? c0 + io->chunk : hi;
     PTDP_CALL(ckpt_stream_reading(&io->stream));
     PTDP_CALL(ckpt_transfer_chunk(ds, p, c0, c1, io->stage, 0));
     const long long a = c0 > w->lo ? c0 : w->lo, b = c1 < w->hi ? c1 : w->hi;

@@ -1,11 +1,12 @@
 /* io_bench: the raw bandwidth the checkpoint benchmark compares with.  Every rank writes its
  * share of BYTES to one file (collective MPI-IO, contiguous blocks of 64 MiB from one buffer, rank
- * order), syncs, closes; then drops the file's pages from the page cache (posix_fadvise DONTNEED,
- * which needs no privilege) and every rank reads its share back, from the device as a requeued job
- * on another node would.  Last, the file is removed and written again the way ptdp's checkpoints
+ * order), syncs, closes.  Then the file is removed and written again the way ptdp's checkpoints
  * write (src/io/checkpoint_stream.c): each rank pwrite()s its blocks and starts their write-back at
  * once (sync_file_range), waiting for and dropping them from the cache 256 MiB behind, then
- * fsync.  Prints the rates over all ranks of the plain write, the read and the streamed write.
+ * fsync.  Last, the file's pages are dropped from the page cache (posix_fadvise DONTNEED, which
+ * needs no privilege) and every rank reads its share back, from the device as a requeued job on
+ * another node would, the file having been written as a checkpoint is.  Prints the rates over all
+ * ranks of the plain write, the read and the streamed write.
  *   mpirun -np N io_bench FILE BYTES
  *   io_bench --evict FILE...      drop the files' pages from the page cache (after a sync) */
 #define _GNU_SOURCE
@@ -116,14 +117,13 @@ int main(int argc, char **argv)
   if (!buf) MPI_Abort(MPI_COMM_WORLD, 3);
   memset(buf, rank + 1, (size_t)chunk);
   double tw = pass(argv[1], share, rank, buf, chunk, 1);
-  if (!rank && evict(argv[1])) MPI_Abort(MPI_COMM_WORLD, 4);
-  double tr = pass(argv[1], share, rank, buf, chunk, 0);
-  CHECK(MPI_Barrier(MPI_COMM_WORLD));
   if (!rank && unlink(argv[1])) {
     perror(argv[1]);
     MPI_Abort(MPI_COMM_WORLD, 6);
   }
   double ts = stream_pass(argv[1], share, rank, buf, chunk);
+  if (!rank && evict(argv[1])) MPI_Abort(MPI_COMM_WORLD, 4);
+  double tr = pass(argv[1], share, rank, buf, chunk, 0);
   const double gb = (double)share * np / 1e9;
   if (!rank)
     printf("raw, %d rank(s), %.3f GB: plain write+sync %.3f s (%.3f GB/s), read %.3f s (%.3f GB/s), "
