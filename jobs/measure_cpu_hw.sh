@@ -3,8 +3,8 @@
 #   ptdp's CPU backend timed operator by operator on one rank of THREADS threads, with the kernels
 #   ptdp-train picks (validation/bench/cpu_op_bench.c): the sgemm rate and the time per element of
 #   each non-GEMM operator; streaming DRAM bandwidth (a triad: the optimizer's state does not fit in
-#   cache); MPI over shared memory between two ranks (all-reduce bus bandwidth of 1 MiB, the size of
-#   a layer's activations; 8-byte ping-pong latency).
+#   cache); MPI over shared memory between two ranks (bus bandwidths of all-reduce, all-gather and
+#   reduce-scatter of 1 MiB, about a layer's activations; 8-byte ping-pong latency).
 # usage: jobs/measure_cpu_hw.sh [OUT.hw] [THREADS]   (defaults inputs/hw/cpu-local.hw, 1)
 # Needs the build (make builds the operator bench; build/Makefile gives the BLAS flags) and an idle
 # machine: run it under the benchmark lock (flock /tmp/ptdp-bench.lock jobs/measure_cpu_hw.sh).
@@ -34,25 +34,31 @@ cat > "$tmp/mpi.c" <<'C'
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-/* two ranks: latency = half the round trip of 8 bytes; bus bandwidth of an all-reduce of 1 MiB of
- * floats, 2 (n-1)/n S / t (= S / t for n = 2, the ring's bytes per rank); best of 5 rounds */
-int main(int argc, char **argv) { MPI_Init(&argc, &argv); int r; MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  const int n = 1 << 18; float *x = calloc(n, 4), *y = calloc(n, 4); char c8[8] = {0}; double lat = 1e9, ar = 1e9;
+/* two ranks: latency = half the round trip of 8 bytes; the bus bandwidth of an all-reduce,
+ * all-gather and reduce-scatter of S = 1 MiB of floats in all: 2 (n-1)/n S / t for the
+ * all-reduce, (n-1)/n S / t for the others (the bytes each rank moves); best of 5 rounds */
+int main(int argc, char **argv) { MPI_Init(&argc, &argv); int r, g; MPI_Comm_rank(MPI_COMM_WORLD, &r); MPI_Comm_size(MPI_COMM_WORLD, &g);
+  const int n = 1 << 18; float *x = calloc(n, 4), *y = calloc(n, 4); char c8[8] = {0}; double lat = 1e9, t3[3] = {1e9, 1e9, 1e9};
   for (int round = 0; round < 5; round++) {
     MPI_Barrier(MPI_COMM_WORLD); double t0 = MPI_Wtime();
     for (int i = 0; i < 1000; i++) { if (r == 0) { MPI_Send(c8, 8, MPI_CHAR, 1, 0, MPI_COMM_WORLD); MPI_Recv(c8, 8, MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }
       else { MPI_Recv(c8, 8, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); MPI_Send(c8, 8, MPI_CHAR, 0, 0, MPI_COMM_WORLD); } }
     double t = (MPI_Wtime() - t0) / 1000 / 2; if (t < lat) lat = t;
-    MPI_Barrier(MPI_COMM_WORLD); t0 = MPI_Wtime();
-    for (int i = 0; i < 50; i++) MPI_Allreduce(x, y, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    t = (MPI_Wtime() - t0) / 50; if (t < ar) ar = t; }
-  if (r == 0) printf("%.3f %.3f\n", 4.0 * n / ar / 1e9, lat * 1e6); MPI_Finalize(); return 0; }
+    for (int k = 0; k < 3; k++) { const int reps = 20; MPI_Barrier(MPI_COMM_WORLD); t0 = MPI_Wtime();
+      for (int i = 0; i < reps; i++) {
+        if (k == 0) MPI_Allreduce(x, y, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        else if (k == 1) MPI_Allgather(x, n / g, MPI_FLOAT, y, n / g, MPI_FLOAT, MPI_COMM_WORLD);
+        else MPI_Reduce_scatter_block(x, y, n / g, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); }
+      t = (MPI_Wtime() - t0) / reps; if (t < t3[k]) t3[k] = t; } }
+  const double S = 4.0 * n, f = (g - 1.0) / g;
+  if (r == 0) printf("%.4g %.4g %.4g %.3f\n", 2 * f * S / t3[0] / 1e9, f * S / t3[1] / 1e9, f * S / t3[2] / 1e9, lat * 1e6);
+  MPI_Finalize(); return 0; }
 C
 mpicc -O2 -o "$tmp/mpi" "$tmp/mpi.c"
 # this VM's shared-memory copies vary from launch to launch (the host places the two vCPUs):
 # the median of three launches
 for i in 1 2 3; do mpirun --oversubscribe -np 2 "$tmp/mpi"; done | sort -n > "$tmp/mpi.out"
-set -- $(sed -n 2p "$tmp/mpi.out"); mpibw=$1; mpilat=$2
+set -- $(sed -n 2p "$tmp/mpi.out"); mpibw=$1; mpiag=$2; mpirs=$3; mpilat=$4
 mem=$(awk '/MemTotal/ {printf "%.1f", $2 * 1024 / 1e9}' /proc/meminfo)
 rate=$(sed -n 's/^peak-tflops-32 = //p' "$tmp/ops")
 cat > "$out" <<HW
@@ -75,12 +81,15 @@ cores-per-node = $cores
 threads-per-rank = $threads
 # every rank of a run is on this node (mpirun --oversubscribe places any number)
 gpus-per-node = 1024
-# MPI over shared memory: all-reduce bus bandwidth of 1 MiB (GB/s), 8-byte ping-pong half round trip (us);
-# median of three launches
+# MPI over shared memory, two ranks, S = 1 MiB (a layer's activations are 0.5 MiB): bus bandwidth
+# (GB/s) of an all-reduce, all-gather and reduce-scatter; 8-byte ping-pong half round trip (us);
+# the median launch of three (by all-reduce)
 intra-node-bandwidth-gbs = $mpibw
+intra-node-allgather-bandwidth-gbs = $mpiag
+intra-node-reduce-scatter-bandwidth-gbs = $mpirs
 intra-node-latency-us = $mpilat
 inter-node-bandwidth-gbs = $mpibw
 inter-node-latency-us = $mpilat
 nics-per-node = 1
 HW
-echo "wrote $out: sgemm $rate TFLOP/s, memory $bw GB/s, MPI all-reduce $mpibw GB/s, $mpilat us"
+echo "wrote $out: sgemm $rate TFLOP/s, memory $bw GB/s, MPI all-reduce $mpibw, all-gather $mpiag, reduce-scatter $mpirs GB/s, $mpilat us"

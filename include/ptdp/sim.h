@@ -69,6 +69,8 @@ typedef struct {
   double cpu_op[PTDP_SIM_CPU_OPS];
   double cores_per_node;      /* CPU cores the node's ranks share; 0: every rank has its own device */
   double threads_per_rank;    /* threads of the rank the file's rates were measured with */
+  double intra_allgather_bandwidth;      /* B/s, bus bandwidth of the node's all-gather (file: GB/s); 0: intra */
+  double intra_reduce_scatter_bandwidth; /* the same for reduce-scatter: MPI libraries pick other algorithms */
 } ptdp_sim_hw;
 
 /* The implementation modelled: which operators are fused, whether DP overlaps backward. */

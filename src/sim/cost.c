@@ -80,7 +80,7 @@ typedef struct {
   char name[PTDP_OPT_STRLEN];
   double peak16, peak32, eta, sms, tm, tn, k0, launch_us, hbm, mem_gb, gpn, intra_bw, intra_lat, inter_bw, inter_lat,
     nics;
-  double cpu_ns[PTDP_SIM_CPU_OPS], cores, threads;
+  double cpu_ns[PTDP_SIM_CPU_OPS], cores, threads, ag_bw, rs_bw;
 } hw_file;
 
 #define HOFF(f) offsetof(hw_file, f)
@@ -127,6 +127,10 @@ static const ptdp_option hw_table[] = {
    "CPU cores a node's ranks share (0: each rank has its own device)", NULL},
   {"threads-per-rank", PTDP_OPT_REAL, HOFF(threads), "1", 1, 1e6, NULL,
    "threads of the rank the file's rates were measured with", NULL},
+  {"intra-node-allgather-bandwidth-gbs", PTDP_OPT_REAL, HOFF(ag_bw), "0", 0, 1e7, NULL,
+   "GB/s, bus bandwidth of an all-gather within a node, --fusion cpu (0: intra-node-bandwidth-gbs)", NULL},
+  {"intra-node-reduce-scatter-bandwidth-gbs", PTDP_OPT_REAL, HOFF(rs_bw), "0", 0, 1e7, NULL,
+   "GB/s, bus bandwidth of a reduce-scatter within a node, --fusion cpu (0: intra-node-bandwidth-gbs)", NULL},
 };
 #define NHW ((int)(sizeof hw_table / sizeof hw_table[0]))
 
@@ -172,6 +176,8 @@ int ptdp_sim_hw_read(const char *path, ptdp_sim_hw *hw)
   for (int i = 0; i < PTDP_SIM_CPU_OPS; i++) hw->cpu_op[i] = f.cpu_ns[i] * 1e-9;
   hw->cores_per_node = f.cores;
   hw->threads_per_rank = f.threads;
+  hw->intra_allgather_bandwidth = f.ag_bw * 1e9;
+  hw->intra_reduce_scatter_bandwidth = f.rs_bw * 1e9;
   return 0;
 }
 

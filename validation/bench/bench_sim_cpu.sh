@@ -47,7 +47,7 @@ t2 p1|2|--tensor-model-parallel-size 2
 t1 p2|2|--pipeline-model-parallel-size 2
 t1 p2 v2|2|--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1
 t1 p1 d2|2|
-t2 p1, sequence parallel|2|--tensor-model-parallel-size 2 --sequence-parallel
+t2 p1, selective recompute|2|--tensor-model-parallel-size 2 --recompute-granularity selective
 t2 p2, selective recompute|4|--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --recompute-granularity selective
 EOF
 echo "load average before / after: $load0 / $(cut -d' ' -f1 /proc/loadavg) on $cores cores"
