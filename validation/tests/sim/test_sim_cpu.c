@@ -6,6 +6,7 @@
  *   - the attention core's GEMM FLOPs as the backend blocks them (128 queries a block, causal);
  *   - the attention dropout draws only the b a s (s+1) / 2 scores with key <= query;
  *   - the optimizer: parameters x cpu-optimizer-ns;
+ *   - collectives: alpha-beta at the bus bandwidth of each (all-reduce, all-gather, reduce-scatter);
  *   - ranks beyond the cores: the iteration is at least the mean rank's work x ranks / cores;
  *   - the hardware file's keys; --fusion cpu with a file that has none fails. */
 #include "ptdp/error.h"
@@ -152,6 +153,20 @@ static void check_ops(void)
   EXPECT(op && near(op->fwd, ar, 1e-12) && op->bwd == 0, "TP all-reduce %g vs %g", op ? op->fwd : -1, ar);
   op = find(&l, "TP f (MLP input)");
   EXPECT(op && op->fwd == 0 && near(op->bwd, ar, 1e-12) && op->hidden == 0, "f backward: blocking, nothing hidden");
+
+  /* sequence parallelism: the reduce-scatter and the all-gather of [N, h] fp32 over 2 ranks,
+   * (1/2) S / B + alpha each, at their own bus bandwidths (1 and 10 GB/s here) */
+  hw.intra_reduce_scatter_bandwidth = 1e9;
+  hw.intra_allgather_bandwidth = 10e9;
+  EXPECT(parse(&a, "--tensor-model-parallel-size 2 --sequence-parallel") == 0, "parse t 2 SP");
+  EXPECT(ptdp_sim_layer_ops(&a, &hw, &so, 512, &l) == 0, "layer ops t 2 SP");
+  const double rs = N * h * 4 / 2 / 1e9 + 1e-6, ag = N * h * 4 / 2 / 10e9 + 1e-6;
+  op = find(&l, "TP reduce-scatter (MLP)");
+  EXPECT(op && near(op->fwd, rs, 1e-12) && near(op->bwd, ag, 1e-12), "SP row output: reduce-scatter, all-gather back");
+  op = find(&l, "TP f (MLP input)");
+  EXPECT(op && near(op->fwd, ag, 1e-12) && near(op->bwd, rs + ag, 1e-12),
+         "SP column input: all-gather; backward reduce-scatter and the input gathered again");
+  hw = cpu_hw();
 
   /* one rank: the iteration is m (forward + backward) + the optimizer of every parameter */
   ptdp_sim_result *r = calloc(1, sizeof *r);
