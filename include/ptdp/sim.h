@@ -173,6 +173,8 @@ void ptdp_sim_core_bound(const ptdp_sim_hw *hw, const double *busy, ptdp_sim_res
 /* The attention core's GEMM FLOPs for one (sample, head) pair, forward and backward, as the CPU
  * backend blocks them (causal: query block [q0, q1) meets keys [0, q1)). */
 void ptdp_sim_cpu_attention_flops(double s, double hd, double *fwd, double *bwd);
+/* Whether the file gives any cpu-*-ns key (a CPU node's file: ptdp-sim then defaults to --fusion cpu). */
+int ptdp_sim_hw_is_cpu(const ptdp_sim_hw *hw);
 /* The hardware-file key of a CPU operator (cpu-layernorm-forward-ns, ...). */
 const char *ptdp_sim_cpu_op_key(ptdp_sim_cpu_op op);
 

@@ -33,11 +33,16 @@ typedef struct {
   double tp_bw, tp_alpha, ag_bw, rs_bw; /* all-reduce, all-gather, reduce-scatter bus bandwidths */
 } cctx;
 
+int ptdp_sim_hw_is_cpu(const ptdp_sim_hw *hw)
+{
+  for (int i = 0; i < PTDP_SIM_CPU_OPS; i++)
+    if (hw->cpu_op[i] > 0) return 1;
+  return 0;
+}
+
 static int cctx_init(cctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad)
 {
-  int given = 0;
-  for (int i = 0; i < PTDP_SIM_CPU_OPS; i++) given += hw->cpu_op[i] > 0;
-  PTDP_CHECK(given > 0, "--fusion cpu: the hardware file %s gives no cpu-*-ns keys (jobs/measure_cpu_hw.sh writes them)",
+  PTDP_CHECK(ptdp_sim_hw_is_cpu(hw), "--fusion cpu: the hardware file %s gives no cpu-*-ns keys (jobs/measure_cpu_hw.sh writes them)",
              hw->name);
   PTDP_CHECK(!(a->fp16 || a->bf16), "--fusion cpu models ptdp's CPU backend, which trains in fp32: drop fp16/bf16");
   memset(c, 0, sizeof *c);

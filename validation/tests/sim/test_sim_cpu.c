@@ -181,6 +181,7 @@ static void check_ops(void)
   /* a GPU file (no cpu-*-ns keys) under --fusion cpu is refused */
   ptdp_sim_hw gpu = cpu_hw();
   memset(gpu.cpu_op, 0, sizeof gpu.cpu_op);
+  EXPECT(ptdp_sim_hw_is_cpu(&hw) && !ptdp_sim_hw_is_cpu(&gpu), "a CPU file is one with cpu-*-ns keys");
   ptdp_error_set_quiet(1);
   EXPECT(ptdp_sim_layer_ops(&a, &gpu, &so, 512, &l) != 0, "--fusion cpu needs the cpu-*-ns keys");
   ptdp_error_clear();
