@@ -121,7 +121,7 @@ static const ptdp_option hw_table[] = {
   CPU_NS(PTDP_SIM_CPU_SOFTMAX_BWD, "cpu-softmax-backward-ns", "attention core beyond its GEMMs, per score, backward"),
   CPU_NS(PTDP_SIM_CPU_XENT_FWD, "cpu-cross-entropy-forward-ns", "cross entropy max and sum-exp passes, per logit"),
   CPU_NS(PTDP_SIM_CPU_XENT_GRAD, "cpu-cross-entropy-grad-ns", "cross entropy gradient pass, per logit"),
-  CPU_NS(PTDP_SIM_CPU_OPTIMIZER, "cpu-optimizer-ns", "AdamW step, gradient sum of squares and clipping scale, per parameter"),
+  CPU_NS(PTDP_SIM_CPU_OPTIMIZER, "cpu-optimizer-ns", "AdamW, gradient sum of squares and clipping scale, per parameter"),
 #undef CPU_NS
   {"cores-per-node", PTDP_OPT_REAL, HOFF(cores), "0", 0, 1e6, NULL,
    "CPU cores a node's ranks share (0: each rank has its own device)", NULL},

@@ -4,9 +4,9 @@
  * hl = h / t, fl = f / t, al = a / t, hd = h / a; fp32 throughout.
  *
  * Where a CPU differs from the GPU model of layer.c (README, "ptdp-sim on the CPU"):
- *  - a GEMM takes F / R, R the sgemm rate the hardware file measured through ptdp's own
- *    kernels: one layer's operands (a few MB per rank) stay in cache, so there is no DRAM
- *    roofline, and the small model's shapes (M, N, K from 32 to 1024) run within 10% of R;
+ *  - a GEMM takes F / R, R the rate the hardware file measured for the model's linear layers
+ *    through ptdp's own kernels: one layer's operands (a few MB per rank) stay in cache, so
+ *    there is no DRAM roofline;
  *  - every other operator costs its elements times the time per element the hardware file
  *    measured for that operator of the backend (cpu-*-ns keys): on a CPU they are bound by
  *    arithmetic (the exponentials of GeLU, softmax and cross entropy; the dropout mask's hash)
@@ -19,7 +19,6 @@
 
 #include "ptdp/error.h"
 
-#include <math.h>
 #include <string.h>
 
 /* cpu_attention.c's ATTN_BLOCK: queries [q0, q0 + 128) meet keys [0, q0 + 128) */
@@ -42,8 +41,8 @@ int ptdp_sim_hw_is_cpu(const ptdp_sim_hw *hw)
 
 static int cctx_init(cctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad)
 {
-  PTDP_CHECK(ptdp_sim_hw_is_cpu(hw), "--fusion cpu: the hardware file %s gives no cpu-*-ns keys (jobs/measure_cpu_hw.sh writes them)",
-             hw->name);
+  PTDP_CHECK(ptdp_sim_hw_is_cpu(hw),
+             "--fusion cpu: the hardware file %s gives no cpu-*-ns keys (jobs/measure_cpu_hw.sh writes them)", hw->name);
   PTDP_CHECK(!(a->fp16 || a->bf16), "--fusion cpu models ptdp's CPU backend, which trains in fp32: drop fp16/bf16");
   memset(c, 0, sizeof *c);
   c->hw = hw;
@@ -137,8 +136,14 @@ static double allreduce(const cctx *c, double bytes)
 {
   return ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, c->t, bytes, c->tp_bw, c->tp_alpha);
 }
-static double gather(const cctx *c, double bytes) { return ptdp_sim_allgather_time(c->t, bytes, c->ag_bw, c->tp_alpha); }
-static double scatter(const cctx *c, double bytes) { return ptdp_sim_allgather_time(c->t, bytes, c->rs_bw, c->tp_alpha); }
+static double gather(const cctx *c, double bytes)
+{
+  return ptdp_sim_allgather_time(c->t, bytes, c->ag_bw, c->tp_alpha);
+}
+static double scatter(const cctx *c, double bytes)
+{
+  return ptdp_sim_allgather_time(c->t, bytes, c->rs_bw, c->tp_alpha);
+}
 /* ptdp_tp_reduce: SP a reduce-scatter; else an all-reduce and the copy of [N, h] out */
 static double tp_reduce(const cctx *c)
 {
@@ -189,8 +194,8 @@ int ptdp_sim_cpu_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp
   double ff, fb;
   ptdp_sim_cpu_attention_flops(c.s, c.hd, &ff, &fb);
   add(l, "attention GEMMs (QK^T, PV)", PTDP_SIM_ATTENTION, pairs * ff / c.R, pairs * fb / c.R, 1);
-  add(l, "causal softmax", PTDP_SIM_ATTENTION, per(&c, PTDP_SIM_CPU_SOFTMAX_FWD, S2), per(&c, PTDP_SIM_CPU_SOFTMAX_BWD, S2),
-      1);
+  add(l, "causal softmax", PTDP_SIM_ATTENTION, per(&c, PTDP_SIM_CPU_SOFTMAX_FWD, S2),
+      per(&c, PTDP_SIM_CPU_SOFTMAX_BWD, S2), 1);
   /* the mask is drawn for keys <= query only; backward applies it */
   if (c.adrop)
     add(l, "attention dropout", PTDP_SIM_ATTENTION, per(&c, PTDP_SIM_CPU_DROPOUT, causal),
@@ -224,7 +229,8 @@ int ptdp_sim_cpu_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const 
     add(l, c.sp ? "TP reduce-scatter (embedding)" : "TP all-reduce (embedding)", PTDP_SIM_TP, tp_reduce(&c),
         c.sp ? gather(&c, full * 4) : 0, 0);
   if (c.hdrop)
-    add(l, "embedding dropout", PTDP_SIM_MEMBOUND, per(&c, PTDP_SIM_CPU_DROPOUT, x), per(&c, PTDP_SIM_CPU_ELEMENTWISE, x), 0);
+    add(l, "embedding dropout", PTDP_SIM_MEMBOUND, per(&c, PTDP_SIM_CPU_DROPOUT, x),
+        per(&c, PTDP_SIM_CPU_ELEMENTWISE, x), 0);
   return 0;
 }
 
@@ -241,7 +247,8 @@ int ptdp_sim_cpu_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_
   column_input(&c, l, "TP f (logits input)");
   linear(&c, l, "logits GEMM", c.N, c.vl, c.h);
   const double z = c.N * c.vl;
-  add(l, "cross entropy", PTDP_SIM_MEMBOUND, per(&c, PTDP_SIM_CPU_XENT_FWD, z) + per(&c, PTDP_SIM_CPU_XENT_GRAD, z), 0, 0);
+  add(l, "cross entropy", PTDP_SIM_MEMBOUND, per(&c, PTDP_SIM_CPU_XENT_FWD, z) + per(&c, PTDP_SIM_CPU_XENT_GRAD, z), 0,
+      0);
   if (c.t > 1)
     add(l, "TP all-reduces (cross entropy)", PTDP_SIM_TP, allreduce(&c, c.N * 4) + allreduce(&c, 2 * c.N * 4), 0, 0);
   return 0;

@@ -51,21 +51,21 @@ static int by_value(const void *a, const void *b)
   const double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
-#define MEDIAN(var, stmt)                                                                                                \
-  do {                                                                                                                 \
-    double dts_[REPS];                                                                                                 \
-    for (int rep_ = 0; rep_ <= REPS; rep_++) {                                                                         \
-      const size_t at_ = (size_t)(rep_ % NSETS) * big;                                                                 \
-      (void)at_;                                                                                                       \
-      const double t0_ = now();                                                                                        \
-      if ((stmt) != 0) {                                                                                               \
-        fprintf(stderr, "cpu_op_bench: %s failed\n", #stmt);                                                           \
-        exit(1);                                                                                                       \
-      }                                                                                                                \
-      if (rep_ > 0) dts_[rep_ - 1] = now() - t0_;                                                                      \
-    }                                                                                                                  \
-    qsort(dts_, REPS, sizeof dts_[0], by_value);                                                                       \
-    var = dts_[REPS / 2];                                                                                              \
+#define MEDIAN(var, stmt)                                                                                           \
+  do {                                                                                                              \
+    double dts_[REPS];                                                                                              \
+    for (int rep_ = 0; rep_ <= REPS; rep_++) {                                                                      \
+      const size_t at_ = (size_t)(rep_ % NSETS) * big;                                                              \
+      (void)at_;                                                                                                    \
+      const double t0_ = now();                                                                                     \
+      if ((stmt) != 0) {                                                                                            \
+        fprintf(stderr, "cpu_op_bench: %s failed\n", #stmt);                                                        \
+        exit(1);                                                                                                    \
+      }                                                                                                             \
+      if (rep_ > 0) dts_[rep_ - 1] = now() - t0_;                                                                   \
+    }                                                                                                               \
+    qsort(dts_, REPS, sizeof dts_[0], by_value);                                                                    \
+    var = dts_[REPS / 2];                                                                                           \
   } while (0)
 
 static float *buffer(size_t n, float v)
@@ -101,7 +101,8 @@ int main(int argc, char **argv)
   size_t big = (size_t)n1024 * n1024;
   const size_t need[] = {(size_t)N * f, (size_t)N * V, (size_t)b * nh * s * s, (size_t)N * 3 * h};
   for (int i = 0; i < 4; i++) big = need[i] > big ? need[i] : big;
-  float *x = buffer(NSETS * big, 1), *y = buffer(NSETS * big, 2), *z = buffer(NSETS * big, 3), *w = buffer(NSETS * big, 1);
+  float *x = buffer(NSETS * big, 1), *y = buffer(NSETS * big, 2), *z = buffer(NSETS * big, 3);
+  float *w = buffer(NSETS * big, 1);
   uint8_t *mask = malloc(NSETS * big);
   float *mean = buffer((size_t)N, 0), *rstd = buffer((size_t)N, 1), *gw = buffer((size_t)f * 3, 0);
   float *gb = buffer((size_t)f * 3, 0), *stat = buffer((size_t)3 * N, 1);
@@ -163,7 +164,8 @@ int main(int argc, char **argv)
   ptdp_sim_cpu_attention_flops(s, hd, &ff, &fb);
   const double scores = (double)b * nh * s * s, pairs = (double)b * nh;
   MEDIAN(t, be->attention_forward(be, &ad, qkv + at_, probs + at_, mask, probs + at_, ctx + at_));
-  MEDIAN(t2, be->attention_backward(be, &ad, qkv + at_, probs + at_, mask, probs + at_, dctx + at_, dqkv + at_, scratch));
+  MEDIAN(t2, be->attention_backward(be, &ad, qkv + at_, probs + at_, mask, probs + at_, dctx + at_, dqkv + at_,
+                                    scratch));
   printf("# attention core, no dropout: forward %.1f us (GEMMs at R %.1f us), backward %.1f us (GEMMs %.1f us)\n",
          t * 1e6, pairs * ff / R * 1e6, t2 * 1e6, pairs * fb / R * 1e6);
   key("cpu-softmax-forward-ns", t - pairs * ff / R > 0 ? t - pairs * ff / R : 0, scores,

@@ -52,7 +52,8 @@ static int parse(ptdp_args *a, const char *extra)
   char buf[1024];
   snprintf(buf, sizeof buf,
            "--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 128 --max-position-embeddings 128 "
-           "--vocab-size 512 --micro-batch-size 4 --global-batch-size 16 --hidden-dropout 0.1 --attention-dropout 0.1 %s",
+           "--vocab-size 512 --micro-batch-size 4 --global-batch-size 16 --hidden-dropout 0.1 "
+           "--attention-dropout 0.1 %s",
            extra);
   char *argv[64];
   int argc = 0;
