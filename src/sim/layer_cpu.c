@@ -42,7 +42,8 @@ int ptdp_sim_hw_is_cpu(const ptdp_sim_hw *hw)
 static int cctx_init(cctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad)
 {
   PTDP_CHECK(ptdp_sim_hw_is_cpu(hw),
-             "--fusion cpu: the hardware file %s gives no cpu-*-ns keys (jobs/measure_cpu_hw.sh writes them)", hw->name);
+             "--fusion cpu: the hardware file %s gives no cpu-*-ns keys (jobs/measure_cpu_hw.sh writes them)",
+             hw->name);
   PTDP_CHECK(!(a->fp16 || a->bf16), "--fusion cpu models ptdp's CPU backend, which trains in fp32: drop fp16/bf16");
   memset(c, 0, sizeof *c);
   c->hw = hw;
