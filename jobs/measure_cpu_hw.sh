@@ -1,22 +1,26 @@
 #!/bin/sh
 # Measure this machine and write a ptdp-sim hardware file for its CPU ranks (ptdp-sim --fusion cpu):
 #   ptdp's CPU backend timed operator by operator on one rank of THREADS threads, with the kernels
-#   ptdp-train picks (validation/bench/cpu_op_bench.c): the sgemm rate and the time per element of
+#   ptdp-train picks (validation/bench/cpu_op_bench.c): the GEMM rate of the model's linear layers and the time per element of
 #   each non-GEMM operator; streaming DRAM bandwidth (a triad: the optimizer's state does not fit in
 #   cache); MPI over shared memory between two ranks (bus bandwidths of all-reduce, all-gather and
 #   reduce-scatter of 1 MiB, about a layer's activations; 8-byte ping-pong latency).
-# usage: jobs/measure_cpu_hw.sh [OUT.hw] [THREADS]   (defaults inputs/hw/cpu-local.hw, 1)
+# usage: jobs/measure_cpu_hw.sh [OUT.hw] [THREADS [b s h a V]]
+#   defaults inputs/hw/cpu-local.hw, 1, and the model of validation/bench/bench_sim_cpu.sh
+#   (4 128 256 8 512): the rates are those of the model's own shapes on one rank (t = 1), so
+#   measure again for a model of other shapes.
 # Needs the build (make builds the operator bench; build/Makefile gives the BLAS flags) and an idle
 # machine: run it under the benchmark lock (flock /tmp/ptdp-bench.lock jobs/measure_cpu_hw.sh).
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
-out=${1:-$top/inputs/hw/cpu-local.hw}; threads=${2:-1}
+out=${1:-$top/inputs/hw/cpu-local.hw}; threads=${2:-1}; shift $(($# < 2 ? $# : 2)); shape="$*"
 cores=$(nproc)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 make -s -C "$top/build" validation/bench/cpu_op_bench > /dev/null
 pin=""; command -v taskset > /dev/null && pin="taskset -c 0-$((threads - 1))"
-$pin "$top/build/validation/bench/cpu_op_bench" "$threads" > "$tmp/ops"
+# shellcheck disable=SC2086
+$pin "$top/build/validation/bench/cpu_op_bench" "$threads" $shape > "$tmp/ops"
 cat > "$tmp/triad.c" <<'C'
 #include <stdio.h>
 #include <stdlib.h>
