@@ -1,10 +1,10 @@
 #!/bin/sh
 # Measure this machine and write a ptdp-sim hardware file for its CPU ranks (ptdp-sim --fusion cpu):
 #   ptdp's CPU backend timed operator by operator on one rank of THREADS threads, with the kernels
-#   ptdp-train picks (validation/bench/cpu_op_bench.c): the GEMM rate of the model's linear layers and the time per element of
-#   each non-GEMM operator; streaming DRAM bandwidth (a triad: the optimizer's state does not fit in
-#   cache); MPI over shared memory between two ranks (bus bandwidths of all-reduce, all-gather and
-#   reduce-scatter of 1 MiB, about a layer's activations; 8-byte ping-pong latency).
+#   ptdp-train picks (validation/bench/cpu_op_bench.c): the GEMM rate of the model's linear layers
+#   and the time per element of each other operator; streaming DRAM bandwidth (a triad); MPI over
+#   shared memory between two ranks (bus bandwidths of all-reduce, all-gather and reduce-scatter of
+#   1 MiB, about a layer's activations; 8-byte ping-pong latency).
 # usage: jobs/measure_cpu_hw.sh [OUT.hw] [THREADS [b s h a V]]
 #   defaults inputs/hw/cpu-local.hw, 1, and the model of validation/bench/bench_sim_cpu.sh
 #   (4 128 256 8 512): the rates are those of the model's own shapes on one rank (t = 1), so
