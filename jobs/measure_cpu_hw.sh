@@ -9,7 +9,7 @@
 #   defaults inputs/hw/cpu-local.hw, 1, and the model of validation/bench/bench_sim_cpu.sh
 #   (4 128 256 8 512): the rates are those of the model's own shapes on one rank (t = 1), so
 #   measure again for a model of other shapes.
-# Needs the build (make builds the operator bench; build/Makefile gives the BLAS flags) and an idle
+# Needs the build (make builds the operator bench there) and an idle
 # machine: run it under the benchmark lock (flock /tmp/ptdp-bench.lock jobs/measure_cpu_hw.sh).
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
