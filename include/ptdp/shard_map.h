@@ -46,5 +46,8 @@ long long ptdp_shard_state_elems(const ptdp_grad_layout *L, int distributed, int
  * too small; at most L->nparams pieces are ever needed). */
 int ptdp_shard_pieces(const ptdp_grad_layout *L, const ptdp_param_info *params, const ptdp_shard *s,
                       ptdp_shard_piece *out, int cap);
+/* The rectangles of the flattened run [a, b) of p's local buffer alone (padding rows left out);
+ * sets local_lo, local_hi, nrects and rect (shard offsets counted from a), not param. */
+void ptdp_shard_run_rects(const ptdp_param_info *p, long long a, long long b, ptdp_shard_piece *pc);
 
 #endif

@@ -71,6 +71,9 @@ typedef struct {
   double threads_per_rank;    /* threads of the rank the file's rates were measured with */
   double intra_allgather_bandwidth;      /* B/s, bus bandwidth of the node's all-gather (file: GB/s); 0: intra */
   double intra_reduce_scatter_bandwidth; /* the same for reduce-scatter: MPI libraries pick other algorithms */
+  double collective_sms;      /* SMs a running collective's kernel holds (one CTA per NCCL channel):
+                               * a GEMM it overlaps runs on the others, so hiding comm of time x
+                               * costs the GEMM x collective_sms / sm_count */
 } ptdp_sim_hw;
 
 /* The implementation modelled: which operators are fused, whether DP overlaps backward. */
@@ -100,6 +103,9 @@ double ptdp_sim_allgather_time(int n, double bytes, double bw, double alpha); /*
 double ptdp_sim_gemm_time(const ptdp_sim_hw *hw, double R, double M, double N, double K, double batch, double e);
 /* A memory-bound operator moving bytes. */
 double ptdp_sim_membound_time(const ptdp_sim_hw *hw, double bytes);
+/* What hiding a collective of time x behind compute still costs that compute: x c / sm-count,
+ * the SMs the collective holds (README, "The cost model"). */
+double ptdp_sim_overlap_cost(const ptdp_sim_hw *hw, double hidden);
 
 /* Times are seconds of one micro-batch on one rank. */
 typedef enum {

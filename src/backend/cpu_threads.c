@@ -47,7 +47,14 @@ void ptdp_blas_choose_core(int argc, char **argv)
   if (!ct || !*ct || (keep && *keep && strcmp(keep, "0") != 0) || getenv("PTDP_OPENBLAS_CORETYPE_WAS")) return;
   if (!cpu_has_avx512() || is_avx512_core(ct)) return;
   if (setenv("PTDP_OPENBLAS_CORETYPE_WAS", ct, 1) != 0 || setenv("OPENBLAS_CORETYPE", "SkylakeX", 1) != 0) return;
-  execv("/proc/self/exe", argv);
+  /* the executable's own path, not /proc/self/exe: the process keeps its name (ps, pgrep, pkill
+   * and Slurm's accounting see ptdp-train, not "exe") */
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = 0;
+    execv(self, argv);
+  }
   /* exec failed: carry on with the kernels we have */
   unsetenv("PTDP_OPENBLAS_CORETYPE_WAS");
 #else

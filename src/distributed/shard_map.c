@@ -57,6 +57,13 @@ static void split_run(ptdp_shard_piece *pc, const ptdp_param_info *p, long long 
   if (cb > 0) add_rect(pc, p, rb, rb + 1, 0, cb, off); /* partial last row */
 }
 
+void ptdp_shard_run_rects(const ptdp_param_info *p, long long a, long long b, ptdp_shard_piece *pc)
+{
+  pc->local_lo = a;
+  pc->local_hi = b;
+  split_run(pc, p, a, b, 0);
+}
+
 int ptdp_shard_pieces(const ptdp_grad_layout *L, const ptdp_param_info *params, const ptdp_shard *s,
                       ptdp_shard_piece *out, int cap)
 {

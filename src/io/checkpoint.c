@@ -16,7 +16,12 @@
  * the Adam moments either its whole slices or, with the distributed optimizer, its shard's pieces.
  * Checksums are verified over the same partition as writing, computed on the reading layout.
  *
- * Host memory: one staging buffer of the largest local tensor (elements x 4 bytes). */
+ * Transfers are independent (each rank moves its own parts, no aggregation: the parts are long
+ * contiguous runs already) and go through one host buffer of CKPT_CHUNK_ELEMS floats, a run of at
+ * most that many consecutive local elements at a time: the extra host memory of saving and
+ * loading is that buffer (16 MiB), whatever the model's size, on the CPU as on a GPU.  The page
+ * cache holds at most about CKPT_STREAM_WINDOW bytes of the file per rank while saving
+ * (checkpoint_stream.c). */
 #include "checkpoint_impl.h"
 
 #include "ptdp/config.h"
@@ -26,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const kind_prefix[NKINDS] = {"/model", "/optimizer/exp_avg", "/optimizer/exp_avg_sq"};
 
@@ -75,6 +81,7 @@ int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st
 {
   memset(io, 0, sizeof *io);
   io->file = -1;
+  io->stream.fd = -1;
   io->m = m;
   io->ddp = ddp;
   io->st_m = (float *)st_m;
@@ -106,7 +113,7 @@ int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st
   else
     for (int i = 0; i < m->nparams; i++) io->spart[i] = ckpt_whole_slice(&m->params[i]);
   PTDP_CALLOC(io->sum, (size_t)NKINDS * io->nglobal, sizeof *io->sum);
-  PTDP_ALLOC(io->stage, sizeof(float) * (size_t)most);
+  PTDP_ALLOC(io->stage, sizeof(float) * (size_t)(most < CKPT_CHUNK_ELEMS ? most : CKPT_CHUNK_ELEMS));
   return 0;
 }
 
@@ -118,11 +125,14 @@ void ckpt_io_free(ckpt_io *io)
   free(io->spart);
   free(io->sum);
   free(io->stage);
+  if (io->stream.fd >= 0) close(io->stream.fd);
+  free(io->stream.plan);
 }
 
-/* Sum of the element checksums of local elements [lo, hi) of p held in buf (buf[k] = element k). */
-uint64_t ckpt_checksum(const ptdp_param_info *p, const float *buf, long long lo, long long hi)
+/* Sum of the element checksums of local elements [lo, hi) of p held in x (x[k - lo] = element k). */
+uint64_t ckpt_checksum(const ptdp_param_info *p, const float *x, long long lo, long long hi)
 {
+  const float *buf = x - lo; /* buf[k]: element k (only k in [lo, hi) is read) */
   if (hi > p->rows * p->lcols) hi = p->rows * p->lcols; /* padding rows: in no global tensor */
   uint64_t s = 0;
   const long long w = p->lcols;
@@ -138,32 +148,40 @@ uint64_t ckpt_checksum(const ptdp_param_info *p, const float *buf, long long lo,
   return s;
 }
 
-int ckpt_transfer(hid_t ds, const ptdp_param_info *p, const ckpt_part *pt, float *buf, int write)
+void ckpt_chunk_span(hid_t ds, const ptdp_param_info *p, long long c0, long long c1, long long *off, long long *len)
 {
+  ptdp_shard_piece pc;
+  ptdp_shard_run_rects(p, c0, c1, &pc);
+  *off = *len = 0;
+  haddr_t base = H5Dget_offset(ds); /* contiguous datasets (ckpt_dataset_create) have one */
+  if (pc.nrects == 0 || base == HADDR_UNDEF) return;
+  const ptdp_shard_rect *a = &pc.rect[0], *b = &pc.rect[pc.nrects - 1]; /* row-major: first and last */
+  const long long first = a->row0 * p->gcols + a->col0, last = (b->row0 + b->rows - 1) * p->gcols + b->col0 + b->cols;
+  *off = (long long)base + 4 * first;
+  *len = 4 * (last - first);
+}
+
+int ckpt_transfer_chunk(hid_t ds, const ptdp_param_info *p, long long c0, long long c1, float *x, int write)
+{
+  ptdp_shard_piece pc;
+  ptdp_shard_run_rects(p, c0, c1, &pc);
+  if (pc.nrects == 0) return 0;
   hid_t fs = H5Dget_space(ds);
   PTDP_CALL_HDF5(fs);
-  /* the rectangles of a part are consecutive runs of the local buffer: in memory, one
-   * contiguous range from element pt->lo (padding rows, in no rectangle, only follow it) */
   hsize_t n = 0;
-  if (p)
-    for (int r = 0; r < pt->nrects; r++) n += (hsize_t)(pt->rect[r].rows * pt->rect[r].cols);
-  hsize_t one = n ? n : 1;
-  hid_t ms = H5Screate_simple(1, &one, NULL);
-  PTDP_CALL_HDF5(ms);
-  if (!n) {
-    PTDP_CALL_HDF5(H5Sselect_none(ms));
-    PTDP_CALL_HDF5(H5Sselect_none(fs));
-  }
-  for (int r = 0; n && r < pt->nrects; r++) {
-    const ptdp_shard_rect *rc = &pt->rect[r];
+  for (int r = 0; r < pc.nrects; r++) {
+    const ptdp_shard_rect *rc = &pc.rect[r];
     hsize_t start[2] = {(hsize_t)rc->row0, (hsize_t)rc->col0}, count[2] = {(hsize_t)rc->rows, (hsize_t)rc->cols};
     PTDP_CALL_HDF5(H5Sselect_hyperslab(fs, r ? H5S_SELECT_OR : H5S_SELECT_SET, start, NULL, count, NULL));
+    n += count[0] * count[1];
   }
+  /* the rectangles of a run are consecutive in memory: one contiguous range from x */
+  hid_t ms = H5Screate_simple(1, &n, NULL);
+  PTDP_CALL_HDF5(ms);
   hid_t dx = H5Pcreate(H5P_DATASET_XFER);
   PTDP_CALL_HDF5(dx);
-  PTDP_CALL_HDF5(H5Pset_dxpl_mpio(dx, H5FD_MPIO_COLLECTIVE));
-  float *at = n ? buf + pt->lo : buf;
-  herr_t rc = write ? H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, dx, at) : H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, dx, at);
+  PTDP_CALL_HDF5(H5Pset_dxpl_mpio(dx, H5FD_MPIO_INDEPENDENT));
+  herr_t rc = write ? H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, dx, x) : H5Dread(ds, H5T_NATIVE_FLOAT, ms, fs, dx, x);
   PTDP_CALL_HDF5(H5Pclose(dx));
   PTDP_CALL_HDF5(H5Sclose(ms));
   PTDP_CALL_HDF5(H5Sclose(fs));
@@ -195,23 +213,34 @@ static int writer_of(const ckpt_io *io, int g)
   return -1;
 }
 
-static int save_dataset(ckpt_io *io, int kind, int g, hid_t *ds)
+static int create_dataset(ckpt_io *io, int kind, int g, hid_t *ds)
 {
   char path[256];
   ckpt_dataset_path(io, kind, g, path, sizeof path);
   const ptdp_param_info *gp = &io->global[g];
-  PTDP_CALL(ckpt_dataset_create(io->file, path, gp->ndim, gp->grows, gp->gcols, ds));
+  return ckpt_dataset_create(io->file, path, gp->ndim, gp->grows, gp->gcols, ds);
+}
+
+/* This rank's part of tensor g of kind into dataset ds, chunk by chunk, independently. */
+static int save_dataset(ckpt_io *io, int kind, int g, hid_t ds)
+{
   int i = writer_of(io, g);
   const ptdp_param_info *p = i >= 0 ? &io->m->params[i] : NULL;
-  if (p) {
-    const ckpt_part *w = &io->wpart[i];
-    ptdp_backend *be = io->m->be;
-    PTDP_CALL(be->to_host(be, io->stage + w->lo, ckpt_element(io, kind, i, w->lo), sizeof(float) * (size_t)(w->hi - w->lo)));
+  if (!p) return 0;
+  const ckpt_part *w = &io->wpart[i];
+  const long long hi = w->hi < p->rows * p->lcols ? w->hi : p->rows * p->lcols; /* padding rows: not saved */
+  ptdp_backend *be = io->m->be;
+  for (long long c0 = w->lo; c0 < hi; c0 += CKPT_CHUNK_ELEMS) {
+    const long long c1 = c0 + CKPT_CHUNK_ELEMS < hi ? c0 + CKPT_CHUNK_ELEMS : hi;
+    PTDP_CALL(be->to_host(be, io->stage, ckpt_element(io, kind, i, c0), sizeof(float) * (size_t)(c1 - c0)));
     PTDP_CALL(be->synchronize(be));
-    io->sum[kind * io->nglobal + g] += ckpt_checksum(p, io->stage, w->lo, w->hi);
-    for (int r = 0; r < w->nrects; r++) io->bytes += 4 * w->rect[r].rows * w->rect[r].cols;
+    io->sum[kind * io->nglobal + g] += ckpt_checksum(p, io->stage, c0, c1);
+    long long off, len;
+    PTDP_CALL(ckpt_transfer_chunk(ds, p, c0, c1, io->stage, 1));
+    ckpt_chunk_span(ds, p, c0, c1, &off, &len);
+    PTDP_CALL(ckpt_stream_wrote(&io->stream, off, len));
+    io->bytes += 4 * (c1 - c0);
   }
-  PTDP_CALL(ckpt_transfer(*ds, p, i >= 0 ? &io->wpart[i] : NULL, io->stage, 1));
   return 0;
 }
 
@@ -290,24 +319,30 @@ static int save_all(ckpt_io *io, const ptdp_checkpoint_info *info, const char *p
   io->file = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
   PTDP_CALL_HDF5(H5Pclose(fapl));
   PTDP_CHECK_IO(io->file >= 0, "cannot create the checkpoint file '%s'", path);
+  PTDP_CALL(ckpt_stream_open(&io->stream, path, CKPT_STREAM_WINDOW));
   const int nk = io->ddp ? NKINDS : 1, nds = nk * io->nglobal;
   hid_t *ds;
   PTDP_ALLOC(ds, sizeof *ds * (size_t)nds);
   int rc = 0;
   int rank;
   PTDP_CALL_MPI(MPI_Comm_rank(comm, &rank));
+  /* all datasets first (collective), then every rank writes its parts with no collective call
+   * between them, so none waits on another rank's writing until the end */
+  int made = 0;
+  while (made < nds && !(rc = create_dataset(io, made / io->nglobal, made % io->nglobal, &ds[made]))) made++;
   for (int k = 0; k < nk && !rc; k++)
     for (int g = 0; g < io->nglobal && !rc; g++) {
       if (k == 0 && g == io->nglobal / 2) ckpt_fault("datasets", rank);
-      rc = save_dataset(io, k, g, &ds[k * io->nglobal + g]);
+      rc = save_dataset(io, k, g, ds[k * io->nglobal + g]);
     }
   if (!rc && MPI_Allreduce(MPI_IN_PLACE, io->sum, nds, MPI_UINT64_T, MPI_SUM, comm) != MPI_SUCCESS) rc = PTDP_ERR_LIB;
-  for (int d = 0; d < nds && !rc; d++) {
-    rc = ckpt_attr_write_u64(ds[d], "checksum", io->sum[d]);
+  for (int d = 0; d < made; d++) {
+    if (!rc) rc = ckpt_attr_write_u64(ds[d], "checksum", io->sum[d]);
     if (H5Dclose(ds[d]) < 0 && !rc) rc = PTDP_ERR_LIB;
   }
   free(ds);
   PTDP_CALL(rc);
+  PTDP_CALL(ckpt_stream_close(&io->stream));
   PTDP_CALL(save_attributes(io, info));
   PTDP_CALL_HDF5(H5Fclose(io->file));
   io->file = -1;

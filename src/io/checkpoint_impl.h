@@ -1,6 +1,7 @@
 /* Private to src/io: the pieces of the checkpoint module (see ptdp/checkpoint.h).
  *   checkpoint_fs.c  directories, the tracker file, renames and syncs, retention (rank 0's work)
  *   checkpoint_h5.c  HDF5 helpers: attributes, datasets, selections, checksums
+ *   checkpoint_stream.c  the page cache: write-back while saving, read-ahead while loading
  *   checkpoint.c     which rank reads and writes which part of which tensor; save and load */
 #ifndef PTDP_IO_CHECKPOINT_IMPL_H
 #define PTDP_IO_CHECKPOINT_IMPL_H
@@ -60,6 +61,35 @@ int ckpt_dataset_create(hid_t file, const char *path, int ndim, long long rows, 
 /* File access list for parallel I/O on comm with collective metadata. */
 int ckpt_fapl(MPI_Comm comm, hid_t *fapl);
 
+/* ---- checkpoint_stream.c (see there): advice to the kernel about the checkpoint file's pages;
+ * where the system does not take it the stream turns itself off (fd -1) and nothing else changes. */
+#define CKPT_STREAM_RANGES 64
+#define CKPT_STREAM_WINDOW (256ll << 20)
+/* Elements moved between a tensor and the file at a time, through one host buffer. */
+#define CKPT_CHUNK_ELEMS (4ll << 20)
+typedef struct {
+  long long off, len;
+} ckpt_range;
+typedef struct {
+  int fd;               /* the file, read-only; -1: off */
+  long long window;     /* bytes of this rank in flight (written, not yet on the device) */
+  long long inflight;
+  int head, n;          /* FIFO of ranges in flight */
+  ckpt_range range[CKPT_STREAM_RANGES];
+  ckpt_range *plan;     /* loading: the ranges to read, in order */
+  int nplan, cap, next, advised;
+} ckpt_stream;
+/* Open path for advice; window <= 0: off. */
+int ckpt_stream_open(ckpt_stream *s, const char *path, long long window);
+/* This rank wrote [off, off+len): start its write-back; past the window, wait for and drop the oldest. */
+int ckpt_stream_wrote(ckpt_stream *s, long long off, long long len);
+/* Wait for everything in flight, drop it, close. */
+int ckpt_stream_close(ckpt_stream *s);
+/* Loading: plan (in the order they will be read) the ranges this rank reads, then announce each
+ * read; the ranges up to `window` bytes beyond it are handed to the kernel's read-ahead. */
+int ckpt_stream_plan(ckpt_stream *s, long long off, long long len);
+int ckpt_stream_reading(ckpt_stream *s);
+
 /* ---- checkpoint.c: the parts of tensors each rank moves */
 enum { KIND_MODEL = 0, KIND_EXP_AVG, KIND_EXP_AVG_SQ, NKINDS };
 
@@ -81,7 +111,8 @@ typedef struct {
   ckpt_part *wpart;           /* [m->nparams] what this rank writes / verifies */
   ckpt_part *spart;           /* [m->nparams] the optimizer shard it holds (whole buffer unless distributed) */
   uint64_t *sum;         /* [NKINDS nglobal] checksum partial sums */
-  float *stage;          /* host staging */
+  float *stage;          /* host buffer of CKPT_CHUNK_ELEMS floats (fewer for a small model) */
+  ckpt_stream stream;
   long long bytes;       /* bytes this rank moved */
 } ckpt_io;
 
@@ -89,14 +120,18 @@ typedef struct {
 void ckpt_dataset_path(const ckpt_io *io, int kind, int g, char *out, size_t n);
 /* The whole slice of parameter p. */
 ckpt_part ckpt_whole_slice(const ptdp_param_info *p);
+
 /* st_m, st_v: the Adam moments, or NULL with ddp NULL (no optimizer state). */
 int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st_m, const float *st_v);
 void ckpt_io_free(ckpt_io *io);
-/* Checksum of local elements [lo, hi) of p, buf laid out as p's local buffer. */
-uint64_t ckpt_checksum(const ptdp_param_info *p, const float *buf, long long lo, long long hi);
-/* One collective transfer of the rectangles of pt between dataset ds and buf (laid out as p's
- * local buffer); p NULL or no rectangles: this rank takes part with nothing. */
-int ckpt_transfer(hid_t ds, const ptdp_param_info *p, const ckpt_part *pt, float *buf, int write);
+/* Checksum of local elements [lo, hi) of p; x[k - lo] holds element k. */
+uint64_t ckpt_checksum(const ptdp_param_info *p, const float *x, long long lo, long long hi);
+/* One independent transfer of local elements [c0, c1) of p (x[k - c0] = element k) to or from
+ * their rectangles of dataset ds. */
+int ckpt_transfer_chunk(hid_t ds, const ptdp_param_info *p, long long c0, long long c1, float *x, int write);
+/* The file bytes [off, off+len) that local elements [c0, c1) of p span in dataset ds, first to
+ * last (0, 0 when none). */
+void ckpt_chunk_span(hid_t ds, const ptdp_param_info *p, long long c0, long long c1, long long *off, long long *len);
 /* Device address of local element k of local parameter i, for kind. */
 float *ckpt_element(const ckpt_io *io, int kind, int i, long long k);
 

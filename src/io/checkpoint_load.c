@@ -24,7 +24,22 @@ static int path_exists(hid_t file, const char *path)
   }
 }
 
-static int load_dataset(ckpt_io *io, int kind, int g, const char *file)
+/* The part of global tensor g of kind this rank reads: local parameter *i (-1: none), elements [lo, hi). */
+static void read_part(const ckpt_io *io, int kind, int g, int *i, long long *lo, long long *hi)
+{
+  *i = -1;
+  *lo = *hi = 0;
+  for (int j = 0; j < io->m->nparams; j++)
+    if (io->gidx[j] == g) *i = j;
+  if (*i < 0) return;
+  const ptdp_param_info *p = &io->m->params[*i];
+  const ckpt_part pt = kind == KIND_MODEL ? ckpt_whole_slice(p) : io->spart[*i];
+  *lo = pt.lo;
+  *hi = pt.hi < p->rows * p->lcols ? pt.hi : p->rows * p->lcols; /* padding rows: not in the file */
+}
+
+/* Open dataset kind/g and check its shape against the model's. */
+static int open_dataset(ckpt_io *io, int kind, int g, const char *file, hid_t *out)
 {
   char path[256];
   ckpt_dataset_path(io, kind, g, path, sizeof path);
@@ -33,6 +48,7 @@ static int load_dataset(ckpt_io *io, int kind, int g, const char *file)
   PTDP_CHECK(e, "checkpoint '%s' lacks dataset %s, which the model here has", file, path);
   hid_t ds = H5Dopen2(io->file, path, H5P_DEFAULT);
   PTDP_CALL_HDF5(ds);
+  *out = ds;
   const ptdp_param_info *gp = &io->global[g];
   hid_t sp = H5Dget_space(ds);
   PTDP_CALL_HDF5(sp);
@@ -43,22 +59,51 @@ static int load_dataset(ckpt_io *io, int kind, int g, const char *file)
              "checkpoint '%s': dataset %s has shape [%llu%s%llu], the model here expects [%lld%s%lld]", file, path,
              (unsigned long long)dims[0], nd == 2 ? ", " : "", nd == 2 ? (unsigned long long)dims[1] : 0ull, gp->grows,
              gp->ndim == 2 ? ", " : "", gp->ndim == 2 ? gp->gcols : 0ll);
-  int i = -1, n = 0;
-  for (int j = 0; j < io->m->nparams; j++)
-    if (io->gidx[j] == g) i = j, n++;
+  int n = 0;
+  for (int j = 0; j < io->m->nparams; j++) n += io->gidx[j] == g;
   PTDP_CHECK_LOCAL(n <= 1, "internal: two local parameters hold %s", path);
-  const ptdp_param_info *p = i >= 0 ? &io->m->params[i] : NULL;
-  ckpt_part pt = {0};
-  if (p) pt = kind == KIND_MODEL ? ckpt_whole_slice(p) : io->spart[i];
-  PTDP_CALL(ckpt_transfer(ds, p, &pt, io->stage, 0));
-  PTDP_CALL_HDF5(H5Dclose(ds));
-  if (!p) return 0;
-  for (int r = 0; r < pt.nrects; r++) io->bytes += 4 * pt.rect[r].rows * pt.rect[r].cols;
-  io->sum[kind * io->nglobal + g] += ckpt_checksum(p, io->stage, io->wpart[i].lo, io->wpart[i].hi);
-  long long lo = pt.lo, hi = pt.hi < p->rows * p->lcols ? pt.hi : p->rows * p->lcols;
-  if (hi > lo) {
-    ptdp_backend *be = io->m->be;
-    PTDP_CALL(be->to_device(be, ckpt_element(io, kind, i, lo), io->stage + lo, sizeof(float) * (size_t)(hi - lo)));
+  return 0;
+}
+
+/* The read-ahead plan: every chunk this rank will read, in the order load_dataset reads them. */
+static int plan_reads(ckpt_io *io, int nk, const hid_t *ds)
+{
+  for (int k = 0; k < nk && io->stream.fd >= 0; k++)
+    for (int g = 0; g < io->nglobal; g++) {
+      int i;
+      long long lo, hi;
+      read_part(io, k, g, &i, &lo, &hi);
+      for (long long c0 = lo; i >= 0 && c0 < hi; c0 += CKPT_CHUNK_ELEMS) {
+        long long off, len;
+        ckpt_chunk_span(ds[k * io->nglobal + g], &io->m->params[i], c0,
+                        c0 + CKPT_CHUNK_ELEMS < hi ? c0 + CKPT_CHUNK_ELEMS : hi, &off, &len);
+        PTDP_CALL(ckpt_stream_plan(&io->stream, off, len));
+      }
+    }
+  return 0;
+}
+
+/* This rank's part of tensor g of kind from dataset ds, chunk by chunk, independently; its
+ * checksum partial sums. */
+static int load_dataset(ckpt_io *io, int kind, int g, hid_t ds)
+{
+  int i;
+  long long lo, hi;
+  read_part(io, kind, g, &i, &lo, &hi);
+  if (i < 0) return 0;
+  /* the verified part (the writing partition, computed on this layout) lies within what is read */
+  const ptdp_param_info *p = &io->m->params[i];
+  const ckpt_part *w = &io->wpart[i];
+  ptdp_backend *be = io->m->be;
+  for (long long c0 = lo; c0 < hi; c0 += CKPT_CHUNK_ELEMS) {
+    const long long c1 = c0 + CKPT_CHUNK_ELEMS < hi ? c0 + CKPT_CHUNK_ELEMS : hi;
+    PTDP_CALL(ckpt_stream_reading(&io->stream));
+    PTDP_CALL(ckpt_transfer_chunk(ds, p, c0, c1, io->stage, 0));
+    const long long a = c0 > w->lo ? c0 : w->lo, b = c1 < w->hi ? c1 : w->hi;
+    if (b > a) io->sum[kind * io->nglobal + g] += ckpt_checksum(p, io->stage + (a - c0), a, b);
+    PTDP_CALL(be->to_device(be, ckpt_element(io, kind, i, c0), io->stage, sizeof(float) * (size_t)(c1 - c0)));
+    PTDP_CALL(be->synchronize(be)); /* the buffer is reused by the next chunk */
+    io->bytes += 4 * (c1 - c0);
   }
   return 0;
 }
@@ -142,8 +187,25 @@ static int load_all(ckpt_io *io, const ptdp_checkpoint_ref *ref, ptdp_optimizer 
                       "no-load-optim or finetune", ref->file);
     nk = NKINDS;
   }
-  for (int k = 0; k < nk; k++)
-    for (int g = 0; g < io->nglobal; g++) PTDP_CALL(load_dataset(io, k, g, ref->file));
+  /* all datasets opened and checked first (collective metadata), then every rank reads its parts
+   * with no collective call between them */
+  const int nds = nk * io->nglobal;
+  hid_t *ds;
+  PTDP_ALLOC(ds, sizeof *ds * (size_t)nds);
+  int rc = 0, opened = 0;
+  while (opened < nds && !rc) {
+    ds[opened] = -1;
+    rc = open_dataset(io, opened / io->nglobal, opened % io->nglobal, ref->file, &ds[opened]);
+    if (ds[opened] >= 0) opened++;
+  }
+  if (!rc) rc = ckpt_stream_open(&io->stream, ref->file, CKPT_STREAM_WINDOW);
+  if (!rc) rc = plan_reads(io, nk, ds);
+  for (int d = 0; d < nds && !rc; d++) rc = load_dataset(io, d / io->nglobal, d % io->nglobal, ds[d]);
+  if (!rc) rc = ckpt_stream_close(&io->stream);
+  for (int d = 0; d < opened; d++)
+    if (H5Dclose(ds[d]) < 0 && !rc) rc = PTDP_ERR_LIB;
+  free(ds);
+  PTDP_CALL(rc);
   PTDP_CALL(io->m->be->synchronize(io->m->be));
   PTDP_CALL(verify_checksums(io, nk, ref->file, comm));
   ptdp_checkpoint_info in = {0};

@@ -65,6 +65,11 @@ double ptdp_sim_membound_time(const ptdp_sim_hw *hw, double bytes)
   return bytes > 0 ? bytes / hw->memory_bandwidth + hw->kernel_launch : 0;
 }
 
+double ptdp_sim_overlap_cost(const ptdp_sim_hw *hw, double hidden)
+{
+  return hidden > 0 && hw->sm_count > 0 ? hidden * hw->collective_sms / hw->sm_count : 0;
+}
+
 const char *ptdp_sim_component_name(ptdp_sim_component c)
 {
   static const char *n[PTDP_SIM_COMPONENTS] = {"GEMMs", "attention", "memory-bound operators", "TP communication",
@@ -79,7 +84,7 @@ const char *ptdp_sim_component_name(ptdp_sim_component c)
 typedef struct {
   char name[PTDP_OPT_STRLEN];
   double peak16, peak32, eta, sms, tm, tn, k0, launch_us, hbm, mem_gb, gpn, intra_bw, intra_lat, inter_bw, inter_lat,
-    nics;
+    nics, coll_sms;
   double cpu_ns[PTDP_SIM_CPU_OPS], cores, threads, ag_bw, rs_bw;
 } hw_file;
 
@@ -131,6 +136,8 @@ static const ptdp_option hw_table[] = {
    "GB/s, bus bandwidth of an all-gather within a node, --fusion cpu (0: intra-node-bandwidth-gbs)", NULL},
   {"intra-node-reduce-scatter-bandwidth-gbs", PTDP_OPT_REAL, HOFF(rs_bw), "0", 0, 1e7, NULL,
    "GB/s, bus bandwidth of a reduce-scatter within a node, --fusion cpu (0: intra-node-bandwidth-gbs)", NULL},
+  {"collective-sms", PTDP_OPT_REAL, HOFF(coll_sms), "0", 0, 1e6, NULL,
+   "SMs a collective's kernel holds while it runs (NCCL: one CTA per channel); 0: overlap is free", NULL},
 };
 #define NHW ((int)(sizeof hw_table / sizeof hw_table[0]))
 
@@ -178,6 +185,9 @@ int ptdp_sim_hw_read(const char *path, ptdp_sim_hw *hw)
   hw->threads_per_rank = f.threads;
   hw->intra_allgather_bandwidth = f.ag_bw * 1e9;
   hw->intra_reduce_scatter_bandwidth = f.rs_bw * 1e9;
+  PTDP_CHECK(f.coll_sms < f.sms, "hardware file %s: collective-sms (%g) must be below sm-count (%g)", path, f.coll_sms,
+             f.sms);
+  hw->collective_sms = f.coll_sms;
   return 0;
 }
 
@@ -214,7 +224,9 @@ static const ptdp_option sim_table[] = {
   {"allreduce-algorithm", PTDP_OPT_ENUM, SOFF(allreduce), "auto", 0, 0, "auto|ring|tree",
    "DP all-reduce: ring, NCCL's double binary tree, or the faster", NULL},
   {"software-efficiency", PTDP_OPT_REAL, SOFF(software_efficiency), "1", 0.01, 2, NULL,
-   "multiplies the hardware file's gemm-efficiency (the modelled software stack)", NULL},
+   "multiplies the hardware file's gemm-efficiency (the modelled software stack: 1 for 2021's Megatron, 1.055 for "
+   "2022's; README)",
+   NULL},
   {"train-tokens", PTDP_OPT_REAL, SOFF(train_tokens), "300e9", 0, 1e18, NULL,
    "tokens for the training-time estimate (Narayanan et al. eq. 4 beside the simulated rate)", NULL},
   {"memory-margin", PTDP_OPT_REAL, SOFF(memory_margin), "0.95", 0.1, 1, NULL,

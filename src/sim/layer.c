@@ -94,9 +94,10 @@ static void row_epilogue(const ctx *c, ptdp_sim_oplist *l, const char *coll, con
   add(l, coll, PTDP_SIM_TP, c->sp ? tp_gather(c, full) : tp_allreduce(c, full), c->sp ? tp_gather(c, full) : 0, 0);
   /* fused: read out, residual, bias; write sum and mask.  Unfused: bias add, dropout, add apart.
    * Backward: read dy, mask; write dx (the residual's gradient passes through) and add into the
-   * residual stream's gradient. */
+   * residual stream's gradient; the bias gradient (the GEMM skipped its bias) is a reduction of
+   * dx over the Nl tokens, one more read. */
   const double fwd = c->fused ? 3 * x + mask : (2 * x) + (c->hdrop ? 2 * x + mask : 0) + 3 * x;
-  const double bwd = 2 * x + mask + 3 * x;
+  const double bwd = 2 * x + mask + 3 * x + x;
   add(l, bda, PTDP_SIM_MEMBOUND, mem(c, fwd), mem(c, bwd), 0);
 }
 
@@ -121,6 +122,8 @@ static void column_prologue(const ctx *c, ptdp_sim_oplist *l, const char *name, 
     hidden += h2;
     bwd += regather - h2;
   }
+  /* hidden, not free: the GEMMs run on the SMs the collective leaves them */
+  bwd += ptdp_sim_overlap_cost(c->hw, hidden);
   add(l, name, PTDP_SIM_TP, c->sp ? tp_gather(c, full) : 0, bwd, 0)->hidden = hidden;
 }
 
@@ -135,6 +138,9 @@ int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
   layernorm(&c, l, "layernorm 1");
   column_prologue(&c, l, "TP f (QKV input)", gemm(&c, N, h, 3 * c.hl, 1), gemm(&c, h, 3 * c.hl, N, 1));
   linear(&c, l, "QKV GEMM", N, 3 * c.hl, h);
+  /* Megatron's column-parallel linear adds its bias after the GEMM (matmul, then + bias: read and
+   * write [N, 3hl]); backward reduces dy over the N tokens for the bias gradient (one read) */
+  add(l, "QKV bias", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * 3 * c.hl * e), mem(&c, N * 3 * c.hl * e), 0);
   /* attention core: QK^T [s,hd]x[hd,s] per (sample, local head), the scale folded in (baddbmm) */
   add(l, "QK^T", PTDP_SIM_ATTENTION, gemm(&c, c.s, c.s, c.hd, c.b * c.al),
       gemm(&c, c.s, c.hd, c.s, c.b * c.al) + gemm(&c, c.hd, c.s, c.s, c.b * c.al), 1);
@@ -144,8 +150,9 @@ int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
   if (c.adrop) add(l, "attention dropout", PTDP_SIM_ATTENTION, mem(&c, S2 * (2 * e + 1)), mem(&c, S2 * (2 * e + 1)), 1);
   add(l, "attention over V", PTDP_SIM_ATTENTION, gemm(&c, c.s, c.hd, c.s, c.b * c.al),
       gemm(&c, c.s, c.s, c.hd, c.b * c.al) + gemm(&c, c.s, c.hd, c.s, c.b * c.al), 1);
-  /* [b, al, s, hd] -> [s, b, hl]: a copy each way */
-  add(l, "context transpose", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * c.hl * e), mem(&c, 2 * N * c.hl * e), 0);
+  /* [b, al, s, hd] -> [s, b, hl]: a copy each way; the last step of Megatron's core attention,
+   * so selective recomputation runs it again */
+  add(l, "context transpose", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * c.hl * e), mem(&c, 2 * N * c.hl * e), 1);
   linear(&c, l, "projection GEMM", N, h, c.hl);
   row_epilogue(&c, l, c.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias-dropout-add 1");
   layernorm(&c, l, "layernorm 2");
@@ -191,10 +198,16 @@ int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_
   layernorm(&c, l, "final layernorm");
   column_prologue(&c, l, "TP f (logits input)", gemm(&c, c.N, c.h, c.vl, 1), gemm(&c, c.h, c.vl, c.N, 1));
   linear(&c, l, "logits GEMM", c.N, c.vl, c.h);
-  /* cross entropy: read the logits, write an fp32 copy, a max pass, an exp-sum pass; backward
-   * reads the fp32 softmax and writes the gradient */
+  /* The vocabulary-parallel cross entropy over the z = N vl logits, loss in fp32.  Megatron's
+   * (fusion megatron), pass by pass: forward, the fp32 copy (read e, write 4), the row max
+   * (read 4), subtract it in place (8), exp in place (8), the row sum (read 4), divide in place
+   * into the saved softmax (8): e + 36 bytes; backward, the softmax times the incoming gradient
+   * in place (8) and the copy's gradient back to 16 bits (read 4, write e): e + 12.
+   * ptdp-train's (fusion none): statistics, exp-sum and gradient passes, e + 16; backward one
+   * scaling pass, 4 + e. */
   const double z = c.N * c.vl;
-  add(l, "cross entropy", PTDP_SIM_MEMBOUND, mem(&c, z * (c.e + 16)), mem(&c, z * (4 + c.e)), 0);
+  const double ce_fwd = c.fused ? c.e + 36 : c.e + 16, ce_bwd = c.fused ? c.e + 12 : 4 + c.e;
+  add(l, "cross entropy", PTDP_SIM_MEMBOUND, mem(&c, z * ce_fwd), mem(&c, z * ce_bwd), 0);
   if (c.t > 1) add(l, "TP all-reduces (cross entropy)", PTDP_SIM_TP, 3 * tp_allreduce(&c, c.N * 4), 0, 0);
   return 0;
 }

@@ -124,7 +124,9 @@ int ptdp_sim_memory(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_op
  *     and check for inf/NaN in place (read 4, write 4);
  *   the gradient norm (read 4), Adam's update (read p, g, m, v; write p, m, v: 28 in fp32),
  *   the fp32 master weights copied to the 16-bit model (read 4, write 2);
- *   zeroing the gradient buffer for the next iteration (write 2 or 4).
+ *   zeroing the gradient buffer for the next iteration (write 2 or 4);
+ *   before the DP all-reduce, the whole gradient buffer divided by d in place (read and write
+ *   2 or 4), whatever d (Megatron's DistributedDataParallel.allreduce_gradients, d = 1 too).
  * fp32 (the CPU trainer): norm 4 + Adam 28 + zero 4.  With the distributed optimizer every step
  * but the zeroing runs on the rank's 1/d shard. */
 static double optimizer_bytes(const ptdp_args *a, int d)
@@ -132,7 +134,8 @@ static double optimizer_bytes(const ptdp_args *a, int d)
   const int half = a->fp16 || a->bf16;
   const double zero = a->fp16 ? 2 : 4;
   const double shard = half ? (a->fp16 ? 6 + 8 : 0) + 4 + 28 + 6 : 4 + 28;
-  return zero + (a->use_distributed_optimizer ? shard / d : shard);
+  const double scale = half ? 2 * zero : 0;
+  return zero + scale + (a->use_distributed_optimizer ? shard / d : shard);
 }
 
 int ptdp_sim_reductions(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r,
@@ -163,10 +166,11 @@ int ptdp_sim_reductions(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_si
     const double opt = (o->fusion == PTDP_SIM_FUSION_CPU
                           ? ptdp_sim_cpu_optimizer_time(hw, a->use_distributed_optimizer ? np / d : np)
                           : ptdp_sim_membound_time(hw, np * optimizer_bytes(a, d)));
-    const double total = end[s] + dp - hidden + emb + opt;
+    /* the hidden part still costs the backward it hides behind the SMs it holds */
+    const double exposed = dp - hidden + ptdp_sim_overlap_cost(hw, hidden), total = end[s] + exposed + emb + opt;
     if (total > r->iteration) {
       r->iteration = total;
-      r->comp[PTDP_SIM_DP] = dp - hidden; /* exposed; the hidden part beside it */
+      r->comp[PTDP_SIM_DP] = exposed; /* the hidden part beside it */
       r->hidden[PTDP_SIM_DP] = hidden;
       r->comp[PTDP_SIM_EMBEDDING_AR] = emb;
       r->comp[PTDP_SIM_OPTIMIZER] = opt;

@@ -5,17 +5,30 @@ selective recomputation + sequence parallelism).  Prints prediction, published v
 per row, the mean absolute error and the largest; exits 1 when they exceed the tolerances given
 (the regression test's), 0 otherwise.
 
-usage: validate_papers.py PTDP_SIM HW_DIR [--mae PCT] [--max PCT] [--markdown]
+usage: validate_papers.py PTDP_SIM HW_DIR [--mae PCT] [--max PCT] [--table1 MAE MAX] [--table5 MAE MAX]
+                          [--markdown]
+--mae/--max bound both tables; --table1/--table5 bound one table (they win over --mae/--max).
 
 Inputs the papers do not print are fixed by one rule for every row, never per row:
   Table 1: the fastest micro-batch size in {1, 2, 4, 8} that fits (fastest_fitting), the interleaved schedule (Sec. 5.1: "interleaved pipeline schedule with
   the scatter/gather optimization") with v = the smallest divisor > 1 of the layers per stage,
   full recomputation, fp16 (2021), dropout 0.1, Megatron's fused kernels, no DP overlap.
-  Table 5: the configurations of Table 3 (v = 3 for 175B and 530B, 1 for 1T), bf16.
+  Table 5: the configurations of Table 3 (v = 3 for 175B and 530B, 1 for 1T), bf16, 2022's
+  Megatron: async TP all-reduce, and its software stack's GEMM rate, software-efficiency
+  SOFTWARE_2022 (below), which is not fitted to Table 5.
 """
 import csv, os, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The GEMM rate of 2022's software stack (Korthikanti et al.: NGC PyTorch of 2022, bf16) over
+# 2021's (Narayanan et al., on which the hardware file's gemm-efficiency is calibrated), from a
+# measurement outside Table 5: Korthikanti et al. Table 4's baseline 22B layer (t 8, b 4) takes
+# 7.7 + 11.9 = 19.6 ms forward and backward, which ptdp-sim predicts with 1.055 (README,
+# "ptdp-sim: validation").  Cross-check: the 530B layout appears in both papers (t 8, p 35,
+# v 3, m 280, b 1); 2022 ran it 9.3% faster, the mechanisms alone (async TP all-reduce, no DP
+# all-reduce, bf16) account for 3.1 points.
+SOFTWARE_2022 = 1.055
 
 
 def sim(exe, hw, keys):
@@ -95,7 +108,8 @@ def table5(exe, hwdir):
         k = common(int(c["hidden_size"]), int(c["attention_heads"]), L)
         k.update({"tensor-model-parallel-size": c["tensor_parallel_size"], "pipeline-model-parallel-size": p,
                   "world-size": c["num_gpus"], "global-batch-size": c["global_batch_size"],
-                  "micro-batch-size": c["micro_batch_size"], "bf16": "true"})
+                  "micro-batch-size": c["micro_batch_size"], "bf16": "true", "async-tp-allreduce": "true",
+                  "software-efficiency": SOFTWARE_2022})
         if v > 1:
             k["num-layers-per-virtual-pipeline-stage"] = L // p // v
         for name, extra, col in (("full recompute", {"recompute-granularity": "full"}, "iteration_time_s_full_recompute"),
@@ -115,10 +129,14 @@ def main():
     exe, hwdir = args[0], args[1]
     mae_tol = float(args[args.index("--mae") + 1]) if "--mae" in args else 1e9
     max_tol = float(args[args.index("--max") + 1]) if "--max" in args else 1e9
+    bounds = {}
+    for key in ("--table1", "--table5"):
+        i = args.index(key) if key in args else -1
+        bounds[key] = (float(args[i + 1]), float(args[i + 2])) if i >= 0 else (mae_tol, max_tol)
     md = "--markdown" in args
     status = 0
-    for title, rows in (("Narayanan et al. 2021, Table 1", table1(exe, hwdir)),
-                        ("Korthikanti et al. 2022, Table 5", table5(exe, hwdir))):
+    for key, title, rows in (("--table1", "Narayanan et al. 2021, Table 1", table1(exe, hwdir)),
+                             ("--table5", "Korthikanti et al. 2022, Table 5", table5(exe, hwdir))):
         errs = [100 * (pred - pub) / pub for (_, pred, pub, *_rest) in rows]
         if md:
             print("\n%s\n\n| row | predicted (s) | published (s) | error (%%) | predicted TFLOP/s | published TFLOP/s |" % title)
@@ -136,7 +154,8 @@ def main():
         mae = sum(abs(e) for e in errs) / len(errs)
         worst = max(abs(e) for e in errs)
         print("%s: mean absolute error %.2f%%, largest %.2f%%%s" % (title, mae, worst, "\n" if not md else ""))
-        if mae > mae_tol or worst > max_tol:
+        if mae > bounds[key][0] or worst > bounds[key][1]:
+            print("%s: above the bounds (mean %.1f%%, largest %.1f%%)" % (title, bounds[key][0], bounds[key][1]))
             status = 1
     return status
 

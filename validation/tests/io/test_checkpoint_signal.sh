@@ -31,6 +31,7 @@ signal_run() { # signal_run NAME NP SIGNAL FLAGS...
   r=$(ranks)
   [ -n "$r" ] && kill -s "$sig" $r
   ok $? "sent $sig to the $np ranks ($(echo $r | wc -w) processes)"
+  [ -n "$r" ] || { kill $pid; wait $pid; return 1; } # no rank found: stop the run rather than train 100000 iterations
   wait $pid
   rc=$?
   it=$(cat "$TMPD/$name/latest_checkpointed_iteration.txt" 2>/dev/null)

@@ -6,6 +6,10 @@
  *   - p = 1: iteration = forward + backward + optimizer of m micro-batches, bubble 0; full
  *     recomputation adds exactly one forward of every layer; fp32 weights are the plan's;
  *   - p = 4, m = 8, 1F1B: the replayed bubble is at least Narayanan's (p-1)/m;
+ *   - Megatron's operators by hand: the QKV bias (its own pass and its gradient's reduction),
+ *     bias-dropout-add's backward with its bias gradient, the cross entropy's passes over the
+ *     fp32 logits (Megatron's and ptdp-train's), the optimizer's 50 bytes per parameter in
+ *     bf16 (the gradient buffer's 1/d scaling included), and the SMs a hidden collective holds;
  *   - bad input (world size not a multiple of t p) fails. */
 #include "ptdp/error.h"
 #include "ptdp/sim.h"
@@ -159,6 +163,75 @@ static void check_async_tp(void)
          "async: min(all-reduce, wgrad GEMM) hidden, %g of %g", on.op[1].hidden, ar);
 }
 
+static const ptdp_sim_op *find_op(const ptdp_sim_oplist *l, const char *name)
+{
+  for (int i = 0; i < l->n; i++)
+    if (!strcmp(l->op[i].name, name)) return &l->op[i];
+  return NULL;
+}
+
+/* The memory-bound terms of Megatron's implementation, bytes counted by hand (b 2, s 512, h 1024,
+ * t 2, bf16; the test device streams 1 TB/s and launches in 1 us). */
+static void check_megatron_ops(void)
+{
+  ptdp_sim_hw hw = gpu();
+  ptdp_sim_options so;
+  ptdp_options sopt, o;
+  ptdp_args a;
+  ptdp_sim_oplist layer, head;
+  ptdp_sim_result *r = calloc(1, sizeof *r);
+  ptdp_sim_options_init(&sopt, &so);
+  ptdp_options_free(&sopt);
+  EXPECT(parse(&a, &o, "--tensor-model-parallel-size 2") == 0, "parse");
+  ptdp_options_free(&o);
+  ptdp_sim_layer_ops(&a, &hw, &so, 50048, &layer);
+  ptdp_sim_head_ops(&a, &hw, &so, 50048, &head);
+  /* QKV bias: forward reads and writes [N, 3h/t] = [1024, 1536] in 2 B (6.29 MB); backward
+   * reads it once for the bias gradient */
+  const double qkv = 1024.0 * 1536 * 2;
+  const ptdp_sim_op *bias = find_op(&layer, "QKV bias");
+  EXPECT(bias && near(bias->fwd, 2 * qkv / 1e12 + 1e-6, 1e-12) && near(bias->bwd, qkv / 1e12 + 1e-6, 1e-12),
+         "QKV bias: 2 and 1 passes over [N, 3h/t]");
+  /* cross entropy over z = N V/t = 1024 x 25024 logits: forward e + 36 = 38 B each, backward
+   * e + 12 = 14 B each */
+  const double z = 1024.0 * 25024;
+  const ptdp_sim_op *ce = find_op(&head, "cross entropy");
+  EXPECT(ce && near(ce->fwd, 38 * z / 1e12 + 1e-6, 1e-12) && near(ce->bwd, 14 * z / 1e12 + 1e-6, 1e-12),
+         "cross entropy: 38 and 14 bytes per logit");
+
+  /* bias-dropout-add backward: read dy and the 1-byte mask, write dx, the residual stream's add
+   * (3 passes), and the bias gradient's reduction over the tokens (one read): 6 x + mask */
+  const double x = 1024.0 * 1024 * 2, mask = a.hidden_dropout > 0 ? 1024.0 * 1024 : 0;
+  const ptdp_sim_op *bda = find_op(&layer, "bias-dropout-add 1");
+  EXPECT(bda && near(bda->bwd, (6 * x + mask) / 1e12 + 1e-6, 1e-12), "bias-dropout-add backward: 6 x + mask");
+  /* ptdp-train's own cross entropy (fusion none): e + 16 forward, 4 + e backward */
+  so.fusion = PTDP_SIM_FUSION_NONE;
+  ptdp_sim_head_ops(&a, &hw, &so, 50048, &head);
+  ce = find_op(&head, "cross entropy");
+  EXPECT(ce && near(ce->fwd, 18 * z / 1e12 + 1e-6, 1e-12) && near(ce->bwd, 6 * z / 1e12 + 1e-6, 1e-12),
+         "cross entropy, fusion none: 18 and 6 bytes per logit");
+  so.fusion = PTDP_SIM_FUSION_MEGATRON;
+
+  /* a hidden collective holds 27 of the 108 SMs: hiding x costs the GEMM x / 4 */
+  so.async_tp_allreduce = 1;
+  hw.collective_sms = 27;
+  ptdp_sim_layer_ops(&a, &hw, &so, 50048, &layer);
+  const double N = 2.0 * 512, h = 1024, wgrad = ptdp_sim_gemm_time(&hw, hw.peak_flops_16, h, 3 * h / 2, N, 1, 2);
+  const double ar = ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, 2, N * h * 2, hw.intra_bandwidth, hw.intra_latency);
+  const ptdp_sim_op *f = find_op(&layer, "TP f (QKV input)");
+  EXPECT(near(ptdp_sim_overlap_cost(&hw, 1e-3), 0.25e-3, 1e-12), "overlap cost: x 27 / 108");
+  EXPECT(f && near(f->hidden, fmin(ar, wgrad), 1e-12) && near(f->bwd, ar - f->hidden + f->hidden / 4, 1e-12),
+         "hidden all-reduce: a quarter of it still shows");
+  hw.collective_sms = 0;
+
+  /* p 1, bf16: the optimizer step moves 50 B per parameter held (norm 4, Adam 28, copy 6, zero
+   * 4, the gradient buffer divided by d 8); weights are 2 B each */
+  EXPECT(ptdp_sim_run(&a, &hw, &so, r) == 0, "run t 2");
+  EXPECT(near(r->comp[PTDP_SIM_OPTIMIZER], r->mem_weights / 2 * 50 / 1e12 + 1e-6, 1e-9),
+         "optimizer: 50 B per parameter, %g s", r->comp[PTDP_SIM_OPTIMIZER]);
+  free(r);
+}
+
 /* --out: /pipeline/events holds every rank's 2 m v items; the latest end is the replay's makespan. */
 static void check_events(void)
 {
@@ -201,6 +274,7 @@ int main(void)
   check_iteration();
   check_events();
   check_async_tp();
+  check_megatron_ops();
   printf("test_sim: %d checks passed, %d failed\n", n_pass, n_fail);
   return n_fail ? 1 : 0;
 }
