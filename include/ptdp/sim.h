@@ -25,6 +25,25 @@
 
 #include <stdio.h>
 
+/* The non-GEMM operators of ptdp's CPU backend (src/backend/cpu.c, cpu_attention.c) whose cost per
+ * element the hardware file gives (key cpu-NAME-ns; ptdp_sim_cpu_op_key).  Each is compute- or
+ * cache-bound on a CPU (exponentials, the dropout mask's hash, column sums), not DRAM-bound. */
+typedef enum {
+  PTDP_SIM_CPU_ELEMENTWISE = 0, /* y += x, y += bias, copies, a mask applied: per element */
+  PTDP_SIM_CPU_DROPOUT,         /* a dropout mask drawn and applied (counter-based hash): per element drawn */
+  PTDP_SIM_CPU_LAYERNORM_FWD,   /* LayerNorm forward, per element of [rows, h] */
+  PTDP_SIM_CPU_LAYERNORM_BWD,   /* its backward, input and parameter gradients */
+  PTDP_SIM_CPU_GELU_FWD,        /* GeLU, per element */
+  PTDP_SIM_CPU_GELU_BWD,
+  PTDP_SIM_CPU_BIAS_GRAD,       /* a bias gradient: column sums of [rows, cols], per element */
+  PTDP_SIM_CPU_SOFTMAX_FWD,     /* attention core beyond its GEMMs: causal softmax, per score element b al s s */
+  PTDP_SIM_CPU_SOFTMAX_BWD,
+  PTDP_SIM_CPU_XENT_FWD,        /* cross entropy's max and sum-of-exponentials passes, per logit */
+  PTDP_SIM_CPU_XENT_GRAD,       /* its gradient pass (softmax - one-hot), per logit */
+  PTDP_SIM_CPU_OPTIMIZER,       /* AdamW step, the gradient norm's sum of squares and clipping scale, per parameter */
+  PTDP_SIM_CPU_OPS
+} ptdp_sim_cpu_op;
+
 /* A cluster: one device kind, nodes of gpus-per-node devices (inputs/hw/NAME.hw; units in the
  * field names' comments are those of the file; the struct holds SI units after reading). */
 typedef struct {
@@ -44,13 +63,21 @@ typedef struct {
   double inter_bandwidth;     /* B/s per NIC per direction achievable (file: GB/s) */
   double inter_latency;       /* s per step between nodes (file: us) */
   double nics_per_node;
+  /* ptdp's CPU backend (--fusion cpu; README, "ptdp-sim on the CPU"): s per element of each of
+   * its non-GEMM operators (file: ns), measured on one rank by jobs/measure_cpu_hw.sh; 0 where
+   * the file does not give it (GPU files). */
+  double cpu_op[PTDP_SIM_CPU_OPS];
+  double cores_per_node;      /* CPU cores the node's ranks share; 0: every rank has its own device */
+  double threads_per_rank;    /* threads of the rank the file's rates were measured with */
+  double intra_allgather_bandwidth;      /* B/s, bus bandwidth of the node's all-gather (file: GB/s); 0: intra */
+  double intra_reduce_scatter_bandwidth; /* the same for reduce-scatter: MPI libraries pick other algorithms */
   double collective_sms;      /* SMs a running collective's kernel holds (one CTA per NCCL channel):
                                * a GEMM it overlaps runs on the others, so hiding comm of time x
                                * costs the GEMM x collective_sms / sm_count */
 } ptdp_sim_hw;
 
 /* The implementation modelled: which operators are fused, whether DP overlaps backward. */
-typedef enum { PTDP_SIM_FUSION_NONE = 0, PTDP_SIM_FUSION_MEGATRON = 1 } ptdp_sim_fusion;
+typedef enum { PTDP_SIM_FUSION_NONE = 0, PTDP_SIM_FUSION_MEGATRON = 1, PTDP_SIM_FUSION_CPU = 2 } ptdp_sim_fusion;
 typedef enum { PTDP_SIM_ALLREDUCE_AUTO = 0, PTDP_SIM_ALLREDUCE_RING, PTDP_SIM_ALLREDUCE_TREE } ptdp_sim_allreduce;
 
 /* ptdp-sim's own keys (beside ptdp-train's). */
@@ -122,6 +149,7 @@ typedef struct {
   double comp[PTDP_SIM_COMPONENTS];   /* time per component per iteration on the busiest stage (s): exposed */
   double hidden[PTDP_SIM_COMPONENTS]; /* of which hidden behind compute */
   double recompute;                 /* the extra forward's time (s per iteration, busiest stage) */
+  double cores_bound;               /* ranks beyond a CPU node's cores: their work over the cores (s); 0 if none */
   double stage_fwd[2], stage_bwd[2];  /* a middle chunk's forward and backward item (s), first/last stage */
   /* memory per GPU (bytes), the largest stage: */
   double mem_weights, mem_grads, mem_optimizer, mem_activations, mem_other, mem_total;
@@ -132,6 +160,29 @@ typedef struct {
   double train_days_sim, train_days_eq4; /* for o.train_tokens */
   ptdp_sim_oplist layer, embedding, head;
 } ptdp_sim_result;
+
+/* ptdp's CPU backend (layer_cpu.c, --fusion cpu): the same op lists for the operators it runs. */
+int ptdp_sim_cpu_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vocab_padded,
+                           ptdp_sim_oplist *ops);
+int ptdp_sim_cpu_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+                               long long vocab_padded, ptdp_sim_oplist *ops);
+int ptdp_sim_cpu_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vocab_padded,
+                          ptdp_sim_oplist *ops);
+/* The optimizer step of a rank updating np parameters (--fusion cpu): np x cpu-optimizer-ns. */
+double ptdp_sim_cpu_optimizer_time(const ptdp_sim_hw *hw, double np);
+/* Ranks sharing a node's cores: max(1, ranks x threads / cores), ranks = min(world, gpus-per-node);
+ * 1 when the file gives no cores-per-node. */
+double ptdp_sim_core_sharing(const ptdp_sim_hw *hw, int world);
+/* After the reductions: the iteration is at least the node's work over its cores (sets
+ * r->cores_bound; busy[p] is each stage's replayed work). */
+void ptdp_sim_core_bound(const ptdp_sim_hw *hw, const double *busy, ptdp_sim_result *r);
+/* The attention core's GEMM FLOPs for one (sample, head) pair, forward and backward, as the CPU
+ * backend blocks them (causal: query block [q0, q1) meets keys [0, q1)). */
+void ptdp_sim_cpu_attention_flops(double s, double hd, double *fwd, double *bwd);
+/* Whether the file gives any cpu-*-ns key (a CPU node's file: ptdp-sim then defaults to --fusion cpu). */
+int ptdp_sim_hw_is_cpu(const ptdp_sim_hw *hw);
+/* The hardware-file key of a CPU operator (cpu-layernorm-forward-ns, ...). */
+const char *ptdp_sim_cpu_op_key(ptdp_sim_cpu_op op);
 
 /* Read a hardware file (key = value, # comments; keys: ptdp_sim_hw_print_help). */
 int ptdp_sim_hw_read(const char *path, ptdp_sim_hw *hw);

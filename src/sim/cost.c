@@ -85,6 +85,7 @@ typedef struct {
   char name[PTDP_OPT_STRLEN];
   double peak16, peak32, eta, sms, tm, tn, k0, launch_us, hbm, mem_gb, gpn, intra_bw, intra_lat, inter_bw, inter_lat,
     nics, coll_sms;
+  double cpu_ns[PTDP_SIM_CPU_OPS], cores, threads, ag_bw, rs_bw;
 } hw_file;
 
 #define HOFF(f) offsetof(hw_file, f)
@@ -112,6 +113,29 @@ static const ptdp_option hw_table[] = {
   {"inter-node-latency-us", PTDP_OPT_REAL, HOFF(inter_lat), "0", 0, 1e7, NULL, "us per step between nodes", NULL},
   {"nics-per-node", PTDP_OPT_REAL, HOFF(nics), "1", 1, 1e4, NULL, "network adapters per node for compute traffic",
    NULL},
+  /* ptdp's CPU backend, --fusion cpu (jobs/measure_cpu_hw.sh times each on one rank) */
+#define CPU_NS(op, key, what) {key, PTDP_OPT_REAL, HOFF(cpu_ns[op]), "0", 0, 1e6, NULL, "ns per element: " what, NULL}
+  CPU_NS(PTDP_SIM_CPU_ELEMENTWISE, "cpu-elementwise-ns", "y += x, bias add, copy, mask applied"),
+  CPU_NS(PTDP_SIM_CPU_DROPOUT, "cpu-dropout-ns", "dropout mask drawn (hash) and applied"),
+  CPU_NS(PTDP_SIM_CPU_LAYERNORM_FWD, "cpu-layernorm-forward-ns", "LayerNorm forward"),
+  CPU_NS(PTDP_SIM_CPU_LAYERNORM_BWD, "cpu-layernorm-backward-ns", "LayerNorm backward (input and parameter gradients)"),
+  CPU_NS(PTDP_SIM_CPU_GELU_FWD, "cpu-gelu-forward-ns", "GeLU forward"),
+  CPU_NS(PTDP_SIM_CPU_GELU_BWD, "cpu-gelu-backward-ns", "GeLU backward"),
+  CPU_NS(PTDP_SIM_CPU_BIAS_GRAD, "cpu-bias-grad-ns", "bias gradient (column sums)"),
+  CPU_NS(PTDP_SIM_CPU_SOFTMAX_FWD, "cpu-softmax-forward-ns", "attention core beyond its GEMMs, per score, forward"),
+  CPU_NS(PTDP_SIM_CPU_SOFTMAX_BWD, "cpu-softmax-backward-ns", "attention core beyond its GEMMs, per score, backward"),
+  CPU_NS(PTDP_SIM_CPU_XENT_FWD, "cpu-cross-entropy-forward-ns", "cross entropy max and sum-exp passes, per logit"),
+  CPU_NS(PTDP_SIM_CPU_XENT_GRAD, "cpu-cross-entropy-grad-ns", "cross entropy gradient pass, per logit"),
+  CPU_NS(PTDP_SIM_CPU_OPTIMIZER, "cpu-optimizer-ns", "AdamW, gradient sum of squares and clipping scale, per parameter"),
+#undef CPU_NS
+  {"cores-per-node", PTDP_OPT_REAL, HOFF(cores), "0", 0, 1e6, NULL,
+   "CPU cores a node's ranks share (0: each rank has its own device)", NULL},
+  {"threads-per-rank", PTDP_OPT_REAL, HOFF(threads), "1", 1, 1e6, NULL,
+   "threads of the rank the file's rates were measured with", NULL},
+  {"intra-node-allgather-bandwidth-gbs", PTDP_OPT_REAL, HOFF(ag_bw), "0", 0, 1e7, NULL,
+   "GB/s, bus bandwidth of an all-gather within a node, --fusion cpu (0: intra-node-bandwidth-gbs)", NULL},
+  {"intra-node-reduce-scatter-bandwidth-gbs", PTDP_OPT_REAL, HOFF(rs_bw), "0", 0, 1e7, NULL,
+   "GB/s, bus bandwidth of a reduce-scatter within a node, --fusion cpu (0: intra-node-bandwidth-gbs)", NULL},
   {"collective-sms", PTDP_OPT_REAL, HOFF(coll_sms), "0", 0, 1e6, NULL,
    "SMs a collective's kernel holds while it runs (NCCL: one CTA per channel); 0: overlap is free", NULL},
 };
@@ -156,10 +180,22 @@ int ptdp_sim_hw_read(const char *path, ptdp_sim_hw *hw)
   hw->inter_bandwidth = f.inter_bw * 1e9;
   hw->inter_latency = f.inter_lat * 1e-6;
   hw->nics_per_node = f.nics;
+  for (int i = 0; i < PTDP_SIM_CPU_OPS; i++) hw->cpu_op[i] = f.cpu_ns[i] * 1e-9;
+  hw->cores_per_node = f.cores;
+  hw->threads_per_rank = f.threads;
+  hw->intra_allgather_bandwidth = f.ag_bw * 1e9;
+  hw->intra_reduce_scatter_bandwidth = f.rs_bw * 1e9;
   PTDP_CHECK(f.coll_sms < f.sms, "hardware file %s: collective-sms (%g) must be below sm-count (%g)", path, f.coll_sms,
              f.sms);
   hw->collective_sms = f.coll_sms;
   return 0;
+}
+
+const char *ptdp_sim_cpu_op_key(ptdp_sim_cpu_op op)
+{
+  for (int i = 0; i < NHW; i++)
+    if (hw_table[i].offset == HOFF(cpu_ns[0]) + (size_t)op * sizeof(double)) return hw_table[i].name;
+  return "?";
 }
 
 /* ---- ptdp-sim's own keys ---- */
@@ -172,9 +208,10 @@ static const ptdp_option sim_table[] = {
   {"out", PTDP_OPT_STRING, SOFF(out), "", 0, 0, NULL, "write the prediction as a run file (HDF5) here", NULL},
   {"explain", PTDP_OPT_BOOL, SOFF(explain), "false", 0, 0, NULL,
    "print one iteration as a tree: stage, layer, operator, collective", NULL},
-  {"fusion", PTDP_OPT_ENUM, SOFF(fusion), "megatron", 0, 0, "none|megatron",
-   "fused operators of the modelled implementation: none, or Megatron's (LayerNorm, scale-mask-softmax, "
-   "bias-GeLU, bias-dropout-add)",
+  {"fusion", PTDP_OPT_ENUM, SOFF(fusion), "megatron", 0, 0, "none|megatron|cpu",
+   "fused operators of the modelled implementation: none, Megatron's (LayerNorm, scale-mask-softmax, "
+   "bias-GeLU, bias-dropout-add), or ptdp's CPU backend (its attention core fused; per-element costs from "
+   "the hardware file's cpu-*-ns keys)",
    NULL},
   {"scatter-gather", PTDP_OPT_BOOL, SOFF(scatter_gather), "true", 0, 0, NULL,
    "pipeline messages split over the t ranks and all-gathered over NVLink (Narayanan et al. Sec. 4.1)", NULL},

@@ -130,6 +130,7 @@ static void column_prologue(const ctx *c, ptdp_sim_oplist *l, const char *name, 
 int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad,
                        ptdp_sim_oplist *l)
 {
+  if (o->fusion == PTDP_SIM_FUSION_CPU) return ptdp_sim_cpu_layer_ops(a, hw, o, vpad, l); /* layer_cpu.c */
   ctx c;
   ctx_init(&c, a, hw, o, vpad);
   l->n = 0;
@@ -171,6 +172,7 @@ int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
 int ptdp_sim_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad,
                            ptdp_sim_oplist *l)
 {
+  if (o->fusion == PTDP_SIM_FUSION_CPU) return ptdp_sim_cpu_embedding_ops(a, hw, o, vpad, l); /* layer_cpu.c */
   ctx c;
   ctx_init(&c, a, hw, o, vpad);
   l->n = 0;
@@ -189,6 +191,7 @@ int ptdp_sim_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp
 int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad,
                       ptdp_sim_oplist *l)
 {
+  if (o->fusion == PTDP_SIM_FUSION_CPU) return ptdp_sim_cpu_head_ops(a, hw, o, vpad, l); /* layer_cpu.c */
   ctx c;
   ctx_init(&c, a, hw, o, vpad);
   l->n = 0;

@@ -1,6 +1,6 @@
 # src/sim: ptdp-sim, the performance and memory simulator (a cost model over the shared schedule,
 # replay and memory plan)
-libptdp_a_SOURCES += src/sim/cost.c src/sim/layer.c src/sim/sim.c src/sim/sim_mem.c src/sim/report.c \
+libptdp_a_SOURCES += src/sim/cost.c src/sim/layer.c src/sim/layer_cpu.c src/sim/sim.c src/sim/sim_mem.c src/sim/report.c \
                      src/sim/sim_out.c src/sim/sim_internal.h
 ptdpinclude_HEADERS += include/ptdp/sim.h
 bin_PROGRAMS += ptdp-sim
@@ -10,6 +10,10 @@ ptdp_sim_SOURCES = src/sim/ptdp_sim.c
 check_PROGRAMS += validation/tests/sim/test_sim
 validation_tests_sim_test_sim_SOURCES = validation/tests/sim/test_sim.c
 TESTS += validation/tests/sim/test_sim
+# The CPU model (--fusion cpu): its cost terms against hand computations
+check_PROGRAMS += validation/tests/sim/test_sim_cpu
+validation_tests_sim_test_sim_cpu_SOURCES = validation/tests/sim/test_sim_cpu.c
+TESTS += validation/tests/sim/test_sim_cpu
 # The papers' rows as a regression test (Narayanan et al. Table 1, Korthikanti et al. Table 5)
 TESTS += validation/sim/test_papers.sh
 dist_noinst_SCRIPTS += validation/sim/test_papers.sh validation/sim/validate_papers.py

@@ -72,6 +72,7 @@ static int run(int argc, char **argv)
   if (!err) err = split_args(&sopt, argc - 1, argv + 1, mine, &nmine, rest, &nrest);
   if (!err) err = ptdp_options_parse_args(&sopt, nmine, mine);
   if (!err) err = ptdp_args_parse(&a, &topt, nrest, rest);
+  const int fusion_given = !err && sopt.source[ptdp_options_find(&sopt, "fusion")] != PTDP_SRC_DEFAULT;
   free(mine);
   free(rest);
   ptdp_options_free(&sopt);
@@ -79,6 +80,8 @@ static int run(int argc, char **argv)
   err = so.hardware[0] ? 0 : ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "no hardware file: give --hardware FILE (inputs/hw/*.hw)");
   ptdp_sim_hw hw;
   if (!err) err = ptdp_sim_hw_read(so.hardware, &hw);
+  /* a CPU node's file (jobs/measure_cpu_hw.sh) describes ptdp's CPU backend: model it unless told otherwise */
+  if (!err && !fusion_given && ptdp_sim_hw_is_cpu(&hw)) so.fusion = PTDP_SIM_FUSION_CPU;
   ptdp_sim_result *r = calloc(1, sizeof *r);
   if (!err && !r) err = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "out of memory");
   struct timespec t0, t1;

@@ -38,6 +38,7 @@ void ptdp_sim_print(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_op
     fprintf(out, "time %s (s): %.6g exposed, %.6g hidden\n", ptdp_sim_component_name(c), r->comp[c], r->hidden[c]);
   fprintf(out, "time recomputation (s): %.6g\n", r->recompute);
   fprintf(out, "time pipeline (s): %.6g\n", r->pipeline_time);
+  if (r->cores_bound > 0) fprintf(out, "time all ranks' work over the node's cores (s): %.6g\n", r->cores_bound);
   fprintf(out, "training time for %.4g tokens (days): %.4g (Narayanan et al. eq. 4 at the simulated rate: %.4g)\n",
           o->train_tokens, r->train_days_sim, r->train_days_eq4);
   if (!r->fits)
@@ -83,4 +84,7 @@ void ptdp_sim_explain(const ptdp_args *a, const ptdp_sim_options *o, const ptdp_
           r->d, o->overlap_grad_reduce ? ", overlapped with backward" : "");
   fprintf(out, "+- embedding all-reduce %.4f s\n", r->comp[PTDP_SIM_EMBEDDING_AR]);
   fprintf(out, "+- optimizer %.4f s\n", r->comp[PTDP_SIM_OPTIMIZER]);
+  if (r->cores_bound > 0)
+    fprintf(out, "+- ranks beyond the cores: the node's work over its cores %.4f s%s\n", r->cores_bound,
+            r->cores_bound >= r->iteration ? " (sets the iteration)" : "");
 }

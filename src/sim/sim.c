@@ -221,6 +221,7 @@ int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_optio
     memcpy(r->hidden, sc.hidden + busiest * PTDP_SIM_COMPONENTS, sizeof r->hidden);
     r->recompute = sc.recompute[busiest];
     err = ptdp_sim_reductions(a, hw, o, r, params, end, last_bwd);
+    if (!err) ptdp_sim_core_bound(hw, rp.busy, r); /* ranks beyond a CPU node's cores */
   }
   ptdp_replay_destroy(&rp);
   free(sc.dur);

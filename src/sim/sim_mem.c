@@ -163,7 +163,9 @@ int ptdp_sim_reductions(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_si
       const double bytes = (double)r->vocab_padded / r->t * a->hidden_size * gb;
       emb = ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, 2, bytes, el.crosses ? hw->inter_bandwidth : el.bw, el.alpha);
     }
-    const double opt = ptdp_sim_membound_time(hw, np * optimizer_bytes(a, d));
+    const double opt = (o->fusion == PTDP_SIM_FUSION_CPU
+                          ? ptdp_sim_cpu_optimizer_time(hw, a->use_distributed_optimizer ? np / d : np)
+                          : ptdp_sim_membound_time(hw, np * optimizer_bytes(a, d)));
     /* the hidden part still costs the backward it hides behind the SMs it holds */
     const double exposed = dp - hidden + ptdp_sim_overlap_cost(hw, hidden), total = end[s] + exposed + emb + opt;
     if (total > r->iteration) {

@@ -113,6 +113,7 @@ static int run(int argc, char **argv)
   if (!err) err = ptdp_options_parse_args(&swopt, n[0], lists[0]);
   if (!err) err = ptdp_options_parse_args(&sopt, n[1], lists[1]);
   if (!err) err = ptdp_args_parse(&a, &topt, n[2], lists[2]);
+  const int fusion_given = !err && sopt.source[ptdp_options_find(&sopt, "fusion")] != PTDP_SRC_DEFAULT;
   for (int k = 0; k < 3; k++) free(lists[k]);
   ptdp_options_free(&swopt);
   ptdp_options_free(&sopt);
@@ -121,6 +122,7 @@ static int run(int argc, char **argv)
   ptdp_sweep_result res = {0};
   if (!so.hardware[0]) err = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "no hardware file: give --hardware FILE (inputs/hw/*.hw)");
   if (!err) err = ptdp_sim_hw_read(so.hardware, &hw);
+  if (!err && !fusion_given && ptdp_sim_hw_is_cpu(&hw)) so.fusion = PTDP_SIM_FUSION_CPU; /* as ptdp-sim */
   if (!err) err = ptdp_sweep_run(&a, &hw, &so, a.global_batch_size, &res);
   if (!err) err = report(&a, &hw, &so, &sw, &res);
   if (!err && so.out[0]) err = ptdp_sweep_write_h5(so.out, &res, &hw, a.global_batch_size);

@@ -13,3 +13,7 @@ EXTRA_DIST += validation/bench/gen_jsonl.py
 EXTRA_DIST += validation/bench/bench_gpu.sh validation/bench/gemm_gpu_bench.c
 # issue 13: ptdp-sim against ptdp-train on this CPU machine (time per iteration, peak activations)
 dist_noinst_SCRIPTS += validation/bench/bench_sim_cpu.sh
+# issue 13: ptdp's CPU backend timed operator by operator, for ptdp-sim's CPU hardware file
+# (jobs/measure_cpu_hw.sh builds it with make validation/bench/cpu_op_bench)
+check_PROGRAMS += validation/bench/cpu_op_bench
+validation_bench_cpu_op_bench_SOURCES = validation/bench/cpu_op_bench.c
