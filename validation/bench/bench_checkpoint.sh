@@ -8,9 +8,10 @@
 # streamed as ptdp writes: write-back started per block) and reads them (after dropping them from
 # the page cache).  The raw write rate is the better of io_bench's two; the raw read rate its
 # read.  Reads of both come from the device, not the page cache (posix_fadvise DONTNEED: no
-# privilege needed), as a requeued job on another node reads a checkpoint.  ROUNDS rounds, the
-# best rate of each kept; `sync` runs before each timed step so that none waits for the dirty
-# pages of another.
+# privilege needed), as a requeued job on another node reads a checkpoint.  ROUNDS rounds; it
+# prints the best rate of each with their ratios, and the median over rounds of each round's own
+# ratios (the raw figures vary from round to round with what the host caches); `sync` runs before
+# each timed step so that none waits for the dirty pages of another.
 # usage: validation/bench/bench_checkpoint.sh [BUILD_DIR] [DIR]   (DIR: where files go, default /tmp)
 # environment: MPIEXEC (default mpirun --bind-to none), LAYOUTS ("1 2 4"), LAYERS (8), HIDDEN (1024),
 #              ROUNDS (2: best of)
@@ -48,7 +49,7 @@ for np in ${LAYOUTS:-1 2 4}; do
     *) lay="--use-distributed-optimizer" ;;
   esac
   echo "== $np rank(s) $lay"
-  bs=0 bl=0 bw=0 bp=0 br=0
+  bs=0 bl=0 bw=0 bp=0 br=0 ratios=""
   for round in $(seq "${ROUNDS:-2}"); do
     rm -rf "$dir/ck"
     sync # each timed step starts with no dirty pages of earlier ones waiting for the disk
@@ -70,9 +71,18 @@ for np in ${LAYOUTS:-1 2 4}; do
     bs=$(max $bs "$(rate "$save" saved)"); bl=$(max $bl "$(rate "$load" loaded)")
     bp=$(max $bp "$(rate "$raw" "plain write")"); bw=$(max $bw "$(rate "$raw" "streamed write")")
     br=$(max $br "$(rate "$raw" read)")
+    # this round's own ratios: save over the better raw write, load over the raw read
+    ratios="$ratios$(awk -v s="$(rate "$save" saved)" -v l="$(rate "$load" loaded)" -v p="$(rate "$raw" "plain write")" \
+      -v w="$(rate "$raw" "streamed write")" -v r="$(rate "$raw" read)" \
+      'BEGIN { printf "%.4f %.4f\n", s / (w > p ? w : p), l / r }')
+"
   done
   awk -v s=$bs -v l=$bl -v w=$bw -v p=$bp -v r=$br -v np=$np 'BEGIN {
     b = w > p ? w : p
     printf "   best: save %.3f GB/s, raw write+sync %.3f GB/s (plain %.3f, streamed %.3f): %.0f%% (of plain %.0f%%);  load %.3f GB/s, raw read %.3f GB/s: %.0f%%\n",
       s, b, p, w, 100 * s / b, 100 * s / p, l, r, 100 * l / r }'
+  # the median over rounds of each round's ratio: no round's lucky raw figure meets another's save
+  med() { printf "%s" "$ratios" | awk -v c="$1" '{ print $c }' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+  awk -v s="$(med 1)" -v l="$(med 2)" -v n="$(printf "%s" "$ratios" | wc -l)" 'BEGIN {
+    printf "   median over %d rounds of each round\047s own ratio: save / raw write %.0f%%;  load / raw read %.0f%%\n", n, 100 * s, 100 * l }'
 done
