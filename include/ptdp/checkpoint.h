@@ -1,6 +1,6 @@
-/* Checkpoints: one HDF5 file per checkpoint, written and read collectively (parallel HDF5 over
- * MPI-IO), every tensor in its global (unsharded) shape, so that any parallel layout loads what
- * any other saved.
+/* Checkpoints: one HDF5 file per checkpoint shared by all ranks (parallel HDF5 over MPI-IO:
+ * metadata collective, each rank's tensor data moved independently), every tensor in its global
+ * (unsharded) shape, so that any parallel layout loads what any other saved.
  *
  *   SAVE/latest_checkpointed_iteration.txt   the newest complete checkpoint's iteration
  *   SAVE/iter_NNNNNNN/checkpoint.h5          the checkpoint (layout: README, "Checkpoints")

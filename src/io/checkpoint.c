@@ -2,8 +2,8 @@
  *
  * Datasets are the global tensors of the model (the parameter table of a one-rank layout, in its
  * order), under /model, and with optimizer state the Adam moments under /optimizer/exp_avg and
- * /optimizer/exp_avg_sq.  Every rank walks all of them in the same order and takes ckpt_part in one
- * collective transfer per dataset, with an empty selection where it has nothing to move.
+ * /optimizer/exp_avg_sq.  Every rank creates (or opens) all of them in the same order, as parallel
+ * HDF5's collective metadata requires, and then moves only its own parts of them.
  *
  * Writing: each element is written by exactly one rank.  The tensors of a (TP rank, stage) are
  * split among its d data-parallel replicas as the distributed optimizer splits them (each
