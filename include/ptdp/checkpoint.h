@@ -47,6 +47,7 @@ typedef struct {
 typedef struct {
   double bytes;   /* tensor bytes written or read, all ranks */
   double seconds; /* wall time of the whole save or load, syncs and renames included */
+  double direct_bytes; /* loading: of bytes, those read with direct I/O (O_DIRECT), all ranks */
 } ptdp_checkpoint_stats;
 
 /* Save the model (and with opt, the optimizer state) as SAVE/iter_NNNNNNN, then point the

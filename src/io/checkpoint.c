@@ -130,6 +130,7 @@ void ckpt_io_free(ckpt_io *io)
   free(io->sum);
   free(io->stage);
   if (io->stream.fd >= 0) close(io->stream.fd);
+  ckpt_reader_close(io->reader);
   free(io->stream.plan);
 }
 
@@ -380,6 +381,7 @@ int ptdp_checkpoint_save(const char *save_dir, const ptdp_checkpoint_info *info,
   if (stats) {
     stats->bytes = (double)bytes;
     stats->seconds = MPI_Wtime() - t0;
+    stats->direct_bytes = 0;
   }
   return 0;
 }

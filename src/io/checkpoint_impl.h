@@ -90,6 +90,18 @@ int ckpt_stream_close(ckpt_stream *s);
 int ckpt_stream_plan(ckpt_stream *s, long long off, long long len);
 int ckpt_stream_reading(ckpt_stream *s);
 
+/* ---- checkpoint_direct.c (see there): loading the runs that are contiguous in the file with
+ * O_DIRECT, by a thread that reads one run ahead into two aligned buffers.  Open (NULL where the
+ * file system refuses direct I/O: the caller reads everything through HDF5), plan every run in the
+ * order it will be taken, start, take each run in turn (*data: its payload, valid until the next
+ * call), close (also after an error). */
+typedef struct ckpt_reader ckpt_reader;
+int ckpt_reader_open(ckpt_reader **r, const char *path);
+int ckpt_reader_plan(ckpt_reader *r, long long off, long long len);
+int ckpt_reader_start(ckpt_reader *r);
+int ckpt_reader_next(ckpt_reader *r, long long off, long long len, const float **data);
+void ckpt_reader_close(ckpt_reader *r);
+
 /* ---- checkpoint.c: the parts of tensors each rank moves */
 enum { KIND_MODEL = 0, KIND_EXP_AVG, KIND_EXP_AVG_SQ, NKINDS };
 
@@ -114,7 +126,9 @@ typedef struct {
   long long chunk;       /* elements moved at a time: CKPT_CHUNK_ELEMS */
   float *stage;          /* host buffer of chunk floats (fewer for a small model) */
   ckpt_stream stream;
+  ckpt_reader *reader;   /* loading: direct reads of contiguous runs (NULL: off) */
   long long bytes;       /* bytes this rank moved */
+  long long direct_bytes; /* of them, read by the direct reader */
 } ckpt_io;
 
 /* HDF5 path of tensor g of kind (dots of the Megatron-core name become groups). */

@@ -65,22 +65,32 @@ static int open_dataset(ckpt_io *io, int kind, int g, const char *file, hid_t *o
   return 0;
 }
 
-/* The read-ahead plan: every chunk this rank will read, in the order load_dataset reads them. */
+/* The file bytes [off, off+len) of local elements [c0, c1) of p in ds; 1 where the direct reader
+ * takes them (one contiguous range of the file), 0 where HDF5 reads them. */
+static int run_span(const ckpt_io *io, hid_t ds, const ptdp_param_info *p, long long c0, long long c1, long long *off,
+                    long long *len)
+{
+  ckpt_chunk_span(ds, p, c0, c1, off, len);
+  return io->reader && *len > 0 && *len == 4 * (c1 - c0);
+}
+
+/* The plans: every chunk this rank will read, in the order load_dataset reads them, to the direct
+ * reader or (the rest) to the read-ahead of the page cache. */
 static int plan_reads(ckpt_io *io, int nk, const hid_t *ds)
 {
-  for (int k = 0; k < nk && io->stream.fd >= 0; k++)
+  for (int k = 0; k < nk; k++)
     for (int g = 0; g < io->nglobal; g++) {
       int i;
       long long lo, hi;
       read_part(io, k, g, &i, &lo, &hi);
       for (long long c0 = lo; i >= 0 && c0 < hi; c0 += io->chunk) {
-        long long off, len;
-        ckpt_chunk_span(ds[k * io->nglobal + g], &io->m->params[i], c0,
-                        c0 + io->chunk < hi ? c0 + io->chunk : hi, &off, &len);
-        PTDP_CALL(ckpt_stream_plan(&io->stream, off, len));
+        long long off, len, c1 = c0 + io->chunk < hi ? c0 + io->chunk : hi;
+        if (run_span(io, ds[k * io->nglobal + g], &io->m->params[i], c0, c1, &off, &len))
+          PTDP_CALL(ckpt_reader_plan(io->reader, off, len));
+        else PTDP_CALL(ckpt_stream_plan(&io->stream, off, len));
       }
     }
-  return 0;
+  return io->reader ? ckpt_reader_start(io->reader) : 0;
 }
 
 /* This rank's part of tensor g of kind from dataset ds, chunk by chunk, independently; its
@@ -97,12 +107,19 @@ static int load_dataset(ckpt_io *io, int kind, int g, hid_t ds)
   ptdp_backend *be = io->m->be;
   for (long long c0 = lo; c0 < hi; c0 += io->chunk) {
     const long long c1 = c0 + io->chunk < hi ? c0 + io->chunk : hi;
-    PTDP_CALL(ckpt_stream_reading(&io->stream));
-    PTDP_CALL(ckpt_transfer_chunk(ds, p, c0, c1, io->stage, 0));
+    const float *x = io->stage;
+    long long off, len;
+    if (run_span(io, ds, p, c0, c1, &off, &len)) {
+      PTDP_CALL(ckpt_reader_next(io->reader, off, len, &x));
+      io->direct_bytes += len;
+    } else {
+      PTDP_CALL(ckpt_stream_reading(&io->stream));
+      PTDP_CALL(ckpt_transfer_chunk(ds, p, c0, c1, io->stage, 0));
+    }
     const long long a = c0 > w->lo ? c0 : w->lo, b = c1 < w->hi ? c1 : w->hi;
-    if (b > a) io->sum[kind * io->nglobal + g] += ckpt_checksum(p, io->stage + (a - c0), a, b);
-    PTDP_CALL(be->to_device(be, ckpt_element(io, kind, i, c0), io->stage, sizeof(float) * (size_t)(c1 - c0)));
-    PTDP_CALL(be->synchronize(be)); /* the buffer is reused by the next chunk */
+    if (b > a) io->sum[kind * io->nglobal + g] += ckpt_checksum(p, x + (a - c0), a, b);
+    PTDP_CALL(be->to_device(be, ckpt_element(io, kind, i, c0), x, sizeof(float) * (size_t)(c1 - c0)));
+    PTDP_CALL(be->synchronize(be)); /* the buffer is reused by a later chunk */
     io->bytes += 4 * (c1 - c0);
   }
   return 0;
@@ -199,8 +216,13 @@ static int load_all(ckpt_io *io, const ptdp_checkpoint_ref *ref, ptdp_optimizer 
     if (ds[opened] >= 0) opened++;
   }
   if (!rc) rc = ckpt_stream_open(&io->stream, ref->file, CKPT_STREAM_WINDOW);
+  /* the environment's PTDP_CHECKPOINT_DIRECT=0 (a test hook) reads everything through HDF5 */
+  const char *direct = getenv("PTDP_CHECKPOINT_DIRECT");
+  if (!rc && !(direct && !strcmp(direct, "0"))) rc = ckpt_reader_open(&io->reader, ref->file);
   if (!rc) rc = plan_reads(io, nk, ds);
   for (int d = 0; d < nds && !rc; d++) rc = load_dataset(io, d / io->nglobal, d % io->nglobal, ds[d]);
+  ckpt_reader_close(io->reader);
+  io->reader = NULL;
   if (!rc) rc = ckpt_stream_close(&io->stream);
   for (int d = 0; d < opened; d++)
     if (H5Dclose(ds[d]) < 0 && !rc) rc = PTDP_ERR_LIB;
@@ -236,12 +258,13 @@ int ptdp_checkpoint_load(const ptdp_checkpoint_ref *ref, ptdp_gpt *m, ptdp_optim
   int rc = ckpt_io_setup(&io, m, opt ? opt->ddp : NULL, opt ? opt->m : NULL, opt ? opt->v : NULL);
   if (!rc) rc = load_all(&io, ref, opt, info, comm);
   if (io.file >= 0) H5Fclose(io.file);
-  long long bytes = io.bytes;
+  long long bytes[2] = {io.bytes, io.direct_bytes};
   ckpt_io_free(&io);
   PTDP_CALL(rc);
-  PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &bytes, 1, MPI_LONG_LONG, MPI_SUM, comm));
+  PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, bytes, 2, MPI_LONG_LONG, MPI_SUM, comm));
   if (stats) {
-    stats->bytes = (double)bytes;
+    stats->bytes = (double)bytes[0];
+    stats->direct_bytes = (double)bytes[1];
     stats->seconds = MPI_Wtime() - t0;
   }
   return 0;

@@ -72,8 +72,9 @@ int ptdp_trainer_resume(ptdp_trainer *tr)
     tr->resumed = 1;
   }
   if (tr->grid.world_rank == 0) {
-    printf("[checkpoint] loaded iteration %lld from %s: %.3f GB in %.3f s (%.3f GB/s)%s\n", ref.iteration, ref.dir,
-           st.bytes / 1e9, st.seconds, st.seconds > 0 ? st.bytes / 1e9 / st.seconds : 0.0,
+    printf("[checkpoint] loaded iteration %lld from %s: %.3f GB in %.3f s (%.3f GB/s), %.0f%% by direct I/O%s\n",
+           ref.iteration, ref.dir, st.bytes / 1e9, st.seconds, st.seconds > 0 ? st.bytes / 1e9 / st.seconds : 0.0,
+           st.bytes > 0 ? 100 * st.direct_bytes / st.bytes : 0.0,
            a->finetune ? "; finetune: weights only, iteration, optimizer and data start afresh"
            : a->no_load_optim ? "; no-load-optim: the optimizer state starts afresh" : "");
     fflush(stdout);
