@@ -105,6 +105,10 @@ int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st
   PTDP_CALLOC(io->wpart, (size_t)m->nparams, sizeof *io->wpart);
   PTDP_CALLOC(io->spart, (size_t)m->nparams, sizeof *io->spart);
   PTDP_CALL(shard_parts(io, 1, io->wpart));
+  if (m->grid->dp.size > 1) {
+    PTDP_CALLOC(io->dpart, (size_t)m->nparams, sizeof *io->dpart);
+    memcpy(io->dpart, io->wpart, sizeof *io->dpart * (size_t)m->nparams);
+  }
   for (int i = 0; i < m->nparams; i++) {
     const ptdp_param_info *p = &m->params[i];
     if (p->tied_copy || (p->tp_replicated && i % m->t != m->tp_rank)) io->wpart[i] = (ckpt_part){0};
@@ -127,6 +131,7 @@ void ckpt_io_free(ckpt_io *io)
   free(io->gidx);
   free(io->wpart);
   free(io->spart);
+  free(io->dpart);
   free(io->sum);
   free(io->stage);
   if (io->stream.fd >= 0) close(io->stream.fd);

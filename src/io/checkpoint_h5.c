@@ -133,5 +133,8 @@ int ckpt_fapl(MPI_Comm comm, hid_t *fapl)
   /* metadata reads by one rank and broadcast; metadata written collectively */
   PTDP_CALL_HDF5(H5Pset_all_coll_metadata_ops(*fapl, 1));
   PTDP_CALL_HDF5(H5Pset_coll_metadata_write(*fapl, 1));
+  /* objects of 4 KiB and more start on a 4 KiB boundary: a load's direct reads (checkpoint_direct.c)
+   * then begin and end on whole blocks, and a tensor split in whole blocks never shares one */
+  PTDP_CALL_HDF5(H5Pset_alignment(*fapl, 4096, 4096));
   return 0;
 }

@@ -122,6 +122,8 @@ typedef struct {
   int *gidx;             /* [m->nparams] global index */
   ckpt_part *wpart;           /* [m->nparams] what this rank writes / verifies */
   ckpt_part *spart;           /* [m->nparams] the optimizer shard it holds (whole buffer unless distributed) */
+  ckpt_part *dpart;           /* [m->nparams] its data-parallel shard's pieces (d > 1 only): what it
+                               * reads of what every replica holds, the rest coming by all-gather */
   uint64_t *sum;         /* [NKINDS nglobal] checksum partial sums */
   long long chunk;       /* elements moved at a time: CKPT_CHUNK_ELEMS */
   float *stage;          /* host buffer of chunk floats (fewer for a small model) */

@@ -24,6 +24,14 @@ static int path_exists(hid_t file, const char *path)
   }
 }
 
+/* Does every data-parallel replica hold the whole of kind (the weights; Adam's moments without the
+ * distributed optimizer)?  With d > 1 each replica then reads its shard and the rest comes by
+ * all-gather (gather_replicated), so the replicas read the file's bytes once between them. */
+static int replicated(const ckpt_io *io, int kind)
+{
+  return io->dpart && (kind == KIND_MODEL || !io->ddp->distributed);
+}
+
 /* The part of global tensor g of kind this rank reads: local parameter *i (-1: none), elements [lo, hi). */
 static void read_part(const ckpt_io *io, int kind, int g, int *i, long long *lo, long long *hi)
 {
@@ -33,7 +41,7 @@ static void read_part(const ckpt_io *io, int kind, int g, int *i, long long *lo,
     if (io->gidx[j] == g) *i = j;
   if (*i < 0) return;
   const ptdp_param_info *p = &io->m->params[*i];
-  const ckpt_part pt = kind == KIND_MODEL ? ckpt_whole_slice(p) : io->spart[*i];
+  const ckpt_part pt = replicated(io, kind) ? io->dpart[*i] : kind == KIND_MODEL ? ckpt_whole_slice(p) : io->spart[*i];
   *lo = pt.lo;
   *hi = pt.hi < p->rows * p->lcols ? pt.hi : p->rows * p->lcols; /* padding rows: not in the file */
 }
@@ -121,6 +129,25 @@ static int load_dataset(ckpt_io *io, int kind, int g, hid_t ds)
     PTDP_CALL(be->to_device(be, ckpt_element(io, kind, i, c0), x, sizeof(float) * (size_t)(c1 - c0)));
     PTDP_CALL(be->synchronize(be)); /* the buffer is reused by a later chunk */
     io->bytes += 4 * (c1 - c0);
+  }
+  return 0;
+}
+
+/* With d > 1: every replica read its shard of each bucket of what all hold; the all-gathers over
+ * the data-parallel group complete every replica's buffers (in place, as the distributed
+ * optimizer gathers its updated weights). */
+static int gather_replicated(ckpt_io *io, int nk)
+{
+  ptdp_gpt *m = io->m;
+  ptdp_comm *dp = &m->grid->dp;
+  for (int k = 0; k < nk; k++) {
+    if (!replicated(io, k)) continue;
+    float *base = k == KIND_MODEL ? m->param : k == KIND_EXP_AVG ? io->st_m : io->st_v; /* the state mirrors the flat buffers */
+    for (int b = 0; b < m->layout.nbuckets; b++) {
+      ptdp_shard s;
+      ptdp_shard_of(&m->layout, b, 1, dp->size, dp->rank, &s);
+      PTDP_CALL(ptdp_comm_allgather(dp, base + s.lo, base + m->layout.buckets[b].lo, (size_t)(s.hi - s.lo), PTDP_TAG_PARAM));
+    }
   }
   return 0;
 }
@@ -230,6 +257,7 @@ static int load_all(ckpt_io *io, const ptdp_checkpoint_ref *ref, ptdp_optimizer 
   PTDP_CALL(rc);
   PTDP_CALL(io->m->be->synchronize(io->m->be));
   PTDP_CALL(verify_checksums(io, nk, ref->file, comm));
+  PTDP_CALL(gather_replicated(io, nk));
   ptdp_checkpoint_info in = {0};
   PTDP_CALL_HDF5(ckpt_attr_read_i64(io->file, "iteration", &in.iteration));
   PTDP_CALL_HDF5(ckpt_attr_read_i64(io->file, "consumed_train_samples", &in.consumed_train));
