@@ -73,13 +73,28 @@ static int open_dataset(ckpt_io *io, int kind, int g, const char *file, hid_t *o
   return 0;
 }
 
-/* The file bytes [off, off+len) of local elements [c0, c1) of p in ds; 1 where the direct reader
- * takes them (one contiguous range of the file), 0 where HDF5 reads them. */
+/* The file bytes [off, off+len) that local elements [c0, c1) of p span in ds; 1 where the direct
+ * reader takes them: one contiguous range of the file, or a column slice whose rows span at most
+ * twice its bytes (t = 2's row-parallel weights: the reader reads the span, the rank keeps its
+ * columns); 0 where HDF5 reads them. */
 static int run_span(const ckpt_io *io, hid_t ds, const ptdp_param_info *p, long long c0, long long c1, long long *off,
                     long long *len)
 {
   ckpt_chunk_span(ds, p, c0, c1, off, len);
-  return io->reader && *len > 0 && *len == 4 * (c1 - c0);
+  return io->reader && *len > 0 && *len <= 2 * 4 * (c1 - c0);
+}
+
+/* Local elements [c0, c1) of p, in order, out of span (the file's elements from the run's first on). */
+static void gather_columns(const ptdp_param_info *p, long long c0, long long c1, const float *span, float *out)
+{
+  ptdp_shard_piece pc;
+  ptdp_shard_run_rects(p, c0, c1, &pc);
+  const long long first = pc.rect[0].row0 * p->gcols + pc.rect[0].col0;
+  for (int k = 0; k < pc.nrects; k++) /* row-major, as HDF5 orders a selection's elements */
+    for (long long r = 0; r < pc.rect[k].rows; r++) {
+      memcpy(out, span + (pc.rect[k].row0 + r) * p->gcols + pc.rect[k].col0 - first, sizeof(float) * (size_t)pc.rect[k].cols);
+      out += pc.rect[k].cols;
+    }
 }
 
 /* The plans: every chunk this rank will read, in the order load_dataset reads them, to the direct
@@ -119,7 +134,11 @@ static int load_dataset(ckpt_io *io, int kind, int g, hid_t ds)
     long long off, len;
     if (run_span(io, ds, p, c0, c1, &off, &len)) {
       PTDP_CALL(ckpt_reader_next(io->reader, off, len, &x));
-      io->direct_bytes += len;
+      if (len > 4 * (c1 - c0)) { /* a column slice: its rows out of the span */
+        gather_columns(p, c0, c1, x, io->stage);
+        x = io->stage;
+      }
+      io->direct_bytes += 4 * (c1 - c0);
     } else {
       PTDP_CALL(ckpt_stream_reading(&io->stream));
       PTDP_CALL(ckpt_transfer_chunk(ds, p, c0, c1, io->stage, 0));
