@@ -93,8 +93,8 @@ int ckpt_stream_reading(ckpt_stream *s);
 /* ---- checkpoint_direct.c (see there): loading the runs that are contiguous in the file with
  * O_DIRECT, by a thread that reads one run ahead into two aligned buffers.  Open (NULL where the
  * file system refuses direct I/O: the caller reads everything through HDF5), plan every run in the
- * order it will be taken, start, take each run in turn (*data: its payload, valid until the next
- * call), close (also after an error). */
+ * order it will be taken, start, take each run in turn (*data: its payload, the caller's to read
+ * and overwrite until the next call), close (also after an error). */
 typedef struct ckpt_reader ckpt_reader;
 int ckpt_reader_open(ckpt_reader **r, const char *path);
 int ckpt_reader_plan(ckpt_reader *r, long long off, long long len);

@@ -73,15 +73,62 @@ static int open_dataset(ckpt_io *io, int kind, int g, const char *file, hid_t *o
   return 0;
 }
 
-/* The file bytes [off, off+len) that local elements [c0, c1) of p span in ds; 1 where the direct
- * reader takes them: one contiguous range of the file, or a column slice whose rows span at most
- * twice its bytes (t = 2's row-parallel weights: the reader reads the span, the rank keeps its
- * columns); 0 where HDF5 reads them. */
-static int run_span(const ckpt_io *io, hid_t ds, const ptdp_param_info *p, long long c0, long long c1, long long *off,
+/* How local elements [c0, c1) of p are read. */
+enum { READ_HDF5 = 0, READ_DIRECT, READ_SWAP };
+
+/* Is [c0, c1) of p whole rows of one half of the columns at t = 2 (a row-parallel weight)?  Then
+ * the two TP ranks' runs cover the same rows of the file, each half of every row: each reads the
+ * full width of half the rows and they swap halves (swap_rows).  The rows: [*r0, *r1) locally,
+ * this rank reading [*m0, *m1). */
+static int swap_rows(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long c1, long long *r0,
+                     long long *r1, long long *m0, long long *m1)
+{
+  const ptdp_gpt *m = io->m;
+  if (m->t != 2 || p->ndim != 2 || p->gcols != 2 * p->lcols || p->col0 != m->tp_rank * p->lcols) return 0;
+  if (c0 % p->lcols || c1 % p->lcols || c1 <= c0) return 0;
+  *r0 = c0 / p->lcols;
+  *r1 = c1 / p->lcols;
+  const long long mid = *r0 + (*r1 - *r0) / 2;
+  *m0 = m->tp_rank ? mid : *r0;
+  *m1 = m->tp_rank ? *r1 : mid;
+  return 1;
+}
+
+/* How local elements [c0, c1) of p in ds are read, and the file bytes [off, off+len) the reader
+ * takes: READ_DIRECT, one contiguous range of the file, or a column slice whose rows span at most
+ * twice its bytes (read whole, the rank keeps its columns); READ_SWAP (see swap_rows), this rank's
+ * half of the rows at full width; READ_HDF5, through HDF5 (off, len: the span, for read-ahead). */
+static int run_mode(const ckpt_io *io, hid_t ds, const ptdp_param_info *p, long long c0, long long c1, long long *off,
                     long long *len)
 {
   ckpt_chunk_span(ds, p, c0, c1, off, len);
-  return io->reader && *len > 0 && *len <= 2 * 4 * (c1 - c0);
+  if (!io->reader || *len <= 0 || *len > 2 * 4 * (c1 - c0)) return READ_HDF5;
+  long long r0 = 0, r1 = 0, m0 = 0, m1 = 0;
+  if (*len > 4 * (c1 - c0) && swap_rows(io, p, c0, c1, &r0, &r1, &m0, &m1)) {
+    *off += 4 * ((m0 - r0) * p->gcols - p->col0); /* the span starts at this rank's first column */
+    *len = 4 * (m1 - m0) * p->gcols;
+    return READ_SWAP;
+  }
+  return READ_DIRECT;
+}
+
+/* READ_SWAP: half holds this rank's rows [m0, m1) of the run at full width; out gets the run's
+ * elements (its columns of rows [r0, r1)): its own columns from half, the others' from the other
+ * TP rank, which gets this rank's rows of its columns in exchange.  half is overwritten. */
+static int swap_halves(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long c1, float *half, float *out)
+{
+  long long r0 = 0, r1 = 0, m0 = 0, m1 = 0;
+  swap_rows(io, p, c0, c1, &r0, &r1, &m0, &m1);
+  const long long w = p->lcols, mine = p->col0, theirs = p->col0 ? 0 : w;
+  for (long long r = m0; r < m1; r++) /* own columns into place */
+    memcpy(out + (r - r0) * w, half + (r - m0) * 2 * w + mine, sizeof(float) * (size_t)w);
+  for (long long r = m0; r < m1; r++) /* the other rank's columns packed to the front (moving down: safe) */
+    memmove(half + (r - m0) * w, half + (r - m0) * 2 * w + theirs, sizeof(float) * (size_t)w);
+  const long long p0 = io->m->tp_rank ? r0 : m1, p1 = io->m->tp_rank ? m0 : r1; /* the other's rows */
+  const int peer = 1 - io->m->tp_rank;
+  PTDP_CALL_MPI(MPI_Sendrecv(half, (int)((m1 - m0) * w), MPI_FLOAT, peer, 0, out + (p0 - r0) * w, (int)((p1 - p0) * w),
+                             MPI_FLOAT, peer, 0, io->m->grid->tp.comm, MPI_STATUS_IGNORE));
+  return 0;
 }
 
 /* Local elements [c0, c1) of p, in order, out of span (the file's elements from the run's first on). */
@@ -108,7 +155,7 @@ static int plan_reads(ckpt_io *io, int nk, const hid_t *ds)
       read_part(io, k, g, &i, &lo, &hi);
       for (long long c0 = lo; i >= 0 && c0 < hi; c0 += io->chunk) {
         long long off, len, c1 = c0 + io->chunk < hi ? c0 + io->chunk : hi;
-        if (run_span(io, ds[k * io->nglobal + g], &io->m->params[i], c0, c1, &off, &len))
+        if (run_mode(io, ds[k * io->nglobal + g], &io->m->params[i], c0, c1, &off, &len) != READ_HDF5)
           PTDP_CALL(ckpt_reader_plan(io->reader, off, len));
         else PTDP_CALL(ckpt_stream_plan(&io->stream, off, len));
       }
@@ -132,12 +179,12 @@ static int load_dataset(ckpt_io *io, int kind, int g, hid_t ds)
     const long long c1 = c0 + io->chunk < hi ? c0 + io->chunk : hi;
     const float *x = io->stage;
     long long off, len;
-    if (run_span(io, ds, p, c0, c1, &off, &len)) {
+    const int mode = run_mode(io, ds, p, c0, c1, &off, &len);
+    if (mode != READ_HDF5) {
       PTDP_CALL(ckpt_reader_next(io->reader, off, len, &x));
-      if (len > 4 * (c1 - c0)) { /* a column slice: its rows out of the span */
-        gather_columns(p, c0, c1, x, io->stage);
-        x = io->stage;
-      }
+      if (mode == READ_SWAP) PTDP_CALL(swap_halves(io, p, c0, c1, (float *)x, io->stage)); /* the reader's buffer is ours until the next run */
+      else if (len > 4 * (c1 - c0)) gather_columns(p, c0, c1, x, io->stage); /* a column slice out of its span */
+      if (mode == READ_SWAP || len > 4 * (c1 - c0)) x = io->stage;
       io->direct_bytes += 4 * (c1 - c0);
     } else {
       PTDP_CALL(ckpt_stream_reading(&io->stream));

@@ -43,8 +43,9 @@ grep -q "loaded iteration 10 from" "$TMPD/resumed.log"; ok $? "the resumed run l
 $CMP "$TMPD/straight.h5" "$TMPD/resumed.h5" 11 20 --exact; ok $? "t2 p2 -> t2 p2: iterations 11..20 and final parameters bit-identical"
 # loads read with O_DIRECT where the file system takes it (ext4, xfs, Lustre, GPFS; $TMPD here)
 # every run that is contiguous in the file or a column slice spanning at most twice its bytes: at
-# t2 all of it, at t4 all but the row-parallel weights' column slices (through HDF5, as is
-# everything with PTDP_CHECKPOINT_DIRECT=0)
+# t2 all of it (the row-parallel weights by the TP pair, each half the rows, swapping halves; a
+# wrong swap fails the checksums), at t4 all but the row-parallel weights' column slices (through
+# HDF5, as is everything with PTDP_CHECKPOINT_DIRECT=0)
 share() { sed -n 's/^\[checkpoint\] loaded .*, \([0-9]*\)% by direct I\/O.*/\1/p' "$TMPD/$1.log"; }
 fs=$(df -T "$TMPD" | awk 'NR == 2 { print $2 }')
 case $fs in
