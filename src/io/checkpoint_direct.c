@@ -8,13 +8,13 @@
  * (validation/bench/README.md).  Here every run of a tensor that is one contiguous range of the
  * file is read with O_DIRECT into one of two aligned buffers, by a reader thread that runs one
  * run ahead, while the caller checks and copies the other: the device reads into memory that is
- * used over and over and never waits for the checksums and copies.
+ * used over and over and never waits for the checksums and copies.  (Which runs, and how a
+ * column slice is read: checkpoint_load.c; here a run is a range of file bytes.)
  *
  * Direct I/O needs an offset, a length and an address aligned to the device's block: each run is
  * read as the aligned range around it (at most 8 KiB more) and handed out from inside the
  * buffer.  The thread only calls pread() on its own descriptor; HDF5 (not thread-safe) stays on
- * the caller's thread, which reads the runs that are not contiguous in the file (a column slice
- * of a row-parallel weight) through HDF5 as before.  A file system that refuses O_DIRECT (open or
+ * the caller's thread, which reads the other runs through HDF5.  A file system that refuses O_DIRECT (open or
  * a first aligned read fails with EINVAL) leaves the reader off and every run to HDF5. */
 #define _GNU_SOURCE
 #include "checkpoint_impl.h"

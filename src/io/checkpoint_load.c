@@ -298,7 +298,7 @@ static int load_all(ckpt_io *io, const ptdp_checkpoint_ref *ref, ptdp_optimizer 
     nk = NKINDS;
   }
   /* all datasets opened and checked first (collective metadata), then every rank reads its parts
-   * with no collective call between them */
+   * with no collective call between them (at t = 2 the TP pair meets for each swapped run) */
   const int nds = nk * io->nglobal;
   hid_t *ds;
   PTDP_ALLOC(ds, sizeof *ds * (size_t)nds);
