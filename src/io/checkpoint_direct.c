@@ -91,15 +91,7 @@ int ckpt_reader_plan(ckpt_reader *r, long long off, long long len)
   PTDP_CHECK_LOCAL(!r->started, "internal: checkpoint reader planned after its start");
   const long long span = align_up(off + len) - align_down(off);
   if (span > r->slot_bytes) r->slot_bytes = span;
-  if (r->nplan == r->cap) {
-    int cap = r->cap ? 2 * r->cap : 256;
-    ckpt_range *p = realloc(r->plan, sizeof *p * (size_t)cap);
-    PTDP_CHECK_LOCAL(p, "out of memory for the checkpoint read plan (%d runs)", cap);
-    r->plan = p;
-    r->cap = cap;
-  }
-  r->plan[r->nplan++] = (ckpt_range){off, len};
-  return 0;
+  return ckpt_ranges_push(&r->plan, &r->nplan, &r->cap, off, len);
 }
 
 static void *reader_main(void *arg)

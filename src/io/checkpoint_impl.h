@@ -79,6 +79,8 @@ typedef struct {
   ckpt_range *plan;     /* loading: the ranges to read, in order */
   int nplan, cap, next, advised;
 } ckpt_stream;
+/* Append [off, off+len) to the growing array *a of *n ranges (room for *cap). */
+int ckpt_ranges_push(ckpt_range **a, int *n, int *cap, long long off, long long len);
 /* Open path for advice; window <= 0: off. */
 int ckpt_stream_open(ckpt_stream *s, const char *path, long long window);
 /* This rank wrote [off, off+len): start its write-back; past the window, wait for and drop the oldest. */

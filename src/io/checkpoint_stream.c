@@ -95,18 +95,23 @@ int ckpt_stream_wrote(ckpt_stream *s, long long off, long long len)
   return 0;
 }
 
+int ckpt_ranges_push(ckpt_range **a, int *n, int *cap, long long off, long long len)
+{
+  if (*n == *cap) {
+    int c = *cap ? 2 * *cap : 256;
+    ckpt_range *r = realloc(*a, sizeof *r * (size_t)c);
+    PTDP_CHECK_LOCAL(r, "out of memory for the checkpoint's read plan (%d ranges)", c);
+    *a = r;
+    *cap = c;
+  }
+  (*a)[(*n)++] = (ckpt_range){off, len};
+  return 0;
+}
+
 int ckpt_stream_plan(ckpt_stream *s, long long off, long long len)
 {
   if (s->fd < 0 || len <= 0) return 0;
-  if (s->nplan == s->cap) {
-    int cap = s->cap ? 2 * s->cap : 256;
-    ckpt_range *r = realloc(s->plan, sizeof *r * (size_t)cap);
-    PTDP_CHECK_LOCAL(r, "out of memory for the read-ahead plan (%d ranges)", cap);
-    s->plan = r;
-    s->cap = cap;
-  }
-  s->plan[s->nplan++] = (ckpt_range){off, len};
-  return 0;
+  return ckpt_ranges_push(&s->plan, &s->nplan, &s->cap, off, len);
 }
 
 int ckpt_stream_reading(ckpt_stream *s)
