@@ -14,8 +14,9 @@
  * Direct I/O needs an offset, a length and an address aligned to the device's block: each run is
  * read as the aligned range around it (at most 8 KiB more) and handed out from inside the
  * buffer.  The thread only calls pread() on its own descriptor; HDF5 (not thread-safe) stays on
- * the caller's thread, which reads the other runs through HDF5.  A file system that refuses O_DIRECT (open or
- * a first aligned read fails with EINVAL) leaves the reader off and every run to HDF5. */
+ * the caller's thread, which reads the other runs through HDF5.  A file system that refuses
+ * O_DIRECT (open or a first aligned read fails with EINVAL) leaves the reader off and every run
+ * to HDF5. */
 #define _GNU_SOURCE
 #include "checkpoint_impl.h"
 
@@ -151,15 +152,16 @@ int ckpt_reader_start(ckpt_reader *r)
 
 int ckpt_reader_next(ckpt_reader *r, long long off, long long len, const float **data)
 {
+  const int k = r->taken; /* only this thread moves taken */
+  PTDP_CHECK_LOCAL(k < r->nplan && r->plan[k].off == off && r->plan[k].len == len,
+                   "internal: checkpoint run %d taken out of the planned order", k);
   pthread_mutex_lock(&r->mu);
-  const int k = r->taken++; /* run k - 1's slot is free from now on */
+  r->taken = k + 1; /* run k - 1's slot is free from now on */
   pthread_cond_broadcast(&r->cv);
   while (r->filled <= k && !(r->err && r->err_run <= k)) pthread_cond_wait(&r->cv, &r->mu);
   const int err = r->filled <= k ? r->err : 0;
   const long long skip = r->skip[k % NSLOTS];
   pthread_mutex_unlock(&r->mu);
-  PTDP_CHECK_LOCAL(k < r->nplan && r->plan[k].off == off && r->plan[k].len == len,
-                   "internal: checkpoint run %d taken out of the planned order", k);
   PTDP_CHECK_IO(!err, "cannot read checkpoint bytes %lld..%lld: %s", off, off + len,
                 err > 0 ? strerror(err) : "the file ends before them (truncated?)");
   *data = (const float *)(r->slot[k % NSLOTS] + skip);

@@ -181,10 +181,12 @@ static int load_dataset(ckpt_io *io, int kind, int g, hid_t ds)
     long long off, len;
     const int mode = run_mode(io, ds, p, c0, c1, &off, &len);
     if (mode != READ_HDF5) {
-      PTDP_CALL(ckpt_reader_next(io->reader, off, len, &x));
-      if (mode == READ_SWAP) PTDP_CALL(swap_halves(io, p, c0, c1, (float *)x, io->stage)); /* the reader's buffer is ours until the next run */
-      else if (len > 4 * (c1 - c0)) gather_columns(p, c0, c1, x, io->stage); /* a column slice out of its span */
-      if (mode == READ_SWAP || len > 4 * (c1 - c0)) x = io->stage;
+      const float *run;
+      PTDP_CALL(ckpt_reader_next(io->reader, off, len, &run));
+      if (mode == READ_SWAP) /* the reader's buffer is ours to overwrite until the next run */
+        PTDP_CALL(swap_halves(io, p, c0, c1, (float *)run, io->stage));
+      else if (len > 4 * (c1 - c0)) gather_columns(p, c0, c1, run, io->stage); /* a column slice out of its span */
+      else x = run;
       io->direct_bytes += 4 * (c1 - c0);
     } else {
       PTDP_CALL(ckpt_stream_reading(&io->stream));
