@@ -97,7 +97,9 @@ seen="" n=0
 while [ $n -lt 600 ]; do
   it=$(csv_field iteration k.h5 2>/dev/null)
   case " $seen " in *" $it "*) ;; *) [ -n "$it" ] && seen="$seen $it" ;; esac
-  [ -n "$it" ] && [ "$it" -ge 10 ] && break
+  # stop once two different iterations were seen and the run is past 10 (a checkpoint to requeue
+  # from); a fast machine may already be past 10 at the first read, so one read is never enough
+  [ -n "$it" ] && [ "$it" -ge 10 ] && [ "$(echo $seen | wc -w)" -ge 2 ] && break
   sleep 0.1; n=$((n + 1))
 done
 for p in $(pgrep -f "$DECK"); do [ "$(cat /proc/$p/comm 2>/dev/null)" = ptdp-train ] && kill -9 $p; done
