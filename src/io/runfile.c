@@ -154,7 +154,23 @@ static int resolve_path(const ptdp_args *a, int appending, char *out, size_t n, 
   else snprintf(base, sizeof base, "ptdp-run");
   snprintf(out, n, "%s.h5", base);
   snprintf(base_out, nb, "%s", base);
-  if (appending && a->save[0]) return 0; /* a resumed run appends to its save directory's file */
+  if (a->save[0]) {
+    /* SAVE/run.h5 belongs to the run whose checkpoints SAVE receives: a resumed run appends to it.
+     * One found by a launch that resumes from no checkpoint (a requeue of a job killed before its
+     * first save, or a new run saving into a used directory) is another launch's file that this run
+     * does not continue: it is kept under the next free SAVE/run-K.h5, never overwritten, and this
+     * run starts SAVE/run.h5 afresh, so its requeues append to the file that holds its start. */
+    if (appending || !exists(out)) return 0;
+    char aside[PTDP_OPT_STRLEN + 32];
+    int k = 1;
+    do snprintf(aside, sizeof aside, "%s-%d.h5", base, k++);
+    while (exists(aside));
+    PTDP_CHECK_IO(rename(out, aside) == 0, "cannot move the earlier run file '%s' aside to '%s' (%s)", out, aside,
+                  strerror(errno));
+    printf("[run file] %s held a launch this run does not continue (it resumes from no checkpoint): kept as %s\n", out,
+           aside);
+    return 0;
+  }
   for (int k = 1; exists(out); k++) snprintf(out, n, "%s-%d.h5", base, k); /* never overwrite */
   return 0;
 }

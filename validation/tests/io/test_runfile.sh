@@ -6,7 +6,8 @@
 # (check_runfile.py).  A run killed with kill -9 leaves a file h5py opens with every interval
 # flushed before the kill; its requeue (load) appends a second /jobs row; a second run in the
 # same directory does not overwrite the first one's file; an explicit run-file that is another
-# run's is refused.
+# run's is refused; a requeue of a launch killed before its first checkpoint starts SAVE/run.h5
+# afresh, keeping the dead launch's file as SAVE/run-1.h5.
 . "$top_srcdir/validation/tests/common.sh"
 cd "$TMPD" || exit 99
 DECK="$TMPD/deck.in"
@@ -94,4 +95,23 @@ print('jobs:', [(int(r['first_iteration']), int(r['last_iteration'])) for r in j
 sys.exit(0 if len(j) == 2 and j[1]['first_iteration'] == int(sys.argv[2]) and it[-1] == int(sys.argv[2]) + 3 else 1)" \
   "$TMPD/ck/run.h5" "$it"
 ok $? "two /jobs rows (the killed launch and the requeue), the requeue's intervals appended"
+
+# ---- a launch killed before its first checkpoint, then its requeue: the run starts over in
+# SAVE/run.h5 and the dead launch's file is kept as SAVE/run-1.h5 (a kill before the first save
+# leaves SAVE holding run.h5 and no tracker: made here by removing the checkpoints of a short run)
+$MPIRUN -n 1 "$TRAIN" "$DECK" --train-iters 2 --save "$TMPD/early" < /dev/null > "$TMPD/early1.log" 2>&1 &&
+  rm -rf "$TMPD/early"/iter_* "$TMPD/early/latest_checkpointed_iteration.txt"
+ok $? "a first launch saving into early/, its checkpoints then removed"
+$MPIRUN -n 1 "$TRAIN" "$DECK" --train-iters 3 --save "$TMPD/early" --load "$TMPD/early" < /dev/null > "$TMPD/early2.log" 2>&1
+[ $? -eq 0 ] && grep -q "^\[run file\] $TMPD/early/run.h5 held a launch this run does not continue.*kept as $TMPD/early/run-1.h5" "$TMPD/early2.log" &&
+  grep -q "writing $TMPD/early/run.h5" "$TMPD/early2.log"
+ok $? "its requeue (no checkpoint to resume) keeps the earlier file as run-1.h5 and writes run.h5 afresh"
+$MPIRUN -n 1 "$TRAIN" "$DECK" --train-iters 5 --save "$TMPD/early" --load "$TMPD/early" < /dev/null > "$TMPD/early3.log" 2>&1
+grep -q "appending to $TMPD/early/run.h5" "$TMPD/early3.log"; ok $? "the next requeue (from iteration 3) appends to run.h5"
+$PYTHON3 -c "import sys, h5py
+jobs = lambda p: [(int(r['first_iteration']), int(r['last_iteration'])) for r in h5py.File(p, 'r')['jobs'][()]]
+a, b = jobs(sys.argv[1] + '/run-1.h5'), jobs(sys.argv[1] + '/run.h5')
+print('run-1.h5 jobs', a, 'run.h5 jobs', b)
+sys.exit(0 if a == [(0, 2)] and b == [(0, 3), (3, 5)] else 1)" "$TMPD/early"
+ok $? "run-1.h5 holds the dead launch (iterations 0-2), run.h5 this run's two launches (0-3, 3-5)"
 finish
