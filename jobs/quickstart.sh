@@ -14,8 +14,8 @@ echo "A sample from checkpoints/gpt-tiny, continuing \"$prompt\":"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun --oversubscribe --bind-to none -n 2 "$top/build/ptdp-generate" --load checkpoints/gpt-tiny --prompt "$prompt" \
   --num-tokens-to-generate 48 --top-p 0.9 --temperature 0.8
-# the run file of the job (the newest in the save directory: a rerun writes run-1.h5, ...)
-runfile=$(ls -t checkpoints/gpt-tiny/run*.h5 | head -n 1)
+# the run file of the job (a rerun, resuming from no checkpoint, keeps the earlier one as run-1.h5, ...)
+runfile=checkpoints/gpt-tiny/run.h5
 echo
 echo "Everything the run measured is in its run file $runfile; plot it with:"
 echo "  build/ptdp-plot $runfile        (PNGs in ${runfile%.h5}-plots/)"
