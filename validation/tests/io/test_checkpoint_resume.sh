@@ -42,10 +42,10 @@ run resumed 4 $TP2PP2 --load "$TMPD/ck"
 grep -q "loaded iteration 10 from" "$TMPD/resumed.log"; ok $? "the resumed run logs the load"
 $CMP "$TMPD/straight.h5" "$TMPD/resumed.h5" 11 20 --exact; ok $? "t2 p2 -> t2 p2: iterations 11..20 and final parameters bit-identical"
 # loads read with O_DIRECT where the file system takes it (ext4, xfs, Lustre, GPFS; $TMPD here)
-# every run that is contiguous in the file or a column slice spanning at most twice its bytes: at
-# t2 all of it (the row-parallel weights by the TP pair, each half the rows, swapping halves; a
-# wrong swap fails the checksums), at t4 all but the row-parallel weights' column slices (through
-# HDF5, as is everything with PTDP_CHECKPOINT_DIRECT=0)
+# every run that is contiguous in the file, a column slice spanning at most twice its bytes, or
+# whole rows of a row-parallel weight's column slice (the TP group reads them together, each rank
+# a t-th of the rows at full width, and they exchange slices; a wrong exchange fails the
+# checksums): at t2 and t4 all of it (PTDP_CHECKPOINT_DIRECT=0: everything through HDF5)
 share() { sed -n 's/^\[checkpoint\] loaded .*, \([0-9]*\)% by direct I\/O.*/\1/p' "$TMPD/$1.log"; }
 fs=$(df -T "$TMPD" | awk 'NR == 2 { print $2 }')
 case $fs in
@@ -63,9 +63,14 @@ $CMP "$TMPD/straight.h5" "$TMPD/to_d2.h5" 11 20 --rtol 1e-5; ok $? "t2 p2 -> d2:
 run to_t4sp 4 --load "$TMPD/ck" --tensor-model-parallel-size 4 --sequence-parallel
 $CMP "$TMPD/straight.h5" "$TMPD/to_t4sp.h5" 11 20 --rtol 1e-5; ok $? "t2 p2 -> t4 sequence parallel: losses within 1e-5"
 case $fs in
-  ext[34]|xfs|btrfs) d=$(share to_t4sp); [ -n "$d" ] && [ "$d" -gt 50 ] && [ "$d" -lt 100 ]
-    ok $? "t4 load: $d% of the bytes by direct I/O on $fs (expected: more than half, not all)" ;;
+  ext[34]|xfs|btrfs) [ "$(share to_t4sp)" = 100 ]
+    ok $? "t4 load: $(share to_t4sp)% of the bytes by direct I/O on $fs (expected: all)" ;;
 esac
+# runs of 112 elements = 7 rows of a t4 slice of linear_proj (64 x 16): each exchange splits 7
+# rows 1, 2, 2, 2 over the four ranks; the other tensors' runs start inside rows
+PTDP_CHECKPOINT_CHUNK=112 run to_t4sp_runs 4 --load "$TMPD/ck" --tensor-model-parallel-size 4 --sequence-parallel
+$CMP "$TMPD/to_t4sp.h5" "$TMPD/to_t4sp_runs.h5" 11 20 --exact
+ok $? "t2 p2 -> t4 loaded in runs of 112 elements: bit-identical to the load in one run per tensor"
 run to_p2v2d2 4 --load "$TMPD/ck" --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 \
   --use-distributed-optimizer
 $CMP "$TMPD/straight.h5" "$TMPD/to_p2v2d2.h5" 11 20 --rtol 1e-5; ok $? "t2 p2 -> p2 v2 d2 distributed optimizer: losses within 1e-5"
