@@ -2,7 +2,8 @@
 # Checkpoint save and load rates beside the raw bandwidth of the same bytes, the same ranks and
 # the same file system, measured in the same run (io_bench.c).  Model: 8 layers, h 1024, GPT-2
 # vocabulary: 151 M parameters, 1.83 GB of parameters and Adam state (fp32).  Layouts: 1 rank;
-# 2 ranks (d 2, distributed optimizer); 4 ranks (t 2, d 2, distributed optimizer).  Each round of
+# 2 ranks (d 2, distributed optimizer); 4 ranks (t 2, d 2, distributed optimizer); on request
+# (LAYOUTS=t4) 4 ranks at t 4, where every rank's row-parallel slices are exchanged.  Each round of
 # a layout: train 1 iteration and save; io_bench writes the number of bytes the save wrote twice
 # (plain MPI-IO write + sync, and streamed as ptdp's save writes: write-back started per block);
 # all three files are dropped from the page cache (posix_fadvise DONTNEED: no privilege needed);
@@ -14,7 +15,7 @@
 # rounds of each round's own ratios (the raw figures vary from round to round with what the host
 # caches); `sync` runs before each timed write so that none waits for another's dirty pages.
 # usage: validation/bench/bench_checkpoint.sh [BUILD_DIR] [DIR]   (DIR: where files go, default /tmp)
-# environment: MPIEXEC (default below), LAYOUTS ("1 2 4"), LAYERS (8), HIDDEN (1024),
+# environment: MPIEXEC (default below), LAYOUTS ("1 2 4"; or t4), LAYERS (8), HIDDEN (1024),
 #              ROUNDS (2: best of)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,12 +45,13 @@ echo "== $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(
 # best of ROUNDS rounds of (raw write and read, save, load): the disk is shared and noisy
 rate() { echo "$1" | sed -n "s/.*$2[^(]*(\([0-9.]*\) GB\/s).*/\1/p"; }
 max() { awk -v a="$1" -v b="$2" 'BEGIN { print (a + 0 > b + 0) ? a : b }'; }
-for np in ${LAYOUTS:-1 2 4}; do
-  case $np in
-    1) lay="" ;;
-    2) lay="--use-distributed-optimizer" ;;
-    4) lay="--tensor-model-parallel-size 2 --use-distributed-optimizer" ;;
-    *) lay="--use-distributed-optimizer" ;;
+for layout in ${LAYOUTS:-1 2 4}; do
+  case $layout in
+    1) np=1 lay="" ;;
+    2) np=2 lay="--use-distributed-optimizer" ;;
+    4) np=4 lay="--tensor-model-parallel-size 2 --use-distributed-optimizer" ;;
+    t4) np=4 lay="--tensor-model-parallel-size 4" ;;
+    *) echo "bench_checkpoint: unknown layout '$layout' in LAYOUTS (1, 2, 4 or t4)" >&2; exit 2 ;;
   esac
   echo "== $np rank(s) $lay"
   bs=0 bl=0 bw=0 bp=0 br=0 bb=0 bd=0 ratios=""
