@@ -19,10 +19,15 @@
 #include <signal.h>
 #include <unistd.h>
 
-void ckpt_fault(const char *point, int rank)
+int ckpt_fault_here(const char *point, int rank)
 {
   const char *want = getenv("PTDP_CHECKPOINT_FAULT"), *who = getenv("PTDP_CHECKPOINT_FAULT_RANK");
-  if (want && !strcmp(want, point) && rank == (who ? atoi(who) : 0)) kill(getpid(), SIGKILL);
+  return want && !strcmp(want, point) && rank == (who ? atoi(who) : 0);
+}
+
+void ckpt_fault(const char *point, int rank)
+{
+  if (ckpt_fault_here(point, rank)) kill(getpid(), SIGKILL);
 }
 
 void ckpt_fs_iter_dir(const char *save_dir, long long iter, char *out, size_t n)

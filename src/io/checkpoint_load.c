@@ -357,8 +357,19 @@ static int load_all(ckpt_io *io, const ptdp_checkpoint_ref *ref, ptdp_optimizer 
   const char *direct = getenv("PTDP_CHECKPOINT_DIRECT");
   if (!rc && !(direct && !strcmp(direct, "0"))) rc = ckpt_reader_open(&io->reader, ref->file);
   rc = agree_reader(io, rc);
-  if (!rc) rc = plan_reads(io, nk, ds);
-  for (int d = 0; d < nds && !rc; d++) rc = load_dataset(io, d / io->nglobal, d % io->nglobal, ds[d]);
+  if (!rc) {
+    /* reading is each rank's own: a failure here is printed by its rank and ends the run with
+     * MPI_Abort, since the other ranks may be waiting for it in an exchange of slices */
+    const int coll = ptdp_error_collective();
+    ptdp_error_set_collective(0);
+    rc = plan_reads(io, nk, ds);
+    const int fail_at = ckpt_fault_here("read-error", io->m->grid->world_rank) ? nds / 2 : -1;
+    for (int d = 0; d < nds && !rc; d++)
+      rc = d == fail_at ? ptdp_error_push(PTDP_ERR_IO, __FILE__, __LINE__, __func__,
+                                          "injected read error (PTDP_CHECKPOINT_FAULT=read-error) in dataset %d of %d", d, nds)
+                        : load_dataset(io, d / io->nglobal, d % io->nglobal, ds[d]);
+    if (!rc) ptdp_error_set_collective(coll);
+  }
   ckpt_reader_close(io->reader);
   io->reader = NULL;
   if (!rc) rc = ckpt_stream_close(&io->stream);
@@ -396,7 +407,9 @@ int ptdp_checkpoint_load(const ptdp_checkpoint_ref *ref, ptdp_gpt *m, ptdp_optim
   ckpt_io io;
   int rc = ckpt_io_setup(&io, m, opt ? opt->ddp : NULL, opt ? opt->m : NULL, opt ? opt->v : NULL);
   if (!rc) rc = load_all(&io, ref, opt, info, comm);
-  if (io.file >= 0) H5Fclose(io.file);
+  /* closing is collective (MPI-IO): not after one rank's own failure, which ends the run with
+   * MPI_Abort while the others may still be waiting for it elsewhere */
+  if (io.file >= 0 && (!rc || ptdp_error_collective())) H5Fclose(io.file);
   long long bytes[2] = {io.bytes, io.direct_bytes};
   ckpt_io_free(&io);
   PTDP_CALL(rc);

@@ -3,7 +3,8 @@
 # file complete but not renamed; renamed but the tracker not yet updated) leaves the previous
 # checkpoint loadable, and the run resumed from it continues bit-identically; a flipped byte, a
 # truncated file, an unknown format version, a wrong model shape, a tracker naming a missing
-# directory, a checkpoint without optimizer state: each a clear message and a non-zero exit.
+# directory, a checkpoint without optimizer state: each a clear message and a non-zero exit; a
+# read failing on one rank of a t4 load (PTDP_CHECKPOINT_FAULT=read-error): its message, no hang.
 # Also: bad key combinations, a load directory with nothing yet, keep-checkpoints, finetune,
 # use-checkpoint-args, and every documented dataset in h5py with its global shape.
 . "$top_srcdir/validation/tests/common.sh"
@@ -52,6 +53,13 @@ for fault in datasets:0 datasets:1 closed:0 renamed:0; do
   [ ! -e "$TMPD/ck/iter_0000008.tmp" ] && [ "$(cat "$TMPD/ck/latest_checkpointed_iteration.txt")" = 8 ]
   ok $? "the next save cleared the interrupted one's leftovers and completed ($(ls "$TMPD/ck" | tr '\n' ' '))"
 done
+
+# ---- a read failing on one rank while the others wait for it in an exchange of slices (t 4:
+# every rank takes part in each row-parallel weight's all-to-all): its message, MPI_Abort, no hang
+PTDP_CHECKPOINT_FAULT=read-error PTDP_CHECKPOINT_FAULT_RANK=2 run read_error 4 --load "$TMPD/pristine" \
+  --tensor-model-parallel-size 4
+expect_error $? read_error "error \[rank 2\]: injected read error" "a read error on rank 2 of a t4 load ends the run"
+[ "$rc" -ne 124 ]; ok $? "the t4 load with a read error did not hang (exit $rc, 124 is the timeout's)"
 
 # ---- damaged checkpoints
 F=iter_0000004/checkpoint.h5
