@@ -12,14 +12,18 @@
  * stage's copy of the tied word embedding not at all.  With the distributed optimizer those
  * pieces are exactly the Adam state a rank holds, so no rank ever sees another's state.
  *
- * Reading: a rank reads its whole slice of every parameter (its layout's parameter table), and of
+ * Reading: a rank gets its whole slice of every parameter (its layout's parameter table), and of
  * the Adam moments either its whole slices or, with the distributed optimizer, its shard's pieces.
- * Checksums are verified over the same partition as writing, computed on the reading layout.
+ * What all d replicas hold each reads a shard of and they all-gather it; a row-parallel weight's
+ * column slices are read by the TP group together, each rank a t-th of the rows at full width,
+ * and exchanged (checkpoint_load.c).  Checksums are verified over the same partition as writing,
+ * computed on the reading layout.
  *
  * Transfers are independent (each rank moves its own parts, no aggregation: the parts are long
  * contiguous runs already) and go through one host buffer of CKPT_CHUNK_ELEMS floats, a run of at
  * most that many consecutive local elements at a time: the extra host memory of saving and
- * loading is that buffer (16 MiB), whatever the model's size, on the CPU as on a GPU.  The page
+ * loading is that buffer (16 MiB; loading adds the direct reader's two, checkpoint_direct.c: at
+ * most 80 MiB in all), whatever the model's size, on the CPU as on a GPU.  The page
  * cache holds at most about CKPT_STREAM_WINDOW bytes of the file per rank while saving
  * (checkpoint_stream.c). */
 #include "checkpoint_impl.h"
