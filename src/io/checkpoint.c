@@ -347,7 +347,10 @@ static int save_all(ckpt_io *io, const ptdp_checkpoint_info *info, const char *p
   for (int k = 0; k < nk && !rc; k++)
     for (int g = 0; g < io->nglobal && !rc; g++) {
       if (k == 0 && g == io->nglobal / 2) ckpt_fault("datasets", rank);
-      rc = save_dataset(io, k, g, ds[k * io->nglobal + g]);
+      if (k == 0 && g == io->nglobal / 2 && ckpt_fault_here("write-error", rank))
+        rc = ptdp_error_push(PTDP_ERR_IO, __FILE__, __LINE__, __func__,
+                             "injected write error (PTDP_CHECKPOINT_FAULT=write-error) in dataset %d of %d", g, nds);
+      else rc = save_dataset(io, k, g, ds[k * io->nglobal + g]);
     }
   if (!rc && MPI_Allreduce(MPI_IN_PLACE, io->sum, nds, MPI_UINT64_T, MPI_SUM, comm) != MPI_SUCCESS) rc = PTDP_ERR_LIB;
   for (int d = 0; d < made; d++) {

@@ -30,7 +30,8 @@ int ckpt_fs_locate(const char *load_dir, ptdp_checkpoint_ref *ref, char *msg, si
  * renamed), "renamed" (directory in place, tracker not yet updated). */
 void ckpt_fault(const char *point, int rank);
 /* Whether the environment names this point and world rank (ckpt_fault's test, without the kill):
- * "read-error" makes that rank's load fail as an I/O error would, halfway through its reading. */
+ * "read-error" makes that rank's load fail as an I/O error would, halfway through its reading;
+ * "write-error" its save, halfway through its writing. */
 int ckpt_fault_here(const char *point, int rank);
 /* save_dir/iter_NNNNNNN into out. */
 void ckpt_fs_iter_dir(const char *save_dir, long long iter, char *out, size_t n);

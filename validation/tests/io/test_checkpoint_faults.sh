@@ -4,7 +4,8 @@
 # checkpoint loadable, and the run resumed from it continues bit-identically; a flipped byte, a
 # truncated file, an unknown format version, a wrong model shape, a tracker naming a missing
 # directory, a checkpoint without optimizer state: each a clear message and a non-zero exit; a
-# read failing on one rank of a t4 load (PTDP_CHECKPOINT_FAULT=read-error): its message, no hang.
+# read failing on one rank of a t4 load and a write failing on one rank of a save
+# (PTDP_CHECKPOINT_FAULT=read-error, write-error): its message, no hang.
 # Also: bad key combinations, a load directory with nothing yet, keep-checkpoints, finetune,
 # use-checkpoint-args, and every documented dataset in h5py with its global shape.
 . "$top_srcdir/validation/tests/common.sh"
@@ -61,8 +62,16 @@ PTDP_CHECKPOINT_FAULT=read-error PTDP_CHECKPOINT_FAULT_RANK=2 run read_error 4 -
 expect_error $? read_error "error \[rank 2\]: injected read error" "a read error on rank 2 of a t4 load ends the run"
 [ "$rc" -ne 124 ]; ok $? "the t4 load with a read error did not hang (exit $rc, 124 is the timeout's)"
 
-# ---- damaged checkpoints
 F=iter_0000004/checkpoint.h5
+# ---- a write failing on one rank halfway through a save: its message, MPI_Abort, no hang, and
+# the previous checkpoint stays the tracker's
+rm -rf "$TMPD/ck" && cp -r "$TMPD/pristine" "$TMPD/ck"
+PTDP_CHECKPOINT_FAULT=write-error PTDP_CHECKPOINT_FAULT_RANK=1 run write_error 2 --load "$TMPD/ck" --save "$TMPD/ck"
+expect_error $? write_error "error \[rank 1\]: injected write error" "a write error on rank 1 during a save ends the run"
+[ "$rc" -ne 124 ] && [ "$(cat "$TMPD/ck/latest_checkpointed_iteration.txt")" = 4 ] && cmp -s "$TMPD/ck/$F" "$TMPD/pristine/$F"
+ok $? "no hang (exit $rc), and the tracker still names iteration 4, whose file is unchanged"
+
+# ---- damaged checkpoints
 damage() { rm -rf "$TMPD/bad" && cp -r "$TMPD/pristine" "$TMPD/bad"; }
 damage
 $PY - "$TMPD/bad/$F" <<'PYEOF'
