@@ -4,7 +4,16 @@
  * final name (it is written under iter_NNNNNNN.tmp and synced), the tracker names only complete
  * checkpoints (it is replaced by rename after the directory is in place), and a directory is
  * deleted only after a newer checkpoint is complete.  Renames and new names are made durable
- * by syncing the directory that holds them. */
+ * by syncing the directory that holds them.
+ *
+ * Saving an iteration whose directory exists already (a rerun from scratch into the same save
+ * directory, a finetune) swaps the new directory with the old one in one atomic step
+ * (renameat2 RENAME_EXCHANGE) and then deletes the old one.  Where the file system cannot swap
+ * (EINVAL, ENOSYS), the old directory is first renamed to iter_NNNNNNN.old.tmp; a kill between
+ * that rename and the next leaves the tracker naming a missing directory, so loading falls back
+ * to the .old.tmp one, and the next save moves it back (or, when the iteration's directory is in
+ * place again, deletes it). */
+#define _GNU_SOURCE /* renameat2 */
 #include "checkpoint_impl.h"
 
 #include "ptdp/error.h"
@@ -95,6 +104,18 @@ static int iter_name(const char *name, const char *suffix, long long *it)
   return 1;
 }
 
+/* An iteration's directory moved aside to path by a replacing save that was killed before it
+ * completed: deleted where the iteration's directory is back in place, else moved back. */
+static int settle_aside(const char *save_dir, long long it, const char *path)
+{
+  char dir[PTDP_OPT_STRLEN];
+  struct stat st;
+  ckpt_fs_iter_dir(save_dir, it, dir, sizeof dir);
+  if (stat(dir, &st) == 0) return remove_dir(path);
+  PTDP_CHECK_IO(rename(path, dir) == 0, "cannot move '%s' back to '%s': %s", path, dir, strerror(errno));
+  return 0;
+}
+
 int ckpt_fs_prepare(const char *save_dir, long long iter, char *tmp, size_t n)
 {
   PTDP_CALL(ckpt_fs_make_dirs(save_dir));
@@ -104,14 +125,17 @@ int ckpt_fs_prepare(const char *save_dir, long long iter, char *tmp, size_t n)
   char path[2 * PTDP_OPT_STRLEN];
   long long it;
   int rc = 0;
-  while (!rc && (e = readdir(d)))
-    if (iter_name(e->d_name, ".tmp", &it)) { /* left by a save that did not finish */
-      snprintf(path, sizeof path, "%s/%s", save_dir, e->d_name);
+  char dir[PTDP_OPT_STRLEN];
+  while (!rc && (e = readdir(d))) {
+    snprintf(path, sizeof path, "%s/%s", save_dir, e->d_name);
+    if (iter_name(e->d_name, ".tmp", &it)) /* left by a save that did not finish */
       rc = remove_dir(path);
-    }
+    else if (iter_name(e->d_name, ".old.tmp", &it)) /* moved aside by a replacing save that did not finish */
+      rc = settle_aside(save_dir, it, path);
+  }
   closedir(d);
   PTDP_CALL(rc);
-  char dir[PTDP_OPT_STRLEN];
+  PTDP_CALL(sync_path(save_dir));
   ckpt_fs_iter_dir(save_dir, iter, dir, sizeof dir);
   snprintf(tmp, n, "%s.tmp", dir);
   PTDP_CHECK_IO(mkdir(tmp, 0777) == 0, "cannot create directory '%s': %s", tmp, strerror(errno));
@@ -128,11 +152,20 @@ int ckpt_fs_commit(const char *save_dir, long long iter, const char *tmp)
   struct stat st;
   int replace = stat(dir, &st) == 0; /* the same iteration saved before (a rerun): move it aside first */
   snprintf(old, sizeof old, "%s.old.tmp", dir);
+  int swapped = 0; /* the new directory is in place and the old one is at tmp */
   if (replace) {
     PTDP_CALL(remove_dir(old));
-    PTDP_CHECK_IO(rename(dir, old) == 0, "cannot rename '%s': %s", dir, strerror(errno));
+    if (!getenv("PTDP_CHECKPOINT_NO_EXCHANGE")) { /* test hook: take the two-rename road */
+      swapped = renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0;
+      PTDP_CHECK_IO(swapped || errno == EINVAL || errno == ENOSYS || errno == ENOTSUP,
+                    "cannot exchange '%s' and '%s': %s", tmp, dir, strerror(errno));
+    }
+    if (!swapped) {
+      PTDP_CHECK_IO(rename(dir, old) == 0, "cannot rename '%s': %s", dir, strerror(errno));
+      ckpt_fault("moved-aside", 0);
+    }
   }
-  PTDP_CHECK_IO(rename(tmp, dir) == 0, "cannot rename '%s' to '%s': %s", tmp, dir, strerror(errno));
+  if (!swapped) PTDP_CHECK_IO(rename(tmp, dir) == 0, "cannot rename '%s' to '%s': %s", tmp, dir, strerror(errno));
   PTDP_CALL(sync_path(save_dir));
   ckpt_fault("renamed", 0);
   snprintf(f, sizeof f, "%s/%s.tmp", save_dir, PTDP_CHECKPOINT_TRACKER);
@@ -147,7 +180,8 @@ int ckpt_fs_commit(const char *save_dir, long long iter, const char *tmp)
   snprintf(tracker, sizeof tracker, "%s/%s", save_dir, PTDP_CHECKPOINT_TRACKER);
   PTDP_CHECK_IO(rename(f, tracker) == 0, "cannot rename '%s' to '%s': %s", f, tracker, strerror(errno));
   PTDP_CALL(sync_path(save_dir));
-  if (replace) PTDP_CALL(remove_dir(old));
+  if (swapped) PTDP_CALL(remove_dir(tmp));
+  else if (replace) PTDP_CALL(remove_dir(old));
   return 0;
 }
 
@@ -220,6 +254,13 @@ int ckpt_fs_locate(const char *load_dir, ptdp_checkpoint_ref *ref, char *msg, si
   ckpt_fs_iter_dir(load_dir, it, ref->dir, sizeof ref->dir);
   snprintf(ref->file, sizeof ref->file, "%.*s/%s", (int)(sizeof ref->file - 32), ref->dir, PTDP_CHECKPOINT_FILE);
   ref->iteration = it;
+  char aside[sizeof ref->dir + 8];
+  snprintf(aside, sizeof aside, "%s.old.tmp", ref->dir);
+  if (stat(ref->dir, &st) != 0 && stat(aside, &st) == 0 && strlen(aside) < sizeof ref->dir) {
+    /* a save replacing this iteration was killed between its two renames: the old one is whole */
+    strcpy(ref->dir, aside);
+    snprintf(ref->file, sizeof ref->file, "%.*s/%s", (int)(sizeof ref->file - 32), ref->dir, PTDP_CHECKPOINT_FILE);
+  }
   if (stat(ref->dir, &st) != 0) {
     snprintf(msg, n, "the checkpoint tracker '%s' names iteration %lld, but its directory '%s' is missing", tracker,
              it, ref->dir);

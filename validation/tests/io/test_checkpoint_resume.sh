@@ -5,7 +5,8 @@
 # A 4-layer model with dropout on and a vocabulary of 300 (so the word embedding has padding rows
 # that must not reach the file), saved at iteration 10 of 20 (exit-interval) and resumed:
 #   saved at t2 p2            -> t2 p2 (exact), d2, t4 + sequence parallel, p2 v2 d2 + distributed optimizer
-#   saved at t2 d2 + dist opt -> t2 d2 + dist opt (exact), 1 rank
+#   saved at t2 d2 + dist opt -> t2 d2 + dist opt (exact), 1 rank, t2 + full recomputation + micro-batch 1,
+#                                d2 + selective recomputation + micro-batch 4
 . "$top_srcdir/validation/tests/common.sh"
 DECK="$TMPD/deck.in"
 cat > "$DECK" <<'DECK'
@@ -38,6 +39,8 @@ run straight 4 $TP2PP2
 run saved 4 $TP2PP2 --save "$TMPD/ck" --exit-interval 10
 grep -q "^exiting program at iteration 10" "$TMPD/saved.log" && [ "$(cat "$TMPD/ck/latest_checkpointed_iteration.txt")" = 10 ]
 ok $? "exit-interval 10 saved iteration 10 and exited; the tracker names it"
+grep -Eq '^\[checkpoint\] saved iteration 10 to .*/ck/iter_0000010: [0-9]+\.[0-9]{3} GB in [0-9]+\.[0-9]{3} s \([0-9]+\.[0-9]{3} GB/s\)$' "$TMPD/saved.log"
+ok $? "the save's log line: $(grep -m1 '^\[checkpoint\] saved' "$TMPD/saved.log")"
 run resumed 4 $TP2PP2 --load "$TMPD/ck"
 grep -q "loaded iteration 10 from" "$TMPD/resumed.log"; ok $? "the resumed run logs the load"
 $CMP "$TMPD/straight.h5" "$TMPD/resumed.h5" 11 20 --exact; ok $? "t2 p2 -> t2 p2: iterations 11..20 and final parameters bit-identical"
@@ -83,6 +86,15 @@ $CMP "$TMPD/straight_dist.h5" "$TMPD/resumed_dist.h5" 11 20 --exact
 ok $? "t2 d2 distributed optimizer -> same: iterations 11..20 and final parameters bit-identical"
 run to_one 1 --load "$TMPD/ckd"
 $CMP "$TMPD/straight_dist.h5" "$TMPD/to_one.h5" 11 20 --rtol 1e-5; ok $? "t2 d2 distributed optimizer -> 1 rank: losses within 1e-5"
+# recomputation and micro-batch size are not part of a checkpoint: full recomputation with
+# micro-batches of 1 (8 per step, not 2 on each of 2 replicas) and selective recomputation with
+# one micro-batch of 4 per replica continue the run (dropout masks keyed by global indices)
+run to_full_mb1 2 --load "$TMPD/ckd" --tensor-model-parallel-size 2 --recompute-granularity full --micro-batch-size 1
+$CMP "$TMPD/straight_dist.h5" "$TMPD/to_full_mb1.h5" 11 20 --rtol 1e-5
+ok $? "t2 d2 distributed optimizer -> t2, full recomputation, micro-batch 1: losses within 1e-5"
+run to_sel_mb4 2 --load "$TMPD/ckd" --recompute-granularity selective --micro-batch-size 4
+$CMP "$TMPD/straight_dist.h5" "$TMPD/to_sel_mb4.h5" 11 20 --rtol 1e-5
+ok $? "t2 d2 distributed optimizer -> d2, selective recomputation, micro-batch 4: losses within 1e-5"
 # tensors moved in runs of 333 and 1000 elements (the default is 4 Mi, more than any tensor here):
 # runs that start and end inside rows, several runs per tensor and per shard; the same checkpoint
 PTDP_CHECKPOINT_CHUNK=1000 run saved_runs 4 $DIST --save "$TMPD/ckr" --save-interval 10 --exit-interval 10
