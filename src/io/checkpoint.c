@@ -10,7 +10,9 @@
  * replica writes the pieces of its shard of every bucket, ptdp/shard_map.h), whether or not that
  * optimizer is in use; TP-replicated tensors are written by one TP rank (index mod t); the last
  * stage's copy of the tied word embedding not at all.  With the distributed optimizer those
- * pieces are exactly the Adam state a rank holds, so no rank ever sees another's state.
+ * pieces are exactly the Adam state a rank holds, so no rank ever sees another's state.  A run of
+ * whole rows of a row-parallel weight's column slice is written by the TP group as full rows, each
+ * rank a t-th of them, after one all-to-all (checkpoint_swap.c).
  *
  * Reading: a rank gets its whole slice of every parameter (its layout's parameter table), and of
  * the Adam moments either its whole slices or, with the distributed optimizer, its shard's pieces.
@@ -22,8 +24,9 @@
  * Transfers are independent (each rank moves its own parts, no aggregation: the parts are long
  * contiguous runs already) and go through one host buffer of CKPT_CHUNK_ELEMS floats, a run of at
  * most that many consecutive local elements at a time: the extra host memory of saving and
- * loading is that buffer (16 MiB; loading adds the direct reader's two, checkpoint_direct.c: at
- * most 80 MiB in all), whatever the model's size, on the CPU as on a GPU.  The page
+ * loading is that buffer (16 MiB; saving at t > 1 adds the exchanged rows' buffer, 16 MiB and a
+ * row; loading adds the direct reader's two, checkpoint_direct.c: at most 80 MiB in all), whatever
+ * the model's size, on the CPU as on a GPU.  The page
  * cache holds at most about CKPT_STREAM_WINDOW bytes of the file per rank while saving
  * (checkpoint_stream.c). */
 #include "checkpoint_impl.h"
@@ -138,6 +141,7 @@ void ckpt_io_free(ckpt_io *io)
   free(io->dpart);
   free(io->sum);
   free(io->stage);
+  free(io->wide);
   if (io->stream.fd >= 0) close(io->stream.fd);
   ckpt_reader_close(io->reader);
   free(io->stream.plan);
@@ -248,10 +252,20 @@ static int save_dataset(ckpt_io *io, int kind, int g, hid_t ds)
     const long long c1 = c0 + io->chunk < hi ? c0 + io->chunk : hi;
     PTDP_CALL(be->to_host(be, io->stage, ckpt_element(io, kind, i, c0), sizeof(float) * (size_t)(c1 - c0)));
     PTDP_CALL(be->synchronize(be));
-    io->sum[kind * io->nglobal + g] += ckpt_checksum(p, io->stage, c0, c1);
-    long long off, len;
-    PTDP_CALL(ckpt_transfer_chunk(ds, p, c0, c1, io->stage, 1));
-    ckpt_chunk_span(ds, p, c0, c1, &off, &len);
+    long long off, len, r0, r1, m0, m1;
+    if (io->wide && ckpt_swap_rows(io, p, c0, c1, &r0, &r1, &m0, &m1)) {
+      /* a column slice: the TP group writes these rows at full width, each rank a t-th of them */
+      PTDP_CALL(ckpt_exchange_slices(io, p, c0, c1, io->stage, io->wide, 1));
+      io->sum[kind * io->nglobal + g] += ckpt_checksum_rows(p, io->wide, m0, m1);
+      PTDP_CALL(ckpt_write_rows(ds, p, m0, m1, io->wide));
+      const haddr_t base = H5Dget_offset(ds);
+      off = base == HADDR_UNDEF ? 0 : (long long)base + 4 * (p->row0 + m0) * p->gcols;
+      len = base == HADDR_UNDEF ? 0 : 4 * (m1 - m0) * p->gcols;
+    } else {
+      io->sum[kind * io->nglobal + g] += ckpt_checksum(p, io->stage, c0, c1);
+      PTDP_CALL(ckpt_transfer_chunk(ds, p, c0, c1, io->stage, 1));
+      ckpt_chunk_span(ds, p, c0, c1, &off, &len);
+    }
     PTDP_CALL(ckpt_stream_wrote(&io->stream, off, len));
     io->bytes += 4 * (c1 - c0);
   }
@@ -334,6 +348,15 @@ static int save_all(ckpt_io *io, const ptdp_checkpoint_info *info, const char *p
   PTDP_CALL_HDF5(H5Pclose(fapl));
   PTDP_CHECK_IO(io->file >= 0, "cannot create the checkpoint file '%s'", path);
   PTDP_CALL(ckpt_stream_open(&io->stream, path, CKPT_STREAM_WINDOW));
+  if (io->m->t > 1) { /* the full rows of a swapped run: a run's floats, and a row for an uneven split */
+    long long row = 1, run = 1;
+    for (int i = 0; i < io->m->nparams; i++) {
+      const ptdp_param_info *p = &io->m->params[i];
+      if (p->gcols > row) row = p->gcols;
+      if (ptdp_param_local_elems(p) > run) run = ptdp_param_local_elems(p);
+    }
+    PTDP_ALLOC(io->wide, sizeof(float) * (size_t)((run < io->chunk ? run : io->chunk) + row));
+  }
   const int nk = io->ddp ? NKINDS : 1, nds = nk * io->nglobal;
   hid_t *ds;
   PTDP_ALLOC(ds, sizeof *ds * (size_t)nds);
@@ -341,9 +364,14 @@ static int save_all(ckpt_io *io, const ptdp_checkpoint_info *info, const char *p
   int rank;
   PTDP_CALL_MPI(MPI_Comm_rank(comm, &rank));
   /* all datasets first (collective), then every rank writes its parts with no collective call
-   * between them, so none waits on another rank's writing until the end */
+   * between them but the TP group's all-to-all of each column-slice run, so none waits on
+   * another rank's writing until the end */
   int made = 0;
   while (made < nds && !(rc = create_dataset(io, made / io->nglobal, made % io->nglobal, &ds[made]))) made++;
+  /* writing is each rank's own: a failure here is printed by its rank and ends the run with
+   * MPI_Abort (no dataset closed: the other ranks may be waiting for it in an exchange) */
+  const int coll = ptdp_error_collective();
+  if (!rc) ptdp_error_set_collective(0);
   for (int k = 0; k < nk && !rc; k++)
     for (int g = 0; g < io->nglobal && !rc; g++) {
       if (k == 0 && g == io->nglobal / 2) ckpt_fault("datasets", rank);
@@ -352,6 +380,11 @@ static int save_all(ckpt_io *io, const ptdp_checkpoint_info *info, const char *p
                              "injected write error (PTDP_CHECKPOINT_FAULT=write-error) in dataset %d of %d", g, nds);
       else rc = save_dataset(io, k, g, ds[k * io->nglobal + g]);
     }
+  if (rc && !ptdp_error_collective()) {
+    free(ds);
+    return rc;
+  }
+  ptdp_error_set_collective(coll);
   if (!rc && MPI_Allreduce(MPI_IN_PLACE, io->sum, nds, MPI_UINT64_T, MPI_SUM, comm) != MPI_SUCCESS) rc = PTDP_ERR_LIB;
   for (int d = 0; d < made; d++) {
     if (!rc) rc = ckpt_attr_write_u64(ds[d], "checksum", io->sum[d]);

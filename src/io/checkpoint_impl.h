@@ -133,6 +133,7 @@ typedef struct {
   uint64_t *sum;         /* [NKINDS nglobal] checksum partial sums */
   long long chunk;       /* elements moved at a time: CKPT_CHUNK_ELEMS */
   float *stage;          /* host buffer of chunk floats (fewer for a small model) */
+  float *wide;           /* saving at t > 1: the full rows of a swapped run (chunk + a row's floats) */
   ckpt_stream stream;
   ckpt_reader *reader;   /* loading: direct reads of contiguous runs (NULL: off) */
   long long bytes;       /* bytes this rank moved */
@@ -157,5 +158,21 @@ int ckpt_transfer_chunk(hid_t ds, const ptdp_param_info *p, long long c0, long l
 void ckpt_chunk_span(hid_t ds, const ptdp_param_info *p, long long c0, long long c1, long long *off, long long *len);
 /* Device address of local element k of local parameter i, for kind. */
 float *ckpt_element(const ckpt_io *io, int kind, int i, long long k);
+
+/* ---- checkpoint_swap.c (see there): column slices of row-parallel weights moved as full rows by
+ * the TP group together.  Is [c0, c1) of p whole rows, at least t of them, of this rank's column
+ * slice of a row-parallel weight?  The rows [*r0, *r1) locally; this rank's t-th of them, at full
+ * width, [*m0, *m1). */
+int ckpt_swap_rows(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long c1, long long *r0,
+                   long long *r1, long long *m0, long long *m1);
+/* One all-to-all over the TP group (collective: every TP rank calls it for the same run).
+ * to_rows (saving): src the run's elements (this rank's columns of rows [r0, r1)), dst this
+ * rank's rows [m0, m1) at full width; else (loading) the other way round. */
+int ckpt_exchange_slices(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long c1, const float *src,
+                         float *dst, int to_rows);
+/* Checksum of local rows [m0, m1) of p at full width (x: (m1 - m0) gcols floats). */
+uint64_t ckpt_checksum_rows(const ptdp_param_info *p, const float *x, long long m0, long long m1);
+/* One independent write of local rows [m0, m1) of p at full width: one contiguous range of ds. */
+int ckpt_write_rows(hid_t ds, const ptdp_param_info *p, long long m0, long long m1, const float *x);
 
 #endif

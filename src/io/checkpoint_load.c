@@ -76,32 +76,8 @@ static int open_dataset(ckpt_io *io, int kind, int g, const char *file, hid_t *o
 /* How local elements [c0, c1) of p are read. */
 enum { READ_HDF5 = 0, READ_DIRECT, READ_SWAP };
 
-/* The t-th part q of rows [r0, r1): [*m0, *m1). */
-static void row_part(long long r0, long long r1, int t, int q, long long *m0, long long *m1)
-{
-  *m0 = r0 + (r1 - r0) * q / t;
-  *m1 = r0 + (r1 - r0) * (q + 1) / t;
-}
-
-/* Is [c0, c1) of p whole rows, at least t of them, of this rank's column slice of a row-parallel
- * weight (columns split in t equal slices)?  Then the t TP ranks' runs cover the same rows of the
- * file, each its slice of every row: rank q reads the full width of the q-th t-th of the rows and
- * the ranks exchange slices (exchange_slices).  Every TP rank decides alike: p's local shape and
- * [c0, c1) are the same on all of them.  The rows: [*r0, *r1) locally, this rank reading [*m0, *m1). */
-static int swap_rows(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long c1, long long *r0,
-                     long long *r1, long long *m0, long long *m1)
-{
-  const ptdp_gpt *m = io->m;
-  if (m->t < 2 || p->ndim != 2 || p->gcols != m->t * p->lcols || p->col0 != m->tp_rank * p->lcols) return 0;
-  if (c0 % p->lcols || c1 % p->lcols || (c1 - c0) / p->lcols < m->t) return 0;
-  *r0 = c0 / p->lcols;
-  *r1 = c1 / p->lcols;
-  row_part(*r0, *r1, m->t, m->tp_rank, m0, m1);
-  return 1;
-}
-
 /* How local elements [c0, c1) of p in ds are read, and the file bytes [off, off+len) the reader
- * takes: READ_SWAP (see swap_rows), this rank's part of the rows at full width; READ_DIRECT, one
+ * takes: READ_SWAP (ckpt_swap_rows), this rank's part of the rows at full width; READ_DIRECT, one
  * contiguous range of the file, or a column slice whose rows span at most twice its bytes (read
  * whole, the rank keeps its columns); READ_HDF5, through HDF5 (off, len: the span, for read-ahead). */
 static int run_mode(const ckpt_io *io, hid_t ds, const ptdp_param_info *p, long long c0, long long c1, long long *off,
@@ -110,51 +86,12 @@ static int run_mode(const ckpt_io *io, hid_t ds, const ptdp_param_info *p, long 
   ckpt_chunk_span(ds, p, c0, c1, off, len);
   if (!io->reader || *len <= 0) return READ_HDF5;
   long long r0 = 0, r1 = 0, m0 = 0, m1 = 0;
-  if (*len > 4 * (c1 - c0) && swap_rows(io, p, c0, c1, &r0, &r1, &m0, &m1)) {
+  if (*len > 4 * (c1 - c0) && ckpt_swap_rows(io, p, c0, c1, &r0, &r1, &m0, &m1)) {
     *off += 4 * ((m0 - r0) * p->gcols - p->col0); /* the span starts at this rank's first column */
     *len = 4 * (m1 - m0) * p->gcols;
     return READ_SWAP;
   }
   return *len > 2 * 4 * (c1 - c0) ? READ_HDF5 : READ_DIRECT;
-}
-
-/* READ_SWAP: rows holds this rank's rows [m0, m1) of the run at full width; out gets the run's
- * elements (its columns of rows [r0, r1)).  One all-to-all over the TP group: to rank j this
- * rank's rows of j's columns (a strided vector of rows), from rank j its rows of this rank's
- * columns, landing in row order.  cnt: 4 t ints, type: 2 t types, slice: the vector, for the caller
- * to free. */
-static int alltoall_slices(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long c1, const float *rows,
-                           float *out, int *cnt, MPI_Datatype *type, MPI_Datatype *slice)
-{
-  long long r0 = 0, r1 = 0, m0 = 0, m1 = 0;
-  swap_rows(io, p, c0, c1, &r0, &r1, &m0, &m1);
-  const int t = io->m->t;
-  const long long w = p->lcols;
-  int *scnt = cnt, *sdisp = cnt + t, *rcnt = cnt + 2 * t, *rdisp = cnt + 3 * t;
-  PTDP_CALL_MPI(MPI_Type_vector((int)(m1 - m0), (int)w, (int)p->gcols, MPI_FLOAT, slice));
-  PTDP_CALL_MPI(MPI_Type_commit(slice));
-  for (int j = 0; j < t; j++) { /* displacements in bytes */
-    long long a, b;
-    row_part(r0, r1, t, j, &a, &b);
-    scnt[j] = 1, sdisp[j] = (int)(4 * j * w), type[j] = *slice;
-    rcnt[j] = (int)((b - a) * w), rdisp[j] = (int)(4 * (a - r0) * w), type[t + j] = MPI_FLOAT;
-  }
-  PTDP_CALL_MPI(MPI_Alltoallw(rows, scnt, sdisp, type, out, rcnt, rdisp, type + t, io->m->grid->tp.comm));
-  return 0;
-}
-
-static int exchange_slices(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long c1, const float *rows,
-                           float *out)
-{
-  const size_t t = (size_t)io->m->t;
-  int *cnt = malloc(sizeof *cnt * 4 * t);
-  MPI_Datatype *type = malloc(sizeof *type * 2 * t), slice = MPI_DATATYPE_NULL;
-  int rc = cnt && type ? alltoall_slices(io, p, c0, c1, rows, out, cnt, type, &slice)
-                       : ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory for %zu TP ranks", t);
-  if (slice != MPI_DATATYPE_NULL) MPI_Type_free(&slice);
-  free(cnt);
-  free(type);
-  return rc;
 }
 
 /* Local elements [c0, c1) of p, in order, out of span (the file's elements from the run's first on). */
@@ -226,7 +163,7 @@ static int load_dataset(ckpt_io *io, int kind, int g, hid_t ds)
     if (mode != READ_HDF5) {
       const float *run;
       PTDP_CALL(ckpt_reader_next(io->reader, off, len, &run));
-      if (mode == READ_SWAP) PTDP_CALL(exchange_slices(io, p, c0, c1, run, io->stage));
+      if (mode == READ_SWAP) PTDP_CALL(ckpt_exchange_slices(io, p, c0, c1, run, io->stage, 0));
       else if (len > 4 * (c1 - c0)) gather_columns(p, c0, c1, run, io->stage); /* a column slice out of its span */
       else x = run;
       io->direct_bytes += 4 * (c1 - c0);

@@ -98,6 +98,15 @@ expect_error $? write_error "error \[rank 1\]: injected write error" "a write er
 [ "$rc" -ne 124 ] && [ "$(cat "$TMPD/ck/latest_checkpointed_iteration.txt")" = 4 ] && cmp -s "$TMPD/ck/$F" "$TMPD/pristine/$F"
 ok $? "no hang (exit $rc), and the tracker still names iteration 4, whose file is unchanged"
 
+# the same at t 2, where the TP pair exchanges the column slices of every row-parallel weight
+# before writing them as full rows: rank 0 waits in an exchange that rank 1 never joins
+rm -rf "$TMPD/ck" && cp -r "$TMPD/pristine" "$TMPD/ck"
+PTDP_CHECKPOINT_FAULT=write-error PTDP_CHECKPOINT_FAULT_RANK=1 run write_error_t2 2 --load "$TMPD/ck" --save "$TMPD/ck" \
+  --tensor-model-parallel-size 2
+expect_error $? write_error_t2 "error \[rank 1\]: injected write error" "a write error on rank 1 during a t2 save ends the run"
+[ "$rc" -ne 124 ] && [ "$(cat "$TMPD/ck/latest_checkpointed_iteration.txt")" = 4 ] && cmp -s "$TMPD/ck/$F" "$TMPD/pristine/$F"
+ok $? "no hang at t2 (exit $rc), and the tracker still names iteration 4, whose file is unchanged"
+
 # ---- damaged checkpoints
 damage() { rm -rf "$TMPD/bad" && cp -r "$TMPD/pristine" "$TMPD/bad"; }
 damage

@@ -5,6 +5,7 @@
 # A 4-layer model with dropout on and a vocabulary of 300 (so the word embedding has padding rows
 # that must not reach the file), saved at iteration 10 of 20 (exit-interval) and resumed:
 #   saved at t2 p2            -> t2 p2 (exact), d2, t4 + sequence parallel, p2 v2 d2 + distributed optimizer
+#   t2 p2 resumed at t4 + SP, saved at 15 in runs of 112 elements -> 1 rank
 #   saved at t2 d2 + dist opt -> t2 d2 + dist opt (exact), 1 rank, t2 + full recomputation + micro-batch 1,
 #                                d2 + selective recomputation + micro-batch 4
 . "$top_srcdir/validation/tests/common.sh"
@@ -74,6 +75,13 @@ esac
 PTDP_CHECKPOINT_CHUNK=112 run to_t4sp_runs 4 --load "$TMPD/ck" --tensor-model-parallel-size 4 --sequence-parallel
 $CMP "$TMPD/to_t4sp.h5" "$TMPD/to_t4sp_runs.h5" 11 20 --exact
 ok $? "t2 p2 -> t4 loaded in runs of 112 elements: bit-identical to the load in one run per tensor"
+# saving at t4 in runs of 112 elements: the TP group writes each run of a row-parallel weight's
+# column slice as full rows, 1, 2, 2, 2 of 7 per rank; loaded on one rank, the run goes on
+PTDP_CHECKPOINT_CHUNK=112 run t4_saved_runs 4 --load "$TMPD/ck" --tensor-model-parallel-size 4 --sequence-parallel \
+  --save "$TMPD/ck4" --exit-interval 15
+run from_t4_runs 1 --load "$TMPD/ck4"
+$CMP "$TMPD/straight.h5" "$TMPD/from_t4_runs.h5" 16 20 --rtol 1e-5
+ok $? "saved at t4 in runs of 112 elements (iteration 15) -> 1 rank: losses within 1e-5"
 run to_p2v2d2 4 --load "$TMPD/ck" --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 \
   --use-distributed-optimizer
 $CMP "$TMPD/straight.h5" "$TMPD/to_p2v2d2.h5" 11 20 --rtol 1e-5; ok $? "t2 p2 -> p2 v2 d2 distributed optimizer: losses within 1e-5"
