@@ -179,21 +179,19 @@ void ckpt_chunk_span(hid_t ds, const ptdp_param_info *p, long long c0, long long
   *len = 4 * (last - first);
 }
 
-int ckpt_transfer_chunk(hid_t ds, const ptdp_param_info *p, long long c0, long long c1, float *x, int write)
+int ckpt_transfer_rects(hid_t ds, const ptdp_shard_rect *rect, int nrects, float *x, int write)
 {
-  ptdp_shard_piece pc;
-  ptdp_shard_run_rects(p, c0, c1, &pc);
-  if (pc.nrects == 0) return 0;
+  if (nrects == 0) return 0;
   hid_t fs = H5Dget_space(ds);
   PTDP_CALL_HDF5(fs);
   hsize_t n = 0;
-  for (int r = 0; r < pc.nrects; r++) {
-    const ptdp_shard_rect *rc = &pc.rect[r];
+  for (int r = 0; r < nrects; r++) {
+    const ptdp_shard_rect *rc = &rect[r];
     hsize_t start[2] = {(hsize_t)rc->row0, (hsize_t)rc->col0}, count[2] = {(hsize_t)rc->rows, (hsize_t)rc->cols};
     PTDP_CALL_HDF5(H5Sselect_hyperslab(fs, r ? H5S_SELECT_OR : H5S_SELECT_SET, start, NULL, count, NULL));
     n += count[0] * count[1];
   }
-  /* the rectangles of a run are consecutive in memory: one contiguous range from x */
+  /* the rectangles are consecutive in memory: one contiguous range from x */
   hid_t ms = H5Screate_simple(1, &n, NULL);
   PTDP_CALL_HDF5(ms);
   hid_t dx = H5Pcreate(H5P_DATASET_XFER);
@@ -205,6 +203,13 @@ int ckpt_transfer_chunk(hid_t ds, const ptdp_param_info *p, long long c0, long l
   PTDP_CALL_HDF5(H5Sclose(fs));
   PTDP_CALL_HDF5(rc);
   return 0;
+}
+
+int ckpt_transfer_chunk(hid_t ds, const ptdp_param_info *p, long long c0, long long c1, float *x, int write)
+{
+  ptdp_shard_piece pc;
+  ptdp_shard_run_rects(p, c0, c1, &pc);
+  return ckpt_transfer_rects(ds, pc.rect, pc.nrects, x, write);
 }
 
 /* Device address of local element k of parameter i for kind. */
@@ -257,7 +262,8 @@ static int save_dataset(ckpt_io *io, int kind, int g, hid_t ds)
       /* a column slice: the TP group writes these rows at full width, each rank a t-th of them */
       PTDP_CALL(ckpt_exchange_slices(io, p, c0, c1, io->stage, io->wide, 1));
       io->sum[kind * io->nglobal + g] += ckpt_checksum_rows(p, io->wide, m0, m1);
-      PTDP_CALL(ckpt_write_rows(ds, p, m0, m1, io->wide));
+      const ptdp_shard_rect rows = {.row0 = p->row0 + m0, .col0 = 0, .rows = m1 - m0, .cols = p->gcols};
+      PTDP_CALL(ckpt_transfer_rects(ds, &rows, 1, io->wide, 1));
       const haddr_t base = H5Dget_offset(ds);
       off = base == HADDR_UNDEF ? 0 : (long long)base + 4 * (p->row0 + m0) * p->gcols;
       len = base == HADDR_UNDEF ? 0 : 4 * (m1 - m0) * p->gcols;

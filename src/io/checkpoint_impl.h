@@ -150,6 +150,9 @@ int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st
 void ckpt_io_free(ckpt_io *io);
 /* Checksum of local elements [lo, hi) of p; x[k - lo] holds element k. */
 uint64_t ckpt_checksum(const ptdp_param_info *p, const float *x, long long lo, long long hi);
+/* One independent transfer of nrects rectangles of dataset ds (row-major, one after the other)
+ * to or from the contiguous floats at x. */
+int ckpt_transfer_rects(hid_t ds, const ptdp_shard_rect *rect, int nrects, float *x, int write);
 /* One independent transfer of local elements [c0, c1) of p (x[k - c0] = element k) to or from
  * their rectangles of dataset ds. */
 int ckpt_transfer_chunk(hid_t ds, const ptdp_param_info *p, long long c0, long long c1, float *x, int write);
@@ -172,7 +175,5 @@ int ckpt_exchange_slices(const ckpt_io *io, const ptdp_param_info *p, long long 
                          float *dst, int to_rows);
 /* Checksum of local rows [m0, m1) of p at full width (x: (m1 - m0) gcols floats). */
 uint64_t ckpt_checksum_rows(const ptdp_param_info *p, const float *x, long long m0, long long m1);
-/* One independent write of local rows [m0, m1) of p at full width: one contiguous range of ds. */
-int ckpt_write_rows(hid_t ds, const ptdp_param_info *p, long long m0, long long m1, const float *x);
 
 #endif

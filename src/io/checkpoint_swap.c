@@ -86,23 +86,3 @@ uint64_t ckpt_checksum_rows(const ptdp_param_info *p, const float *x, long long 
   }
   return s;
 }
-
-int ckpt_write_rows(hid_t ds, const ptdp_param_info *p, long long m0, long long m1, const float *x)
-{
-  hid_t fs = H5Dget_space(ds);
-  PTDP_CALL_HDF5(fs);
-  hsize_t start[2] = {(hsize_t)(p->row0 + m0), 0}, count[2] = {(hsize_t)(m1 - m0), (hsize_t)p->gcols};
-  hsize_t n = count[0] * count[1];
-  PTDP_CALL_HDF5(H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL));
-  hid_t ms = H5Screate_simple(1, &n, NULL);
-  PTDP_CALL_HDF5(ms);
-  hid_t dx = H5Pcreate(H5P_DATASET_XFER);
-  PTDP_CALL_HDF5(dx);
-  PTDP_CALL_HDF5(H5Pset_dxpl_mpio(dx, H5FD_MPIO_INDEPENDENT));
-  herr_t rc = H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, dx, x);
-  PTDP_CALL_HDF5(H5Pclose(dx));
-  PTDP_CALL_HDF5(H5Sclose(ms));
-  PTDP_CALL_HDF5(H5Sclose(fs));
-  PTDP_CALL_HDF5(rc);
-  return 0;
-}

@@ -133,6 +133,10 @@ damage
 echo 12 > "$TMPD/bad/latest_checkpointed_iteration.txt"
 run gone 2 --load "$TMPD/bad"
 expect_error $? gone "names iteration 12, but its directory .*iter_0000012' is missing" "a tracker naming a missing directory"
+damage
+rm "$TMPD/bad/$F"
+run nofile 2 --load "$TMPD/bad"
+expect_error $? nofile "iter_0000004' has no checkpoint.h5: the checkpoint is damaged" "a checkpoint directory without its file"
 echo twelve > "$TMPD/bad/latest_checkpointed_iteration.txt"
 run garbled 2 --load "$TMPD/bad"
 expect_error $? garbled "holds 'twelve', not an iteration number" "a garbled tracker"
@@ -148,6 +152,13 @@ expect_error $? combo1 "save-interval = 2 is given without save" "save-interval 
 run combo2 2 --finetune
 expect_error $? combo2 "finetune is given without load" "finetune without load"
 grep -q "iteration  *1/" "$TMPD/combo2.log"; [ $? -ne 0 ]; ok $? "... refused before any iteration"
+n=3
+for combo in "--keep-checkpoints 2|keep-checkpoints = 2 is given without save" "--no-save-optim|no-save-optim is given without save" \
+  "--no-load-optim|no-load-optim is given without load" "--use-checkpoint-args|use-checkpoint-args is given without load"; do
+  run combo$n 2 ${combo%%|*}
+  expect_error $? combo$n "${combo#*|}" "${combo%%|*} alone"
+  n=$((n + 1))
+done
 run fresh 2 --load "$TMPD/nothing-here" --save "$TMPD/nothing-here" --train-iters 2
 rc=$?
 [ $rc -eq 0 ] && grep -q "no checkpoint in .*nothing-here .*starts from scratch" "$TMPD/fresh.log" &&
@@ -198,8 +209,24 @@ with h5py.File(sys.argv[1], "r") as x:
         if a not in x.attrs: print("missing attribute", a); bad += 1
     if x.attrs["iteration"] != 4 or x.attrs["consumed_train_samples"] != 16 or x["optimizer"].attrs["step"] != 4: bad += 1
     if x["args"].attrs["hidden-size"].decode() != "64": bad += 1
+    # saved on 2 ranks of the default layout (d 2), lr 1e-3 with no decay keys: constant after no warm-up
+    want_attrs = {"format_version": 1, "consumed_valid_samples": 0, "lr_schedule_iterations": 4, "saved_world_size": 2,
+                  "saved_tensor_model_parallel_size": 1, "saved_pipeline_model_parallel_size": 1,
+                  "saved_virtual_pipeline_chunks": 1, "saved_data_parallel_size": 2, "saved_sequence_parallel": 0,
+                  "saved_distributed_optimizer": 0}
+    for a, v in want_attrs.items():
+        if a not in x.attrs or x.attrs[a] != v: print("attribute", a, x.attrs.get(a), "expected", v); bad += 1
+    lr = float(x.attrs.get("learning_rate", -1))
+    if not 0 < lr <= 1e-3: print("learning_rate", lr); bad += 1
+    if not x.attrs.get("ptdp_version", b"").decode(): print("no ptdp_version"); bad += 1
+    model = {"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "ffn_hidden_size": 256,
+             "max_position_embeddings": P, "vocab_size": V}
+    for a, v in model.items():
+        if x["model"].attrs.get(a) != v: print("/model attribute", a, x["model"].attrs.get(a), "expected", v); bad += 1
+    if x["optimizer"].attrs["kind"].decode() != "adamw": print("optimizer kind", x["optimizer"].attrs["kind"]); bad += 1
+    if x["args"].attrs["num-layers"].decode() != "2" or x["args"].attrs["vocab-size"].decode() != "300": bad += 1
     print(len(found), "datasets,", bad, "problems")
 sys.exit(bad > 0)
 PYEOF
-ok $? "h5py finds every documented dataset in its global shape (word embedding [300, 64]), with a checksum, and the attributes"
+ok $? "h5py finds every documented dataset in its global shape (word embedding [300, 64]), with a checksum, and the documented attributes with their values"
 finish
