@@ -30,6 +30,7 @@ typedef struct {
   int m;                  /* micro-batches per iteration per DP rank */
   long long iteration;    /* completed iterations */
   long long consumed;     /* samples consumed */
+  long long consumed_valid; /* validation samples consumed by evaluations (Megatron's consumed_valid_samples) */
   int split;              /* split being fed (train or valid) */
   long long batch_first;  /* first global sample of the batch being fed */
   int32_t *scratch;       /* s + 1 tokens */

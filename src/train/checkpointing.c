@@ -69,6 +69,7 @@ int ptdp_trainer_resume(ptdp_trainer *tr)
   if (!a->finetune) {
     tr->iteration = info.iteration;
     tr->consumed = info.consumed_train;
+    tr->consumed_valid = info.consumed_valid;
     tr->resumed = 1;
   }
   if (tr->grid.world_rank == 0) {
@@ -85,9 +86,8 @@ int ptdp_trainer_resume(ptdp_trainer *tr)
 int ptdp_trainer_save(ptdp_trainer *tr)
 {
   const ptdp_args *a = &tr->args;
-  const long long evals = a->eval_iters > 0 ? tr->iteration / a->eval_interval : 0;
   ptdp_checkpoint_info info = {.iteration = tr->iteration, .consumed_train = tr->consumed,
-                               .consumed_valid = evals * a->eval_iters * tr->gbs, .opt_step = tr->opt.step,
+                               .consumed_valid = tr->consumed_valid, .opt_step = tr->opt.step,
                                .lr = ptdp_lr_at(&tr->opt.cfg.lr, tr->iteration > 0 ? tr->iteration - 1 : 0),
                                .args = a, .keep = (int)a->keep_checkpoints};
   ptdp_checkpoint_stats st;

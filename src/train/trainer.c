@@ -214,12 +214,13 @@ int ptdp_trainer_evaluate(ptdp_trainer *tr, double *loss)
   PTDP_CALL(ptdp_events_iteration_begin(tr->events, tr->iteration, 0)); /* evaluation is not sampled */
   for (long long e = 0; e < tr->args.eval_iters; e++) {
     /* each evaluation walks the validation split from where the last one stopped, as Megatron */
-    tr->batch_first = (tr->iteration / tr->args.eval_interval) * tr->args.eval_iters * tr->gbs + e * tr->gbs;
+    tr->batch_first = tr->consumed_valid + e * tr->gbs;
     PTDP_CALL(ptdp_pipeline_run(&tr->pipe, feed, tr, 1.0f, 1));
     double l = 0;
     PTDP_CALL(global_loss(tr, &l));
     sum += l;
   }
+  tr->consumed_valid += tr->args.eval_iters * tr->gbs;
   m->cfg.hidden_dropout = hd;
   m->cfg.attn_dropout = ad;
   *loss = tr->args.eval_iters > 0 ? sum / (double)tr->args.eval_iters : 0.0;
