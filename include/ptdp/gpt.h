@@ -39,6 +39,7 @@ typedef struct {
   long long bucket_elems; /* gradient elements per data-parallel bucket (ddp-bucket-size) */
   int dp_size;            /* d */
   int distributed_optimizer;
+  int inference;          /* 1: parameters only, no gradient or optimizer buffers (ptdp-generate) */
 } ptdp_gpt_config;
 
 /* Pointers to one layer's parameters (or gradients). */

@@ -77,6 +77,7 @@ typedef struct {
   long long bucket_elems;                  /* ddp-bucket-size */
   int d;                                   /* data-parallel size */
   int distributed_optimizer;
+  int inference;                           /* 1: no gradients, no optimizer state */
 } ptdp_plan_config;
 
 typedef struct {

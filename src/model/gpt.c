@@ -27,12 +27,12 @@ ptdp_plan_config ptdp_gpt_plan_config(const ptdp_gpt_config *c, const ptdp_param
                          .recompute = c->recompute, .recompute_method = c->recompute_method,
                          .recompute_num_layers = c->recompute_num_layers, .schedule = c->schedule, .m = c->m,
                          .bucket_elems = c->bucket_elems, .d = c->dp_size,
-                         .distributed_optimizer = c->distributed_optimizer};
+                         .distributed_optimizer = c->distributed_optimizer, .inference = c->inference};
   return pc;
 }
 
 float *ptdp_gpt_param_data(const ptdp_gpt *m, int i) { return m->param + m->layout.offset[i]; }
-float *ptdp_gpt_grad_data(const ptdp_gpt *m, int i) { return m->grad + m->layout.offset[i]; }
+float *ptdp_gpt_grad_data(const ptdp_gpt *m, int i) { return m->grad ? m->grad + m->layout.offset[i] : NULL; }
 
 long long ptdp_gpt_max_param_elems(const ptdp_gpt *m)
 {

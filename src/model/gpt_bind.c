@@ -172,7 +172,7 @@ int ptdp_gpt_bind(ptdp_gpt *m)
       }
   for (int j = 0; j < nrec; j++)
     if (m->work.recomp[j].probs && !m->work.recomp[j].probs_drop) m->work.recomp[j].probs_drop = m->work.recomp[j].probs;
-  PTDP_CHECK_LOCAL(m->param && m->grad, "internal: the plan has no parameter or gradient buffer");
+  PTDP_CHECK_LOCAL(m->param && (m->grad || m->cfg.inference), "internal: the plan has no parameter or gradient buffer");
   bind_params(m);
   return set_positions(m);
 }

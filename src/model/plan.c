@@ -188,6 +188,7 @@ static int add_state(ptdp_plan *pl)
   const size_t state = (size_t)ptdp_shard_state_elems(&L, dist, c->d) * sizeof(float);
   ptdp_grad_layout_free(&L);
   PTDP_CALL(add(pl, PTDP_BUF_PARAMS, none, none, none, 0, 0, flat));
+  if (c->inference) return 0;
   PTDP_CALL(add(pl, PTDP_BUF_GRADS, none, none, none, 0, 0, flat));
   PTDP_CALL(add(pl, PTDP_BUF_ADAM_M, none, none, none, 0, 0, state));
   PTDP_CALL(add(pl, PTDP_BUF_ADAM_V, none, none, none, 0, 0, state));

@@ -8,8 +8,9 @@
  *     chunk, slot, layer, index, held, bytes);
  *   - the measured peak of held activations equals the plan's, which walks the schedule;
  *   - a plan built from the configuration alone (no model, no MPI call) equals the model's.
- * It also times ptdp_plan_build for a large model (printed, not asserted: timings are for
- * benchmarks). */
+ * An inference plan (ptdp-generate's) holds the parameters and no gradient or optimizer buffer:
+ * the training plan less exactly those.  It also times ptdp_plan_build for a large model
+ * (printed, not asserted: timings are for benchmarks). */
 #include "ptdp/backend.h"
 #include "ptdp/ddp.h"
 #include "ptdp/gpt.h"
@@ -119,6 +120,45 @@ static int run(const layout *L, ptdp_backend *be)
   return 0;
 }
 
+/* The inference plan against the training plan of the same model (t 2, d 2, distributed optimizer). */
+static void check_inference_plan(void)
+{
+  ptdp_plan_config pc = {.shape = {.num_layers = 4, .hidden = 64, .heads = 4, .ffn = 256, .max_pos = 32, .vocab = 300,
+                                   .vocab_divisible_by = 128},
+                         .pos = {.t = 2, .tp_rank = 1, .p = 1, .stage = 0, .v = 1}, .seq = 32, .micro_batch = 2,
+                         .schedule = PTDP_SCHED_1F1B, .m = 2, .bucket_elems = 40000000, .d = 2, .distributed_optimizer = 1};
+  ptdp_plan train, infer;
+  if (ptdp_plan_build(&pc, &train)) {
+    check(0, "inference", "training plan built", 0, 1);
+    return;
+  }
+  pc.inference = 1;
+  if (ptdp_plan_build(&pc, &infer)) {
+    check(0, "inference", "inference plan built", 0, 1);
+    ptdp_plan_free(&train);
+    return;
+  }
+  long long params[2] = {0, 0}, state = 0, others[2] = {0, 0};
+  const ptdp_plan *pl[2] = {&train, &infer};
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < pl[k]->n; i++) {
+      const ptdp_buffer *b = &pl[k]->buf[i];
+      if (b->kind == PTDP_BUF_PARAMS) params[k] += (long long)b->bytes;
+      else if (b->kind == PTDP_BUF_GRADS || b->kind == PTDP_BUF_ADAM_M || b->kind == PTDP_BUF_ADAM_V ||
+               b->kind == PTDP_BUF_GRAD_SHARD) {
+        if (k == 0) state += (long long)b->bytes;
+        else check(0, "inference", "gradient or optimizer buffers in the inference plan", (long long)b->bytes, 0);
+      } else others[k] += (long long)b->bytes;
+    }
+  check(params[0] > 0 && params[1] == params[0], "inference", "parameter bytes", params[1], params[0]);
+  check(state > 0, "inference", "the training plan's gradient and optimizer bytes", state, 1);
+  check(others[1] == others[0], "inference", "activation and work bytes", others[1], others[0]);
+  check((long long)infer.allocated == (long long)train.allocated - state, "inference", "allocated bytes",
+        (long long)infer.allocated, (long long)train.allocated - state);
+  ptdp_plan_free(&train);
+  ptdp_plan_free(&infer);
+}
+
 /* Time of one plan of a 1T-parameter-like model (Narayanan et al. Table 1's last row). */
 static void time_large_plan(void)
 {
@@ -168,6 +208,7 @@ int main(int argc, char **argv)
       fails++;
     }
   }
+  if (rank == 0) check_inference_plan();
   int all[2] = {fails, checks};
   MPI_Allreduce(MPI_IN_PLACE, all, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) {
