@@ -253,8 +253,8 @@ static int save_dataset(ckpt_io *io, int kind, int g, hid_t ds)
   const ckpt_part *w = &io->wpart[i];
   const long long hi = w->hi < p->rows * p->lcols ? w->hi : p->rows * p->lcols; /* padding rows: not saved */
   ptdp_backend *be = io->m->be;
-  for (long long c0 = w->lo; c0 < hi; c0 += io->chunk) {
-    const long long c1 = c0 + io->chunk < hi ? c0 + io->chunk : hi;
+  for (long long c0 = w->lo, c1; c0 < hi; c0 = c1) {
+    c1 = ckpt_run_end(io, p, c0, hi);
     PTDP_CALL(be->to_host(be, io->stage, ckpt_element(io, kind, i, c0), sizeof(float) * (size_t)(c1 - c0)));
     PTDP_CALL(be->synchronize(be));
     long long off, len, r0, r1, m0, m1;

@@ -168,6 +168,10 @@ float *ckpt_element(const ckpt_io *io, int kind, int i, long long k);
  * width, [*m0, *m1). */
 int ckpt_swap_rows(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long c1, long long *r0,
                    long long *r1, long long *m0, long long *m1);
+/* The end of the run of p's part [.., hi) that starts at c0: at most io->chunk elements, and for a
+ * column slice starting inside a row, that row's end, so that the runs after it are whole rows
+ * (the TP group's runs end alike: their parts' bounds are the same). */
+long long ckpt_run_end(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long hi);
 /* One all-to-all over the TP group (collective: every TP rank calls it for the same run).
  * to_rows (saving): src the run's elements (this rank's columns of rows [r0, r1)), dst this
  * rank's rows [m0, m1) at full width; else (loading) the other way round. */

@@ -133,8 +133,9 @@ static int plan_reads(ckpt_io *io, int nk, const hid_t *ds)
       int i;
       long long lo, hi;
       read_part(io, k, g, &i, &lo, &hi);
-      for (long long c0 = lo; i >= 0 && c0 < hi; c0 += io->chunk) {
-        long long off, len, c1 = c0 + io->chunk < hi ? c0 + io->chunk : hi;
+      for (long long c0 = lo, c1; i >= 0 && c0 < hi; c0 = c1) {
+        long long off, len;
+        c1 = ckpt_run_end(io, &io->m->params[i], c0, hi);
         if (run_mode(io, ds[k * io->nglobal + g], &io->m->params[i], c0, c1, &off, &len) != READ_HDF5)
           PTDP_CALL(ckpt_reader_plan(io->reader, off, len));
         else PTDP_CALL(ckpt_stream_plan(&io->stream, off, len));
@@ -155,8 +156,8 @@ static int load_dataset(ckpt_io *io, int kind, int g, hid_t ds)
   const ptdp_param_info *p = &io->m->params[i];
   const ckpt_part *w = &io->wpart[i];
   ptdp_backend *be = io->m->be;
-  for (long long c0 = lo; c0 < hi; c0 += io->chunk) {
-    const long long c1 = c0 + io->chunk < hi ? c0 + io->chunk : hi;
+  for (long long c0 = lo, c1; c0 < hi; c0 = c1) {
+    c1 = ckpt_run_end(io, p, c0, hi);
     const float *x = io->stage;
     long long off, len;
     const int mode = run_mode(io, ds, p, c0, c1, &off, &len);

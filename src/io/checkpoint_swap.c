@@ -34,6 +34,17 @@ int ckpt_swap_rows(const ckpt_io *io, const ptdp_param_info *p, long long c0, lo
   return 1;
 }
 
+long long ckpt_run_end(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long hi)
+{
+  long long c1 = c0 + io->chunk < hi ? c0 + io->chunk : hi;
+  const ptdp_gpt *m = io->m;
+  if (m->t > 1 && p->ndim == 2 && p->gcols == m->t * p->lcols && c0 % p->lcols) {
+    const long long row = (c0 / p->lcols + 1) * p->lcols; /* a part starting inside a row: up to its end */
+    if (row < c1) c1 = row;
+  }
+  return c1;
+}
+
 /* The all-to-all of ckpt_exchange_slices.  cnt: 4 t ints, type: 2 t types, slice: the strided
  * vector (this rank's rows of one peer's columns), for the caller to free. */
 static int alltoall(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long c1, const float *src,

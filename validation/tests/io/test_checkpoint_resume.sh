@@ -94,6 +94,16 @@ $CMP "$TMPD/straight_dist.h5" "$TMPD/resumed_dist.h5" 11 20 --exact
 ok $? "t2 d2 distributed optimizer -> same: iterations 11..20 and final parameters bit-identical"
 run to_one 1 --load "$TMPD/ckd"
 $CMP "$TMPD/straight_dist.h5" "$TMPD/to_one.h5" 11 20 --rtol 1e-5; ok $? "t2 d2 distributed optimizer -> 1 rank: losses within 1e-5"
+# buckets of 3000 elements put distributed-optimizer shard boundaries inside rows of linear_fc2's
+# column slices: a part's run up to the row's end is written and read strided, the whole rows
+# after it by the TP group (ckpt_run_end); resumed on the same layout and on one rank
+run saved_mid 4 $DIST --ddp-bucket-size 3000 --save "$TMPD/ckm" --exit-interval 10
+run from_mid 4 $DIST --ddp-bucket-size 3000 --load "$TMPD/ckm"
+$CMP "$TMPD/straight_dist.h5" "$TMPD/from_mid.h5" 11 20 --rtol 1e-5
+ok $? "t2 d2 distributed optimizer, shards starting inside rows -> same: losses within 1e-5"
+run from_mid_one 1 --load "$TMPD/ckm"
+$CMP "$TMPD/straight_dist.h5" "$TMPD/from_mid_one.h5" 11 20 --rtol 1e-5
+ok $? "... -> 1 rank: losses within 1e-5"
 # recomputation and micro-batch size are not part of a checkpoint: full recomputation with
 # micro-batches of 1 (8 per step, not 2 on each of 2 replicas) and selective recomputation with
 # one micro-batch of 4 per replica continue the run (dropout masks keyed by global indices)
