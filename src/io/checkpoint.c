@@ -99,7 +99,6 @@ int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st
   PTDP_CALLOC(io->global, (size_t)io->nglobal, sizeof *io->global);
   PTDP_CHECK_LOCAL(ptdp_params_list(&sh, &one, io->global, io->nglobal) == io->nglobal, "internal: parameter table");
   PTDP_CALLOC(io->gidx, (size_t)m->nparams, sizeof *io->gidx);
-  long long most = 1;
   for (int i = 0; i < m->nparams; i++) {
     const ptdp_param_info *p = &m->params[i];
     io->gidx[i] = -1;
@@ -107,7 +106,6 @@ int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st
       if (p->tied_copy ? io->global[g].role == PTDP_PARAM_WORD_EMBEDDING : !strcmp(p->name, io->global[g].name))
         io->gidx[i] = g;
     PTDP_CHECK_LOCAL(io->gidx[i] >= 0, "internal: parameter %s has no global tensor", p->name);
-    if (ptdp_param_local_elems(p) > most) most = ptdp_param_local_elems(p);
   }
   PTDP_CALLOC(io->wpart, (size_t)m->nparams, sizeof *io->wpart);
   PTDP_CALLOC(io->spart, (size_t)m->nparams, sizeof *io->spart);
@@ -128,7 +126,9 @@ int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st
    * runs to cross rows and tensors; the file is the same whatever the length */
   const char *ch = getenv("PTDP_CHECKPOINT_CHUNK");
   io->chunk = ch && atoll(ch) > 0 ? atoll(ch) : CKPT_CHUNK_ELEMS;
-  PTDP_ALLOC(io->stage, sizeof(float) * (size_t)(most < io->chunk ? most : io->chunk));
+  const long long most = ptdp_gpt_max_param_elems(m);
+  io->stage_elems = most < io->chunk ? most : io->chunk;
+  PTDP_ALLOC(io->stage, sizeof(float) * (size_t)io->stage_elems);
   return 0;
 }
 
@@ -166,17 +166,23 @@ uint64_t ckpt_checksum(const ptdp_param_info *p, const float *x, long long lo, l
   return s;
 }
 
+/* The file bytes that nrects rectangles (row-major) of a dataset of gcols columns span. */
+static void rects_span(hid_t ds, long long gcols, const ptdp_shard_rect *rect, int nrects, long long *off, long long *len)
+{
+  *off = *len = 0;
+  haddr_t base = H5Dget_offset(ds); /* contiguous datasets (ckpt_dataset_create) have one */
+  if (nrects == 0 || base == HADDR_UNDEF) return;
+  const ptdp_shard_rect *a = &rect[0], *b = &rect[nrects - 1]; /* row-major: first and last */
+  const long long first = a->row0 * gcols + a->col0, last = (b->row0 + b->rows - 1) * gcols + b->col0 + b->cols;
+  *off = (long long)base + 4 * first;
+  *len = 4 * (last - first);
+}
+
 void ckpt_chunk_span(hid_t ds, const ptdp_param_info *p, long long c0, long long c1, long long *off, long long *len)
 {
   ptdp_shard_piece pc;
   ptdp_shard_run_rects(p, c0, c1, &pc);
-  *off = *len = 0;
-  haddr_t base = H5Dget_offset(ds); /* contiguous datasets (ckpt_dataset_create) have one */
-  if (pc.nrects == 0 || base == HADDR_UNDEF) return;
-  const ptdp_shard_rect *a = &pc.rect[0], *b = &pc.rect[pc.nrects - 1]; /* row-major: first and last */
-  const long long first = a->row0 * p->gcols + a->col0, last = (b->row0 + b->rows - 1) * p->gcols + b->col0 + b->cols;
-  *off = (long long)base + 4 * first;
-  *len = 4 * (last - first);
+  rects_span(ds, p->gcols, pc.rect, pc.nrects, off, len);
 }
 
 int ckpt_transfer_rects(hid_t ds, const ptdp_shard_rect *rect, int nrects, float *x, int write)
@@ -261,12 +267,13 @@ static int save_dataset(ckpt_io *io, int kind, int g, hid_t ds)
     if (io->wide && ckpt_swap_rows(io, p, c0, c1, &r0, &r1, &m0, &m1)) {
       /* a column slice: the TP group writes these rows at full width, each rank a t-th of them */
       PTDP_CALL(ckpt_exchange_slices(io, p, c0, c1, io->stage, io->wide, 1));
-      io->sum[kind * io->nglobal + g] += ckpt_checksum_rows(p, io->wide, m0, m1);
+      ptdp_param_info full = *p; /* the rows at full width, as a slice of all the columns */
+      full.col0 = 0;
+      full.lcols = p->gcols;
+      io->sum[kind * io->nglobal + g] += ckpt_checksum(&full, io->wide, m0 * p->gcols, m1 * p->gcols);
       const ptdp_shard_rect rows = {.row0 = p->row0 + m0, .col0 = 0, .rows = m1 - m0, .cols = p->gcols};
       PTDP_CALL(ckpt_transfer_rects(ds, &rows, 1, io->wide, 1));
-      const haddr_t base = H5Dget_offset(ds);
-      off = base == HADDR_UNDEF ? 0 : (long long)base + 4 * (p->row0 + m0) * p->gcols;
-      len = base == HADDR_UNDEF ? 0 : 4 * (m1 - m0) * p->gcols;
+      rects_span(ds, p->gcols, &rows, 1, &off, &len);
     } else {
       io->sum[kind * io->nglobal + g] += ckpt_checksum(p, io->stage, c0, c1);
       PTDP_CALL(ckpt_transfer_chunk(ds, p, c0, c1, io->stage, 1));
@@ -355,13 +362,10 @@ static int save_all(ckpt_io *io, const ptdp_checkpoint_info *info, const char *p
   PTDP_CHECK_IO(io->file >= 0, "cannot create the checkpoint file '%s'", path);
   PTDP_CALL(ckpt_stream_open(&io->stream, path, CKPT_STREAM_WINDOW));
   if (io->m->t > 1) { /* the full rows of a swapped run: a run's floats, and a row for an uneven split */
-    long long row = 1, run = 1;
-    for (int i = 0; i < io->m->nparams; i++) {
-      const ptdp_param_info *p = &io->m->params[i];
-      if (p->gcols > row) row = p->gcols;
-      if (ptdp_param_local_elems(p) > run) run = ptdp_param_local_elems(p);
-    }
-    PTDP_ALLOC(io->wide, sizeof(float) * (size_t)((run < io->chunk ? run : io->chunk) + row));
+    long long row = 1;
+    for (int i = 0; i < io->m->nparams; i++)
+      if (io->m->params[i].gcols > row) row = io->m->params[i].gcols;
+    PTDP_ALLOC(io->wide, sizeof(float) * (size_t)(io->stage_elems + row));
   }
   const int nk = io->ddp ? NKINDS : 1, nds = nk * io->nglobal;
   hid_t *ds;

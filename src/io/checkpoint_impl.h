@@ -27,7 +27,9 @@ int ckpt_fs_locate(const char *load_dir, ptdp_checkpoint_ref *ref, char *msg, si
 /* Fault injection for the crash-safety tests: when the environment's PTDP_CHECKPOINT_FAULT names
  * this point and PTDP_CHECKPOINT_FAULT_RANK (default 0) this world rank, the process kills itself
  * with SIGKILL.  Points: "datasets" (half the model written), "closed" (file complete, not yet
- * renamed), "renamed" (directory in place, tracker not yet updated). */
+ * renamed), "renamed" (directory in place, tracker not yet updated), "moved-aside" (a save
+ * replacing an existing iteration without renameat2's exchange: the old directory renamed aside,
+ * the new one not yet in place). */
 void ckpt_fault(const char *point, int rank);
 /* Whether the environment names this point and world rank (ckpt_fault's test, without the kill):
  * "read-error" makes that rank's load fail as an I/O error would, halfway through its reading;
@@ -132,7 +134,8 @@ typedef struct {
                                * reads of what every replica holds, the rest coming by all-gather */
   uint64_t *sum;         /* [NKINDS nglobal] checksum partial sums */
   long long chunk;       /* elements moved at a time: CKPT_CHUNK_ELEMS */
-  float *stage;          /* host buffer of chunk floats (fewer for a small model) */
+  float *stage;          /* host buffer of stage_elems floats: chunk (fewer for a small model) */
+  long long stage_elems;
   float *wide;           /* saving at t > 1: the full rows of a swapped run (chunk + a row's floats) */
   ckpt_stream stream;
   ckpt_reader *reader;   /* loading: direct reads of contiguous runs (NULL: off) */
@@ -177,7 +180,5 @@ long long ckpt_run_end(const ckpt_io *io, const ptdp_param_info *p, long long c0
  * rank's rows [m0, m1) at full width; else (loading) the other way round. */
 int ckpt_exchange_slices(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long c1, const float *src,
                          float *dst, int to_rows);
-/* Checksum of local rows [m0, m1) of p at full width (x: (m1 - m0) gcols floats). */
-uint64_t ckpt_checksum_rows(const ptdp_param_info *p, const float *x, long long m0, long long m1);
 
 #endif

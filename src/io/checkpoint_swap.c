@@ -13,7 +13,6 @@
 #include "ptdp/error.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* The t-th part q of rows [r0, r1): [*m0, *m1). */
 static void row_part(long long r0, long long r1, int t, int q, long long *m0, long long *m1)
@@ -22,12 +21,18 @@ static void row_part(long long r0, long long r1, int t, int q, long long *m0, lo
   *m1 = r0 + (r1 - r0) * (q + 1) / t;
 }
 
+/* Is p this rank's column slice of a row-parallel weight (columns split in t equal slices)? */
+static int column_slice(const ckpt_io *io, const ptdp_param_info *p)
+{
+  const ptdp_gpt *m = io->m;
+  return m->t > 1 && p->ndim == 2 && p->gcols == m->t * p->lcols && p->col0 == m->tp_rank * p->lcols;
+}
+
 int ckpt_swap_rows(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long c1, long long *r0,
                    long long *r1, long long *m0, long long *m1)
 {
   const ptdp_gpt *m = io->m;
-  if (m->t < 2 || p->ndim != 2 || p->gcols != m->t * p->lcols || p->col0 != m->tp_rank * p->lcols) return 0;
-  if (c0 % p->lcols || c1 % p->lcols || (c1 - c0) / p->lcols < m->t) return 0;
+  if (!column_slice(io, p) || c0 % p->lcols || c1 % p->lcols || (c1 - c0) / p->lcols < m->t) return 0;
   *r0 = c0 / p->lcols;
   *r1 = c1 / p->lcols;
   row_part(*r0, *r1, m->t, m->tp_rank, m0, m1);
@@ -37,8 +42,7 @@ int ckpt_swap_rows(const ckpt_io *io, const ptdp_param_info *p, long long c0, lo
 long long ckpt_run_end(const ckpt_io *io, const ptdp_param_info *p, long long c0, long long hi)
 {
   long long c1 = c0 + io->chunk < hi ? c0 + io->chunk : hi;
-  const ptdp_gpt *m = io->m;
-  if (m->t > 1 && p->ndim == 2 && p->gcols == m->t * p->lcols && c0 % p->lcols) {
+  if (column_slice(io, p) && c0 % p->lcols) {
     const long long row = (c0 / p->lcols + 1) * p->lcols; /* a part starting inside a row: up to its end */
     if (row < c1) c1 = row;
   }
@@ -84,16 +88,4 @@ int ckpt_exchange_slices(const ckpt_io *io, const ptdp_param_info *p, long long 
   free(cnt);
   free(type);
   return rc;
-}
-
-uint64_t ckpt_checksum_rows(const ptdp_param_info *p, const float *x, long long m0, long long m1)
-{
-  const uint64_t g0 = (uint64_t)((p->row0 + m0) * p->gcols), n = (uint64_t)((m1 - m0) * p->gcols);
-  uint64_t s = 0;
-  for (uint64_t k = 0; k < n; k++) {
-    uint32_t bits;
-    memcpy(&bits, &x[k], sizeof bits);
-    s += ckpt_mix(g0 + k, bits);
-  }
-  return s;
 }
