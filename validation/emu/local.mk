@@ -1,0 +1,62 @@
+# validation/emu: the CUDA emulation (a test harness, never installed).  The CUDA backend's own
+# sources (src/backend/cuda*.c, the .cu kernels translated line for line by translate.sh) and
+# the NCCL transport, compiled by the host compilers against the headers in
+# validation/emu/include and linked with the emulated runtime, cuBLAS(Lt) and NCCL, so that
+# `make check` runs every line of the CUDA backend without a GPU or the CUDA toolkit.
+#
+# Two libraries, both linked whole (-Wl,--whole-archive) ahead of libptdp.a so that their
+# definitions of the CUDA entry points win over libptdp.a's (a real CUDA backend, or the stubs
+# of a build without CUDA):
+#   libptdp_emu.a       the emulated runtime and libraries + ptdp's CUDA host sources
+#   libemu_kernels.a    the translated kernels, compiled with the compiler's thread-sanitizer
+#                       hooks (emu_simt.cc implements them: race detector and bounds checks);
+#                       plain in --enable-sanitizers builds (ASan cannot be combined with them)
+EMU_CPP = -DPTDP_EMU_BUILD -I$(top_srcdir)/validation/emu/include -I$(top_srcdir)/validation/emu \
+               -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -I$(top_srcdir)/include -I$(top_builddir)/include \
+               -I$(top_srcdir)/src/backend $(BLAS_CFLAGS) $(HDF5_CFLAGS)
+EMU_CXX = -std=c++17 -O2 -g -fno-omit-frame-pointer -Wall -Wno-unused-function
+if PTDP_SANITIZE
+EMU_CXX += -fsanitize=address,undefined -fno-sanitize-recover=undefined
+EMU_KCXX = $(EMU_CXX) -DPTDP_EMU_NO_HOOKS
+else
+EMU_KCXX = $(EMU_CXX) -fsanitize=thread --param=tsan-instrument-func-entry-exit=0
+endif
+
+EMU_HDRS = validation/emu/emu_internal.h validation/emu/emu_device.h \
+              validation/emu/include/cuda_runtime.h validation/emu/include/cublas_v2.h \
+              validation/emu/include/cublasLt.h validation/emu/include/nccl.h \
+              validation/emu/include/cuda_bf16.h validation/emu/include/cuda_fp16.h \
+              validation/emu/include/library_types.h
+
+check_LIBRARIES += validation/emu/libptdp_emu.a validation/emu/libemu_kernels.a
+validation_emu_libptdp_emu_a_SOURCES = validation/emu/emu_runtime.cc validation/emu/emu_simt.cc \
+    validation/emu/emu_cublas.cc validation/emu/emu_nccl.cc $(EMU_HDRS) \
+    src/backend/cuda.c src/backend/cuda_gemm.c src/backend/cuda_attention.c src/backend/cuda_select.c \
+    src/parallel/comm.c src/parallel/transport_nccl.c
+validation_emu_libptdp_emu_a_CPPFLAGS = $(EMU_CPP)
+validation_emu_libptdp_emu_a_CXXFLAGS = $(EMU_CXX)
+
+EMU_GEN = validation/emu/gen/cuda_kernels.cc validation/emu/gen/cuda_softmax.cc
+nodist_validation_emu_libemu_kernels_a_SOURCES = $(EMU_GEN)
+validation_emu_libemu_kernels_a_CPPFLAGS = $(EMU_CPP)
+validation_emu_libemu_kernels_a_CXXFLAGS = $(EMU_KCXX)
+EMU_TRANSLATE = $(SHELL) $(top_srcdir)/validation/emu/translate.sh
+validation/emu/gen/cuda_kernels.cc: $(top_srcdir)/src/backend/cuda_kernels.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_kernels.cu $@
+validation/emu/gen/cuda_softmax.cc: $(top_srcdir)/src/backend/cuda_softmax.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_softmax.cu $@
+CLEANFILES += $(EMU_GEN) $(EMU_MUTANT_GEN)
+dist_noinst_SCRIPTS += validation/emu/translate.sh
+
+# Programs linked with the emulation: whole archives first, then ptdp as usual, without the
+# real CUDA libraries.
+EMU_LINKF = -Wl,--whole-archive,validation/emu/libptdp_emu.a,validation/emu/libemu_kernels.a,--no-whole-archive
+EMU_LIBS = libptdp.a $(HDF5_LIBS) $(BLAS_LIBS) $(LIBS) -lstdc++ -lm -ldl -lpthread
+EMU_DEPS = validation/emu/libptdp_emu.a validation/emu/libemu_kernels.a libptdp.a
+
+# The emulated trainer: ptdp-train's main, `--backend cuda` runs on the emulated GPU.
+check_PROGRAMS += validation/emu/ptdp-train-emu
+validation_emu_ptdp_train_emu_SOURCES = src/train/ptdp_train.c
+validation_emu_ptdp_train_emu_LDFLAGS = $(EMU_LINKF)
+validation_emu_ptdp_train_emu_LDADD = $(EMU_LIBS)
+EXTRA_validation_emu_ptdp_train_emu_DEPENDENCIES = $(EMU_DEPS)

@@ -1,0 +1,23 @@
+#!/bin/sh
+# translate.sh SRC.cu OUT.cc [SED-EXPR]: a .cu file as C++ for the CUDA emulation.
+# Line for line (a #line directive keeps the .cu's file name and line numbers in compiler
+# messages and in the race detector's reports); the only rewrites are CUDA's launch syntax,
+#     kernel<<<grid, block, shmem, stream>>>(args)  ->  PTDP_EMU_LAUNCH(kernel, grid, ...)(args)
+# (one launch per line), and a dynamic shared array declared in a kernel,
+#     extern __shared__ T name[];  ->  T *const name = (T *)emu_dynamic_shared();
+# SED-EXPR, when given, is applied first: the tests' planted mutations.
+set -eu
+src=$1 out=$2 extra=${3:-}
+tmp="$out.tmp"
+{
+  echo '#include "emu_device.h"'
+  echo "#line 1 \"$src\""
+  if [ -n "$extra" ]; then sed -e "$extra" "$src"; else cat "$src"; fi |
+    sed -e 's/\([A-Za-z_][A-Za-z_0-9]*\)<<<\(.*\)>>>(/PTDP_EMU_LAUNCH(\1, \2)(/' \
+        -e 's/extern[ ]*__shared__[ ]*\(.*[^ ]\)[ ]*\([A-Za-z_][A-Za-z_0-9]*\)[ ]*\[\][ ]*;/\1 *const \2 = (\1 *)emu_dynamic_shared();/'
+} > "$tmp"
+if grep -n '<<<' "$tmp" >&2; then
+  echo "translate.sh: $src: a kernel launch the emulation cannot translate (one launch per line, kernel<<<...>>>(...))" >&2
+  rm -f "$tmp"; exit 1
+fi
+mv "$tmp" "$out"
