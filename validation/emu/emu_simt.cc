@@ -119,21 +119,37 @@ struct Run {
   void (*body)(const void *);
 } R;
 
-std::vector<FiberCtx> fibers(MAX_THREADS);
+FiberCtx fibers[MAX_THREADS]; /* static: kernel code reads its Fiber (threadIdx) as program data */
 bool in_kernel = false;
 
+void fail_block_v(cudaError_t e, const char *fmt, va_list ap)
+{
+  char msg[1024];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  if (!R.failed)
+    fault(e, "kernel %s (launched at %s:%d), block (%u,%u,%u): %s", R.site->kernel, R.site->file,
+          R.site->line, R.blk.idx.x, R.blk.idx.y, R.blk.idx.z, msg);
+  R.failed = true;
+}
+
+/* A misuse inside a block (barriers, races): cudaErrorLaunchFailure. */
 void fail_block(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fail_block(const char *fmt, ...)
 {
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  fail_block_v(cudaErrorLaunchFailure, fmt, ap);
   va_end(ap);
-  if (!R.failed)
-    fault(cudaErrorLaunchFailure, "kernel %s (launched at %s:%d), block (%u,%u,%u): %s", R.site->kernel, R.site->file,
-          R.site->line, R.blk.idx.x, R.blk.idx.y, R.blk.idx.z, msg);
-  R.failed = true;
+}
+
+/* An access to memory the kernel may not touch: cudaErrorIllegalAddress, as a GPU reports it. */
+void fail_access(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fail_access(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fail_block_v(cudaErrorIllegalAddress, fmt, ap);
+  va_end(ap);
 }
 
 /* ------------------------------------------------------------------ source lines */
@@ -391,7 +407,7 @@ extern "C" char __executable_start[], _end[];
 void bad_access(uintptr_t a, size_t n, bool write, uintptr_t pc, const char *what)
 {
   std::string w = where(pc);
-  fail_block("%s %zu bytes at %#" PRIxPTR " (%s) at %s", write ? "writes" : "reads", n, a, what, w.c_str());
+  fail_access("%s %zu bytes at %#" PRIxPTR " (%s) at %s", write ? "writes" : "reads", n, a, what, w.c_str());
 }
 
 __attribute__((noinline)) void check_slow(uintptr_t a, size_t n, bool write, uintptr_t pc)
@@ -451,6 +467,9 @@ void syncthreads()
     fail_block("__syncthreads reached by lane %d of warp %d while lanes %#x of its warp wait at a warp barrier",
                fc->lane, fc->warp, R.warps[fc->warp].waiting);
   }
+  if (R.live != R.nthreads) /* CUDA: a barrier in code that not every thread of the block runs */
+    fail_block("__syncthreads reached by thread %d after %d thread(s) of the block returned", fc->f.linear,
+               R.nthreads - R.live);
   fc->state = WAIT_BLOCK;
   if (++R.waiting_block == R.live) release_block();
   switch_to_scheduler(fc);
@@ -544,7 +563,7 @@ void run_block(const uint3 &bidx)
   R.waiting_block = 0;
   R.block_epoch = 0;
   R.block_gen = ++block_counter;
-  R.fib = fibers.data();
+  R.fib = fibers;
   int nw = (R.nthreads + 31) / 32;
   for (int wi = 0; wi < nw; wi++) {
     Warp &w = R.warps[wi];

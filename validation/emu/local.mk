@@ -4,10 +4,11 @@
 # validation/emu/include and linked with the emulated runtime, cuBLAS(Lt) and NCCL, so that
 # `make check` runs every line of the CUDA backend without a GPU or the CUDA toolkit.
 #
-# Two libraries, both linked whole (-Wl,--whole-archive) ahead of libptdp.a so that their
+# Three libraries, all linked whole (-Wl,--whole-archive) ahead of libptdp.a so that their
 # definitions of the CUDA entry points win over libptdp.a's (a real CUDA backend, or the stubs
 # of a build without CUDA):
-#   libptdp_emu.a       the emulated runtime and libraries + ptdp's CUDA host sources
+#   libemu_core.a       the emulated runtime (memory, streams, events) and kernel execution
+#   libptdp_emu.a       the emulated cuBLAS(Lt) and NCCL + ptdp's CUDA host sources
 #   libemu_kernels.a    the translated kernels, compiled with the compiler's thread-sanitizer
 #                       hooks (emu_simt.cc implements them: race detector and bounds checks);
 #                       plain in --enable-sanitizers builds (ASan cannot be combined with them)
@@ -28,9 +29,12 @@ EMU_HDRS = validation/emu/emu_internal.h validation/emu/emu_device.h \
               validation/emu/include/cuda_bf16.h validation/emu/include/cuda_fp16.h \
               validation/emu/include/library_types.h
 
-check_LIBRARIES += validation/emu/libptdp_emu.a validation/emu/libemu_kernels.a
-validation_emu_libptdp_emu_a_SOURCES = validation/emu/emu_runtime.cc validation/emu/emu_simt.cc \
-    validation/emu/emu_cublas.cc validation/emu/emu_nccl.cc $(EMU_HDRS) \
+check_LIBRARIES += validation/emu/libemu_core.a validation/emu/libptdp_emu.a validation/emu/libemu_kernels.a
+validation_emu_libemu_core_a_SOURCES = validation/emu/emu_runtime.cc validation/emu/emu_simt.cc $(EMU_HDRS) \
+    validation/emu/emu_mem.h
+validation_emu_libemu_core_a_CPPFLAGS = $(EMU_CPP)
+validation_emu_libemu_core_a_CXXFLAGS = $(EMU_CXX)
+validation_emu_libptdp_emu_a_SOURCES = validation/emu/emu_cublas.cc validation/emu/emu_nccl.cc $(EMU_HDRS) \
     src/backend/cuda.c src/backend/cuda_gemm.c src/backend/cuda_attention.c src/backend/cuda_select.c \
     src/parallel/comm.c src/parallel/transport_nccl.c
 validation_emu_libptdp_emu_a_CPPFLAGS = $(EMU_CPP)
@@ -50,9 +54,9 @@ dist_noinst_SCRIPTS += validation/emu/translate.sh
 
 # Programs linked with the emulation: whole archives first, then ptdp as usual, without the
 # real CUDA libraries.
-EMU_LINKF = -Wl,--whole-archive,validation/emu/libptdp_emu.a,validation/emu/libemu_kernels.a,--no-whole-archive
+EMU_LINKF = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libptdp_emu.a,validation/emu/libemu_kernels.a,--no-whole-archive
 EMU_LIBS = libptdp.a $(HDF5_LIBS) $(BLAS_LIBS) $(LIBS) -lstdc++ -lm -ldl -lpthread
-EMU_DEPS = validation/emu/libptdp_emu.a validation/emu/libemu_kernels.a libptdp.a
+EMU_DEPS = validation/emu/libemu_core.a validation/emu/libptdp_emu.a validation/emu/libemu_kernels.a libptdp.a
 
 # The emulated trainer: ptdp-train's main, `--backend cuda` runs on the emulated GPU.
 check_PROGRAMS += validation/emu/ptdp-train-emu
@@ -60,3 +64,21 @@ validation_emu_ptdp_train_emu_SOURCES = src/train/ptdp_train.c
 validation_emu_ptdp_train_emu_LDFLAGS = $(EMU_LINKF)
 validation_emu_ptdp_train_emu_LDADD = $(EMU_LIBS)
 EXTRA_validation_emu_ptdp_train_emu_DEPENDENCIES = $(EMU_DEPS)
+
+# The emulation's own test: what it computes and each mistake it catches (planted in
+# tests/emu_test_kernels.cu).  Needs only the core, no ptdp.
+check_LIBRARIES += validation/emu/libemu_tkernels.a
+nodist_validation_emu_libemu_tkernels_a_SOURCES = validation/emu/gen/emu_test_kernels.cc
+validation_emu_libemu_tkernels_a_CPPFLAGS = $(EMU_CPP)
+validation_emu_libemu_tkernels_a_CXXFLAGS = $(EMU_KCXX)
+validation/emu/gen/emu_test_kernels.cc: $(top_srcdir)/validation/emu/tests/emu_test_kernels.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/validation/emu/tests/emu_test_kernels.cu $@
+CLEANFILES += validation/emu/gen/emu_test_kernels.cc
+check_PROGRAMS += validation/emu/tests/test_emu_simt
+validation_emu_tests_test_emu_simt_SOURCES = validation/emu/tests/test_emu_simt.c
+validation_emu_tests_test_emu_simt_CPPFLAGS = -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -I$(top_srcdir)/validation/emu/include
+validation_emu_tests_test_emu_simt_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_tkernels.a,--no-whole-archive
+validation_emu_tests_test_emu_simt_LDADD = -lstdc++ -lm -ldl -lpthread
+EXTRA_validation_emu_tests_test_emu_simt_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_tkernels.a
+TESTS += validation/emu/tests/test_emu_simt
+EXTRA_DIST += validation/emu/tests/emu_test_kernels.cu

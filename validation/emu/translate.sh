@@ -14,7 +14,7 @@ tmp="$out.tmp"
   echo "#line 1 \"$src\""
   if [ -n "$extra" ]; then sed -e "$extra" "$src"; else cat "$src"; fi |
     sed -e 's/\([A-Za-z_][A-Za-z_0-9]*\)<<<\(.*\)>>>(/PTDP_EMU_LAUNCH(\1, \2)(/' \
-        -e 's/extern[ ]*__shared__[ ]*\(.*[^ ]\)[ ]*\([A-Za-z_][A-Za-z_0-9]*\)[ ]*\[\][ ]*;/\1 *const \2 = (\1 *)emu_dynamic_shared();/'
+        -e 's/extern[ ]*__shared__[ ]*\(.*[^ ]\)[ ][ ]*\([A-Za-z_][A-Za-z_0-9]*\)[ ]*\[\][ ]*;/\1 *const \2 = (\1 *)emu_dynamic_shared();/'
 } > "$tmp"
 if grep -n '<<<' "$tmp" >&2; then
   echo "translate.sh: $src: a kernel launch the emulation cannot translate (one launch per line, kernel<<<...>>>(...))" >&2

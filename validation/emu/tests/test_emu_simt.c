@@ -1,0 +1,245 @@
+/* The CUDA emulation proves itself: what it must compute right, and each mistake it must catch
+ * (a planted mistake per check, in the kernels of emu_test_kernels.cu).
+ *   right:   block sums through shuffles and shared memory (1024-thread blocks, a partial last
+ *            block), votes and every shuffle kind, dynamic shared memory, the NaN pattern of a
+ *            fresh allocation, events ordering two streams;
+ *   caught:  a write one element past an allocation, a host pointer given to a kernel, a shared
+ *            race, a barrier one thread skips, launch limits (1025 threads, 228 KB of dynamic
+ *            shared memory), a host read of device memory (SIGSEGV), a copy with the wrong kind,
+ *            and a missing cross-stream dependency (the consumer runs first and sees NaN).
+ * A fault is sticky (as on a GPU), so each planted fault runs in a forked child that reports
+ * through its exit status and stderr. */
+#include <cuda_runtime.h>
+
+#include "../../tests/expect.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+cudaError_t emu_t_launch_block_sum(cudaStream_t st, const float *x, float *out, int n, int threads, int *bad);
+cudaError_t emu_t_launch_warp_ops(cudaStream_t st, int *out, int threads);
+cudaError_t emu_t_launch_reverse(cudaStream_t st, const float *x, float *y, int blocks, int threads);
+cudaError_t emu_t_launch_inc(cudaStream_t st, const float *x, float *y, int n, int over, int threads);
+cudaError_t emu_t_launch_race(cudaStream_t st, float *out);
+cudaError_t emu_t_launch_diverge(cudaStream_t st, float *out);
+cudaError_t emu_t_launch_config(cudaStream_t st, float *x, int threads, size_t shmem);
+
+#define CK(x)                                                                                  \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorName(e_));        \
+      exit(2);                                                                                 \
+    }                                                                                          \
+  } while (0)
+
+static float *dev_floats(const float *h, size_t n)
+{
+  float *d;
+  CK(cudaMalloc((void **)&d, n * sizeof(float)));
+  if (h) CK(cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice));
+  return d;
+}
+
+static void test_block_sum(void)
+{
+  const int n = 3000, threads = 1024, blocks = (n + threads - 1) / threads;
+  float *h = malloc(n * sizeof(float)), out[3];
+  double want[3] = {0, 0, 0};
+  for (int i = 0; i < n; i++) h[i] = (float)((i * 37) % 101) - 50.0f, want[i / threads] += h[i];
+  float *x = dev_floats(h, n), *o = dev_floats(NULL, blocks);
+  int *bad;
+  CK(cudaMalloc((void **)&bad, sizeof(int)));
+  CK(cudaMemset(bad, 0, sizeof(int)));
+  CK(emu_t_launch_block_sum(0, x, o, n, threads, bad));
+  CK(cudaMemcpy(out, o, sizeof out, cudaMemcpyDeviceToHost));
+  for (int b = 0; b < blocks; b++) EXPECT(out[b] == (float)want[b], "block %d sum %g, want %g", b, out[b], want[b]);
+  free(h);
+  CK(cudaFree(x));
+  CK(cudaFree(o));
+  CK(cudaFree(bad));
+}
+
+static void test_warp_ops(void)
+{
+  const int threads = 64;
+  int *d, h[6 * 64];
+  CK(cudaMalloc((void **)&d, sizeof h));
+  CK(emu_t_launch_warp_ops(0, d, threads));
+  CK(cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost));
+  for (int t = 0; t < threads; t++) {
+    int l = t & 31, *o = h + 6 * t;
+    EXPECT((unsigned)o[0] == 0xaaaaaaaau, "ballot %#x", (unsigned)o[0]);
+    EXPECT(o[1] == 1 && o[2] == 1, "any %d all %d", o[1], o[2]);
+    EXPECT(o[3] == (l >= 1 ? l - 1 : l), "shfl_up lane %d: %d", l, o[3]);
+    EXPECT(o[4] == (l + 2 < 32 ? l + 2 : l), "shfl_down lane %d: %d", l, o[4]);
+    EXPECT(o[5] == 50, "shfl idx lane %d: %d", l, o[5]);
+  }
+  CK(cudaFree(d));
+}
+
+static void test_dynamic_shared_and_poison(void)
+{
+  const int threads = 128, blocks = 3, n = threads * blocks;
+  float h[384], y[384];
+  for (int i = 0; i < n; i++) h[i] = (float)i;
+  float *x = dev_floats(h, n), *d = dev_floats(NULL, n);
+  CK(cudaMemcpy(y, d, sizeof y, cudaMemcpyDeviceToHost));
+  EXPECT(isnan(y[0]) && isnan(y[n - 1]), "a fresh allocation reads %g %g, not the NaN pattern", y[0], y[n - 1]);
+  CK(emu_t_launch_reverse(0, x, d, blocks, threads));
+  CK(cudaMemcpy(y, d, sizeof y, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < n; i++) {
+    int b = i / threads, t = i % threads;
+    EXPECT(y[i] == h[b * threads + threads - 1 - t], "reverse[%d] = %g", i, y[i]);
+  }
+  CK(cudaFree(x));
+  CK(cudaFree(d));
+}
+
+/* Producer on stream a, consumer on stream b.  With the event wait the consumer sees the
+ * producer's values; without it the emulation runs the consumer first (most recent first), so
+ * it reads the NaN pattern: the missing dependency shows. */
+static int streams_case(int with_wait)
+{
+  const int n = 256;
+  float h[256], out[256];
+  for (int i = 0; i < n; i++) h[i] = (float)i;
+  cudaStream_t a, b;
+  cudaEvent_t ev;
+  CK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  float *x = dev_floats(h, n), *y = dev_floats(NULL, n), *z = dev_floats(NULL, n);
+  CK(emu_t_launch_inc(a, x, y, n, 0, 128)); /* y = x + 1 */
+  CK(cudaEventRecord(ev, a));
+  if (with_wait) CK(cudaStreamWaitEvent(b, ev, 0));
+  CK(emu_t_launch_inc(b, y, z, n, 0, 128)); /* z = y + 1 */
+  CK(cudaStreamSynchronize(b));
+  CK(cudaMemcpy(out, z, sizeof out, cudaMemcpyDeviceToHost));
+  int right = 1;
+  for (int i = 0; i < n; i++) right &= out[i] == h[i] + 2.0f;
+  CK(cudaStreamDestroy(a));
+  CK(cudaStreamDestroy(b));
+  CK(cudaEventDestroy(ev));
+  CK(cudaFree(x));
+  CK(cudaFree(y));
+  CK(cudaFree(z));
+  return right;
+}
+
+/* Run fn in a child; its exit status (or 128 + signal) and whether stderr held `want`. */
+static int child(void (*fn)(void), const char *want, int *saw)
+{
+  char path[] = "/tmp/emu-simt-XXXXXX";
+  int fd = mkstemp(path);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd, 2);
+    fn();
+    _exit(0);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  char buf[8192] = "";
+  lseek(fd, 0, SEEK_SET);
+  ssize_t r = read(fd, buf, sizeof buf - 1);
+  buf[r > 0 ? r : 0] = 0;
+  close(fd);
+  unlink(path);
+  *saw = strstr(buf, want) != NULL;
+  if (!*saw) fprintf(stderr, "  (child stderr: %s)\n", buf);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static cudaError_t after(cudaError_t launch)
+{
+  if (launch != cudaSuccess) return launch;
+  return cudaDeviceSynchronize();
+}
+
+static void plant_oob(void)
+{
+  float *x = dev_floats(NULL, 100), *y = dev_floats(NULL, 100);
+  cudaError_t e = after(emu_t_launch_inc(0, x, y, 100, 1, 64));
+  exit(e == cudaErrorIllegalAddress && cudaGetLastError() == cudaErrorIllegalAddress ? 10 : 1);
+}
+
+static void plant_host_pointer(void)
+{
+  float *host = calloc(100, sizeof(float)); /* heap: a host pointer (static data would pass: __constant__) */
+  float *y = dev_floats(NULL, 100);
+  exit(after(emu_t_launch_inc(0, host, y, 100, 0, 64)) == cudaErrorIllegalAddress ? 10 : 1);
+}
+
+static void plant_race(void)
+{
+  float *o = dev_floats(NULL, 4);
+  exit(after(emu_t_launch_race(0, o)) == cudaErrorLaunchFailure ? 10 : 1);
+}
+
+static void plant_diverge(void)
+{
+  float *o = dev_floats(NULL, 64);
+  exit(after(emu_t_launch_diverge(0, o)) == cudaErrorLaunchFailure ? 10 : 1);
+}
+
+static void plant_host_read(void)
+{
+  float *x = dev_floats(NULL, 16);
+  volatile float v = x[3]; /* host code reading device memory */
+  (void)v;
+  exit(1);
+}
+
+static void test_faults(void)
+{
+  int saw;
+  EXPECT(child(plant_oob, "offset 400 of a 400-byte allocation: out of bounds", &saw) == 10 && saw,
+         "a write one past the end of an allocation is not reported as an illegal address");
+  EXPECT(child(plant_oob, "emu_test_kernels.cu:", &saw) == 10 && saw, "the report does not name the source line");
+  EXPECT(child(plant_host_pointer, "host memory: not device memory", &saw) == 10 && saw,
+         "a host pointer passed to a kernel is not caught");
+  EXPECT(child(plant_race, "read-after-write hazard on shared memory", &saw) == 10 && saw,
+         "the shared-memory race is not reported");
+  EXPECT(child(plant_diverge, "thread(s) of the block returned", &saw) == 10 && saw, "a skipped __syncthreads is not reported");
+  EXPECT(child(plant_host_read, "host code touched emulated device memory", &saw) == 128 + SIGSEGV && saw,
+         "a host read of device memory does not die of SIGSEGV with a message");
+}
+
+static void test_api_checks(void)
+{
+  float *x = dev_floats(NULL, 16), h[16];
+  EXPECT(emu_t_launch_config(0, x, 1025, 0) == cudaErrorInvalidConfiguration, "1025 threads a block accepted");
+  EXPECT(emu_t_launch_config(0, x, 32, 228u << 10) == cudaErrorInvalidValue, "228 KB of dynamic shared memory accepted");
+  EXPECT(cudaGetLastError() == cudaSuccess, "cudaGetLastError does not clear a launch error");
+  EXPECT(cudaMemcpy(h, x, sizeof h, cudaMemcpyHostToDevice) == cudaErrorInvalidMemcpyDirection,
+         "a copy whose kind contradicts its pointers is accepted");
+  EXPECT(cudaMemcpy(h, x, 17 * sizeof(float), cudaMemcpyDeviceToHost) == cudaErrorInvalidValue,
+         "a copy past the end of an allocation is accepted");
+  cudaGetLastError();
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  EXPECT(p.major == 9 && p.minor == 0 && p.multiProcessorCount == 132, "not an H100: cc %d.%d, %d SMs", p.major,
+         p.minor, p.multiProcessorCount);
+  CK(cudaFree(x));
+}
+
+int main(void)
+{
+  CK(cudaSetDevice(0));
+  test_block_sum();
+  test_warp_ops();
+  test_dynamic_shared_and_poison();
+  EXPECT(streams_case(1), "with the event wait the consumer stream does not see the producer's result");
+  EXPECT(!streams_case(0), "without the event wait the consumer still saw the result: a missing dependency hides");
+  test_api_checks();
+  test_faults();
+  printf("test_emu_simt: %d passed, %d failed\n", n_pass, n_fail);
+  return n_fail ? 1 : 0;
+}
