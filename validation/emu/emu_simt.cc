@@ -319,10 +319,10 @@ void warp_barrier(FiberCtx *fc, unsigned mask)
 /* ------------------------------------------------------------------ race detector */
 struct Shadow {
   uint64_t gen; /* block generation the entry belongs to (older: empty) */
-  int16_t wtid, rtid;
+  int16_t wtid, rtid, rtid2; /* rtid2: a reader in another warp than rtid's (rmulti_warp) */
   bool rmulti_warp;
   unsigned w_be, w_we, r_be, r_we;
-  uintptr_t wpc, rpc;
+  uintptr_t wpc, rpc, rpc2;
 };
 
 uintptr_t tls_lo, tls_hi;  /* this host thread's TLS block (static __shared__) */
@@ -377,7 +377,7 @@ void shared_access(std::vector<Shadow> &sh, uintptr_t lo, uintptr_t a, size_t n,
   const unsigned be = R.block_epoch, we = R.warps[t / 32].gen;
   for (uintptr_t w = (a - lo) / 4; w <= (a + n - 1 - lo) / 4 && w < sh.size(); w++) {
     Shadow &s = sh[w];
-    if (s.gen != R.block_gen) s = Shadow{R.block_gen, -1, -1, false, 0, 0, 0, 0, 0, 0};
+    if (s.gen != R.block_gen) s = Shadow{R.block_gen, -1, -1, -1, false, 0, 0, 0, 0, 0, 0, 0};
     if (s.wtid >= 0 && !ordered(s.wtid, s.w_be, s.w_we, t)) {
       report_race(write ? "write-after-write" : "read-after-write", a, region, pc, s.wtid, s.wpc);
       return;
@@ -385,7 +385,8 @@ void shared_access(std::vector<Shadow> &sh, uintptr_t lo, uintptr_t a, size_t n,
     if (write) {
       bool war = s.rtid >= 0 && (s.rmulti_warp ? s.r_be == be : !ordered(s.rtid, s.r_be, s.r_we, t));
       if (war) {
-        report_race("write-after-read", a, region, pc, s.rtid, s.rpc);
+        bool other = s.rmulti_warp && s.rtid == t;
+        report_race("write-after-read", a, region, pc, other ? s.rtid2 : s.rtid, other ? s.rpc2 : s.rpc);
         return;
       }
       s.wtid = (int16_t)t, s.w_be = be, s.w_we = we, s.wpc = pc;
@@ -394,7 +395,7 @@ void shared_access(std::vector<Shadow> &sh, uintptr_t lo, uintptr_t a, size_t n,
       /* earlier reads are ordered before this one: it stands for them all */
       s.rtid = (int16_t)t, s.r_be = be, s.r_we = we, s.rpc = pc, s.rmulti_warp = false;
     } else if (s.rtid / 32 != t / 32) {
-      s.rmulti_warp = true;
+      s.rmulti_warp = true, s.rtid2 = (int16_t)t, s.rpc2 = pc;
     } else if (we > s.r_we) {
       s.r_we = we, s.rpc = pc;
     }
@@ -448,9 +449,12 @@ __attribute__((noinline)) void check_slow(uintptr_t a, size_t n, bool write, uin
   bad_access(a, n, write, pc, "host memory: not device memory");
 }
 
+unsigned long hook_calls;
+
 inline void check(void *p, size_t n, bool write, uintptr_t pc)
 {
   if (!in_kernel) return;
+  hook_calls++;
   uintptr_t a = (uintptr_t)p;
   const Alloc *al;
   if (a - mem.lo < mem.top && (al = arena_find(a)) && al->live && a + n <= al->base + al->bytes) return;
@@ -660,6 +664,10 @@ cudaError_t launch(const Site &site, dim3 grid, dim3 block, size_t shmem, cudaSt
 } // namespace emu
 
 /* ------------------------------------------------------------------ the compiler's hooks */
+/* Kernel accesses checked so far: 0 after a kernel ran means a build without the hooks
+ * (--enable-sanitizers), where the tests of the checks skip. */
+extern "C" unsigned long ptdp_emu_hook_calls(void) { return emu::hook_calls; }
+
 #define EMU_HOOKS(n)                                                                                    \
   extern "C" void __tsan_read##n(void *p) { emu::check(p, n, false, (uintptr_t)__builtin_return_address(0)); } \
   extern "C" void __tsan_write##n(void *p) { emu::check(p, n, true, (uintptr_t)__builtin_return_address(0)); } \

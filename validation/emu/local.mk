@@ -82,3 +82,34 @@ validation_emu_tests_test_emu_simt_LDADD = -lstdc++ -lm -ldl -lpthread
 EXTRA_validation_emu_tests_test_emu_simt_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_tkernels.a
 TESTS += validation/emu/tests/test_emu_simt
 EXTRA_DIST += validation/emu/tests/emu_test_kernels.cu
+
+# The race detector's planted mutation (issue 20): block_sum's leading barrier removed in a copy
+# of cuda_kernels.cu; the rule fails if the line to remove is not found (the test would prove
+# nothing).  test_emu_racecheck runs the real kernels, test_emu_racecheck_mutant the copy and
+# must see the hazard reported (the script checks the report names the source file).
+EMU_MUTATION = s|__syncthreads(); // part may still be read by a previous call|/* mutant: barrier removed */|
+check_LIBRARIES += validation/emu/libemu_mutant.a
+nodist_validation_emu_libemu_mutant_a_SOURCES = validation/emu/gen/mutant_kernels.cc
+validation_emu_libemu_mutant_a_CPPFLAGS = $(EMU_CPP)
+validation_emu_libemu_mutant_a_CXXFLAGS = $(EMU_KCXX)
+validation/emu/gen/mutant_kernels.cc: $(top_srcdir)/src/backend/cuda_kernels.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
+	test "`grep -c '__syncthreads(); // part may still be read by a previous call' $(top_srcdir)/src/backend/cuda_kernels.cu`" = 1 || \
+	  { echo "local.mk: block_sum's leading barrier not found in cuda_kernels.cu: update EMU_MUTATION" >&2; exit 1; } && \
+	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_kernels.cu $@ '$(EMU_MUTATION)'
+CLEANFILES += validation/emu/gen/mutant_kernels.cc
+EMU_RACE_CPP = -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -I$(top_srcdir)/validation/emu/include -I$(top_srcdir)/src/backend \
+               -I$(top_srcdir)/include -I$(top_builddir)/include
+check_PROGRAMS += validation/emu/tests/test_emu_racecheck validation/emu/tests/test_emu_racecheck_mutant
+validation_emu_tests_test_emu_racecheck_SOURCES = validation/emu/tests/test_emu_racecheck.c
+validation_emu_tests_test_emu_racecheck_CPPFLAGS = $(EMU_RACE_CPP)
+validation_emu_tests_test_emu_racecheck_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_kernels.a,--no-whole-archive
+validation_emu_tests_test_emu_racecheck_LDADD = -lstdc++ -lm -ldl -lpthread
+EXTRA_validation_emu_tests_test_emu_racecheck_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_kernels.a
+validation_emu_tests_test_emu_racecheck_mutant_SOURCES = validation/emu/tests/test_emu_racecheck.c
+validation_emu_tests_test_emu_racecheck_mutant_CPPFLAGS = $(EMU_RACE_CPP) -DEMU_MUTANT
+validation_emu_tests_test_emu_racecheck_mutant_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_mutant.a,--no-whole-archive
+validation_emu_tests_test_emu_racecheck_mutant_LDADD = -lstdc++ -lm -ldl -lpthread
+EXTRA_validation_emu_tests_test_emu_racecheck_mutant_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_mutant.a
+TESTS += validation/emu/tests/test_emu_racecheck validation/emu/tests/test_emu_racecheck.sh
+dist_noinst_SCRIPTS += validation/emu/tests/test_emu_racecheck.sh
