@@ -17,3 +17,5 @@ dist_noinst_SCRIPTS += validation/bench/bench_sim_cpu.sh
 # (jobs/measure_cpu_hw.sh builds it with make validation/bench/cpu_op_bench)
 check_PROGRAMS += validation/bench/cpu_op_bench
 validation_bench_cpu_op_bench_SOURCES = validation/bench/cpu_op_bench.c
+# issue 20: a gpt-mock iteration on the emulated CUDA backend against the CPU backend
+dist_noinst_SCRIPTS += validation/bench/bench_emu.sh
