@@ -113,3 +113,7 @@ validation_emu_tests_test_emu_racecheck_mutant_LDADD = -lstdc++ -lm -ldl -lpthre
 EXTRA_validation_emu_tests_test_emu_racecheck_mutant_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_mutant.a
 TESTS += validation/emu/tests/test_emu_racecheck validation/emu/tests/test_emu_racecheck.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_racecheck.sh
+
+# The model on the emulated CUDA backend against the CPU backend (several layouts).
+TESTS += validation/emu/tests/test_emu_model.sh
+dist_noinst_SCRIPTS += validation/emu/tests/test_emu_model.sh
