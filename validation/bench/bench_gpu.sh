@@ -1,75 +1,195 @@
 #!/bin/sh
-# GPU benchmark of issue 12, unattended: on one GPU, in the same run,
-#   1. the GEMM ceiling: a large cuBLASLt GEMM in bf16 and in fp32 (gemm_gpu_bench.c);
-#   2. training the issue's GPT configs on the CUDA backend, 1 rank:
-#        125M: l 12, h 768, a 12, s 1024;   1.3B: l 24, h 2048, a 16, s 2048;  V 50304 (GPT-2 padded)
-#      with and without selective recomputation, micro-batch the largest of MB_LIST that fits
-#      (the first that runs), for ITERS iterations; mean time of the last ITERS - 2;
-#   3. per run: tokens/s, model TFLOP/s (ptdp-train's own figure: Narayanan et al. eq. 3),
-#      MFU against PEAK (989 TFLOP/s: H100 SXM dense bf16) and the ratio to the bf16 GEMM measured.
-# Precision: PRECISION (default bf16); the CUDA backend refuses bf16 until mixed precision is
-# built, and the script then says so and measures fp32 instead (MFU still against PEAK).
-# Prints a table; the raw logs stay in OUT (default ./bench-gpu-out).
-#   validation/bench/bench_gpu.sh [BUILD_DIR]
-# environment: ITERS (10), MB_LIST ("16 8 4 2 1"), PEAK (989), PRECISION (bf16), CONFIGS ("125M 1.3B")
-# NOT YET RUN ON A GPU.
+# GPU benchmark (issues 12 and 20), unattended, on one GPU, in one run:
+#   1. the GEMM ceiling: n^3 cuBLASLt products in bf16 and fp32 on random inputs, the median of
+#      GEMM_REPS calls, the result checked (gemm_gpu_bench.c, built here with the build's flags);
+#   2. the issue's GPT configs on the CUDA backend, 1 rank, mock data, no dropout, in each
+#      precision of PRECISIONS (fp32 bf16 fp16):
+#        125M: l 12, h 768, a 12, s 1024;   1.3B: l 24, h 2048, a 16, s 2048;   V 50304
+#        tiny: l 2, h 64, a 4, s 128, V 1024 (a smoke test of this script, not a benchmark)
+#      RUNS lists CONFIG:RECOMPUTE:MB,MB,... ; the first micro-batch size that fits runs (a run
+#      out of GPU memory tries the next), ITERS iterations, the mean of iterations 3..ITERS;
+#   3. per run: step ms, tokens/s, model TFLOP/s (ptdp-train's own figure, Narayanan et al.
+#      eq. 3), MFU against PEAK (the card's dense bf16 peak, from its name; fp32 runs too, as MFU
+#      is quoted), and the ratio to the GEMM ceiling measured for the run's own precision.
+# A precision the trainer refuses (bf16 until mixed precision is built) is a SKIP whose reason is
+# the trainer's own message, found by a one-iteration probe of a small model; the same script
+# measures it once the trainer takes it.
+#
+#   validation/bench/bench_gpu.sh [BUILD_DIR]          (default: .)
+# environment: OUT (logs and bench.tsv; default ./bench-gpu-out), ITERS (10), PRECISIONS
+#   ("fp32 bf16"), RUNS (below), PEAK (TFLOP/s; default from the GPU's name), RUN_TIMEOUT (s per
+#   training run, 300), GEMM_N (8192; 0 skips the probe), GEMM_REPS (20), TRAIN (ptdp-train to
+#   run: default BUILD_DIR/ptdp-train), MPIEXEC ("mpirun --bind-to none").
+# OUT/bench.tsv: one row per measurement, tab-separated:
+#   what precision recompute mb result step_ms tokens_per_s tflops mfu_pct gemm_pct why
+# (what: gemm or a config name; "-" where a figure does not apply).
+# Exit: 0 nothing failed (skips allowed); 1 something failed; 77 no usable GPU (nothing measured).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-build=$(cd "${1:-.}" && pwd)
-train="$build/ptdp-train"
-[ -x "$train" ] || { echo "bench_gpu.sh: no ptdp-train in $build" >&2; exit 1; }
+build=$(cd "${1:-.}" && pwd) || exit 1
+train=${TRAIN:-$build/ptdp-train}
+[ -x "$train" ] || { echo "bench_gpu.sh: no ptdp-train at $train" >&2; exit 1; }
 iters=${ITERS:-10}
-peak=${PEAK:-989}
+[ "$iters" -ge 3 ] 2>/dev/null || { echo "bench_gpu.sh: ITERS must be 3 or more (the mean starts at 3)" >&2; exit 1; }
+runs=${RUNS:-125M:none:16,8,4 125M:selective:16,8,4 1.3B:none:4,2,1 1.3B:selective:8,4,2,1}
 out=${OUT:-$PWD/bench-gpu-out}
-mkdir -p "$out"
+mkdir -p "$out" || exit 1
+tsv=$out/bench.tsv
+printf 'what\tprecision\trecompute\tmb\tresult\tstep_ms\ttokens_per_s\ttflops\tmfu_pct\tgemm_pct\twhy\n' > "$tsv"
 mpiexec=${MPIEXEC:-mpirun --bind-to none}
 [ "$(id -u)" = 0 ] && mpiexec="$mpiexec --allow-run-as-root"
 mk() { sed -n "s/^$1 = //p" "$build/Makefile" | head -n 1; }
+failed=0
+row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >> "$tsv"; [ "$5" = FAIL ] && failed=1; return 0; }
+# the first error line of a log, else its last line (one line, tabs removed: it goes in the TSV)
+why_of() { { grep -m 1 'error' "$1" || tail -n 1 "$1"; } | tr '\t' ' ' | cut -c 1-300; }
 
-echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n 1)"
-probe="$build/gemm_gpu_bench"
-$(mk CC) -O2 $(mk CUDA_CFLAGS) "$here/gemm_gpu_bench.c" -o "$probe" $(mk CUDA_LIBS) ||
-  { echo "bench_gpu.sh: cannot build the GEMM probe (configured without CUDA?)" >&2; exit 1; }
-"$probe" 8192 20 | tee "$out/gemm.txt"
-gemm_bf16=$(sed -n 's/^gemm bf16 .*TFLOP\/s=//p' "$out/gemm.txt")
+gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu \
+        --format=csv,noheader 2>/dev/null | head -n 1)
+echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) ${gpu:-nvidia-smi: no GPU listed}" | tee "$out/gpu.txt"
 
-prec_flag=""
-case "${PRECISION:-bf16}" in
-  bf16) prec_flag="--bf16 true" ;;
-  fp16) prec_flag="--fp16 true" ;;
-esac
-if [ -n "$prec_flag" ] && ! $mpiexec -np 1 "$train" "$here/bench.in" --backend cuda $prec_flag --train-iters 1 \
-     --run-file none > "$out/precision-probe.log" 2>&1; then
-  echo "note: ${PRECISION:-bf16} refused: $(grep -o 'error.*' "$out/precision-probe.log" | head -n 1); measuring fp32"
-  prec_flag=""
-fi
-
-config() { # name -> model flags
+# dense bf16 peak (TFLOP/s, datasheet, without sparsity) from the card's name; PEAK overrides
+peak_of() {
   case $1 in
-    125M) echo "--num-layers 12 --hidden-size 768 --num-attention-heads 12 --max-position-embeddings 1024 --seq-length 1024" ;;
-    1.3B) echo "--num-layers 24 --hidden-size 2048 --num-attention-heads 16 --max-position-embeddings 2048 --seq-length 2048" ;;
+    *H100*PCIe*) echo 756 ;;
+    *H100*NVL*) echo 835 ;;
+    *H100* | *H200* | *H800*) echo 989 ;;
+    *B200*) echo 2250 ;;
+    *A100*) echo 312 ;;
+    *) echo "" ;;
   esac
 }
-printf '%-6s %-10s %3s %10s %12s %10s %7s %8s\n' config recompute mb "step ms" "tokens/s" "TFLOP/s" MFU "/gemm"
-for name in ${CONFIGS:-125M 1.3B}; do
-  for rc in none selective; do
-    for mb in ${MB_LIST:-16 8 4 2 1}; do
-      log="$out/$name-$rc-mb$mb.log"
-      # shellcheck disable=SC2046,SC2086
-      $mpiexec -np 1 "$train" "$here/bench.in" --backend cuda $prec_flag $(config "$name") --vocab-size 50304 \
-        --micro-batch-size "$mb" --global-batch-size "$mb" --train-iters "$iters" --log-interval 1 \
-        --recompute-granularity "$rc" --hidden-dropout 0 --attention-dropout 0 --lr-warmup-iters 0 \
-        --run-file none > "$log" 2>&1 || continue
-      seq=$(config "$name" | sed 's/.*--seq-length //')
-      # mean of iterations 3..ITERS: elapsed ms and TFLOP/s columns of the log lines
-      awk -v mb="$mb" -v seq="$seq" -v peak="$peak" -v g="${gemm_bf16:-0}" -v n="$name" -v r="$rc" '
-        /^ iteration/ { it++; if (it <= 2) next
-          for (i = 1; i <= NF; i++) { if ($i == "(ms):") ms += $(i+1); if ($i == "(TFLOP/s/GPU):") tf += $(i+1) }
-          k++ }
-        END { if (!k) exit 1; ms /= k; tf /= k
-          printf "%-6s %-10s %3d %10.1f %12.0f %10.1f %6.1f%% %7.1f%%\n", n, r, mb, ms, mb * seq / (ms / 1000), tf,
-                 100 * tf / peak, g > 0 ? 100 * tf / g : 0 }' "$log" && break
+peak=${PEAK:-$(peak_of "$gpu")}
+
+# ---- 1. the GEMM ceiling
+gemm_bf16="" gemm_fp32=""
+if [ "${GEMM_N:-8192}" != 0 ]; then
+  probe=$out/gemm_gpu_bench
+  # shellcheck disable=SC2046
+  if ! $(mk CC) -std=c11 -O2 $(mk CUDA_CFLAGS) "$here/gemm_gpu_bench.c" -o "$probe" $(mk CUDA_LIBS) -lm \
+       > "$out/gemm-build.log" 2>&1; then
+    row gemm - - - FAIL - - - - - "cannot build gemm_gpu_bench (configured without CUDA?): $(why_of "$out/gemm-build.log")"
+  else
+    timeout -k 10 "${RUN_TIMEOUT:-300}" "$probe" "${GEMM_N:-8192}" "${GEMM_REPS:-20}" > "$out/gemm.txt" 2>&1
+    rc=$?
+    cat "$out/gemm.txt"
+    if [ $rc = 77 ]; then
+      row gemm - - - SKIP - - - - - "$(tail -n 1 "$out/gemm.txt")"
+      echo "bench_gpu.sh: SKIP: $(tail -n 1 "$out/gemm.txt")"
+      exit 77
+    fi
+    for t in bf16 fp32; do
+      line=$(grep "^gemm $t " "$out/gemm.txt")
+      tf=$(echo "$line" | sed -n 's/.*TFLOP\/s=\([0-9.]*\).*/\1/p')
+      ms=$(echo "$line" | sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p')
+      if [ -n "$tf" ] && ! echo "$line" | grep -q 'CHECK FAILED'; then
+        eval "gemm_$t=$tf"
+        mfu=$([ -n "$peak" ] && awk -v a="$tf" -v p="$peak" 'BEGIN { printf "%.1f", 100 * a / p }' || echo -)
+        row gemm "$t" - - PASS "$ms" - "$tf" "$mfu" - "n=${GEMM_N:-8192}, random inputs, $(echo "$line" | sed -n 's/.*\(max_err=[^ ]*\).*/\1/p')"
+      elif [ -n "$line" ]; then
+        row gemm "$t" - - FAIL - - - - - "$(echo "$line" | tr '\t' ' ')"
+      else
+        row gemm "$t" - - FAIL - - - - - "exit $rc: $(why_of "$out/gemm.txt")"
+      fi
     done
+  fi
+fi
+
+# ---- 2. training runs
+config() { # name -> model flags
+  case $1 in
+    125M) echo "--num-layers 12 --hidden-size 768 --num-attention-heads 12 --max-position-embeddings 1024 --seq-length 1024 --vocab-size 50304" ;;
+    1.3B) echo "--num-layers 24 --hidden-size 2048 --num-attention-heads 16 --max-position-embeddings 2048 --seq-length 2048 --vocab-size 50304" ;;
+    tiny) echo "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --max-position-embeddings 128 --seq-length 128 --vocab-size 1024" ;;
+    *) return 1 ;;
+  esac
+}
+prec_flags() {
+  case $1 in
+    fp32) echo "" ;;
+    bf16) echo "--bf16 true" ;;
+    fp16) echo "--fp16 true" ;;
+    *) return 1 ;;
+  esac
+}
+# train LOG FLAGS...: one rank on the CUDA backend; returns the launcher's exit status
+train() {
+  log=$1
+  shift
+  # shellcheck disable=SC2086
+  timeout -k 10 "${RUN_TIMEOUT:-300}" $mpiexec -np 1 "$train" "$here/bench.in" --backend cuda \
+    --hidden-dropout 0 --attention-dropout 0 --lr-warmup-iters 0 --log-interval 1 --run-file none "$@" \
+    < /dev/null > "$log" 2>&1
+}
+# measure LOG MB SEQ PRECISION: "step_ms tokens_per_s tflops mfu_pct gemm_pct" from the log lines
+measure() {
+  g=$(eval echo "\${gemm_$4:-}")
+  awk -v mb="$2" -v seq="$3" -v peak="${peak:-0}" -v g="${g:-0}" '
+    /^ *iteration/ { it++; if (it <= 2) next
+      for (i = 1; i < NF; i++) { if ($i == "(ms):") ms += $(i + 1); if ($i == "(TFLOP/s/GPU):") tf += $(i + 1) }
+      k++ }
+    END { if (!k) exit 1; ms /= k; tf /= k
+      printf "%.1f %.0f %.1f %s %s\n", ms, mb * seq / (ms / 1000), tf,
+        peak > 0 ? sprintf("%.1f", 100 * tf / peak) : "-", g > 0 ? sprintf("%.1f", 100 * tf / g) : "-" }' "$1"
+}
+
+for prec in ${PRECISIONS:-fp32 bf16}; do
+  pf=$(prec_flags "$prec") || { row - "$prec" - - FAIL - - - - - "unknown precision (fp32, bf16, fp16)"; continue; }
+  # one iteration of a small model: a refusal of the precision is a SKIP of its runs, with the reason
+  probe_log=$out/probe-$prec.log
+  # shellcheck disable=SC2086
+  if ! train "$probe_log" $pf $(config tiny) --micro-batch-size 1 --global-batch-size 1 --train-iters 1; then
+    if grep -q "no usable GPU\|built without CUDA" "$probe_log"; then
+      row - "$prec" - - SKIP - - - - - "$(why_of "$probe_log")"
+      echo "bench_gpu.sh: SKIP: $(why_of "$probe_log")"
+      exit 77
+    fi
+    reason=$(why_of "$probe_log")
+    result=FAIL
+    # the trainer refuses this precision: an error naming it before any iteration ran
+    grep "error" "$probe_log" | grep -q -- "$prec" && ! grep -q '^ *iteration' "$probe_log" && result=SKIP
+    for spec in $runs; do
+      row "${spec%%:*}" "$prec" "$(echo "$spec" | cut -d: -f2)" - "$result" - - - - - "$reason"
+    done
+    continue
+  fi
+  for spec in $runs; do
+    name=${spec%%:*} rc_mode=$(echo "$spec" | cut -d: -f2) mbs=$(echo "$spec" | cut -d: -f3 | tr ',' ' ')
+    flags=$(config "$name") || { row "$name" "$prec" "$rc_mode" - FAIL - - - - - "unknown config (125M, 1.3B, tiny)"; continue; }
+    seq=$(echo "$flags" | sed 's/.*--seq-length \([0-9]*\).*/\1/')
+    result=FAIL reason="no micro-batch size given" used=-
+    for mb in $mbs; do
+      log=$out/$name-$prec-$rc_mode-mb$mb.log
+      # shellcheck disable=SC2086
+      train "$log" $pf $flags --micro-batch-size "$mb" --global-batch-size "$mb" --train-iters "$iters" \
+        --recompute-granularity "$rc_mode"
+      rc=$?
+      used=$mb
+      if [ $rc = 0 ] && m=$(measure "$log" "$mb" "$seq" "$prec"); then
+        result=PASS
+        break
+      fi
+      case $rc in
+        0) reason="no iteration lines to measure in $log" ;;
+        124 | 137) reason="timed out after ${RUN_TIMEOUT:-300} s" ;;
+        *) reason=$(why_of "$log") ;;
+      esac
+      grep -qi "out of memory" "$log" || break # only a run out of memory tries a smaller micro-batch
+    done
+    if [ $result = PASS ]; then
+      # shellcheck disable=SC2086
+      set -- $m
+      row "$name" "$prec" "$rc_mode" "$used" PASS "$1" "$2" "$3" "$4" "$5" "$iters iterations, mean of 3..$iters"
+    else
+      row "$name" "$prec" "$rc_mode" "$used" FAIL - - - - - "$reason"
+    fi
   done
 done
+
+# ---- 3. the table
+echo "peak ${peak:-unknown (set PEAK)} TFLOP/s dense bf16; MFU = model TFLOP/s / peak; /gemm = model TFLOP/s / the GEMM ceiling of the run's precision"
+awk -F '\t' 'NR == 1 { printf "%-6s %-5s %-10s %3s %-5s %10s %10s %8s %6s %6s  %s\n", "what", "prec", "recompute", "mb",
+                         "", "step ms", "tokens/s", "TFLOP/s", "MFU%", "/gemm%", "note"; next }
+             { printf "%-6s %-5s %-10s %3s %-5s %10s %10s %8s %6s %6s  %s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 }' "$tsv"
 echo "logs: $out"
+exit $failed
