@@ -400,9 +400,13 @@ __global__ void sumsq_final(const double *part, int np, double *out)
   if (threadIdx.x == 0) *out = s;
 }
 
+// blocks: one per THREADS elements up to PTDP_CUK_RED_BLOCKS, a function of n alone (so the
+// same sum on every run); a small tensor does not start a thousand idle blocks
 extern "C" cudaError_t ptdp_cuk_sumsq(cudaStream_t st, const float *x, size_t n, double *part, double *out)
 {
-  sumsq_partial<<<PTDP_CUK_RED_BLOCKS, THREADS, 0, st>>>(x, n, part);
-  sumsq_final<<<1, THREADS, 0, st>>>(part, PTDP_CUK_RED_BLOCKS, out);
+  size_t want = (n + THREADS - 1) / THREADS;
+  int blocks = want >= PTDP_CUK_RED_BLOCKS ? PTDP_CUK_RED_BLOCKS : want ? (int)want : 1;
+  sumsq_partial<<<blocks, THREADS, 0, st>>>(x, n, part);
+  sumsq_final<<<1, THREADS, 0, st>>>(part, blocks, out);
   return cudaGetLastError();
 }

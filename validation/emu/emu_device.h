@@ -95,7 +95,8 @@ static inline int __any_sync(unsigned m, int p) { return (int)emu::vote(m, p, 1)
 static inline int __all_sync(unsigned m, int p) { return (int)emu::vote(m, p, 2); }
 static inline void *emu_dynamic_shared() { return emu::dynamic_shared(); }
 
-template <typename T> static inline T emu_shfl(unsigned m, T v, int kind, int arg, int width)
+/* not instrumented: its locals are the emulation's, not the kernel's (and it is hot) */
+template <typename T> __attribute__((no_sanitize_thread)) static inline T emu_shfl(unsigned m, T v, int kind, int arg, int width)
 {
   static_assert(std::is_trivially_copyable<T>::value, "shuffle of a non-trivial type");
   T out;

@@ -94,9 +94,20 @@ size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 void segv_handler(int sig, siginfo_t *si, void *uc);
 struct sigaction old_segv;
 
+long n_drains, n_opens;
+
+void print_runtime_stats()
+{
+  fprintf(stderr, "ptdp-emu: %zu allocations (%zu MB of address space used, %zu MB live), %zu streams, %ld drains, "
+          "%ld openings of device memory\n", mem.n_allocs, mem.top >> 20, in_use >> 20, streams.size(), n_drains,
+          n_opens);
+}
+
 void arena_init()
 {
   if (mem.lo || mem.use_malloc) return;
+  const char *st = getenv("PTDP_EMU_STATS");
+  if (st && *st && strcmp(st, "0")) atexit(print_runtime_stats);
 #if defined(__SANITIZE_ADDRESS__)
   mem.use_malloc = true;
   return;
@@ -280,6 +291,7 @@ bool step()
  * only they remain), then everything else that can run now. */
 cudaError_t drain(const std::function<bool()> &done, bool blocking)
 {
+  n_drains++;
   device_open();
   cudaError_t rc = cudaSuccess;
   int idle = 0;
@@ -491,7 +503,7 @@ size_t pinned_bytes(const void *p)
 
 void device_open()
 {
-  if (open_depth++ == 0 && mem.lo) protect(PROT_READ | PROT_WRITE);
+  if (open_depth++ == 0 && mem.lo) protect(PROT_READ | PROT_WRITE), n_opens++;
 }
 
 void device_close()

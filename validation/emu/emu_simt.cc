@@ -30,7 +30,10 @@
 #include "emu_internal.h"
 #include "emu_mem.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cinttypes>
+#include <map>
 #include <cstdarg>
 #include <memory>
 #include <cstdio>
@@ -202,9 +205,12 @@ void switch_to_scheduler(FiberCtx *fc)
 #endif
 }
 
+uintptr_t cur_stack; /* the running fiber's stack, for the hooks' fast path */
+
 void switch_to_fiber(FiberCtx *fc)
 {
   emu_current = &fc->f;
+  cur_stack = (uintptr_t)fc->stack;
 #if defined(__x86_64__)
 #if EMU_ASAN
   void *fake = nullptr;
@@ -458,6 +464,8 @@ inline void check(void *p, size_t n, bool write, uintptr_t pc)
   uintptr_t a = (uintptr_t)p;
   const Alloc *al;
   if (a - mem.lo < mem.top && (al = arena_find(a)) && al->live && a + n <= al->base + al->bytes) return;
+  if (a - cur_stack < STACK_BYTES - n) return; /* the thread's own locals */
+  if (a - (uintptr_t)__executable_start < (uintptr_t)(_end - __executable_start) && !write) return; /* threadIdx... */
   check_slow(a, n, write, pc);
 }
 
@@ -607,8 +615,51 @@ void run_block(const uint3 &bidx)
   }
 }
 
+/* PTDP_EMU_STATS=1: launches, threads and host time per kernel, printed at exit (where the
+ * emulation's time goes; bench_emu.sh). */
+struct Stat {
+  long launches;
+  double threads, seconds;
+};
+std::map<std::string, Stat> *stats;
+
+void print_stats()
+{
+  std::vector<std::pair<std::string, Stat>> v(stats->begin(), stats->end());
+  std::sort(v.begin(), v.end(), [](const auto &a, const auto &b) { return a.second.seconds > b.second.seconds; });
+  fprintf(stderr, "ptdp-emu: %-28s %9s %14s %10s\n", "kernel", "launches", "threads", "seconds");
+  for (auto &k : v)
+    fprintf(stderr, "ptdp-emu: %-28s %9ld %14.0f %10.3f\n", k.first.c_str(), k.second.launches, k.second.threads,
+            k.second.seconds);
+}
+
+cudaError_t run_kernel_timed(const Site *site, dim3 grid, dim3 block, std::vector<unsigned char> &params,
+                             void (*body)(const void *), size_t shmem);
+
 cudaError_t run_kernel(const Site *site, dim3 grid, dim3 block, std::vector<unsigned char> &params,
                        void (*body)(const void *), size_t shmem)
+{
+  static int want = -1;
+  if (want < 0) {
+    const char *e = getenv("PTDP_EMU_STATS");
+    want = e && *e && strcmp(e, "0");
+    if (want) {
+      stats = new std::map<std::string, Stat>;
+      atexit(print_stats);
+    }
+  }
+  if (!want) return run_kernel_timed(site, grid, block, params, body, shmem);
+  auto t0 = std::chrono::steady_clock::now();
+  cudaError_t e = run_kernel_timed(site, grid, block, params, body, shmem);
+  Stat &st = (*stats)[site->kernel];
+  st.launches++;
+  st.threads += (double)grid.x * grid.y * grid.z * block.x * block.y * block.z;
+  st.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return e;
+}
+
+cudaError_t run_kernel_timed(const Site *site, dim3 grid, dim3 block, std::vector<unsigned char> &params,
+                             void (*body)(const void *), size_t shmem)
 {
   stacks_init();
   uintptr_t tp = (uintptr_t)__builtin_thread_pointer();
