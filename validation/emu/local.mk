@@ -117,3 +117,4 @@ dist_noinst_SCRIPTS += validation/emu/tests/test_emu_racecheck.sh
 # The model on the emulated CUDA backend against the CPU backend (several layouts).
 TESTS += validation/emu/tests/test_emu_model.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_model.sh
+include validation/emu/nccl.mk
