@@ -118,3 +118,4 @@ dist_noinst_SCRIPTS += validation/emu/tests/test_emu_racecheck.sh
 TESTS += validation/emu/tests/test_emu_model.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_model.sh
 include validation/emu/nccl.mk
+include validation/emu/cublas.mk
