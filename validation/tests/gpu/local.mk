@@ -1,10 +1,10 @@
 # validation/tests/gpu: the CUDA backend.  test_cuda_host runs everywhere (host-side logic, no
 # GPU); test_cuda_nogpu checks the error without a GPU (skips with one); the others need a GPU
-# and skip (exit 77) with the reason when the build has no CUDA or the node no GPU.
-check_PROGRAMS += validation/tests/gpu/test_cuda_host validation/tests/gpu/test_cuda_ops
+# and skip (exit 77) with the reason when the build has no CUDA or the node no GPU.  The
+# operations themselves are checked by the conformance suite, validation/tests/backend/test_ops.
+check_PROGRAMS += validation/tests/gpu/test_cuda_host
 validation_tests_gpu_test_cuda_host_SOURCES = validation/tests/gpu/test_cuda_host.c
-validation_tests_gpu_test_cuda_ops_SOURCES = validation/tests/gpu/test_cuda_ops.c
-TESTS += validation/tests/gpu/test_cuda_host validation/tests/gpu/test_cuda_ops \
+TESTS += validation/tests/gpu/test_cuda_host \
          validation/tests/gpu/test_cuda_nogpu.sh validation/tests/gpu/test_cuda_model.sh \
          validation/tests/gpu/test_cuda_sanitizer.sh
 dist_noinst_SCRIPTS += validation/tests/gpu/test_cuda_nogpu.sh validation/tests/gpu/test_cuda_model.sh \

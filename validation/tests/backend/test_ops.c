@@ -1,0 +1,691 @@
+/* One conformance suite for every backend: each operation of ptdp/backend.h, on random inputs
+ * (never zeros), on the backend under test and on a reference, compared output by output.
+ *
+ *   test_ops [--backends LIST] [--ops LIST] [--plant]
+ *
+ * LIST is comma-separated.  The backends come from --backends, else $PTDP_TEST_BACKENDS, else
+ * the build's default TEST_OPS_BACKENDS ("cpu,guard,cuda?"); a name ending in '?' is optional:
+ * when no device can run it (no GPU, a build without CUDA) its part SKIPs with the reason and the
+ * others still run and count.  A name without '?' must run.  --ops keeps the groups named (the
+ * first column of `groups` below).  Each backend is compared with its reference:
+ *
+ *   cpu    with ref (test_ops_ref.c: the plain loops in double): the fp32 bounds below
+ *   guard  with cpu, bit for bit: it runs the CPU backend's own functions on the same inputs
+ *   cuda   (and any other) with cpu: twice the fp32 bounds, since both are within them of the
+ *          exact result; masks, copies, maxima and selections bit for bit
+ *
+ * Pure outputs start poisoned (NaN floats, 0xAB mask bytes), so an element an operation leaves
+ * unwritten shows; outputs accumulated into (+=) and updated in place start random.  Shapes
+ * include odd sizes, rows and h not multiples of a block or a warp, vocabulary slices with
+ * v0 > 0 and tokens outside them, repeated tokens, dropout p > 0 (and p = 0, which must touch
+ * nothing), every gemm transpose with ld > cols, K = 0 and an operand 4 bytes off alignment.
+ * Two OpenMP threads and sizes past the CPU backend's thresholds (a split gemm, attention past one
+ * 128-row block) run its threaded paths.
+ *
+ * Error measure of an fp32 output: the larger of the 2-norm and the max-norm relative errors,
+ * ||x - r|| / ||r|| (absolute when r is all zero); the max norm keeps one wrong element from
+ * hiding in a large output.  Any element NaN on one side only is a failure.
+ *
+ * Data types: the table `groups` has a column of the data types each group runs in (fp32 today,
+ * the only type of ptdp/backend.h).  The bounds are multiples of the type's unit roundoff u; a
+ * bf16/fp16 path adds its type to `dtypes` (u = 2^-8, 2^-11), a conversion in upload / fetch, and
+ * its bit to the groups that have the path.
+ *
+ * --plant patches each tested backend with the mistakes of test_ops_plant.c and passes only if
+ * every one is caught by a failing check of its own operation (the suite proves it can fail).
+ * Prints one line per operation output and backend: the worst error, its bound and its shape. */
+#include "ptdp/backend.h"
+#include "ptdp/cuda.h"
+#include "ptdp/error.h"
+#include "ptdp/rng.h"
+
+#include "../expect.h"
+#include "test_ops.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef TEST_OPS_BACKENDS
+#define TEST_OPS_BACKENDS "cpu,guard,cuda?"
+#endif
+
+/* ---- data types ---- */
+typedef enum { DT_F32, DT_COUNT } dtype;
+static const struct {
+  const char *name;
+  double u; /* unit roundoff */
+} dtypes[DT_COUNT] = {{"fp32", 0x1p-24}};
+
+/* ---- the pair under test ---- */
+typedef enum {
+  VS_EXACT, /* cpu against ref: fp32 against the exact result */
+  VS_BITS,  /* guard against cpu: bit for bit */
+  VS_FP32   /* a device against cpu: two fp32 results */
+} pair_kind;
+
+static ptdp_backend *be[2]; /* [0] the reference, [1] the backend under test */
+static pair_kind kind;
+static dtype dt;
+static char shape[96]; /* the shape being checked, for messages */
+
+static void set_shape(const char *fmt, ...) PTDP_PRINTF(1, 2);
+static void set_shape(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(shape, sizeof shape, fmt, ap);
+  va_end(ap);
+}
+
+/* ---- bounds (relative errors, see the header) ----
+ * Rounding errors of a sum of n terms of random sign grow like a random walk: about u sqrt(n)
+ * relative to the terms (Higham and Mary, "A new approach to probabilistic rounding error
+ * analysis", SIAM J. Sci. Comput. 41, 2019), whatever the order; the worst-case bound n u is
+ * never approached on random data.  So a reduction of length n gets c u sqrt(n) and an
+ * element-wise formula (a few correctly rounded operations, an exponential within a few ulps)
+ * gets c u; each c is given where it is used, with what it covers.  Against cpu, a device's
+ * result and the cpu's are each within the bound of the exact result, so within twice it of
+ * each other.  Measured errors are printed beside the bounds. */
+static double bound_elem(double c) { return c * dtypes[dt].u * (kind == VS_FP32 ? 2 : 1); }
+static double bound_sum(double c, double n) { return bound_elem(c) * sqrt(n > 1 ? n : 1); }
+
+/* ---- results: one row per operation output and data type, the worst check kept ---- */
+typedef struct {
+  char name[48];
+  dtype dt;
+  double err, bound; /* exact checks: elements differing, bound 0 */
+  char shape[96];
+  int checks, fails, exact;
+} result;
+#define MAX_RESULTS 96
+static result results[MAX_RESULTS];
+static int nresults;
+
+static result *result_row(const char *name)
+{
+  for (int i = 0; i < nresults; i++)
+    if (!strcmp(results[i].name, name) && results[i].dt == dt) return &results[i];
+  if (nresults == MAX_RESULTS) {
+    fprintf(stderr, "test_ops: more than %d result rows (raise MAX_RESULTS)\n", MAX_RESULTS);
+    exit(2);
+  }
+  result *r = &results[nresults++];
+  memset(r, 0, sizeof *r);
+  snprintf(r->name, sizeof r->name, "%s", name);
+  r->dt = dt;
+  r->err = -1;
+  return r;
+}
+
+/* Keep the check if it is the worst of its row so far (largest err / bound; any failure first). */
+static void record(const char *name, double err, double bound, int ok, int exact)
+{
+  result *r = result_row(name);
+  double q = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0), qr = r->bound > 0 ? r->err / r->bound : r->err > 0;
+  r->checks++;
+  r->fails += !ok;
+  r->exact = exact;
+  if (r->err < 0 || q > qr) {
+    r->err = err;
+    r->bound = bound;
+    snprintf(r->shape, sizeof r->shape, "%s", shape);
+  }
+  EXPECT(ok, "%s (%s, %s) on %s against %s: %s %.3g, bound %.3g", name, shape, dtypes[dt].name, be[1]->name,
+         be[0]->name, exact ? "elements differing" : "error", err, bound);
+}
+
+static void print_results(const char *backend)
+{
+  for (int i = 0; i < nresults; i++) {
+    const result *r = &results[i];
+    if (r->exact)
+      printf("  %-6s %-30s %-5s %s: %3.0f elements differ, exactly   (%d shapes; worst %s)\n", backend, r->name,
+             dtypes[r->dt].name, r->fails ? "FAIL" : "ok  ", r->err, r->checks, r->shape);
+    else
+      printf("  %-6s %-30s %-5s %s: error %8.2e, bound %8.2e (%d shapes; worst %s)\n", backend, r->name,
+             dtypes[r->dt].name, r->fails ? "FAIL" : "ok  ", r->err, r->bound, r->checks, r->shape);
+  }
+}
+
+/* ---- one buffer on both backends ---- */
+typedef struct {
+  void *p[2];
+  size_t bytes;
+} twin;
+
+#define F(t, k) ((float *)(t).p[k])
+#define I32(t, k) ((int32_t *)(t).p[k])
+#define U8(t, k) ((uint8_t *)(t).p[k])
+
+/* An operation on backend k that must succeed. */
+#define RUN(k, op, ...)                                                                                     \
+  EXPECT(!be[k]->op(be[k], __VA_ARGS__), "%s (%s) returns an error on %s: %s", #op, shape, be[k]->name, \
+         ptdp_error_message())
+
+static uint64_t seq = 1;
+static float urand(float lo, float hi) { return lo + (hi - lo) * ptdp_rng_uniform(ptdp_rng_mix(seq++)); }
+
+static void die(const char *what)
+{
+  fprintf(stderr, "test_ops: %s failed (%s): %s\n", what, shape, ptdp_error_message());
+  exit(2);
+}
+
+static twin upload(const void *h, size_t bytes)
+{
+  twin t = {.bytes = bytes};
+  for (int k = 0; k < 2; k++)
+    if (be[k]->alloc(be[k], &t.p[k], bytes) || be[k]->to_device(be[k], t.p[k], h, bytes)) die("alloc, to_device");
+  return t;
+}
+
+/* n floats uniform in [lo, hi); lo > hi: NaN (an output to be overwritten) */
+static twin floats(size_t n, float lo, float hi)
+{
+  float *h = malloc(n * sizeof(float) + 1);
+  if (!h) die("malloc");
+  for (size_t i = 0; i < n; i++) h[i] = lo > hi ? NAN : urand(lo, hi);
+  twin t = upload(h, n * sizeof(float));
+  free(h);
+  return t;
+}
+static twin poison(size_t n) { return floats(n, 1, 0); }
+
+/* n int32 values uniform in [lo, hi) (tokens, targets) */
+static twin tokens(size_t n, long long lo, long long hi)
+{
+  int32_t *h = malloc(n * sizeof(int32_t) + 1);
+  if (!h) die("malloc");
+  for (size_t i = 0; i < n; i++) h[i] = (int32_t)(lo + (long long)(ptdp_rng_mix(seq++) % (uint64_t)(hi - lo)));
+  twin t = upload(h, n * sizeof(int32_t));
+  free(h);
+  return t;
+}
+
+/* n mask bytes: random 0/1 (random), else all 0xAB (an output) */
+static twin bytes(size_t n, int random)
+{
+  uint8_t *h = malloc(n + 1);
+  if (!h) die("malloc");
+  for (size_t i = 0; i < n; i++) h[i] = random ? (uint8_t)(ptdp_rng_mix(seq++) & 1) : 0xAB;
+  twin t = upload(h, n);
+  free(h);
+  return t;
+}
+
+static void fetch(const twin *t, char *h[2])
+{
+  for (int k = 0; k < 2; k++) {
+    h[k] = malloc(t->bytes + 1);
+    if (!h[k] || be[k]->to_host(be[k], h[k], t->p[k], t->bytes) || be[k]->synchronize(be[k]))
+      die("to_host, synchronize");
+  }
+}
+
+static void drop(twin *t)
+{
+  for (int k = 0; k < 2; k++) be[k]->free(be[k], t->p[k]);
+}
+#define DROP_ALL(...)                                                             \
+  do {                                                                            \
+    twin *all_[] = {__VA_ARGS__};                                                 \
+    for (size_t i_ = 0; i_ < sizeof all_ / sizeof all_[0]; i_++) drop(all_[i_]); \
+  } while (0)
+
+/* ---- comparisons ---- */
+
+/* The same bits on both sides: elements of `elem` bytes differing. */
+static void check_exact(const twin *t, const char *name, size_t elem)
+{
+  char *h[2];
+  fetch(t, h);
+  size_t diff = 0;
+  for (size_t i = 0; i < t->bytes; i += elem) diff += memcmp(h[0] + i, h[1] + i, elem) != 0;
+  record(name, (double)diff, 0, diff == 0, 1);
+  free(h[0]);
+  free(h[1]);
+}
+
+/* An fp32 output within bound (bit for bit when the pair is VS_BITS). */
+static void check_f32(const twin *t, const char *name, double bound)
+{
+  if (kind == VS_BITS) {
+    check_exact(t, name, sizeof(float));
+    return;
+  }
+  char *h[2];
+  fetch(t, h);
+  const float *r = (const float *)h[0], *x = (const float *)h[1];
+  size_t n = t->bytes / sizeof(float), nan = 0;
+  double d2 = 0, r2 = 0, dmax = 0, rmax = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (isnan(x[i]) != isnan(r[i])) nan++;
+    if (isnan(x[i]) || isnan(r[i])) continue;
+    double d = fabs((double)x[i] - r[i]);
+    d2 += d * d;
+    r2 += (double)r[i] * r[i];
+    dmax = d > dmax ? d : dmax;
+    rmax = fabs(r[i]) > rmax ? fabs(r[i]) : rmax;
+  }
+  double e2 = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2), einf = rmax > 0 ? dmax / rmax : dmax;
+  double err = nan ? INFINITY : (e2 > einf ? e2 : einf);
+  record(name, err, bound, err <= bound, 0);
+  free(h[0]);
+  free(h[1]);
+}
+
+/* ---- the checks, one group of operations each ---- */
+
+static void check_memory(void)
+{
+  set_shape("1000 floats");
+  twin a = floats(1000, -2, 2), b = floats(1000, -2, 2);
+  for (int k = 0; k < 2; k++) {
+    RUN(k, memset0, F(a, k) + 10, 300 * sizeof(float));
+    RUN(k, copy, F(b, k) + 7, F(a, k), 500 * sizeof(float));
+  }
+  check_exact(&a, "memset0", 1);
+  check_exact(&b, "copy", 1);
+  /* alloc hands out zeroed memory: the reference's is, so the two must agree byte for byte */
+  set_shape("65 floats");
+  twin z = {.bytes = 65 * sizeof(float)};
+  for (int k = 0; k < 2; k++)
+    if (be[k]->alloc(be[k], &z.p[k], z.bytes)) die("alloc");
+  check_exact(&z, "alloc (zeroed)", 1);
+  DROP_ALL(&a, &b, &z);
+}
+
+/* C = alpha op(A) op(B) + beta C, beta 0.3, 1 and 0 (over NaN, which must not leak: BLAS
+ * ignores C then).  lda, ldb, ldc past the columns (the padding must stay as it was: NaN under
+ * beta 0, compared as such), A 4 bytes off 16-byte alignment.  Bound: a sum of K + 1 products,
+ * c = 4 (cuBLAS and OpenBLAS block K differently; both are random walks of K roundings). */
+static void gemm_case(int M, int N, int K, int ta, int tb)
+{
+  const int lda = (ta ? M : K) + 1, ldb = (tb ? K : N) + 2, ldc = N + 3;
+  set_shape("M %d N %d K %d ta %d tb %d", M, N, K, ta, tb);
+  twin A = floats((size_t)(ta ? K : M) * lda + 1, -1, 1), B = floats((size_t)(tb ? N : K) * ldb + 1, -1, 1);
+  twin C = floats((size_t)M * ldc, -1, 1), C1 = floats((size_t)M * ldc, -1, 1), C0 = poison((size_t)M * ldc);
+  for (int k = 0; k < 2; k++) {
+    RUN(k, gemm, ta, tb, M, N, K, 0.7f, F(A, k) + 1, lda, F(B, k), ldb, 0.3f, F(C, k), ldc);
+    RUN(k, gemm, ta, tb, M, N, K, -0.7f, F(A, k), lda, F(B, k), ldb, 1.0f, F(C1, k), ldc);
+    RUN(k, gemm, ta, tb, M, N, K, 1.0f, F(A, k), lda, F(B, k), ldb, 0.0f, F(C0, k), ldc);
+  }
+  check_f32(&C, "gemm C (beta 0.3)", bound_sum(4, K + 1));
+  check_f32(&C1, "gemm C (beta 1)", bound_sum(4, K + 1));
+  check_f32(&C0, "gemm C (beta 0 over NaN)", bound_sum(4, K + 1));
+  DROP_ALL(&A, &B, &C, &C1, &C0);
+}
+
+static void check_gemm(void)
+{
+  static const int sizes[][3] = {{512, 384, 200}, {136, 128, 130}, {5, 7, 3}, {33, 17, 1}, {9, 6, 0}};
+  for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++) gemm_case(sizes[z][0], sizes[z][1], sizes[z][2], ta, tb);
+}
+
+/* Bounds: mean and rstd are double sums rounded once, then a few float operations (c = 4);
+ * y and dx are element-wise formulas on them (c = 8: dx's g - mean(g) - xhat mean(g xhat)
+ * cancels a little); dw and db are float sums over the rows (c = 4). */
+static void layernorm_case(long long rows, int h)
+{
+  set_shape("rows %lld h %d", rows, h);
+  twin x = floats((size_t)rows * h, -3, 3), w = floats(h, 0.5f, 1.5f), b = floats(h, -1, 1);
+  twin y = poison((size_t)rows * h), mean = poison(rows), rstd = poison(rows);
+  twin dy = floats((size_t)rows * h, -1, 1), dx = poison((size_t)rows * h);
+  twin dw = floats(h, -1, 1), db = floats(h, -1, 1);
+  for (int k = 0; k < 2; k++) {
+    RUN(k, layernorm_forward, F(x, k), F(w, k), F(b, k), F(y, k), F(mean, k), F(rstd, k), rows, h, 1e-5f);
+    RUN(k, layernorm_backward, F(dy, k), F(x, k), F(w, k), F(mean, k), F(rstd, k), F(dx, k), F(dw, k), F(db, k),
+        rows, h);
+  }
+  check_f32(&y, "layernorm_forward y", bound_elem(8));
+  check_f32(&mean, "layernorm_forward mean", bound_elem(4));
+  check_f32(&rstd, "layernorm_forward rstd", bound_elem(4));
+  check_f32(&dx, "layernorm_backward dx", bound_elem(8));
+  check_f32(&dw, "layernorm_backward dw", bound_sum(4, rows));
+  check_f32(&db, "layernorm_backward db", bound_sum(4, rows));
+  DROP_ALL(&x, &w, &b, &y, &mean, &rstd, &dy, &dx, &dw, &db);
+}
+
+static void check_layernorm(void)
+{
+  layernorm_case(37, 48);
+  layernorm_case(33, 77);
+  layernorm_case(300, 1024);
+}
+
+/* gelu, bias, add, scale.  Bounds: GELU is a few float operations and an exponential within a
+ * few ulps (c = 8).  Its derivative sigma + 2 x sigma (1 - sigma) du/dx carries 1 - sigma, whose
+ * absolute error is u when sigma is near 1, times 2 x du/dx, up to 20 for |x| <= 4 (c = 32).
+ * bias_forward, add, scale are one rounding (c = 1); bias_backward a float sum over the rows
+ * (c = 4). */
+static void elementwise_case(long long rows, int cols)
+{
+  const size_t n = (size_t)rows * cols;
+  set_shape("rows %lld cols %d", rows, cols);
+  twin x = floats(n, -4, 4), y = poison(n), dy = floats(n, -1, 1), dx = poison(n);
+  twin yb = floats(n, -1, 1), bias = floats(cols, -1, 1), db = floats(cols, -1, 1), z = floats(n, -1, 1);
+  twin s = floats(n, -1, 1);
+  for (int k = 0; k < 2; k++) {
+    RUN(k, gelu_forward, F(x, k), F(y, k), n);
+    RUN(k, gelu_backward, F(x, k), F(dy, k), F(dx, k), n);
+    RUN(k, bias_forward, F(yb, k), F(bias, k), rows, cols);
+    RUN(k, bias_backward, F(dy, k), F(db, k), rows, cols);
+    RUN(k, add, F(z, k), F(x, k), n);
+    RUN(k, scale, F(s, k), 0.37f, n);
+  }
+  check_f32(&y, "gelu_forward", bound_elem(8));
+  check_f32(&dx, "gelu_backward", bound_elem(32));
+  check_f32(&yb, "bias_forward", bound_elem(1));
+  check_f32(&db, "bias_backward", bound_sum(4, rows));
+  check_f32(&z, "add", bound_elem(1));
+  check_f32(&s, "scale", bound_elem(1));
+  DROP_ALL(&x, &y, &dy, &dx, &yb, &bias, &db, &z, &s);
+}
+
+static void check_elementwise(void)
+{
+  elementwise_case(33, 40);
+  elementwise_case(333, 400);
+  elementwise_case(1, 7);
+}
+
+/* Masks bit for bit on every backend (the key is the definition); x mask / (1 - p) is one
+ * multiply by a rounded 1 / (1 - p) (c = 2).  p = 0 must leave x and the mask as they were. */
+static void dropout_case(long long rows, int cols, float p)
+{
+  const size_t n = (size_t)rows * cols;
+  set_shape("rows %lld cols %d p %g", rows, cols, p);
+  const ptdp_dropout_key key = {.seed = 99, .site = 2, .layer = 1, .sample0 = 4, .row0 = 6, .col0 = 80, .b = 3, .p = p};
+  twin x = floats(n, -4, 4), mask = bytes(n, 0), dd = floats(n, -1, 1), dmask = bytes(n, 1);
+  for (int k = 0; k < 2; k++) {
+    RUN(k, dropout_forward, F(x, k), U8(mask, k), rows, cols, &key);
+    RUN(k, dropout_backward, F(dd, k), U8(dmask, k), n, p);
+  }
+  check_f32(&x, "dropout_forward x", bound_elem(2));
+  check_exact(&mask, "dropout_forward mask", 1);
+  check_f32(&dd, "dropout_backward", bound_elem(2));
+  DROP_ALL(&x, &mask, &dd, &dmask);
+}
+
+static void check_dropout(void)
+{
+  dropout_case(33, 40, 0.3f);
+  dropout_case(333, 400, 0.3f);
+  dropout_case(7, 5, 0.0f);
+}
+
+/* Attention forward and backward, with dropout (p > 0) and without (probs_drop aliases probs).
+ * The scratch starts poisoned (a backend must not read it before writing it).  Bounds: a
+ * probability is the exponential of a dot product of length hd (its rounding error becomes a
+ * relative error of the exponential) over a sum of at most s such exponentials, so c = 4 over
+ * hd + s terms; ctx and dqkv chain two and three products of length s on top (c = 8). */
+typedef struct {
+  int b, s, al, hd, head0;
+  float p;
+} attn_shape;
+
+static void attention_case(attn_shape a)
+{
+  ptdp_attn_desc d = {.b = a.b, .s = a.s, .al = a.al, .hd = a.hd, .head0 = a.head0};
+  d.drop = (ptdp_dropout_key){.seed = 5, .site = 3, .layer = 1, .sample0 = 2, .row0 = 0, .col0 = 0, .b = a.b, .p = a.p};
+  set_shape("b %d s %d al %d hd %d head0 %d p %g", a.b, a.s, a.al, a.hd, a.head0, a.p);
+  const size_t N = (size_t)a.s * a.b, hl = (size_t)a.al * a.hd, ss = (size_t)a.b * a.al * a.s * a.s;
+  twin qkv = floats(N * 3 * hl, -1, 1), probs = poison(ss), mask = bytes(ss, 0), pd = poison(ss);
+  twin ctx = poison(N * hl), dctx = floats(N * hl, -1, 1), dqkv = poison(N * 3 * hl);
+  twin scratch = poison((size_t)a.s * a.s);
+  for (int k = 0; k < 2; k++) {
+    float *probs_drop = a.p > 0 ? F(pd, k) : F(probs, k);
+    RUN(k, attention_forward, &d, F(qkv, k), F(probs, k), U8(mask, k), probs_drop, F(ctx, k));
+    RUN(k, attention_backward, &d, F(qkv, k), F(probs, k), U8(mask, k), probs_drop, F(dctx, k), F(dqkv, k),
+        F(scratch, k));
+  }
+  const double len = (double)a.hd + a.s;
+  check_f32(&probs, "attention_forward probs", bound_sum(4, len));
+  check_exact(&mask, "attention_forward mask", 1);
+  if (a.p > 0) check_f32(&pd, "attention_forward probs_drop", bound_sum(4, len));
+  check_f32(&ctx, "attention_forward ctx", bound_sum(8, len));
+  check_f32(&dqkv, "attention_backward dqkv", bound_sum(8, len));
+  DROP_ALL(&qkv, &probs, &mask, &pd, &ctx, &dctx, &dqkv, &scratch);
+}
+
+static void check_attention(void)
+{
+  static const attn_shape shapes[] = {
+      {2, 136, 2, 8, 2, 0.0f}, {2, 136, 3, 8, 3, 0.1f}, {3, 37, 2, 12, 5, 0.2f}, {2, 512, 3, 64, 3, 0.1f}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) attention_case(shapes[i]);
+}
+
+/* Embedding on the vocabulary slice [v0, v0 + vl) of V tokens: tokens drawn from [tlo, thi), so
+ * some fall outside the slice (zero rows, no gradient) and, with a narrow range, many repeat (their
+ * gradients add into one row: atomics on a GPU).  Forward is a copy (bit for bit); backward a
+ * float sum over the rows sharing a token (c = 4 over the rows). */
+typedef struct {
+  long long rows, v0, tlo, thi;
+  int h, vl;
+} vocab_shape;
+
+static void embedding_case(vocab_shape v)
+{
+  set_shape("rows %lld h %d v0 %lld vl %d tokens [%lld, %lld)", v.rows, v.h, v.v0, v.vl, v.tlo, v.thi);
+  twin tok = tokens(v.rows, v.tlo, v.thi);
+  twin wte = floats((size_t)v.vl * v.h, -1, 1), out = poison((size_t)v.rows * v.h);
+  twin dout = floats((size_t)v.rows * v.h, -1, 1), dwte = floats((size_t)v.vl * v.h, -1, 1);
+  for (int k = 0; k < 2; k++) {
+    RUN(k, embedding_forward, F(wte, k), I32(tok, k), v.v0, v.vl, F(out, k), v.rows, v.h);
+    RUN(k, embedding_backward, F(dout, k), I32(tok, k), v.v0, v.vl, F(dwte, k), v.rows, v.h);
+  }
+  check_exact(&out, "embedding_forward", sizeof(float));
+  check_f32(&dwte, "embedding_backward", bound_sum(4, (double)v.rows));
+  DROP_ALL(&tok, &wte, &out, &dout, &dwte);
+}
+
+/* Vocab-parallel cross entropy on the slice: rowmax (a max) and tgt (a selection) bit for bit;
+ * sumexp a float sum of vl exponentials, positive terms (c = 4); the gradient element-wise from
+ * it (c = 8). */
+static void xent_case(vocab_shape v)
+{
+  set_shape("rows %lld vl %d v0 %lld targets [%lld, %lld)", v.rows, v.vl, v.v0, v.tlo, v.thi);
+  twin tgt = tokens(v.rows, v.tlo, v.thi);
+  twin logits = floats((size_t)v.rows * v.vl, -5, 5), rowmax = poison(v.rows), tv = poison(v.rows);
+  twin se = poison(v.rows);
+  for (int k = 0; k < 2; k++) {
+    RUN(k, xent_stats, F(logits, k), I32(tgt, k), v.v0, v.rows, v.vl, F(rowmax, k), F(tv, k));
+    RUN(k, xent_sumexp, F(logits, k), F(rowmax, k), v.rows, v.vl, F(se, k));
+    RUN(k, xent_grad, F(logits, k), I32(tgt, k), v.v0, F(rowmax, k), F(se, k), v.rows, v.vl, 0.25f);
+  }
+  check_exact(&rowmax, "xent_stats rowmax", sizeof(float));
+  check_exact(&tv, "xent_stats tgt", sizeof(float));
+  check_f32(&se, "xent_sumexp", bound_sum(4, v.vl));
+  check_f32(&logits, "xent_grad", bound_sum(8, v.vl));
+  DROP_ALL(&tgt, &logits, &rowmax, &tv, &se);
+}
+
+static const vocab_shape vocab_shapes[] = {
+    {50, 20, 0, 100, 24, 60},      /* V 100 */
+    {500, 200, 0, 1000, 96, 600},  /* V 1000 */
+    {64, 300, 298, 305, 33, 77},   /* 5 tokens of the slice, repeated, and 2 below it; odd h, vl */
+};
+
+static void check_embedding(void)
+{
+  for (size_t i = 0; i < sizeof vocab_shapes / sizeof vocab_shapes[0]; i++) embedding_case(vocab_shapes[i]);
+}
+
+static void check_xent(void)
+{
+  for (size_t i = 0; i < sizeof vocab_shapes / sizeof vocab_shapes[0]; i++) xent_case(vocab_shapes[i]);
+}
+
+/* AdamW element-wise (c = 8: moments, a square root, a division, the update).  Sizes past the
+ * reductions' blocks and a multiple of nothing. */
+static void check_adamw(void)
+{
+  static const size_t sizes[] = {5000, 1000003, 7};
+  for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+    const size_t n = sizes[z];
+    set_shape("n %zu", n);
+    twin p = floats(n, -1, 1), g = floats(n, -1, 1), m = floats(n, -0.1f, 0.1f), v = floats(n, 0, 0.01f);
+    for (int k = 0; k < 2; k++) RUN(k, adamw, F(p, k), F(g, k), F(m, k), F(v, k), n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3);
+    check_f32(&p, "adamw p", bound_elem(8));
+    check_f32(&m, "adamw m", bound_elem(8));
+    check_f32(&v, "adamw v", bound_elem(8));
+    DROP_ALL(&p, &g, &m, &v);
+  }
+}
+
+/* The sum of squares in double: each square of a float is exact in double, and a sum of n
+ * positive terms in double is within gamma_(n-1) = (n - 1) 2^-53 / (1 - (n - 1) 2^-53) of the
+ * exact sum in any order, so two backends' sums are within twice that of each other (a rigorous
+ * bound; bit for bit against cpu for the guard). */
+static void check_sumsq(void)
+{
+  static const size_t sizes[] = {5000, 1000003, 7};
+  for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+    const size_t n = sizes[z];
+    set_shape("n %zu", n);
+    twin x = floats(n, -1, 1);
+    double s[2];
+    for (int k = 0; k < 2; k++) s[k] = be[k]->sumsq(be[k], F(x, k), n);
+    const double g = (double)(n - 1) * 0x1p-53, bound = kind == VS_BITS ? 0 : 2 * g / (1 - g);
+    const double err = fabs(s[1] - s[0]) / s[0];
+    const int ok = s[0] > 0 && (kind == VS_BITS ? !memcmp(&s[0], &s[1], sizeof s[0]) : err <= bound);
+    record("sumsq", err, bound, ok, 0);
+    DROP_ALL(&x);
+  }
+}
+
+/* The groups of operations and the data types each runs in (bit DT_x). */
+static const struct {
+  const char *name;
+  void (*check)(void);
+  unsigned dtypes;
+} groups[] = {
+    {"memory", check_memory, 1u << DT_F32},       {"gemm", check_gemm, 1u << DT_F32},
+    {"layernorm", check_layernorm, 1u << DT_F32}, {"elementwise", check_elementwise, 1u << DT_F32},
+    {"dropout", check_dropout, 1u << DT_F32},     {"attention", check_attention, 1u << DT_F32},
+    {"embedding", check_embedding, 1u << DT_F32}, {"xent", check_xent, 1u << DT_F32},
+    {"adamw", check_adamw, 1u << DT_F32},         {"sumsq", check_sumsq, 1u << DT_F32},
+};
+
+/* ---- backends ---- */
+
+/* name in the comma-separated list (NULL: every name) */
+static int listed(const char *list, const char *name)
+{
+  if (!list) return 1;
+  size_t n = strlen(name);
+  for (const char *p = list; (p = strstr(p, name)); p += n)
+    if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return 1;
+  return 0;
+}
+
+/* Create backend `name`; 77 (and why) when it needs a device this process has not. */
+static int open_backend(const char *name, ptdp_backend **out, char *why, size_t n)
+{
+  const ptdp_backend_options opt = {.num_threads = 2, .ranks_on_node = 1, .report = 0, .device = -1};
+  *out = NULL;
+  if (!strcmp(name, "ref")) return test_ops_ref_create(out);
+  if (!strcmp(name, "cuda") && ptdp_cuda_device_count(why, n) <= 0) {
+    if (!ptdp_cuda_built()) snprintf(why, n, "this ptdp was built without CUDA");
+    return 77;
+  }
+  if (ptdp_backend_create(name, &opt, out)) {
+    snprintf(why, n, "%s", ptdp_error_message());
+    return 2;
+  }
+  return 0;
+}
+
+/* What the interface says of each backend's table. */
+static void check_table(ptdp_backend *b)
+{
+  if (!strcmp(b->name, "cpu")) EXPECT(b->host_accessible == 1 && !b->stream, "cpu: host_accessible 1, no stream");
+  if (!strcmp(b->name, "guard")) EXPECT(b->host_accessible == 0 && !b->stream, "guard: host_accessible 0, no stream");
+  if (!strcmp(b->name, "cuda")) EXPECT(b->host_accessible == 0 && b->stream, "cuda: host_accessible 0, a stream");
+}
+
+/* Every group (of the --ops list) in every data type, backend `name` against its reference. */
+static int run_backend(const char *name, const char *ops, int plant)
+{
+  char why[512] = "";
+  int rc = open_backend(name, &be[1], why, sizeof why);
+  if (rc) return printf("%s %s: %s\n", rc == 77 ? "SKIP" : "FAIL", name, why), rc;
+  const char *ref = !strcmp(name, "cpu") ? "ref" : "cpu";
+  if (open_backend(ref, &be[0], why, sizeof why)) return printf("FAIL %s: reference %s: %s\n", name, ref, why), 2;
+  kind = !strcmp(name, "cpu") ? VS_EXACT : !strcmp(name, "guard") ? VS_BITS : VS_FP32;
+  check_table(be[1]);
+  if (plant) test_ops_plant_apply(be[1]);
+  printf("%s against %s%s:\n", name, ref, plant ? " (with the planted mistakes)" : "");
+  nresults = 0;
+  for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+    for (dt = 0; dt < DT_COUNT; dt++)
+      if ((groups[g].dtypes >> dt & 1) && listed(ops, groups[g].name)) groups[g].check();
+  print_results(name);
+  if (plant) test_ops_plant_remove(be[1]);
+  for (int k = 0; k < 2; k++) {
+    ptdp_backend_destroy(&be[k]);
+    EXPECT(!be[k], "ptdp_backend_destroy sets the pointer to NULL");
+  }
+  return 0;
+}
+
+/* Each planted mistake failed a check of its own operation (the first word of a result name);
+ * prints the checks that caught it. */
+static int plants_caught(const char *name)
+{
+  int all = 1;
+  for (const test_ops_plant *p = test_ops_plants; p->op; p++) {
+    char by[256] = "";
+    size_t n = strlen(p->op), len = 0;
+    for (int i = 0; i < nresults; i++) {
+      const char *r = results[i].name;
+      if (results[i].fails && !strncmp(r, p->op, n) && (r[n] == ' ' || r[n] == '\0') && len < sizeof by)
+        len += (size_t)snprintf(by + len, sizeof by - len, "%s'%s'", len ? ", " : "", r);
+    }
+    printf("planted in %s %s: %s: %s%s\n", name, p->op, p->mistake, len ? "caught by " : "NOT CAUGHT", by);
+    all &= len > 0;
+  }
+  return all;
+}
+
+static void usage(void)
+{
+  fprintf(stderr, "usage: test_ops [--backends cpu,guard,cuda?] [--ops gemm,...] [--plant]\n"
+                  "  (backends also from PTDP_TEST_BACKENDS; a trailing '?' makes one optional)\n");
+}
+
+int main(int argc, char **argv)
+{
+  MPI_Init(&argc, &argv);
+  const char *list = getenv("PTDP_TEST_BACKENDS"), *ops = NULL;
+  int plant = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--backends") && i + 1 < argc) list = argv[++i];
+    else if (!strcmp(argv[i], "--ops") && i + 1 < argc) ops = argv[++i];
+    else if (!strcmp(argv[i], "--plant")) plant = 1;
+    else return usage(), MPI_Finalize(), 2;
+  }
+  if (!list || !*list) list = TEST_OPS_BACKENDS;
+  char names[256];
+  snprintf(names, sizeof names, "%s", list);
+  int ran = 0, all_ran = 1, caught = 1;
+  for (char *save = NULL, *n = strtok_r(names, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
+    size_t len = strlen(n);
+    int optional = len > 1 && n[len - 1] == '?';
+    if (optional) n[len - 1] = '\0';
+    int rc = run_backend(n, ops, plant);
+    EXPECT(rc == 0 || (rc == 77 && optional), "backend %s did not run (exit %d)", n, rc);
+    all_ran &= rc == 0 || (rc == 77 && optional);
+    ran += rc == 0;
+    if (rc == 0 && plant) caught &= plants_caught(n);
+  }
+  printf("test_ops: %d passed, %d failed%s\n", n_pass, n_fail, plant ? " (failures planted)" : "");
+  MPI_Finalize();
+  if (plant) return ran && all_ran && caught ? 0 : 1;
+  return n_fail ? 1 : ran ? 0 : 77;
+}

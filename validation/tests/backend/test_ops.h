@@ -1,0 +1,32 @@
+/* The conformance suite of the backends (test_ops.c) and its two helpers:
+ *
+ *   test_ops_ref.c    "ref": every operation of ptdp/backend.h written the plain way, in double,
+ *                     on host memory: the independent reference the CPU backend is held to.
+ *   test_ops_plant.c  planted mistakes, patched into any backend's table, that the suite must
+ *                     catch (test_ops --plant). */
+#ifndef PTDP_TEST_OPS_H
+#define PTDP_TEST_OPS_H
+
+#include "ptdp/backend.h"
+
+/* The naive double-precision reference backend (host_accessible 1, memory from calloc). */
+int test_ops_ref_create(ptdp_backend **be);
+
+/* One planted mistake: the operation it breaks (a name of ptdp/backend.h, which is also the
+ * first word of the suite's result names for that operation) and how. */
+typedef struct {
+  const char *op;
+  const char *mistake;
+} test_ops_plant;
+
+/* The planted mistakes, ending with {NULL, NULL}. */
+extern const test_ops_plant test_ops_plants[];
+
+/* Patch be's table so that every operation of test_ops_plants carries its mistake (each calls
+ * the backend's own operation with a wrong argument, or adds a wrong element with its own add,
+ * so it works on memory the host cannot touch).  One patched backend at a time: the original
+ * table is kept here until test_ops_plant_remove. */
+void test_ops_plant_apply(ptdp_backend *be);
+void test_ops_plant_remove(ptdp_backend *be);
+
+#endif
