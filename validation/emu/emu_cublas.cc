@@ -162,10 +162,7 @@ template <class T> cublasStatus_t destroy(const char *call, T *p, Kind k, cublas
 
 /* ---- element types ---- */
 
-size_t type_bytes(int t)
-{
-  return t == CUDA_R_32F ? 4 : t == CUDA_R_16F || t == CUDA_R_16BF ? 2 : 0;
-}
+size_t type_bytes(int t) { return t == CUDA_R_32F ? 4 : t == CUDA_R_16F || t == CUDA_R_16BF ? 2 : 0; }
 
 const char *type_name(int t)
 {
@@ -195,10 +192,7 @@ bool is_32f_compute(int c)
 }
 
 /* cuBLAS's table for fp32 compute, as far as emulated: A and B alike, C of their type or fp32. */
-bool types_supported(int ab, int b, int c)
-{
-  return ab == b && type_bytes(ab) && (c == ab || c == CUDA_R_32F);
-}
+bool types_supported(int ab, int b, int c) { return ab == b && type_bytes(ab) && (c == ab || c == CUDA_R_32F); }
 
 /* ---- the queued product ---- */
 
@@ -263,7 +257,8 @@ bool extent_ok(const char *call, const Operand &o, int64_t batch)
 {
   if (o.rows == 0 || o.cols == 0) return true;
   const int64_t es = (int64_t)type_bytes(o.type), span = (o.cols - 1) * o.ld + o.rows;
-  const int64_t lo = std::min<int64_t>(0, (batch - 1) * o.stride), hi = std::max<int64_t>(0, (batch - 1) * o.stride) + span;
+  const int64_t lo = std::min<int64_t>(0, (batch - 1) * o.stride),
+                hi = std::max<int64_t>(0, (batch - 1) * o.stride) + span;
   const char *start = static_cast<const char *>(o.p) + lo * es;
   const size_t need = (size_t)(hi - lo) * (size_t)es, have = emu::device_bytes(start);
   if (have >= need) return true;
@@ -332,7 +327,8 @@ void entry_general(const Product &p, int64_t e, View a, View b, std::vector<floa
   T.assign((size_t)(m * n), 0.0f);
   if (p.beta != 0)
     for (int64_t j = 0; j < n; j++)
-      for (int64_t i = 0; i < m; i++) T[(size_t)(i + j * m)] = p.beta * load(p.C.p, p.C.type, e * p.C.stride + i + j * p.C.ld);
+      for (int64_t i = 0; i < m; i++)
+        T[(size_t)(i + j * m)] = p.beta * load(p.C.p, p.C.type, e * p.C.stride + i + j * p.C.ld);
   if (p.k > 0 && p.alpha != 0) sgemm(p, a, b, 1.0f, T.data(), m); /* T held beta C */
   std::vector<double> rowsum(p.ep.bgrad_d ? (size_t)m : 0, 0.0);
   void *D = const_cast<void *>(p.D.p), *aux = const_cast<void *>(p.aux.p);
@@ -349,7 +345,8 @@ void entry_general(const Product &p, int64_t e, View a, View b, std::vector<floa
       if (p.ep.bgrad_d) rowsum[(size_t)i] += t;
     }
   void *bias = const_cast<void *>(p.bias.p);
-  for (int64_t i = 0; p.ep.bgrad_d && i < m; i++) store(bias, p.bias.type, e * p.bias.stride + i, (float)rowsum[(size_t)i]);
+  for (int64_t i = 0; p.ep.bgrad_d && i < m; i++)
+    store(bias, p.bias.type, e * p.bias.stride + i, (float)rowsum[(size_t)i]);
 }
 
 /* BGRADA: bias[i] = sum_p op(A)[i, p] (m of them); BGRADB: bias[j] = sum_p op(B)[p, j] (n). */
@@ -376,8 +373,12 @@ bool same_storage(const Operand &x, const Operand &y)
 cudaError_t run(const Product &p)
 {
   const bool ab = p.reads_ab();
-  const Operand *ops[] = {ab ? &p.A : nullptr, ab ? &p.B : nullptr, p.beta != 0 ? &p.C : nullptr, &p.D,
-                          p.ep.uses_bias() ? &p.bias : nullptr, p.ep.uses_aux() ? &p.aux : nullptr};
+  const Operand *ops[] = {ab ? &p.A : nullptr,
+                          ab ? &p.B : nullptr,
+                          p.beta != 0 ? &p.C : nullptr,
+                          &p.D,
+                          p.ep.uses_bias() ? &p.bias : nullptr,
+                          p.ep.uses_aux() ? &p.aux : nullptr};
   for (const Operand *o : ops)
     if (o && !extent_ok(p.call, *o, p.batch)) return cudaErrorIllegalAddress;
   if (!emu::is_device_range(p.work, p.work_bytes)) {
@@ -409,8 +410,8 @@ cublasStatus_t submit(cudaStream_t s, const Product &p)
     }
   });
   if (e != cudaSuccess)
-    return refuse(CUBLAS_STATUS_EXECUTION_FAILED, p.call, "the work could not be queued, or failed on the legacy stream: %s",
-                  cudaGetErrorName(e));
+    return refuse(CUBLAS_STATUS_EXECUTION_FAILED, p.call,
+                  "the work could not be queued, or failed on the legacy stream: %s", cudaGetErrorName(e));
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -432,9 +433,11 @@ bool op_valid(int op) { return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == C
 /* The documented checks of cublas<t>gemm, cublasGemmEx and their strided-batched forms. */
 cublasStatus_t blas_check(const char *call, cublasHandle_t h, const BlasArgs &a)
 {
-  if (!is_live(h, Kind::blas)) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, call, "handle %p not created (or destroyed)", (void *)h);
+  if (!is_live(h, Kind::blas))
+    return refuse(CUBLAS_STATUS_NOT_INITIALIZED, call, "handle %p not created (or destroyed)", (void *)h);
   if (a.m < 0 || a.n < 0 || a.k < 0 || a.batch < 0)
-    return refuse(CUBLAS_STATUS_INVALID_VALUE, call, "negative size m %d n %d k %d batchCount %d", a.m, a.n, a.k, a.batch);
+    return refuse(CUBLAS_STATUS_INVALID_VALUE, call, "negative size m %d n %d k %d batchCount %d", a.m, a.n, a.k,
+                  a.batch);
   if (!op_valid(a.ta) || !op_valid(a.tb))
     return refuse(CUBLAS_STATUS_INVALID_VALUE, call, "transa %d / transb %d is not N, T or C", (int)a.ta, (int)a.tb);
   const int arows = a.ta == CUBLAS_OP_N ? a.m : a.k, brows = a.tb == CUBLAS_OP_N ? a.k : a.n;
@@ -531,11 +534,13 @@ Field pref_field(cublasLtMatmulPreferenceEmu *p, int a)
 }
 
 /* Set: the documented INVALID_VALUE cases, then `valid` may reject the new value (restored). */
-template <class Valid> cublasStatus_t set_attr(const char *call, int attr, Field f, const void *buf, size_t size, Valid valid)
+template <class Valid>
+cublasStatus_t set_attr(const char *call, int attr, Field f, const void *buf, size_t size, Valid valid)
 {
   if (!f.p) return refuse(CUBLAS_STATUS_INVALID_VALUE, call, "attribute %d is not one the emulation knows", attr);
   if (!buf || size != f.size)
-    return refuse(CUBLAS_STATUS_INVALID_VALUE, call, "attribute %d takes %zu bytes, got %zu at %p", attr, f.size, size, buf);
+    return refuse(CUBLAS_STATUS_INVALID_VALUE, call, "attribute %d takes %zu bytes, got %zu at %p", attr, f.size, size,
+                  buf);
   unsigned char old[8];
   memcpy(old, f.p, f.size);
   memcpy(f.p, buf, f.size);
@@ -553,7 +558,8 @@ cublasStatus_t get_attr(const char *call, int attr, Field f, void *buf, size_t s
     return CUBLAS_STATUS_SUCCESS;
   }
   if (!buf || size != f.size)
-    return refuse(CUBLAS_STATUS_INVALID_VALUE, call, "attribute %d takes %zu bytes, got %zu at %p", attr, f.size, size, buf);
+    return refuse(CUBLAS_STATUS_INVALID_VALUE, call, "attribute %d takes %zu bytes, got %zu at %p", attr, f.size, size,
+                  buf);
   memcpy(buf, f.p, f.size);
   if (written) *written = f.size;
   return CUBLAS_STATUS_SUCCESS;
@@ -574,7 +580,8 @@ struct LtProblem {
 cublasStatus_t lt_layout_check(const char *call, const char *name, const cublasLtMatrixLayoutEmu &l)
 {
   if (l.order != CUBLASLT_ORDER_COL)
-    return refuse(CUBLAS_STATUS_NOT_SUPPORTED, call, "layout %s: order %d (only CUBLASLT_ORDER_COL is emulated)", name, l.order);
+    return refuse(CUBLAS_STATUS_NOT_SUPPORTED, call, "layout %s: order %d (only CUBLASLT_ORDER_COL is emulated)", name,
+                  l.order);
   if (l.rows > INT_MAX || l.cols > INT_MAX || l.ld > INT_MAX)
     return refuse(CUBLAS_STATUS_NOT_SUPPORTED, call, "layout %s: rows, cols or ld beyond int32", name);
   if (l.ld < (int64_t)std::max<uint64_t>(1, l.rows))
@@ -591,8 +598,9 @@ cublasStatus_t lt_types_check(const char *call, const LtProblem &q)
     return refuse(CUBLAS_STATUS_NOT_SUPPORTED, call, "compute %d scale %d types A %s B %s C %s D %s", q.d.compute,
                   q.d.scale, type_name(q.A.type), type_name(q.B.type), type_name(q.C.type), type_name(q.D.type));
   if (q.d.pointer_mode != CUBLASLT_POINTER_MODE_HOST || q.d.transc != CUBLAS_OP_N || q.d.fill != CUBLAS_FILL_MODE_FULL)
-    return refuse(CUBLAS_STATUS_NOT_SUPPORTED, call, "pointer mode %d, transc %d, fill mode %d (emulated: host, N, full)",
-                  q.d.pointer_mode, q.d.transc, q.d.fill);
+    return refuse(CUBLAS_STATUS_NOT_SUPPORTED, call,
+                  "pointer mode %d, transc %d, fill mode %d (emulated: host, N, full)", q.d.pointer_mode, q.d.transc,
+                  q.d.fill);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -624,8 +632,8 @@ cublasStatus_t lt_epilogue_check(const char *call, LtProblem &q)
   if (q.ep.uses_bias() && (!q.d.bias || (q.bias_type != (int)q.D.type && q.bias_type != CUDA_R_32F)))
     return refuse(CUBLAS_STATUS_INVALID_VALUE, call, "epilogue %u: bias pointer %p, bias type %s with D %s",
                   q.d.epilogue, q.d.bias, type_name(q.bias_type), type_name(q.D.type));
-  if (q.ep.uses_aux() && (!q.d.aux || q.aux_type != (int)q.D.type || q.d.aux_ld < q.m || q.d.aux_ld % 8 != 0 ||
-                          q.d.aux_stride % 8 != 0))
+  if (q.ep.uses_aux() &&
+      (!q.d.aux || q.aux_type != (int)q.D.type || q.d.aux_ld < q.m || q.d.aux_ld % 8 != 0 || q.d.aux_stride % 8 != 0))
     return refuse(CUBLAS_STATUS_INVALID_VALUE, call,
                   "epilogue %u: aux pointer %p, aux type %s (D %s), aux ld %lld (>= %lld, a multiple of 8), "
                   "aux batch stride %lld (a multiple of 8)",
@@ -637,7 +645,8 @@ cublasStatus_t lt_epilogue_check(const char *call, LtProblem &q)
 cublasStatus_t lt_problem(const char *call, cublasLtHandle_t h, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a,
                           cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t dd, LtProblem *q)
 {
-  if (!is_live(h, Kind::lt)) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, call, "handle %p not created (or destroyed)", (void *)h);
+  if (!is_live(h, Kind::lt))
+    return refuse(CUBLAS_STATUS_NOT_INITIALIZED, call, "handle %p not created (or destroyed)", (void *)h);
   if (!is_live(d, Kind::desc) || !is_live(a, Kind::layout) || !is_live(b, Kind::layout) || !is_live(c, Kind::layout) ||
       !is_live(dd, Kind::layout))
     return refuse(CUBLAS_STATUS_INVALID_VALUE, call, "a null or destroyed descriptor");
@@ -676,8 +685,8 @@ size_t workspace_need(const LtProblem &q, uint64_t max_bytes)
 }
 
 /* cublasLtMatmul's checks of the pointers against the algorithm and the workspace. */
-cublasStatus_t lt_algo_check(const char *call, const LtProblem &q, const cublasLtMatmulAlgo_t *algo, const void *ptrs[4],
-                             const void *work, size_t work_bytes)
+cublasStatus_t lt_algo_check(const char *call, const LtProblem &q, const cublasLtMatmulAlgo_t *algo,
+                             const void *ptrs[4], const void *work, size_t work_bytes)
 {
   if (!algo) return CUBLAS_STATUS_SUCCESS; /* implicit heuristic: fits any pointers, no workspace */
   const uint64_t *x = algo->data;
@@ -688,8 +697,9 @@ cublasStatus_t lt_algo_check(const char *call, const LtProblem &q, const cublasL
   const char *names = "ABCD";
   for (int i = 0; i < 4; i++)
     if (!aligned(ptrs[i], x[AL_A + i]))
-      return refuse(CUBLAS_STATUS_NOT_SUPPORTED, call, "%c at %p is less aligned than the %llu bytes the algorithm assumes",
-                    names[i], ptrs[i], (unsigned long long)x[AL_A + i]);
+      return refuse(CUBLAS_STATUS_NOT_SUPPORTED, call,
+                    "%c at %p is less aligned than the %llu bytes the algorithm assumes", names[i], ptrs[i],
+                    (unsigned long long)x[AL_A + i]);
   if ((q.ep.uses_bias() && !aligned(q.d.bias, x[AL_BIAS])) || (q.ep.uses_aux() && !aligned(q.d.aux, x[AL_AUX])))
     return refuse(CUBLAS_STATUS_NOT_SUPPORTED, call,
                   "bias %p or aux %p is less aligned than at the heuristic (%llu, %llu bytes; a GPU would fault)",
@@ -728,7 +738,8 @@ const char *cublasGetStatusString(cublasStatus_t s) { return status_string(s); }
 cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
 {
   return guarded("cublasCreate", [&] {
-    if (emu::sticky() != cudaSuccess) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasCreate", "the device has faulted");
+    if (emu::sticky() != cudaSuccess)
+      return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasCreate", "the device has faulted");
     return create("cublasCreate", h, Kind::blas);
   });
 }
@@ -737,7 +748,8 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
 cublasStatus_t cublasDestroy_v2(cublasHandle_t h)
 {
   return guarded("cublasDestroy", [&] {
-    if (!is_live(h, Kind::blas)) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasDestroy", "handle %p not live", (void *)h);
+    if (!is_live(h, Kind::blas))
+      return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasDestroy", "handle %p not live", (void *)h);
     cudaDeviceSynchronize();
     return destroy("cublasDestroy", h, Kind::blas, CUBLAS_STATUS_NOT_INITIALIZED);
   });
@@ -746,7 +758,8 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t h)
 cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s)
 {
   return guarded("cublasSetStream", [&] {
-    if (!is_live(h, Kind::blas)) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetStream", "handle %p not live", (void *)h);
+    if (!is_live(h, Kind::blas))
+      return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetStream", "handle %p not live", (void *)h);
     h->stream = s;
     return CUBLAS_STATUS_SUCCESS;
   });
@@ -755,7 +768,8 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s)
 cublasStatus_t cublasGetStream_v2(cublasHandle_t h, cudaStream_t *s)
 {
   return guarded("cublasGetStream", [&] {
-    if (!is_live(h, Kind::blas)) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasGetStream", "handle %p not live", (void *)h);
+    if (!is_live(h, Kind::blas))
+      return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasGetStream", "handle %p not live", (void *)h);
     if (!s) return refuse(CUBLAS_STATUS_INVALID_VALUE, "cublasGetStream", "null stream pointer");
     *s = h->stream;
     return CUBLAS_STATUS_SUCCESS;
@@ -765,7 +779,8 @@ cublasStatus_t cublasGetStream_v2(cublasHandle_t h, cudaStream_t *s)
 cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode)
 {
   return guarded("cublasSetMathMode", [&] {
-    if (!is_live(h, Kind::blas)) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetMathMode", "handle %p not live", (void *)h);
+    if (!is_live(h, Kind::blas))
+      return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasSetMathMode", "handle %p not live", (void *)h);
     const int base = (int)mode & ~(int)CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
     if (base < CUBLAS_DEFAULT_MATH || base > CUBLAS_TF32_TENSOR_OP_MATH)
       return refuse(CUBLAS_STATUS_INVALID_VALUE, "cublasSetMathMode", "math mode %d", (int)mode);
@@ -777,7 +792,8 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode)
 cublasStatus_t cublasGetMathMode(cublasHandle_t h, cublasMath_t *mode)
 {
   return guarded("cublasGetMathMode", [&] {
-    if (!is_live(h, Kind::blas)) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasGetMathMode", "handle %p not live", (void *)h);
+    if (!is_live(h, Kind::blas))
+      return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasGetMathMode", "handle %p not live", (void *)h);
     if (!mode) return refuse(CUBLAS_STATUS_INVALID_VALUE, "cublasGetMathMode", "null mode pointer");
     *mode = h->mode;
     return CUBLAS_STATUS_SUCCESS;
@@ -788,8 +804,28 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOper
                               const float *alpha, const float *A, int lda, const float *B, int ldb, const float *beta,
                               float *C, int ldc)
 {
-  const BlasArgs a = {ta, tb, m, n, k, alpha, beta, A, B, C, lda, ldb, ldc, 0, 0, 0, 1,
-                      CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT};
+  const BlasArgs a = {ta,
+                      tb,
+                      m,
+                      n,
+                      k,
+                      alpha,
+                      beta,
+                      A,
+                      B,
+                      C,
+                      lda,
+                      ldb,
+                      ldc,
+                      0,
+                      0,
+                      0,
+                      1,
+                      CUDA_R_32F,
+                      CUDA_R_32F,
+                      CUDA_R_32F,
+                      CUBLAS_COMPUTE_32F,
+                      CUBLAS_GEMM_DEFAULT};
   return guarded("cublasSgemm", [&] { return blas_gemm("cublasSgemm", h, a); });
 }
 
@@ -798,8 +834,28 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
                                          const float *B, int ldb, long long sb, const float *beta, float *C, int ldc,
                                          long long sc, int batch)
 {
-  const BlasArgs a = {ta, tb, m, n, k, alpha, beta, A, B, C, lda, ldb, ldc, sa, sb, sc, batch,
-                      CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT};
+  const BlasArgs a = {ta,
+                      tb,
+                      m,
+                      n,
+                      k,
+                      alpha,
+                      beta,
+                      A,
+                      B,
+                      C,
+                      lda,
+                      ldb,
+                      ldc,
+                      sa,
+                      sb,
+                      sc,
+                      batch,
+                      CUDA_R_32F,
+                      CUDA_R_32F,
+                      CUDA_R_32F,
+                      CUBLAS_COMPUTE_32F,
+                      CUBLAS_GEMM_DEFAULT};
   return guarded("cublasSgemmStridedBatched", [&] { return blas_gemm("cublasSgemmStridedBatched", h, a); });
 }
 
@@ -818,7 +874,8 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
                                           const void *beta, void *C, cudaDataType ct, int ldc, long long sc, int batch,
                                           cublasComputeType_t compute, cublasGemmAlgo_t algo)
 {
-  const BlasArgs a = {ta, tb, m, n, k, alpha, beta, A, B, C, lda, ldb, ldc, sa, sb, sc, batch, at, bt, ct, compute, algo};
+  const BlasArgs a = {ta,  tb,  m,  n,  k,  alpha, beta, A,  B,  C,       lda,
+                      ldb, ldc, sa, sb, sc, batch, at,   bt, ct, compute, algo};
   return guarded("cublasGemmStridedBatchedEx", [&] { return blas_gemm("cublasGemmStridedBatchedEx", h, a); });
 }
 
@@ -831,7 +888,8 @@ size_t cublasLtGetVersion(void) { return CUBLAS_VERSION; }
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *h)
 {
   return guarded("cublasLtCreate", [&] {
-    if (emu::sticky() != cudaSuccess) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasLtCreate", "the device has faulted");
+    if (emu::sticky() != cudaSuccess)
+      return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasLtCreate", "the device has faulted");
     return create("cublasLtCreate", h, Kind::lt);
   });
 }
@@ -839,7 +897,8 @@ cublasStatus_t cublasLtCreate(cublasLtHandle_t *h)
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t h)
 {
   return guarded("cublasLtDestroy", [&] {
-    if (!is_live(h, Kind::lt)) return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasLtDestroy", "handle %p not live", (void *)h);
+    if (!is_live(h, Kind::lt))
+      return refuse(CUBLAS_STATUS_NOT_INITIALIZED, "cublasLtDestroy", "handle %p not live", (void *)h);
     return destroy("cublasLtDestroy", h, Kind::lt, CUBLAS_STATUS_NOT_INITIALIZED);
   });
 }
@@ -870,8 +929,8 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l, cublas
   });
 }
 
-cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr, void *buf,
-                                                size_t size, size_t *written)
+cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t attr,
+                                                void *buf, size_t size, size_t *written)
 {
   const char *call = "cublasLtMatrixLayoutGetAttribute";
   return guarded(call, [&] {
@@ -921,17 +980,20 @@ cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t d, cublasLtMa
 
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p)
 {
-  return guarded("cublasLtMatmulPreferenceCreate", [&] { return create("cublasLtMatmulPreferenceCreate", p, Kind::pref); });
+  return guarded("cublasLtMatmulPreferenceCreate",
+                 [&] { return create("cublasLtMatmulPreferenceCreate", p, Kind::pref); });
 }
 
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p)
 {
-  return guarded("cublasLtMatmulPreferenceDestroy",
-                 [&] { return destroy("cublasLtMatmulPreferenceDestroy", p, Kind::pref, CUBLAS_STATUS_INVALID_VALUE); });
+  return guarded("cublasLtMatmulPreferenceDestroy", [&] {
+    return destroy("cublasLtMatmulPreferenceDestroy", p, Kind::pref, CUBLAS_STATUS_INVALID_VALUE);
+  });
 }
 
-cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t attr,
-                                                    const void *buf, size_t size)
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
+                                                    cublasLtMatmulPreferenceAttributes_t attr, const void *buf,
+                                                    size_t size)
 {
   const char *call = "cublasLtMatmulPreferenceSetAttribute";
   return guarded(call, [&] {
@@ -940,8 +1002,9 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
   });
 }
 
-cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t attr,
-                                                    void *buf, size_t size, size_t *written)
+cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t p,
+                                                    cublasLtMatmulPreferenceAttributes_t attr, void *buf, size_t size,
+                                                    size_t *written)
 {
   const char *call = "cublasLtMatmulPreferenceGetAttribute";
   return guarded(call, [&] {
@@ -993,8 +1056,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
     if (st != CUBLAS_STATUS_SUCCESS) return st;
     if (!alpha || !beta) return refuse(CUBLAS_STATUS_INVALID_VALUE, call, "null alpha or beta");
     if (C == D && (q.C.ld != q.D.ld || q.C.stride != q.D.stride))
-      return refuse(CUBLAS_STATUS_INVALID_VALUE, call, "in place (C == D) with C's ld/stride %lld/%lld != D's %lld/%lld",
-                    (long long)q.C.ld, (long long)q.C.stride, (long long)q.D.ld, (long long)q.D.stride);
+      return refuse(CUBLAS_STATUS_INVALID_VALUE, call,
+                    "in place (C == D) with C's ld/stride %lld/%lld != D's %lld/%lld", (long long)q.C.ld,
+                    (long long)q.C.stride, (long long)q.D.ld, (long long)q.D.stride);
     const void *ptrs[4] = {A, B, C, D};
     st = lt_algo_check(call, q, algo, ptrs, work, work_bytes);
     if (st != CUBLAS_STATUS_SUCCESS) return st;

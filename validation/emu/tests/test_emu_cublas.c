@@ -42,20 +42,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorName(e_));        \
-      exit(2);                                                                                 \
-    }                                                                                          \
+#define CK(x)                                                                                                          \
+  do {                                                                                                                 \
+    cudaError_t e_ = (x);                                                                                              \
+    if (e_ != cudaSuccess) {                                                                                           \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorName(e_));                                \
+      exit(2);                                                                                                         \
+    }                                                                                                                  \
   } while (0)
 
 /* A call that must return `want` (evaluated once). */
-#define STATUS(x, want)                                                                        \
-  do {                                                                                         \
-    cublasStatus_t s_ = (x);                                                                   \
-    EXPECT(s_ == (want), "%s returned %s, want %s", #x, cublasGetStatusName(s_), #want);      \
+#define STATUS(x, want)                                                                                                \
+  do {                                                                                                                 \
+    cublasStatus_t s_ = (x);                                                                                           \
+    EXPECT(s_ == (want), "%s returned %s, want %s", #x, cublasGetStatusName(s_), #want);                               \
   } while (0)
 #define OK(x) STATUS(x, CUBLAS_STATUS_SUCCESS)
 
@@ -115,7 +115,7 @@ static void pull(Buf *b) /* a blocking copy: drains the streams first */
       memcpy(&b->h[i], raw + 4 * i, 4);
     else
       memcpy(&u, raw + 2 * i, 2), b->h[i] = b->type == CUDA_R_16F ? __half2float(__ushort_as_half(u))
-                                                                   : __bfloat162float(__ushort_as_bfloat16(u));
+                                                                  : __bfloat162float(__ushort_as_bfloat16(u));
   }
   free(raw);
 }
@@ -265,16 +265,18 @@ static void blas_case(cublasHandle_t h, int api, const Gemm *g, int ab, int ct, 
     st = cublasGemmEx(h, ta, tb, g->m, g->n, g->k, &alpha, A.d, ab, g->lda, B.d, ab, g->ldb, &beta, C.d, ct, g->ldc,
                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   else
-    st = cublasGemmStridedBatchedEx(h, ta, tb, g->m, g->n, g->k, &alpha, A.d, ab, g->lda, g->sa, B.d, ab, g->ldb,
-                                    g->sb, &beta, C.d, ct, g->ldc, g->sc, g->batch, CUBLAS_COMPUTE_32F_FAST_TF32,
+    st = cublasGemmStridedBatchedEx(h, ta, tb, g->m, g->n, g->k, &alpha, A.d, ab, g->lda, g->sa, B.d, ab, g->ldb, g->sb,
+                                    &beta, C.d, ct, g->ldc, g->sc, g->batch, CUBLAS_COMPUTE_32F_FAST_TF32,
                                     CUBLAS_GEMM_DEFAULT_TENSOR_OP);
   alpha = beta = NAN; /* read at call time: the queued product must not see these */
   EXPECT(st == CUBLAS_STATUS_SUCCESS, "api %d returned %s", api, cublasGetStatusName(st));
   pull(&C);
   const int bad = compare(g, ct, A.h, B.h, C0, C.h, C0, C.n, -1);
   EXPECT(bad == 0, "api %d, %s -> %s, ta %d tb %d, m %d n %d k %d batch %d beta %g: %d mismatches", api,
-         ab == CUDA_R_32F ? "fp32" : ab == CUDA_R_16F ? "fp16" : "bf16", ct == CUDA_R_32F ? "fp32" : "16-bit", g->ta,
-         g->tb, g->m, g->n, g->k, g->batch, g->beta, bad);
+         ab == CUDA_R_32F   ? "fp32"
+         : ab == CUDA_R_16F ? "fp16"
+                            : "bf16",
+         ct == CUDA_R_32F ? "fp32" : "16-bit", g->ta, g->tb, g->m, g->n, g->k, g->batch, g->beta, bad);
   if (alias_planted) { /* the comparison must fail for a wrong reference or a nudged result */
     Gemm wrong = *g;
     wrong.ta = !wrong.ta;
@@ -288,8 +290,11 @@ static void blas_case(cublasHandle_t h, int api, const Gemm *g, int ab, int ct, 
 
 static void test_blas_products(cublasHandle_t h)
 {
-  const int types[][2] = {{CUDA_R_32F, CUDA_R_32F}, {CUDA_R_16BF, CUDA_R_16BF}, {CUDA_R_16F, CUDA_R_16F},
-                          {CUDA_R_16BF, CUDA_R_32F}, {CUDA_R_16F, CUDA_R_32F}};
+  const int types[][2] = {{CUDA_R_32F, CUDA_R_32F},
+                          {CUDA_R_16BF, CUDA_R_16BF},
+                          {CUDA_R_16F, CUDA_R_16F},
+                          {CUDA_R_16BF, CUDA_R_32F},
+                          {CUDA_R_16F, CUDA_R_32F}};
   for (int ta = 0; ta < 2; ta++)
     for (int tb = 0; tb < 2; tb++)
       for (int b0 = 0; b0 < 2; b0++) {
@@ -313,7 +318,9 @@ static void test_blas_products(cublasHandle_t h)
 static void test_blas_checks(cublasHandle_t h)
 {
   float one = 1, *A, *B, *C;
-  CK(cudaMalloc((void **)&A, 4096)); CK(cudaMalloc((void **)&B, 4096)); CK(cudaMalloc((void **)&C, 4096));
+  CK(cudaMalloc((void **)&A, 4096));
+  CK(cudaMalloc((void **)&B, 4096));
+  CK(cudaMalloc((void **)&C, 4096));
   const cublasOperation_t N = CUBLAS_OP_N, T = CUBLAS_OP_T;
   const cublasStatus_t INV = CUBLAS_STATUS_INVALID_VALUE;
   STATUS(cublasSgemm(NULL, N, N, 2, 2, 2, &one, A, 2, B, 2, &one, C, 2), CUBLAS_STATUS_NOT_INITIALIZED);
@@ -334,16 +341,23 @@ static void test_blas_checks(cublasHandle_t h)
   STATUS(cublasSgemmStridedBatched(h, N, N, 2, 2, 2, &one, A, 2, 4, B, 2, 4, &one, C, 2, 4, -1), INV);
   OK(cublasSgemmStridedBatched(h, N, N, 2, 2, 2, &one, A, 2, 4, B, 2, 4, &one, C, 2, 4, 0));
   STATUS(cublasGemmEx(h, N, N, 2, 2, 2, &one, A, CUDA_R_16BF, 2, B, CUDA_R_16F, 2, &one, C, CUDA_R_32F, 2,
-                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), CUBLAS_STATUS_NOT_SUPPORTED); /* A, B differ */
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+         CUBLAS_STATUS_NOT_SUPPORTED); /* A, B differ */
   STATUS(cublasGemmEx(h, N, N, 2, 2, 2, &one, A, CUDA_R_32F, 2, B, CUDA_R_32F, 2, &one, C, CUDA_R_16BF, 2,
-                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), CUBLAS_STATUS_NOT_SUPPORTED); /* fp32 in, bf16 out */
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+         CUBLAS_STATUS_NOT_SUPPORTED); /* fp32 in, bf16 out */
   STATUS(cublasGemmEx(h, N, N, 2, 2, 2, &one, A, CUDA_R_32F, 2, B, CUDA_R_32F, 2, &one, C, CUDA_R_32F, 2,
-                      CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT), CUBLAS_STATUS_NOT_SUPPORTED);
+                      CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT),
+         CUBLAS_STATUS_NOT_SUPPORTED);
   STATUS(cublasGemmEx(h, N, N, 2, 2, 2, &one, A, CUDA_R_32F, 2, B, CUDA_R_32F, 2, &one, C, CUDA_R_32F, 1,
-                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), INV);
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+         INV);
   STATUS(cublasGemmStridedBatchedEx(h, N, N, 2, 2, 2, &one, A, CUDA_R_16F, 2, 4, B, CUDA_R_16F, 2, 4, &one, C,
-                                    CUDA_R_16F, 2, 4, -2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), INV);
-  CK(cudaFree(A)); CK(cudaFree(B)); CK(cudaFree(C));
+                                    CUDA_R_16F, 2, 4, -2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+         INV);
+  CK(cudaFree(A));
+  CK(cudaFree(B));
+  CK(cudaFree(C));
 }
 
 static void test_blas_handle(void)
@@ -361,7 +375,8 @@ static void test_blas_handle(void)
   OK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));
   OK(cublasGetMathMode(h, &mode));
   EXPECT(mode == CUBLAS_PEDANTIC_MATH, "math mode %d", (int)mode);
-  OK(cublasSetMathMode(h, (cublasMath_t)(CUBLAS_TF32_TENSOR_OP_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+  OK(cublasSetMathMode(h,
+                       (cublasMath_t)(CUBLAS_TF32_TENSOR_OP_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
   STATUS(cublasSetMathMode(h, (cublasMath_t)7), CUBLAS_STATUS_INVALID_VALUE);
   STATUS(cublasSetStream(NULL, stream), CUBLAS_STATUS_NOT_INITIALIZED);
   OK(cublasDestroy(h));
@@ -415,15 +430,18 @@ static Plan plan_new(const Gemm *g, int ab, int cd, int compute, uint64_t max_wo
   p.c = layout(cd, g->m, g->n, g->ldc, g->batch, g->sc);
   p.d = layout(cd, g->m, g->n, g->ldd, g->batch, g->sd);
   OK(cublasLtMatmulPreferenceCreate(&p.pref));
-  OK(cublasLtMatmulPreferenceSetAttribute(p.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_work, sizeof max_work));
+  OK(cublasLtMatmulPreferenceSetAttribute(p.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_work,
+                                          sizeof max_work));
   return p;
 }
 
 static void plan_free(Plan *p)
 {
   OK(cublasLtMatmulDescDestroy(p->op));
-  OK(cublasLtMatrixLayoutDestroy(p->a)); OK(cublasLtMatrixLayoutDestroy(p->b));
-  OK(cublasLtMatrixLayoutDestroy(p->c)); OK(cublasLtMatrixLayoutDestroy(p->d));
+  OK(cublasLtMatrixLayoutDestroy(p->a));
+  OK(cublasLtMatrixLayoutDestroy(p->b));
+  OK(cublasLtMatrixLayoutDestroy(p->c));
+  OK(cublasLtMatrixLayoutDestroy(p->d));
   OK(cublasLtMatmulPreferenceDestroy(p->pref));
 }
 
@@ -441,12 +459,12 @@ typedef struct {
   int bias_in, aux_out, aux_in, relu, gelu, bgrad_d, bgrad_a, bgrad_b;
 } Epi;
 static const Epi epilogues[] = {
-    {CUBLASLT_EPILOGUE_DEFAULT, 0, 0, 0, 0, 0, 0, 0, 0},      {CUBLASLT_EPILOGUE_RELU, 0, 0, 0, 1, 0, 0, 0, 0},
-    {CUBLASLT_EPILOGUE_BIAS, 1, 0, 0, 0, 0, 0, 0, 0},         {CUBLASLT_EPILOGUE_RELU_BIAS, 1, 0, 0, 1, 0, 0, 0, 0},
-    {CUBLASLT_EPILOGUE_GELU, 0, 0, 0, 0, 1, 0, 0, 0},         {CUBLASLT_EPILOGUE_GELU_AUX, 0, 1, 0, 0, 1, 0, 0, 0},
-    {CUBLASLT_EPILOGUE_GELU_BIAS, 1, 0, 0, 0, 1, 0, 0, 0},    {CUBLASLT_EPILOGUE_GELU_AUX_BIAS, 1, 1, 0, 0, 1, 0, 0, 0},
-    {CUBLASLT_EPILOGUE_DGELU, 0, 0, 1, 0, 0, 0, 0, 0},        {CUBLASLT_EPILOGUE_DGELU_BGRAD, 0, 0, 1, 0, 0, 1, 0, 0},
-    {CUBLASLT_EPILOGUE_BGRADA, 0, 0, 0, 0, 0, 0, 1, 0},       {CUBLASLT_EPILOGUE_BGRADB, 0, 0, 0, 0, 0, 0, 0, 1}};
+    {CUBLASLT_EPILOGUE_DEFAULT, 0, 0, 0, 0, 0, 0, 0, 0},   {CUBLASLT_EPILOGUE_RELU, 0, 0, 0, 1, 0, 0, 0, 0},
+    {CUBLASLT_EPILOGUE_BIAS, 1, 0, 0, 0, 0, 0, 0, 0},      {CUBLASLT_EPILOGUE_RELU_BIAS, 1, 0, 0, 1, 0, 0, 0, 0},
+    {CUBLASLT_EPILOGUE_GELU, 0, 0, 0, 0, 1, 0, 0, 0},      {CUBLASLT_EPILOGUE_GELU_AUX, 0, 1, 0, 0, 1, 0, 0, 0},
+    {CUBLASLT_EPILOGUE_GELU_BIAS, 1, 0, 0, 0, 1, 0, 0, 0}, {CUBLASLT_EPILOGUE_GELU_AUX_BIAS, 1, 1, 0, 0, 1, 0, 0, 0},
+    {CUBLASLT_EPILOGUE_DGELU, 0, 0, 1, 0, 0, 0, 0, 0},     {CUBLASLT_EPILOGUE_DGELU_BGRAD, 0, 0, 1, 0, 0, 1, 0, 0},
+    {CUBLASLT_EPILOGUE_BGRADA, 0, 0, 0, 0, 0, 0, 1, 0},    {CUBLASLT_EPILOGUE_BGRADB, 0, 0, 0, 0, 0, 0, 0, 1}};
 
 static double gelu_ref(double x) { return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
 static double dgelu_ref(double x)
@@ -507,7 +525,8 @@ static void epi_compare_entry(const Gemm *g, const Epi *ep, int cd, int e, const
 {
   const int m = g->m, n = g->n, bt = eb->bias.type;
   double *T = malloc(sizeof(double) * m * n), *err = malloc(sizeof(double) * m * n);
-  double *rs = calloc((size_t)m, sizeof(double)), *rb = calloc((size_t)m, sizeof(double)), *ra = calloc((size_t)m, sizeof(double));
+  double *rs = calloc((size_t)m, sizeof(double)), *rb = calloc((size_t)m, sizeof(double)),
+         *ra = calloc((size_t)m, sizeof(double));
   reference(g, e, A, B, C0, T, err);
   for (int j = 0; j < n; j++)
     for (int i = 0; i < m; i++) {
@@ -525,7 +544,9 @@ static void epi_compare_entry(const Gemm *g, const Epi *ep, int cd, int e, const
       rs[i] += t, rb[i] += b, ra[i] += fabs(t);
     }
   if (ep->bgrad_d) /* sum over the columns of D (fp32 values before D's rounding) */
-    for (int i = 0; i < m; i++) check_close("bias grad", eb->bias.h[e * eb->bias_stride + i], rs[i], tol_out(bt, rs[i], rb[i] + n * U32 * ra[i]), bad);
+    for (int i = 0; i < m; i++)
+      check_close("bias grad", eb->bias.h[e * eb->bias_stride + i], rs[i], tol_out(bt, rs[i], rb[i] + n * U32 * ra[i]),
+                  bad);
   for (int i = 0; (ep->bgrad_a || ep->bgrad_b) && i < eb->bias_len; i++) { /* op(A) row sums or op(B) column sums */
     double s = 0;
     for (int p = 0; p < g->k; p++)
@@ -554,7 +575,8 @@ static void lt_case(cublasLtHandle_t lt, const Gemm *g, int ab, int cd, int comp
   cublasLtMatmulHeuristicResult_t r;
   if (heuristic(lt, &p, &r)) {
     EXPECT(r.workspaceSize <= (1u << 20), "workspace %zu above the preference", r.workspaceSize);
-    OK(cublasLtMatmul(lt, p.op, &alpha, A.d, p.a, B.d, p.b, &beta, C.d, p.c, D.d, p.d, &r.algo, work, 1u << 20, stream));
+    OK(cublasLtMatmul(lt, p.op, &alpha, A.d, p.a, B.d, p.b, &beta, C.d, p.c, D.d, p.d, &r.algo, work, 1u << 20,
+                      stream));
   }
   alpha = NAN;
   plan_free(&p);
@@ -565,10 +587,14 @@ static void lt_case(cublasLtHandle_t lt, const Gemm *g, int ab, int cd, int comp
   for (int e = 0; e < g->batch; e++) epi_compare_entry(g, ep, cd, e, A.h, B.h, C0, D.h, &eb, aux_in, &bad);
   char *in = region(D.n, g->m, g->n, g->ldd, g->sd, g->batch);
   for (size_t i = 0; i < D.n; i++)
-    if (!in[i] && !same_float(D.h[i], D0[i]) && bad++ < 3) fprintf(stderr, "  D[%zu] outside the matrices changed\n", i);
-  EXPECT(bad == 0, "cublasLtMatmul epilogue %u, ta %d tb %d, %s -> %s, batch %d, %s: %d mismatches", ep->id, g->ta, g->tb,
-         ab == CUDA_R_32F ? "fp32" : ab == CUDA_R_16F ? "fp16" : "bf16", cd == CUDA_R_32F ? "fp32" : "16-bit", g->batch,
-         in_place ? "C == D" : "C != D", bad);
+    if (!in[i] && !same_float(D.h[i], D0[i]) && bad++ < 3)
+      fprintf(stderr, "  D[%zu] outside the matrices changed\n", i);
+  EXPECT(bad == 0, "cublasLtMatmul epilogue %u, ta %d tb %d, %s -> %s, batch %d, %s: %d mismatches", ep->id, g->ta,
+         g->tb,
+         ab == CUDA_R_32F   ? "fp32"
+         : ab == CUDA_R_16F ? "fp16"
+                            : "bf16",
+         cd == CUDA_R_32F ? "fp32" : "16-bit", g->batch, in_place ? "C == D" : "C != D", bad);
   if (!in_place) {
     pull(&C);
     int changed = 0;
@@ -584,8 +610,8 @@ static void lt_case(cublasLtHandle_t lt, const Gemm *g, int ab, int cd, int comp
 
 static void test_lt_products(cublasLtHandle_t lt)
 {
-  const int types[][2] = {{CUDA_R_32F, CUDA_R_32F}, {CUDA_R_16BF, CUDA_R_16BF}, {CUDA_R_16F, CUDA_R_16F},
-                          {CUDA_R_16BF, CUDA_R_32F}};
+  const int types[][2] = {
+      {CUDA_R_32F, CUDA_R_32F}, {CUDA_R_16BF, CUDA_R_16BF}, {CUDA_R_16F, CUDA_R_16F}, {CUDA_R_16BF, CUDA_R_32F}};
   const int ne = (int)(sizeof epilogues / sizeof epilogues[0]);
   for (int ta = 0; ta < 2; ta++)
     for (int tb = 0; tb < 2; tb++)
@@ -609,7 +635,8 @@ static void test_lt_products(cublasLtHandle_t lt)
 static void test_lt_algo(cublasLtHandle_t lt)
 {
   Gemm g = shape(0, 0, 8, 8, 8, 1, 1.0f, 0.0f, 0);
-  Buf A = buf_new(CUDA_R_32F, 2 * extent(g.k, g.lda, 0, 1), 1, 1.0f), B = buf_new(CUDA_R_32F, extent(g.n, g.ldb, 0, 1), 1, 1.0f);
+  Buf A = buf_new(CUDA_R_32F, 2 * extent(g.k, g.lda, 0, 1), 1, 1.0f),
+      B = buf_new(CUDA_R_32F, extent(g.n, g.ldb, 0, 1), 1, 1.0f);
   Buf D = buf_new(CUDA_R_32F, extent(g.n, g.ldd, 0, 1), 0, NAN);
   float one = 1, zero = 0, *A1 = (float *)A.d + 1;
   void *work;
@@ -625,7 +652,8 @@ static void test_lt_algo(cublasLtHandle_t lt)
   STATUS(cublasLtMatmul(lt, p.op, &one, A1, p.a, B.d, p.b, &zero, D.d, p.d, D.d, p.d, &r.algo, NULL, 0, stream),
          CUBLAS_STATUS_NOT_SUPPORTED);
   OK(cublasLtMatmul(lt, p.op, &one, A.d, p.a, B.d, p.b, &zero, D.d, p.d, D.d, p.d, &r.algo, NULL, 0, stream));
-  OK(cublasLtMatmul(lt, p.op, &one, A1, p.a, B.d, p.b, &zero, D.d, p.d, D.d, p.d, NULL, NULL, 0, stream)); /* implicit */
+  OK(cublasLtMatmul(lt, p.op, &one, A1, p.a, B.d, p.b, &zero, D.d, p.d, D.d, p.d, NULL, NULL, 0,
+                    stream)); /* implicit */
   al = 4;
   OK(cublasLtMatmulPreferenceSetAttribute(p.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al));
   heuristic(lt, &p, &r);
@@ -720,7 +748,8 @@ static void test_lt_attributes(void)
 
   OK(cublasLtMatmulPreferenceCreate(&pref));
   uint32_t small = 4;
-  STATUS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &small, sizeof small), INV);
+  STATUS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &small, sizeof small),
+         INV);
   OK(cublasLtMatmulPreferenceDestroy(pref));
 }
 
@@ -734,10 +763,12 @@ static void test_lt_checks(cublasLtHandle_t lt)
   int found = 7;
   float one = 1, *X;
   CK(cudaMalloc((void **)&X, 4096));
-#define HEUR(lay_a, lay_b, want) STATUS(cublasLtMatmulAlgoGetHeuristic(lt, p.op, lay_a, lay_b, p.c, p.d, p.pref, 1, &r, &found), want)
+#define HEUR(lay_a, lay_b, want)                                                                                       \
+  STATUS(cublasLtMatmulAlgoGetHeuristic(lt, p.op, lay_a, lay_b, p.c, p.d, p.pref, 1, &r, &found), want)
   STATUS(cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.d, p.pref, 0, &r, &found), INV);
   STATUS(cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.d, NULL, 1, &r, &found), INV);
-  STATUS(cublasLtMatmulAlgoGetHeuristic(NULL, p.op, p.a, p.b, p.c, p.d, p.pref, 1, &r, &found), CUBLAS_STATUS_NOT_INITIALIZED);
+  STATUS(cublasLtMatmulAlgoGetHeuristic(NULL, p.op, p.a, p.b, p.c, p.d, p.pref, 1, &r, &found),
+         CUBLAS_STATUS_NOT_INITIALIZED);
   cublasLtMatrixLayout_t bad = layout(CUDA_R_32F, 6, 5, 6, 1, 0); /* B 6 x 5: n 5 != D's 4 */
   HEUR(p.a, bad, INV);
   OK(cublasLtMatrixLayoutDestroy(bad));
@@ -846,7 +877,8 @@ static void expect_fault(cublasStatus_t call, cublasHandle_t h, float *any)
   float one = 1;
   cudaError_t e = cudaStreamSynchronize(stream);
   cublasStatus_t later = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, any, 1, any, 1, &one, any, 1);
-  exit(call == CUBLAS_STATUS_SUCCESS && e == cudaErrorIllegalAddress && later == CUBLAS_STATUS_EXECUTION_FAILED ? 10 : 1);
+  exit(call == CUBLAS_STATUS_SUCCESS && e == cudaErrorIllegalAddress && later == CUBLAS_STATUS_EXECUTION_FAILED ? 10
+                                                                                                                : 1);
 }
 
 static cublasHandle_t child_handle(void)
@@ -860,7 +892,9 @@ static void plant_short_a(void) /* A of 4 x 3 with ld 4 needs 12 floats; it has 
 {
   cublasHandle_t h = child_handle();
   float one = 1, *A, *B, *C;
-  CK(cudaMalloc((void **)&A, 11 * 4)); CK(cudaMalloc((void **)&B, 12 * 4)); CK(cudaMalloc((void **)&C, 16 * 4));
+  CK(cudaMalloc((void **)&A, 11 * 4));
+  CK(cudaMalloc((void **)&B, 12 * 4));
+  CK(cudaMalloc((void **)&C, 16 * 4));
   expect_fault(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 3, &one, A, 4, B, 3, &one, C, 4), h, C);
 }
 
@@ -868,9 +902,11 @@ static void plant_batch_b(void) /* the third batch entry of B starts past the en
 {
   cublasHandle_t h = child_handle();
   float one = 1, *A, *B, *C;
-  CK(cudaMalloc((void **)&A, 64 * 4)); CK(cudaMalloc((void **)&B, 20 * 4)); CK(cudaMalloc((void **)&C, 64 * 4));
-  expect_fault(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, A, 2, 4, B, 2, 10, &one, C, 2, 4, 3),
-               h, C);
+  CK(cudaMalloc((void **)&A, 64 * 4));
+  CK(cudaMalloc((void **)&B, 20 * 4));
+  CK(cudaMalloc((void **)&C, 64 * 4));
+  expect_fault(
+      cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, A, 2, 4, B, 2, 10, &one, C, 2, 4, 3), h, C);
 }
 
 static void lt_plant(int what) /* 0: D too small, 1: bias in host memory, 2: workspace too small */
@@ -882,7 +918,8 @@ static void lt_plant(int what) /* 0: D too small, 1: bias in host memory, 2: wor
   Plan p = plan_new(&g, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, what == 2 ? 1u << 16 : 0);
   float one = 1, zero = 0, *A, *D, *host_bias = malloc(64 * 4);
   void *work;
-  CK(cudaMalloc((void **)&A, 4096)); CK(cudaMalloc((void **)&D, what == 0 ? 98 * 4 : 4096));
+  CK(cudaMalloc((void **)&A, 4096));
+  CK(cudaMalloc((void **)&D, what == 0 ? 98 * 4 : 4096));
   CK(cudaMalloc(&work, 128)); /* the algorithm below needs 256 bytes */
   if (what == 1) {
     uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
@@ -893,7 +930,8 @@ static void lt_plant(int what) /* 0: D too small, 1: bias in host memory, 2: wor
   int found = 0;
   if (cublasLtMatmulAlgoGetHeuristic(lt, p.op, p.a, p.b, p.c, p.d, p.pref, 1, &r, &found) || found != 1) exit(4);
   expect_fault(cublasLtMatmul(lt, p.op, &one, A, p.a, A, p.b, &zero, D, p.d, D, p.d, &r.algo, work,
-                              what == 2 ? r.workspaceSize : 0, stream), h, A);
+                              what == 2 ? r.workspaceSize : 0, stream),
+               h, A);
 }
 static void plant_lt_d(void) { lt_plant(0); }
 static void plant_lt_bias(void) { lt_plant(1); }

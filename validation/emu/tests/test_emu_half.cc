@@ -69,7 +69,9 @@ static double ref_bf16(double x, bool away = false)
 static double half_fields(unsigned h)
 {
   const int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-  double v = e == 0 ? std::ldexp((double)m, -24) : e == 31 ? (m ? NAN : INFINITY) : std::ldexp(1.0 + m / 1024.0, e - 15);
+  double v = e == 0    ? std::ldexp((double)m, -24)
+             : e == 31 ? (m ? NAN : INFINITY)
+                       : std::ldexp(1.0 + m / 1024.0, e - 15);
   return s ? -v : v;
 }
 
@@ -85,7 +87,8 @@ static void test_half_exhaustive()
   int bad_value = 0, bad_trip = 0;
   for (unsigned h = 0; h < 65536; h++) {
     const float f = __half2float(__ushort_as_half((unsigned short)h));
-    if (!same(f, half_fields(h)) && bad_value++ < 5) EXPECT(0, "half %#06x -> %a, fields give %a", h, f, half_fields(h));
+    if (!same(f, half_fields(h)) && bad_value++ < 5)
+      EXPECT(0, "half %#06x -> %a, fields give %a", h, f, half_fields(h));
     const unsigned back = __half_as_ushort(__float2half(f));
     const unsigned want = std::isnan(half_fields(h)) ? 0x7fffu : h;
     if (back != want && bad_trip++ < 5) EXPECT(0, "half %#06x -> float -> %#06x", h, back);
@@ -126,15 +129,16 @@ static void test_boundaries()
 {
   int bad = 0, n = 0;
   for (unsigned h = 0; h < 0x7c00; h++) {
-    const double lo = half_fields(h), hi = half_fields(h + 1); /* h + 1 = 0x7c00 is inf */
-    const double mid = std::isinf(hi) ? 65520.0 : (lo + hi) / 2;   /* exact in float */
+    const double lo = half_fields(h), hi = half_fields(h + 1);   /* h + 1 = 0x7c00 is inf */
+    const double mid = std::isinf(hi) ? 65520.0 : (lo + hi) / 2; /* exact in float */
     const float fm = (float)mid;
     for (float x : {fm, std::nextafter(fm, 0.0f), std::nextafter(fm, INFINITY), (float)lo})
       for (float s : {1.0f, -1.0f}) check_float(s * x, &bad), n++;
   }
   for (unsigned b = 0; b < 0x7f80; b += 1) { /* bf16 midpoints: bit 15 set, below and above */
     const uint32_t mid = (b << 16) | 0x8000u;
-    for (uint32_t x : {mid, mid - 1, mid + 1}) check_float(bits_float(x), &bad), check_float(-bits_float(x), &bad), n += 2;
+    for (uint32_t x : {mid, mid - 1, mid + 1})
+      check_float(bits_float(x), &bad), check_float(-bits_float(x), &bad), n += 2;
   }
   EXPECT(bad == 0, "%d of %d boundary floats round wrongly", bad, n);
 }
@@ -142,12 +146,34 @@ static void test_boundaries()
 static void test_edges_and_sweep()
 {
   int bad = 0;
-  const float edges[] = {0.0f, -0.0f, 0x1p-25f, std::nextafter(0x1p-25f, 1.0f), std::nextafter(0x1p-25f, 0.0f),
-                         0x1p-24f, 0x1.8p-24f, 0x1.8p-25f, 0x1p-14f, std::nextafter(0x1p-14f, 0.0f), 0x1.ff8p-15f,
-                         65504.0f, 65519.996f, 65520.0f, std::nextafter(65520.0f, 0.0f), 3.4028235e38f,
-                         0x1.fffffep127f, INFINITY, -INFINITY, NAN, bits_float(0x7f800001u),
-                         bits_float(0xffc00000u), 1e-45f, 1.17549435e-38f, 0x1.fep127f, 0x1.ff0000p127f,
-                         0x1.ff8000p127f, 0x1.ff7ffep127f};
+  const float edges[] = {0.0f,
+                         -0.0f,
+                         0x1p-25f,
+                         std::nextafter(0x1p-25f, 1.0f),
+                         std::nextafter(0x1p-25f, 0.0f),
+                         0x1p-24f,
+                         0x1.8p-24f,
+                         0x1.8p-25f,
+                         0x1p-14f,
+                         std::nextafter(0x1p-14f, 0.0f),
+                         0x1.ff8p-15f,
+                         65504.0f,
+                         65519.996f,
+                         65520.0f,
+                         std::nextafter(65520.0f, 0.0f),
+                         3.4028235e38f,
+                         0x1.fffffep127f,
+                         INFINITY,
+                         -INFINITY,
+                         NAN,
+                         bits_float(0x7f800001u),
+                         bits_float(0xffc00000u),
+                         1e-45f,
+                         1.17549435e-38f,
+                         0x1.fep127f,
+                         0x1.ff0000p127f,
+                         0x1.ff8000p127f,
+                         0x1.ff7ffep127f};
   for (float x : edges) check_float(x, &bad), check_float(-x, &bad);
   for (uint64_t u = 0; u < (1ull << 32); u += 4099) check_float(bits_float((uint32_t)u), &bad);
   EXPECT(bad == 0, "%d edge or sweep floats round wrongly", bad);
@@ -183,10 +209,12 @@ template <class T> static void test_ops(const char *name, double (*round)(double
       const T a = xa, b = xb; /* implicit construction: rounded */
       const float fa = (float)a, fb = (float)b;
       const double da = fa, db = fb; /* exact sums and products of two 16-bit values; the quotient rounded */
-      const double want[4] = {round(da + db, false), round(da - db, false), round(da * db, false), round(da / db, false)};
+      const double want[4] = {round(da + db, false), round(da - db, false), round(da * db, false),
+                              round(da / db, false)};
       const T got[4] = {a + b, a - b, a * b, a / b};
       for (int i = 0; i < 4; i++)
-        if (!same((float)got[i], want[i]) && bad++ < 4) EXPECT(0, "%s op %d on %g, %g: %g, want %g", name, i, fa, fb, (float)got[i], want[i]);
+        if (!same((float)got[i], want[i]) && bad++ < 4)
+          EXPECT(0, "%s op %d on %g, %g: %g, want %g", name, i, fa, fb, (float)got[i], want[i]);
       T c = a;
       c += b;
       c *= b;
@@ -194,7 +222,8 @@ template <class T> static void test_ops(const char *name, double (*round)(double
       c /= b;
       double w = round(da + db, false);
       w = round(w * db, false), w = round(w - da, false), w = round(w / db, false);
-      if (!same((float)c, w) && bad++ < 4) EXPECT(0, "%s compound assignments on %g, %g: %g, want %g", name, fa, fb, (float)c, w);
+      if (!same((float)c, w) && bad++ < 4)
+        EXPECT(0, "%s compound assignments on %g, %g: %g, want %g", name, fa, fb, (float)c, w);
       const bool cmp_ok = (a < b) == (fa < fb) && (a <= b) == (fa <= fb) && (a > b) == (fa > fb) &&
                           (a >= b) == (fa >= fb) && (a == b) == (fa == fb) && (a != b) == (fa != fb);
       if (!cmp_ok && bad++ < 4) EXPECT(0, "%s comparisons of %g and %g", name, fa, fb);
@@ -215,7 +244,8 @@ int main()
   test_planted();
   test_ops<__half>("__half", ref_half);
   test_ops<__nv_bfloat16>("__nv_bfloat16", ref_bf16);
-  EXPECT(__hisnan(CUDART_NAN_FP16) && __hisinf(CUDART_INF_FP16) && __hisnan(CUDART_NAN_BF16) && __hisinf(CUDART_INF_BF16),
+  EXPECT(__hisnan(CUDART_NAN_FP16) && __hisinf(CUDART_INF_FP16) && __hisnan(CUDART_NAN_BF16) &&
+             __hisinf(CUDART_INF_BF16),
          "NaN and inf constants");
   EXPECT(sizeof(__half) == 2 && sizeof(__nv_bfloat16) == 2 && sizeof(__half2) == 4 && sizeof(__nv_bfloat162) == 4,
          "storage sizes");
