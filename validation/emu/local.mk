@@ -119,3 +119,4 @@ TESTS += validation/emu/tests/test_emu_model.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_model.sh
 include validation/emu/nccl.mk
 include validation/emu/cublas.mk
+include validation/emu/ops.mk

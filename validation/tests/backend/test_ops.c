@@ -360,9 +360,10 @@ static void check_layernorm(void)
 
 /* gelu, bias, add, scale.  Bounds: GELU is a few float operations and an exponential within a
  * few ulps (c = 8).  Its derivative sigma + 2 x sigma (1 - sigma) du/dx carries 1 - sigma, whose
- * absolute error is u when sigma is near 1, times 2 x du/dx, up to 20 for |x| <= 4 (c = 32).
- * bias_forward, add, scale are one rounding (c = 1); bias_backward a float sum over the rows
- * (c = 4). */
+ * absolute error is about u when sigma is near 1, times 2 x du/dx, up to 20 for |x| <= 4: the
+ * CPU's formula, run on 8e6 points of [-4, 4], is at most 19 u (of max |gelu'|) from the exact
+ * derivative (c = 32).  bias_forward, add, scale are one rounding (c = 1); bias_backward a float
+ * sum over the rows (c = 4). */
 static void elementwise_case(long long rows, int cols)
 {
   const size_t n = (size_t)rows * cols;
