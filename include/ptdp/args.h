@@ -65,6 +65,7 @@ typedef struct ptdp_args {
   ptdp_backend_kind backend;
   long long device;
   ptdp_comm_backend comm_backend;
+  double distributed_timeout_minutes;
   /* outputs and diagnostics */
   char debug_dump[PTDP_OPT_STRLEN];
   long long num_threads;

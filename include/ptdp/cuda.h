@@ -25,4 +25,24 @@ int ptdp_cuda_pick_device(int device, int local_rank, int count);
 /* The CUDA backend on the GPU ptdp_cuda_pick_device gives for opt (NULL: local rank 0, auto). */
 int ptdp_backend_cuda_create(const ptdp_backend_options *opt, ptdp_backend **be);
 
+/* ---- How the host waits for the GPU (CUDA builds only: the backend and the NCCL transport) ----
+ * Queued work may include operations of other libraries that can wait forever: an NCCL
+ * collective whose peer never joins.  So the backend never blocks in cudaStreamSynchronize: its
+ * waits (synchronize, to_host, sumsq, growing its scratch, free, destroy) poll the stream
+ * (cudaStreamQuery, sleeping up to 1 ms between queries) and on every poll call each registered
+ * checker with the seconds waited so far and expired = 1 once they exceed the wait timeout.  A
+ * checker returns an error it has pushed (its communicator failed, or the timeout expired with
+ * its own work still pending) to end the wait with that error, and sets *pending to 1 while it
+ * has work queued on the GPU.  Expired with no checker objecting, the wait goes on: a kernel is
+ * not timed out, only communication is.  The NCCL transport registers one checker per
+ * communicator.  Process-wide (one GPU per process), like ptdp_comm_set_wait_sleep. */
+typedef int (*ptdp_cuda_wait_check)(void *ctx, double waited, int expired, int *pending);
+int ptdp_cuda_wait_check_add(ptdp_cuda_wait_check fn, void *ctx);
+void ptdp_cuda_wait_check_remove(ptdp_cuda_wait_check fn, void *ctx);
+/* The wait timeout in seconds (the key distributed-timeout-minutes times 60; default 600). */
+int ptdp_cuda_set_wait_timeout(double seconds);
+double ptdp_cuda_wait_timeout(void);
+/* Wait as above until stream (a cudaStream_t) has drained; what names the wait in messages. */
+int ptdp_cuda_wait_stream(void *stream, const char *what);
+
 #endif

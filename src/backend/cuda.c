@@ -2,11 +2,14 @@
  *
  * Every operation is enqueued on the backend's stream, in program order, so operations need no
  * synchronisation among themselves; the host waits only in synchronize, in sumsq (which
- * returns a number) and in to_host from pageable memory.  Memory is cudaMalloc'ed and zeroed
- * on the stream.  Kernels live in cuda_kernels.cu and cuda_softmax.cu, GEMMs in cuda_gemm.c,
- * the attention in cuda_attention.c.  Every launch is followed by cudaGetLastError (cheap, no
- * synchronisation) and every synchronisation checks the stream's status, so a failed launch or
- * a fault inside a kernel ends the run with CUDA's message (PTDP_CALL_CUDA).
+ * returns a number), in to_host into pageable memory, when the scratch grows and at destroy.
+ * Those waits poll (ptdp/cuda.h, "How the host waits"): the stream may hold collectives that
+ * never finish, which the NCCL transport's checkers then turn into an error instead of a hang.
+ * Memory is cudaMalloc'ed and zeroed on the stream.  Kernels live in cuda_kernels.cu and
+ * cuda_softmax.cu, GEMMs in cuda_gemm.c, the attention in cuda_attention.c.  Every launch is
+ * followed by cudaGetLastError (cheap, no synchronisation) and every wait checks the stream's
+ * status, so a failed launch or a fault inside a kernel ends the run with CUDA's message
+ * (PTDP_CALL_CUDA).  Calls whose failure cannot be returned (free, destroy) print it.
  * NOT YET RUN ON A GPU: see README, "GPUs". */
 #include "ptdp/cuda.h"
 
@@ -18,9 +21,21 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #define LT_WORKSPACE (32u << 20) /* cuBLASLt's workspace: 32 MiB, what its Hopper kernels ask for */
 #define COLSUM_CHUNKS 64         /* row chunks of the deterministic column sums */
+#define WAIT_CHECKS 64           /* checkers: the NCCL transport's, one per communicator (6 a grid) */
+#define WAIT_TIMEOUT_S 600.0     /* Megatron's distributed-timeout-minutes default, 10 */
+
+/* The waits' state (ptdp/cuda.h): process-wide, as the GPU is. */
+static struct {
+  ptdp_cuda_wait_check fn;
+  void *ctx;
+} checks[WAIT_CHECKS];
+static int nchecks;
+static double wait_timeout = WAIT_TIMEOUT_S;
 
 int ptdp_cuda_device_count(char *why, size_t n)
 {
@@ -35,11 +50,121 @@ int ptdp_cuda_device_count(char *why, size_t n)
   return count;
 }
 
+/* ---- waits: poll, run the checkers, sleep (ptdp/cuda.h) ---- */
+
+static double now_s(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int ptdp_cuda_wait_check_add(ptdp_cuda_wait_check fn, void *ctx)
+{
+  if (nchecks == WAIT_CHECKS)
+    return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
+                           "cuda: more than %d wait checkers (internal limit)", WAIT_CHECKS);
+  checks[nchecks].fn = fn;
+  checks[nchecks].ctx = ctx;
+  nchecks++;
+  return PTDP_OK;
+}
+
+void ptdp_cuda_wait_check_remove(ptdp_cuda_wait_check fn, void *ctx)
+{
+  for (int i = 0; i < nchecks; i++)
+    if (checks[i].fn == fn && checks[i].ctx == ctx) {
+      checks[i] = checks[--nchecks];
+      return;
+    }
+}
+
+int ptdp_cuda_set_wait_timeout(double seconds)
+{
+  PTDP_CHECK(seconds > 0, "cuda: the wait timeout must be positive (got %g s)", seconds);
+  wait_timeout = seconds;
+  return PTDP_OK;
+}
+
+double ptdp_cuda_wait_timeout(void) { return wait_timeout; }
+
+/* Every checker once; *pending: any of them still has work on the GPU. */
+static int run_checks(double waited, int *pending)
+{
+  const int expired = waited >= wait_timeout;
+  *pending = 0;
+  for (int i = 0; i < nchecks; i++) {
+    int p = 0;
+    PTDP_CALL(checks[i].fn(checks[i].ctx, waited, expired, &p));
+    *pending |= p;
+  }
+  return PTDP_OK;
+}
+
+/* cudaStreamQuery; a "not ready" it leaves as the last error is no error: cleared. */
+static cudaError_t query_stream(cudaStream_t stream)
+{
+  cudaError_t e = cudaStreamQuery(stream);
+  if (e == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+  return e;
+}
+
+/* Spin for the first millisecond (short kernels), then sleep 20 us, from 0.1 s on 1 ms. */
+static void pause_for(double waited)
+{
+  if (waited < 1e-3) return;
+  struct timespec ts = {0, waited < 0.1 ? 20000L : 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Until stream has drained, and with idle also until no checker has work pending (nothing that
+ * a free or an allocation could wait behind).  An expired wait no checker claims goes on: say
+ * so once. */
+static int wait_poll(cudaStream_t stream, int idle, const char *what)
+{
+  const double t0 = now_s();
+  int told = 0;
+  for (;;) {
+    cudaError_t e = query_stream(stream);
+    if (e != cudaSuccess && e != cudaErrorNotReady)
+      return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "CUDA error %s: %s (waiting for %s)",
+                             cudaGetErrorName(e), cudaGetErrorString(e), what);
+    const double waited = now_s() - t0;
+    int pending = 0;
+    PTDP_CALL(run_checks(waited, &pending));
+    if (e == cudaSuccess && !(idle && pending)) return PTDP_OK;
+    if (waited >= wait_timeout && !told++)
+      fprintf(stderr, "ptdp: cuda: %s has waited %.0f s for the GPU with no collective pending; still waiting\n",
+              what, waited);
+    pause_for(waited);
+  }
+}
+
+int ptdp_cuda_wait_stream(void *stream, const char *what)
+{
+  PTDP_CALL(wait_poll((cudaStream_t)stream, 0, what));
+  return PTDP_OK;
+}
+
+/* The backend's stream drained, then the sticky error checked (a kernel's fault). */
+static int wait_stream(ptdp_backend *be, const char *what)
+{
+  PTDP_CALL(wait_poll(((ptdp_cu_ctx *)be->ctx)->stream, 0, what));
+  PTDP_CALL_CUDA(cudaGetLastError());
+  return PTDP_OK;
+}
+
+/* ---- memory ---- */
+
+/* Growing frees the old scratch, and cudaFree waits for the whole device, collectives on
+ * other streams included: so first wait (polling, with the checkers) until nothing is queued
+ * anywhere, then free and allocate.  Shapes repeat, so this happens in the first step only. */
 int ptdp_cu_scratch(ptdp_backend *be, size_t n, float **p)
 {
   ptdp_cu_ctx *c = be->ctx;
   if (n > c->scratch_n) {
-    if (c->scratch) PTDP_CALL_CUDA(cudaFree(c->scratch)); /* cudaFree waits for work using it */
+    PTDP_CALL(wait_poll(c->stream, 1, "growing the backend's scratch"));
+    if (c->scratch) PTDP_CALL_CUDA(cudaFree(c->scratch));
     c->scratch = NULL;
     c->scratch_n = 0;
     PTDP_CALL_CUDA(cudaMalloc((void **)&c->scratch, n * sizeof(float)));
@@ -57,8 +182,10 @@ static int cu_alloc(ptdp_backend *be, void **p, size_t bytes)
   cudaError_t e = cudaMalloc(p, bytes);
   if (e == cudaErrorMemoryAllocation) {
     size_t free_b = 0, total = 0;
-    cudaGetLastError();
-    cudaMemGetInfo(&free_b, &total);
+    cudaGetLastError(); /* the allocation's error, reported below */
+    if (cudaMemGetInfo(&free_b, &total) != cudaSuccess)
+      return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "GPU %d out of memory allocating %zu bytes",
+                             c->device, bytes);
     return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__,
                            "GPU %d out of memory allocating %zu bytes (%zu of %zu bytes free)", c->device, bytes,
                            free_b, total);
@@ -68,9 +195,23 @@ static int cu_alloc(ptdp_backend *be, void **p, size_t bytes)
   return PTDP_OK;
 }
 
+/* A release that cannot return its failure prints it (what names the object). */
+static void report_cuda(cudaError_t e, const char *call, const char *what)
+{
+  if (e != cudaSuccess)
+    fprintf(stderr, "ptdp: cuda: %s (%s) failed: %s: %s\n", call, what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+/* Nothing may run when cudaFree waits for the device (see ptdp_cu_scratch): a wait that fails
+ * (a collective that timed out) leaves the memory allocated rather than hang in cudaFree. */
 static void cu_free(ptdp_backend *be, void *p)
 {
-  if (p) cudaFree(p);
+  if (!p) return;
+  if (wait_poll(((ptdp_cu_ctx *)be->ctx)->stream, 1, "freeing device memory")) {
+    fprintf(stderr, "ptdp: cuda: device memory %p not freed: the GPU did not become idle\n", p);
+    return;
+  }
+  report_cuda(cudaFree(p), "cudaFree", "backend memory");
 }
 
 static int cu_memset0(ptdp_backend *be, void *p, size_t bytes)
@@ -96,34 +237,49 @@ static int cu_to_device(ptdp_backend *be, void *dst, const void *src, size_t byt
   return PTDP_OK;
 }
 
+/* Into pageable memory the copy would block the host in CUDA, behind whatever the stream
+ * holds: wait for the stream by polling first, so the copy has nothing left to wait for. */
 static int cu_to_host(ptdp_backend *be, void *dst, const void *src, size_t bytes)
 {
   ptdp_cu_ctx *c = be->ctx;
-  if (bytes) PTDP_CALL_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
+  if (!bytes) return PTDP_OK;
+  PTDP_CALL(wait_stream(be, "to_host"));
+  PTDP_CALL_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
   return PTDP_OK;
 }
 
 static int cu_synchronize(ptdp_backend *be)
 {
-  ptdp_cu_ctx *c = be->ctx;
-  PTDP_CALL_CUDA(cudaStreamSynchronize(c->stream));
-  PTDP_CALL_CUDA(cudaGetLastError());
+  PTDP_CALL(wait_stream(be, "synchronize"));
   return PTDP_OK;
+}
+
+/* The GPU idle first (or given up on: then the memory is left to the process's end, since
+ * cudaFree would wait for the stuck work); every release's failure printed. */
+static void ctx_release(ptdp_cu_ctx *c)
+{
+  if (c->stream && wait_poll(c->stream, 1, "destroying the CUDA backend")) {
+    fprintf(stderr, "ptdp: cuda: backend destroyed with work still queued on the GPU; its memory is not freed\n");
+    return;
+  }
+  ptdp_cu_gemm_release(c);
+  if (c->lt_work) report_cuda(cudaFree(c->lt_work), "cudaFree", "cuBLASLt workspace");
+  if (c->scratch) report_cuda(cudaFree(c->scratch), "cudaFree", "scratch");
+  if (c->red) report_cuda(cudaFree(c->red), "cudaFree", "sumsq partials");
+  if (c->red_host) report_cuda(cudaFreeHost(c->red_host), "cudaFreeHost", "sumsq result");
+  cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+  if (c->lt && (st = cublasLtDestroy(c->lt)) != CUBLAS_STATUS_SUCCESS)
+    fprintf(stderr, "ptdp: cuda: cublasLtDestroy failed: %s\n", cublasGetStatusString(st));
+  if (c->blas && (st = cublasDestroy(c->blas)) != CUBLAS_STATUS_SUCCESS)
+    fprintf(stderr, "ptdp: cuda: cublasDestroy failed: %s\n", cublasGetStatusString(st));
+  if (c->stream) report_cuda(cudaStreamDestroy(c->stream), "cudaStreamDestroy", "the backend's stream");
 }
 
 static void cu_destroy(ptdp_backend *be)
 {
   ptdp_cu_ctx *c = be->ctx;
   if (!c) return;
-  if (c->stream) cudaStreamSynchronize(c->stream);
-  ptdp_cu_gemm_release(c);
-  if (c->lt_work) cudaFree(c->lt_work);
-  if (c->scratch) cudaFree(c->scratch);
-  if (c->red) cudaFree(c->red);
-  if (c->red_host) cudaFreeHost(c->red_host);
-  if (c->lt) cublasLtDestroy(c->lt);
-  if (c->blas) cublasDestroy(c->blas);
-  if (c->stream) cudaStreamDestroy(c->stream);
+  ctx_release(c);
   free(c);
   be->ctx = NULL;
 }
@@ -242,20 +398,21 @@ static int cu_adamw(ptdp_backend *be, float *p, const float *g, float *m, float 
   return PTDP_OK;
 }
 
-/* The interface returns a double, not an error code: a CUDA failure here is reported and
- * turned into NaN, which the optimizer's finiteness check of the norm then stops on. */
+/* The interface returns a double, not an error code: a CUDA failure (or a collective that
+ * timed out ahead of it on the stream) is reported and turned into NaN, which the optimizer's
+ * finiteness check of the norm then stops on. */
 static double cu_sumsq(ptdp_backend *be, const float *x, size_t n)
 {
   ptdp_cu_ctx *c = be->ctx;
   cudaError_t e = ptdp_cuk_sumsq(c->stream, x, n, c->red, c->red + PTDP_CUK_RED_BLOCKS);
   if (e == cudaSuccess) e = cudaMemcpyAsync(c->red_host, c->red + PTDP_CUK_RED_BLOCKS, sizeof(double),
                                             cudaMemcpyDeviceToHost, c->stream);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
   if (e != cudaSuccess) {
     ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "CUDA error %s: %s (in sumsq)", cudaGetErrorName(e),
                     cudaGetErrorString(e));
     return NAN;
   }
+  if (wait_stream(be, "sumsq")) return NAN;
   return *c->red_host;
 }
 

@@ -18,6 +18,7 @@
 #include "ptdp/error.h"
 #include "ptdp/error_gpu.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The largest power of two (at most 256) dividing every address and row stride in bytes. */
@@ -28,12 +29,19 @@ static int alignment(const void *A, const void *B, const void *C, int lda, int l
   return (int)(bits & -bits);
 }
 
+/* Releases cannot return a failure (plans are dropped on eviction and at destroy): print it. */
+static void report_blas(cublasStatus_t st, const char *call)
+{
+  if (st != CUBLAS_STATUS_SUCCESS)
+    fprintf(stderr, "ptdp: cuda: %s failed: %s: %s\n", call, cublasGetStatusName(st), cublasGetStatusString(st));
+}
+
 static void plan_destroy(ptdp_cu_plan *p)
 {
-  if (p->op) cublasLtMatmulDescDestroy(p->op);
-  if (p->a) cublasLtMatrixLayoutDestroy(p->a);
-  if (p->b) cublasLtMatrixLayoutDestroy(p->b);
-  if (p->c) cublasLtMatrixLayoutDestroy(p->c);
+  if (p->op) report_blas(cublasLtMatmulDescDestroy(p->op), "cublasLtMatmulDescDestroy");
+  if (p->a) report_blas(cublasLtMatrixLayoutDestroy(p->a), "cublasLtMatrixLayoutDestroy");
+  if (p->b) report_blas(cublasLtMatrixLayoutDestroy(p->b), "cublasLtMatrixLayoutDestroy");
+  if (p->c) report_blas(cublasLtMatrixLayoutDestroy(p->c), "cublasLtMatrixLayoutDestroy");
   memset(p, 0, sizeof *p);
 }
 
@@ -41,6 +49,34 @@ void ptdp_cu_gemm_release(ptdp_cu_ctx *c)
 {
   for (int i = 0; i < c->nplans; i++) plan_destroy(&c->plans[i]);
   c->nplans = 0;
+}
+
+/* The heuristic's limits: our workspace, and the alignment of this shape's pointers. */
+static int pref_set(cublasLtMatmulPreference_t pref, const size_t *work_bytes, uint32_t align)
+{
+  static const cublasLtMatmulPreferenceAttributes_t aligns[] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  PTDP_CALL_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, work_bytes,
+                                                        sizeof *work_bytes));
+  for (size_t i = 0; i < sizeof aligns / sizeof aligns[0]; i++)
+    PTDP_CALL_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, aligns[i], &align, sizeof align));
+  return PTDP_OK;
+}
+
+/* The heuristic's best algorithm for the plan's descriptors; *found 0 when it has none. */
+static int plan_algo(ptdp_cu_ctx *c, ptdp_cu_plan *p, cublasLtMatmulHeuristicResult_t *res, int *found)
+{
+  cublasLtMatmulPreference_t pref;
+  PTDP_CALL_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+  int err = pref_set(pref, &c->lt_work_bytes, (uint32_t)p->align);
+  cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+  if (!err) st = cublasLtMatmulAlgoGetHeuristic(c->lt, p->op, p->a, p->b, p->c, p->c, pref, 1, res, found);
+  cublasStatus_t sd = cublasLtMatmulPreferenceDestroy(pref);
+  if (err) return ptdp_error_trace(err, __FILE__, __LINE__, __func__);
+  PTDP_CALL_CUBLAS(st);
+  PTDP_CALL_CUBLAS(sd);
+  return PTDP_OK;
 }
 
 static int plan_build(ptdp_cu_ctx *c, ptdp_cu_plan *p, const ptdp_cu_gemm_cm *g)
@@ -52,20 +88,9 @@ static int plan_build(ptdp_cu_ctx *c, ptdp_cu_plan *p, const ptdp_cu_gemm_cm *g)
   PTDP_CALL_CUBLAS(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_32F, g->a_rows, g->a_cols, g->lda));
   PTDP_CALL_CUBLAS(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_32F, g->b_rows, g->b_cols, g->ldb));
   PTDP_CALL_CUBLAS(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, g->m, g->n, g->ldc));
-  cublasLtMatmulPreference_t pref;
-  PTDP_CALL_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
-  uint32_t al = (uint32_t)p->align;
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &c->lt_work_bytes,
-                                       sizeof c->lt_work_bytes);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al);
   cublasLtMatmulHeuristicResult_t res;
   int found = 0;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(c->lt, p->op, p->a, p->b, p->c, p->c, pref, 1, &res, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
-  PTDP_CALL_CUBLAS(st);
+  PTDP_CALL(plan_algo(c, p, &res, &found));
   if (!found)
     return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
                            "cuBLASLt has no algorithm for C[%d,%d] = op(A) op(B), K %d, ld %d %d %d, align %d",

@@ -57,6 +57,12 @@ static int uses_fp16(const void *a, int world) { return in(a)->fp16; }
 static const ptdp_opt_effect if_fp16 = {uses_fp16, "fp16 is not set"};
 static int on_cuda(const void *a, int world) { return in(a)->backend == PTDP_BACKEND_CUDA; }
 static const ptdp_opt_effect if_cuda = {on_cuda, "backend is not cuda"};
+static int nccl_possible(const void *a, int world)
+{
+  return in(a)->backend == PTDP_BACKEND_CUDA && in(a)->comm_backend != PTDP_COMM_MPI;
+}
+static const ptdp_opt_effect if_nccl = {nccl_possible, "collectives do not go through NCCL (backend is not cuda, or "
+                                                       "comm-backend is mpi)"};
 static const ptdp_opt_effect if_flat_file = {flat_file, "data-path is not a flat token file"};
 
 /* name, type, offset, default, min, max, choices, help, effect */
@@ -210,6 +216,10 @@ static const ptdp_option table[] = {
    "cuda: collectives through NCCL or MPI (staged through host memory); auto: NCCL when built and no two ranks share "
    "a GPU",
    &if_cuda},
+  {"distributed-timeout-minutes", PTDP_OPT_REAL, OFF(distributed_timeout_minutes), "10", 1e-3, 1e6, NULL,
+   "cuda with NCCL: minutes a rank waits for a collective before it aborts the group's NCCL communicator and fails, "
+   "naming the group and the collective (Megatron's)",
+   &if_nccl},
   /* outputs and diagnostics */
   {"debug-dump", PTDP_OPT_STRING, OFF(debug_dump), "", 0, 0, NULL,
    "write initial weights, first-step logits, loss, gradients and every loss to this HDF5 file", ALWAYS},

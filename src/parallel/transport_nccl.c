@@ -16,13 +16,24 @@
  * sends and receives by call order on one stream, with no tags: the pipeline schedules post
  * receives ahead in an order that MPI's tags make safe and NCCL's single stream would not.
  * Requests of delegated operations are the MPI transport's own (req->tr names it), so comm.c
- * waits for them there.  NOT YET RUN ON A GPU: see README, "GPUs". */
+ * waits for them there.
+ *
+ * No hang (Megatron's distributed timeout): the host never blocks on the GPU.  Each transport
+ * registers a checker (watchdog) with the CUDA backend's waits (ptdp/cuda.h), and tests its own
+ * requests the same way: on every poll it reads ncclCommGetAsyncError, and once the wait timeout
+ * (distributed-timeout-minutes) has passed with a collective of its own still pending it aborts
+ * its communicator (ncclCommAbort) and fails with a message naming the group and the last
+ * collective issued on it.  NOT YET RUN ON A GPU: see README, "GPUs". */
 #include "transport.h"
 
+#include "ptdp/cuda.h"
 #include "ptdp/error.h"
 #include "ptdp/error_gpu.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 typedef struct {
   ncclComm_t nccl;
@@ -30,18 +41,91 @@ typedef struct {
   cudaStream_t compute; /* the attached backend's */
   cudaEvent_t ready;    /* compute -> comm ordering, re-recorded per operation */
   ptdp_transport *mpi;  /* what NCCL does not carry */
+  int watched;          /* the checker is registered */
+  int aborted;          /* ncclCommAbort'ed: nccl is gone */
+  char group[160];      /* "the tp group (world ranks 0 1)", for messages */
+  char last[64];        /* the last collective issued: "all-reduce of 4096 floats" */
 } nccl_ctx;
 
 typedef struct {
   struct ptdp_comm_request head; /* first: a ptdp_comm_req points at the whole request */
   cudaEvent_t done;
+  double first_test; /* when the host first found it pending (0: not yet) */
 } nccl_req;
 
 static int nccl_only(ptdp_tr_data d) { return d == PTDP_TR_DEV_F32; }
 
-/* The comm stream waits for the work the compute stream has issued so far. */
-static int begin(nccl_ctx *x)
+static double now_s(void)
 {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A query's "not ready" is no error: not left behind as the last error. */
+static cudaError_t not_ready_cleared(cudaError_t e)
+{
+  if (e == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+  return e;
+}
+
+/* ---- the watchdog ---- */
+
+static void abort_comm(nccl_ctx *x)
+{
+  if (x->aborted || !x->nccl) return;
+  ncclResult_t r = ncclCommAbort(x->nccl);
+  if (r != ncclSuccess) fprintf(stderr, "ptdp: nccl: ncclCommAbort on %s failed: %s\n", x->group, ncclGetErrorString(r));
+  x->aborted = 1;
+}
+
+/* An asynchronous error NCCL reports (a peer or the network failed): abort, fail. */
+static int async_check(nccl_ctx *x)
+{
+  ncclResult_t ae = ncclSuccess;
+  PTDP_CALL_NCCL(ncclCommGetAsyncError(x->nccl, &ae));
+  if (ae == ncclSuccess || ae == ncclInProgress) return PTDP_OK;
+  abort_comm(x);
+  ptdp_error_set_collective(0); /* this rank's own failure: it prints, the others are aborted */
+  return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
+                         "NCCL reported an error on %s during %s: %s; the group's NCCL communicator is aborted",
+                         x->group, x->last, ncclGetErrorString(ae));
+}
+
+static int timed_out(nccl_ctx *x, double waited)
+{
+  abort_comm(x);
+  ptdp_error_set_collective(0); /* this rank's own failure: it prints, the others are aborted */
+  const double t = ptdp_cuda_wait_timeout();
+  return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
+                         "NCCL: the %s on %s has not completed after %.3g s (distributed-timeout-minutes %.3g): a "
+                         "rank of the group never joined it or failed; the group's NCCL communicator is aborted",
+                         x->last, x->group, waited, t / 60);
+}
+
+/* The checker (ptdp_cuda_wait_check): pending while the comm stream holds work; an error when
+ * NCCL reports one, or when the wait has expired with our collective still pending. */
+static int watchdog(void *ctx, double waited, int expired, int *pending)
+{
+  nccl_ctx *x = ctx;
+  *pending = 0;
+  if (x->aborted) return PTDP_OK; /* failed already; its queued work completes without data */
+  PTDP_CALL(async_check(x));
+  cudaError_t e = not_ready_cleared(cudaStreamQuery(x->stream));
+  if (e != cudaSuccess && e != cudaErrorNotReady) PTDP_CALL_CUDA(e);
+  *pending = e == cudaErrorNotReady;
+  if (expired && *pending) return timed_out(x, waited);
+  return PTDP_OK;
+}
+
+/* ---- ordering ---- */
+
+/* The comm stream waits for the work the compute stream has issued so far; what and n name
+ * the collective for the watchdog's messages. */
+static int begin(nccl_ctx *x, const char *what, size_t n)
+{
+  snprintf(x->last, sizeof x->last, "%s of %zu floats", what, n);
+  PTDP_CHECK_LOCAL(!x->aborted, "NCCL: %s on %s, whose communicator was aborted after a failure", x->last, x->group);
   PTDP_CALL_CUDA(cudaEventRecord(x->ready, x->compute));
   PTDP_CALL_CUDA(cudaStreamWaitEvent(x->stream, x->ready, 0));
   return PTDP_OK;
@@ -52,19 +136,21 @@ static int finish(ptdp_transport *tr, ptdp_comm_req *req)
 {
   nccl_ctx *x = tr->ctx;
   nccl_req *r;
-  PTDP_ALLOC(r, sizeof *r);
+  PTDP_CALLOC(r, 1, sizeof *r);
   r->head.tr = tr;
   cudaError_t e = cudaEventCreateWithFlags(&r->done, cudaEventDisableTiming);
   if (e != cudaSuccess) free(r);
   PTDP_CALL_CUDA(e);
-  PTDP_CALL_CUDA(cudaEventRecord(r->done, x->stream));
-  if (req) {
-    *req = &r->head;
+  e = cudaEventRecord(r->done, x->stream);
+  if (e == cudaSuccess && !req) e = cudaStreamWaitEvent(x->compute, r->done, 0);
+  if (e != cudaSuccess || !req) {
+    cudaError_t d = cudaEventDestroy(r->done); /* released once it has completed */
+    free(r);
+    PTDP_CALL_CUDA(e);
+    PTDP_CALL_CUDA(d);
     return PTDP_OK;
   }
-  PTDP_CALL_CUDA(cudaStreamWaitEvent(x->compute, r->done, 0));
-  cudaEventDestroy(r->done); /* released once it has completed */
-  free(r);
+  *req = &r->head;
   return PTDP_OK;
 }
 
@@ -72,7 +158,7 @@ static int tn_allreduce(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d,
 {
   nccl_ctx *x = tr->ctx;
   if (!nccl_only(d)) return x->mpi->allreduce(x->mpi, buf, n, d, op, req);
-  PTDP_CALL(begin(x));
+  PTDP_CALL(begin(x, op == PTDP_TR_MAX ? "all-reduce (max)" : "all-reduce", n));
   PTDP_CALL_NCCL(ncclAllReduce(buf, buf, n, ncclFloat32, op == PTDP_TR_MAX ? ncclMax : ncclSum, x->nccl, x->stream));
   PTDP_CALL(finish(tr, req));
   return PTDP_OK;
@@ -84,7 +170,7 @@ static int tn_allgather(ptdp_transport *tr, const void *send, void *recv, size_t
 {
   nccl_ctx *x = tr->ctx;
   if (!nccl_only(d)) return x->mpi->allgather(x->mpi, send, recv, n, d, req);
-  PTDP_CALL(begin(x));
+  PTDP_CALL(begin(x, "all-gather", n * (size_t)tr->size));
   PTDP_CALL_NCCL(ncclAllGather(send, recv, n, ncclFloat32, x->nccl, x->stream));
   PTDP_CALL(finish(tr, req));
   return PTDP_OK;
@@ -97,7 +183,7 @@ static int tn_reduce_scatter(ptdp_transport *tr, const void *send, void *recv, s
 {
   nccl_ctx *x = tr->ctx;
   if (!nccl_only(d)) return x->mpi->reduce_scatter(x->mpi, send, recv, n, d, req);
-  PTDP_CALL(begin(x));
+  PTDP_CALL(begin(x, "reduce-scatter", n * (size_t)tr->size));
   if (send == recv && tr->rank > 0) {
     float *mine = (float *)recv + (size_t)tr->rank * n;
     PTDP_CALL_NCCL(ncclReduceScatter(send, mine, n, ncclFloat32, ncclSum, x->nccl, x->stream));
@@ -134,13 +220,20 @@ static int tn_irecv(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int
   return x->mpi->irecv(x->mpi, buf, n, d, peer, tag, req);
 }
 
+/* Pending: the watchdog runs (the host is waiting for this request), timed from the first test. */
 static int tn_test(ptdp_transport *tr, ptdp_comm_req req, int *done)
 {
+  nccl_ctx *x = tr->ctx;
   nccl_req *r = (nccl_req *)req;
-  cudaError_t e = cudaEventQuery(r->done);
+  PTDP_CHECK_LOCAL(!x->aborted, "NCCL: a request on %s, whose communicator was aborted after a failure", x->group);
+  cudaError_t e = not_ready_cleared(cudaEventQuery(r->done));
   *done = e == cudaSuccess;
   if (e != cudaSuccess && e != cudaErrorNotReady) PTDP_CALL_CUDA(e);
-  if (e == cudaErrorNotReady) cudaGetLastError(); /* not an error: clear it */
+  if (*done) return PTDP_OK;
+  const double t = now_s();
+  if (r->first_test == 0) r->first_test = t;
+  int pending = 0;
+  PTDP_CALL(watchdog(x, t - r->first_test, t - r->first_test >= ptdp_cuda_wait_timeout(), &pending));
   return PTDP_OK;
 }
 
@@ -153,10 +246,16 @@ static int tn_wait(ptdp_transport *tr, ptdp_comm_req req)
   return PTDP_OK;
 }
 
+static void report_cuda(cudaError_t e, const char *call)
+{
+  if (e != cudaSuccess)
+    fprintf(stderr, "ptdp: nccl transport: %s failed: %s: %s\n", call, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
 static void tn_req_free(ptdp_transport *tr, ptdp_comm_req req)
 {
   nccl_req *r = (nccl_req *)req;
-  cudaEventDestroy(r->done);
+  report_cuda(cudaEventDestroy(r->done), "cudaEventDestroy");
   free(r);
 }
 
@@ -169,23 +268,56 @@ static int tn_attach_backend(ptdp_transport *tr, ptdp_backend *be)
   return PTDP_OK;
 }
 
+/* Queued collectives finish first (a polled wait, the watchdog on); if they cannot, the
+ * communicator is aborted instead of destroyed, which would wait for them. */
 static void tn_destroy(ptdp_transport *tr)
 {
   nccl_ctx *x = tr->ctx;
   if (!x) return;
-  if (x->stream) cudaStreamSynchronize(x->stream);
-  if (x->nccl) ncclCommDestroy(x->nccl);
-  if (x->ready) cudaEventDestroy(x->ready);
-  if (x->stream) cudaStreamDestroy(x->stream);
+  int stuck = x->stream && ptdp_cuda_wait_stream(x->stream, "destroying an NCCL transport");
+  if (x->watched) ptdp_cuda_wait_check_remove(watchdog, x);
+  if (stuck) abort_comm(x);
+  if (x->nccl && !x->aborted) {
+    ncclResult_t r = ncclCommDestroy(x->nccl);
+    if (r != ncclSuccess) fprintf(stderr, "ptdp: nccl: ncclCommDestroy on %s failed: %s\n", x->group,
+                                  ncclGetErrorString(r));
+  }
+  if (x->ready) report_cuda(cudaEventDestroy(x->ready), "cudaEventDestroy");
+  if (x->stream) report_cuda(cudaStreamDestroy(x->stream), "cudaStreamDestroy");
   ptdp_transport_destroy(&x->mpi);
   free(x);
   tr->ctx = NULL;
+}
+
+/* "the NAME group (world ranks a b c)": the MPI communicator's name (comm.c names its groups)
+ * and its members, for the watchdog's messages. */
+static int name_group(nccl_ctx *x, MPI_Comm comm, int size)
+{
+  char name[MPI_MAX_OBJECT_NAME] = "", ranks[96] = "";
+  int len = 0;
+  PTDP_CALL_MPI(MPI_Comm_get_name(comm, name, &len));
+  MPI_Group g, w;
+  PTDP_CALL_MPI(MPI_Comm_group(comm, &g));
+  PTDP_CALL_MPI(MPI_Comm_group(MPI_COMM_WORLD, &w));
+  size_t used = 0;
+  for (int i = 0; i < size && used + 16 < sizeof ranks; i++) {
+    int wr = -1;
+    PTDP_CALL_MPI(MPI_Group_translate_ranks(g, 1, &i, w, &wr));
+    used += (size_t)snprintf(ranks + used, sizeof ranks - used, i ? " %d" : "%d", wr);
+  }
+  if (used + 16 >= sizeof ranks) snprintf(ranks + used, sizeof ranks - used, " ...");
+  PTDP_CALL_MPI(MPI_Group_free(&g));
+  PTDP_CALL_MPI(MPI_Group_free(&w));
+  snprintf(x->group, sizeof x->group, "the %s%sgroup (world ranks %s)", name, len ? " " : "", ranks);
+  snprintf(x->last, sizeof x->last, "no collective yet");
+  return PTDP_OK;
 }
 
 /* The NCCL communicator of comm's group: rank 0 makes the id, MPI carries it. */
 static int nccl_setup(nccl_ctx *x, MPI_Comm comm, int rank, int size)
 {
   ncclUniqueId id;
+  PTDP_CALL(name_group(x, comm, size));
   if (rank == 0) PTDP_CALL_NCCL(ncclGetUniqueId(&id));
   PTDP_CALL_MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm));
   int lo, hi; /* collectives go first: the highest priority the device offers */
@@ -193,6 +325,8 @@ static int nccl_setup(nccl_ctx *x, MPI_Comm comm, int rank, int size)
   PTDP_CALL_CUDA(cudaStreamCreateWithPriority(&x->stream, cudaStreamNonBlocking, hi));
   PTDP_CALL_CUDA(cudaEventCreateWithFlags(&x->ready, cudaEventDisableTiming));
   PTDP_CALL_NCCL(ncclCommInitRank(&x->nccl, size, id, rank));
+  PTDP_CALL(ptdp_cuda_wait_check_add(watchdog, x));
+  x->watched = 1;
   return PTDP_OK;
 }
 

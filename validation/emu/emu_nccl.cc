@@ -19,6 +19,11 @@
  * all are done, copies the results into the receive buffers.  Staging in host memory keeps MPI
  * away from device memory, which the host may touch only while queued work runs.
  *
+ * Faults for the tests (PTDP_EMU_NCCL_FAULT=KIND:RANK:K): on MPI_COMM_WORLD rank RANK, the K-th
+ * operation that passes its checks (counting from 1) either never returns (stall: the rank
+ * hangs, so its peers wait for a collective it never joins) or fails as a broken network would
+ * (error: it moves no data and the communicator's asynchronous error becomes ncclRemoteError).
+ *
  * Abort.  ncclCommAbort marks the communicator's state aborted and kills the handle; a batch
  * polled afterwards completes at once without writing its receive buffers, and its calls, whose
  * MPI requests may never complete, move to a graveyard that keeps their host buffers alive for
@@ -36,9 +41,11 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -205,6 +212,7 @@ uint16_t float_to_half(float f)
 enum class Kind { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, Send, Recv };
 
 struct Call {
+  bool inject_error = false; /* PTDP_EMU_NCCL_FAULT=error: fail when started */
   Kind kind;
   const char *fn; /* the NCCL function, for messages */
   std::shared_ptr<CommState> comm;
@@ -408,6 +416,12 @@ void start_call(Call &c)
     c.done = true;
     return;
   }
+  if (c.inject_error) {
+    c.comm->async_error = ncclRemoteError;
+    fail(ncclRemoteError, c.comm.get(), "%s: PTDP_EMU_NCCL_FAULT: the network failed (injected)", c.fn);
+    c.done = true;
+    return;
+  }
   stage_in(c);
   int e = post(c);
   if (e != MPI_SUCCESS) mpi_failed(c, e, "posting the MPI operation");
@@ -489,6 +503,44 @@ ncclResult_t submit(std::unique_ptr<Call> c, cudaStream_t stream)
   return ncclSuccess;
 }
 
+/* PTDP_EMU_NCCL_FAULT, read once: kind 0 none, 1 stall, 2 error. */
+struct Fault {
+  int kind = 0, rank = -1;
+  long k = 0;
+};
+
+const Fault &fault_plan()
+{
+  static Fault f;
+  static bool read = false;
+  if (read) return f;
+  read = true;
+  const char *e = getenv("PTDP_EMU_NCCL_FAULT");
+  char kind[16] = "";
+  if (!e || sscanf(e, "%15[a-z]:%d:%ld", kind, &f.rank, &f.k) != 3 || f.k < 1 ||
+      (strcmp(kind, "stall") && strcmp(kind, "error"))) {
+    if (e) fprintf(stderr, "ptdp-emu: NCCL: PTDP_EMU_NCCL_FAULT=%s ignored: expected stall|error:RANK:K\n", e);
+    return f;
+  }
+  f.kind = strcmp(kind, "stall") ? 2 : 1;
+  return f;
+}
+
+/* Whether this operation is the one to fail (error); stalls forever when it is the one to stall. */
+bool injected_fault(const char *fn)
+{
+  static long count = 0;
+  const Fault &f = fault_plan();
+  int me = -1;
+  if (f.kind == 0 || ++count != f.k || MPI_Comm_rank(MPI_COMM_WORLD, &me) != MPI_SUCCESS || me != f.rank)
+    return false;
+  fprintf(stderr, "ptdp-emu: NCCL: PTDP_EMU_NCCL_FAULT: world rank %d %s in its operation %ld (%s)\n", me,
+          f.kind == 1 ? "stalls forever" : "fails", count, fn);
+  fflush(stderr);
+  while (f.kind == 1) pause(); /* a hung rank: only its peers' watchdogs end the run */
+  return true;
+}
+
 /* Check and queue one operation of any kind. */
 ncclResult_t operation(Kind kind, const char *fn, const void *send, void *recv, size_t count, ncclDataType_t type,
                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
@@ -509,6 +561,7 @@ ncclResult_t operation(Kind kind, const char *fn, const void *send, void *recv, 
     return fail(ncclInvalidArgument, s, "%s: datatype %d is not one the emulation reduces or moves", fn, (int)type);
   ncclResult_t r = check_call(*c);
   if (r != ncclSuccess) return r;
+  c->inject_error = injected_fault(fn);
   return submit(std::move(c), stream);
 }
 

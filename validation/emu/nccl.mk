@@ -15,3 +15,32 @@ validation_emu_tests_test_emu_nccl_LDADD = $(EMU_LIBS)
 EXTRA_validation_emu_tests_test_emu_nccl_DEPENDENCIES = $(EMU_DEPS)
 TESTS += validation/emu/tests/test_emu_nccl.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_nccl.sh
+
+# The transport's test, with the real transport_nccl.c (in libptdp_emu.a) and with the planted
+# mutation: a build-time copy of transport_nccl.c whose begin() lost the comm stream's wait for
+# the compute stream, its entry point renamed so that both link beside libptdp_emu.a.  The rule
+# fails if the line to remove is not found once (the mutant would prove nothing).
+EMU_NCCL_WAIT = cudaStreamWaitEvent(x->stream, x->ready, 0)
+EMU_NCCL_MUTATION = /$(EMU_NCCL_WAIT)/d; s/ptdp_transport_nccl_create/ptdp_transport_nccl_mutant_create/
+validation/emu/gen/transport_nccl_mutant.c: $(top_srcdir)/src/parallel/transport_nccl.c $(top_srcdir)/validation/emu/nccl.mk
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
+	test "`grep -c '$(EMU_NCCL_WAIT)' $(top_srcdir)/src/parallel/transport_nccl.c`" = 1 || \
+	  { echo "nccl.mk: begin()'s wait not found once in transport_nccl.c: update EMU_NCCL_WAIT" >&2; exit 1; } && \
+	sed -e '$(EMU_NCCL_MUTATION)' $(top_srcdir)/src/parallel/transport_nccl.c > $@.tmp && \
+	test "`grep -c '$(EMU_NCCL_WAIT)' $@.tmp`" = 0 && mv $@.tmp $@
+CLEANFILES += validation/emu/gen/transport_nccl_mutant.c
+EMU_NCCL_TCPP = $(EMU_CPP) -I$(top_srcdir)/src/parallel
+check_PROGRAMS += validation/emu/tests/test_emu_nccl_transport validation/emu/tests/test_emu_nccl_transport_mutant
+validation_emu_tests_test_emu_nccl_transport_SOURCES = validation/emu/tests/test_emu_nccl_transport.c
+validation_emu_tests_test_emu_nccl_transport_CPPFLAGS = $(EMU_NCCL_TCPP)
+validation_emu_tests_test_emu_nccl_transport_LDFLAGS = $(EMU_LINKF)
+validation_emu_tests_test_emu_nccl_transport_LDADD = $(EMU_LIBS)
+EXTRA_validation_emu_tests_test_emu_nccl_transport_DEPENDENCIES = $(EMU_DEPS)
+validation_emu_tests_test_emu_nccl_transport_mutant_SOURCES = validation/emu/tests/test_emu_nccl_transport.c
+nodist_validation_emu_tests_test_emu_nccl_transport_mutant_SOURCES = validation/emu/gen/transport_nccl_mutant.c
+validation_emu_tests_test_emu_nccl_transport_mutant_CPPFLAGS = $(EMU_NCCL_TCPP) -DEMU_NCCL_MUTANT
+validation_emu_tests_test_emu_nccl_transport_mutant_LDFLAGS = $(EMU_LINKF)
+validation_emu_tests_test_emu_nccl_transport_mutant_LDADD = $(EMU_LIBS)
+EXTRA_validation_emu_tests_test_emu_nccl_transport_mutant_DEPENDENCIES = $(EMU_DEPS)
+TESTS += validation/emu/tests/test_emu_nccl_order.sh validation/emu/tests/test_emu_nccl_hang.sh
+dist_noinst_SCRIPTS += validation/emu/tests/test_emu_nccl_order.sh validation/emu/tests/test_emu_nccl_hang.sh
