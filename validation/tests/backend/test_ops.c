@@ -120,15 +120,17 @@ static result *result_row(const char *name)
   return r;
 }
 
-/* Keep the check if it is the worst of its row so far (largest err / bound; any failure first). */
+/* How far a check went towards its bound (past 1: failed; an exact check's difference: infinite). */
+static double badness(double err, double bound) { return bound > 0 ? err / bound : err > 0 ? INFINITY : 0; }
+
+/* Count the check, and keep it if it is the worst of its row so far. */
 static void record(const char *name, double err, double bound, int ok, int exact)
 {
   result *r = result_row(name);
-  double q = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0), qr = r->bound > 0 ? r->err / r->bound : r->err > 0;
   r->checks++;
   r->fails += !ok;
   r->exact = exact;
-  if (r->err < 0 || q > qr) {
+  if (r->err < 0 || badness(err, bound) > badness(r->err, r->bound)) {
     r->err = err;
     r->bound = bound;
     snprintf(r->shape, sizeof r->shape, "%s", shape);
@@ -531,7 +533,8 @@ static void check_adamw(void)
     const size_t n = sizes[z];
     set_shape("n %zu", n);
     twin p = floats(n, -1, 1), g = floats(n, -1, 1), m = floats(n, -0.1f, 0.1f), v = floats(n, 0, 0.01f);
-    for (int k = 0; k < 2; k++) RUN(k, adamw, F(p, k), F(g, k), F(m, k), F(v, k), n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3);
+    for (int k = 0; k < 2; k++)
+      RUN(k, adamw, F(p, k), F(g, k), F(m, k), F(v, k), n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3);
     check_f32(&p, "adamw p", bound_elem(8));
     check_f32(&m, "adamw m", bound_elem(8));
     check_f32(&v, "adamw v", bound_elem(8));

@@ -298,7 +298,10 @@ static void attn_backward_pair(const ptdp_attn_desc *d, const float *qkv, const 
       dS[(size_t)q * s + k] = g;
       dot += g * P[(size_t)q * s + k];
     }
-    for (int k = 0; k < s; k++) dS[(size_t)q * s + k] = k <= q ? P[(size_t)q * s + k] * (dS[(size_t)q * s + k] - dot) : 0.0;
+    for (int k = 0; k < s; k++) {
+      double *ds = dS + (size_t)q * s + k;
+      *ds = k <= q ? P[(size_t)q * s + k] * (*ds - dot) : 0.0;
+    }
   }
   for (int t = 0; t < s; t++)
     for (int j = 0; j < hd; j++) {
