@@ -1,6 +1,6 @@
 /* The CUDA emulation's cublasLt.h (validation/emu): the part of cuBLASLt that ptdp calls, with
  * cuBLASLt's names, types, status codes and documented semantics, implemented on the host's
- * CBLAS by emu_cublas.cc.  C and C++.  Written from NVIDIA's documentation, not copied; enum
+ * CBLAS by emu_cublaslt.cc (on emu_cublas.cc's engine).  C and C++.  Written from NVIDIA's documentation, not copied; enum
  * values are cuBLASLt's, since programs print and store them.
  *
  * What the emulation does (and what it refuses with CUBLAS_STATUS_NOT_SUPPORTED):
