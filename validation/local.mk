@@ -34,5 +34,6 @@ dist_noinst_SCRIPTS += validation/tests/docs/test_readme.sh validation/tests/doc
 include validation/tests/local.mk
 include validation/tests/io/local.mk
 include validation/tests/gpu/local.mk
+include validation/gpu/local.mk
 include validation/bench/local.mk
 include validation/reference/local.mk

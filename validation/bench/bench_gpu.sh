@@ -62,6 +62,7 @@ peak_of() {
 peak=${PEAK:-$(peak_of "$gpu")}
 
 # ---- 1. the GEMM ceiling
+# shellcheck disable=SC2034 # read through eval in measure()
 gemm_bf16="" gemm_fp32=""
 if [ "${GEMM_N:-8192}" != 0 ]; then
   probe=$out/gemm_gpu_bench
@@ -137,7 +138,7 @@ for prec in ${PRECISIONS:-fp32 bf16}; do
   pf=$(prec_flags "$prec") || { row - "$prec" - - FAIL - - - - - "unknown precision (fp32, bf16, fp16)"; continue; }
   # one iteration of a small model: a refusal of the precision is a SKIP of its runs, with the reason
   probe_log=$out/probe-$prec.log
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086,SC2046
   if ! train "$probe_log" $pf $(config tiny) --micro-batch-size 1 --global-batch-size 1 --train-iters 1; then
     if grep -q "no usable GPU\|built without CUDA" "$probe_log"; then
       row - "$prec" - - SKIP - - - - - "$(why_of "$probe_log")"

@@ -35,6 +35,8 @@
 #   replacing those below, e.g. "build=900,bench=300" on a slow machine).
 # Exit status: 0 when no step failed (skips are not failures), 1 when one did, 2 bad arguments.
 set -u
+# a make above us (this script under make check) must not pass its flags and variables down
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
 self=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
 here=$(dirname "$self")
 
@@ -82,7 +84,10 @@ publish() {
   cp "$W/report.tsv" "$OUTD/report.tsv"
   [ -f "$W/bench/bench.tsv" ] && cp "$W/bench/bench.tsv" "$OUTD/bench.tsv"
   [ -f "$LOGD/gpu.txt" ] && cp "$LOGD/gpu.txt" "$OUTD/gpu.txt"
-  tar czf "$OUTD/logs.tar.gz.tmp" -C "$W" logs $( [ -d "$W/bench" ] && echo bench) 2>/dev/null &&
+  local dirs=logs
+  [ -d "$W/bench" ] && dirs="logs bench"
+  # shellcheck disable=SC2086
+  tar czf "$OUTD/logs.tar.gz.tmp" -C "$W" $dirs 2>/dev/null &&
     mv "$OUTD/logs.tar.gz.tmp" "$OUTD/logs.tar.gz"
 }
 
@@ -269,7 +274,8 @@ step_conformance() { run_tests $CONFORMANCE; }
 step_model() { run_tests validation/tests/gpu/test_cuda_model.sh; }
 step_sanitizer() {
   # each of the two tools gets half the step, less a margin for the probe run and the harness
-  PTDP_SANITIZER_TIMEOUT=$(((STEP_TIMEOUT - 20) / 2))
+  PTDP_SANITIZER_TIMEOUT=$(((STEP_TIMEOUT - 10) / 2))
+  [ "$PTDP_SANITIZER_TIMEOUT" -ge 1 ] || PTDP_SANITIZER_TIMEOUT=1
   export PTDP_SANITIZER_TIMEOUT
   run_tests validation/tests/gpu/test_cuda_sanitizer.sh
   local log=$LOGD/test_cuda_sanitizer.log
@@ -281,13 +287,15 @@ step_sanitizer() {
 }
 
 step_bench() {
-  local src rc n
+  local src rc n run_timeout
   use_env
   src=$(dirname "$(ls -d "$W"/src/*/configure | head -n 1)")
   rm -rf "$W/bench"
+  run_timeout=$(((STEP_TIMEOUT - 20) / 2))
+  [ "$run_timeout" -ge 1 ] || run_timeout=1
   # each training run (and the GEMM probe) gets half the step at most: a hang leaves time for others
   OUT=$W/bench ITERS=${BENCH_ITERS:-6} PRECISIONS=${BENCH_PRECISIONS:-fp32 bf16} \
-    RUNS=${BENCH_RUNS:-125M:none:8,4 1.3B:selective:4,2,1} RUN_TIMEOUT=$(((STEP_TIMEOUT - 20) / 2)) \
+    RUNS=${BENCH_RUNS:-125M:none:8,4 1.3B:selective:4,2,1} RUN_TIMEOUT=$run_timeout \
     "$src/validation/bench/bench_gpu.sh" "$W/build"
   rc=$?
   n=$(awk -F '\t' 'NR > 1 { n[$5]++ } END { printf "%d measured, %d failed, %d skipped", n["PASS"], n["FAIL"], n["SKIP"] }' \
@@ -333,9 +341,13 @@ run_step() {
     return
   fi
   rm -f "$LOGD/$name.result"
+  : > "$W/stamp"
   t0=$(date +%s)
   STEP=$name STEP_TIMEOUT=$t timeout -k 5 "$t" bash "$self" --step "$name" > "$LOGD/$name.log" 2>&1 < /dev/null
   rc=$?
+  # the tests' logs as they are, also of a test the timeout cut short
+  [ -d "$W/build/validation" ] &&
+    find "$W/build/validation" -name '*.log' -newer "$W/stamp" -exec cp {} "$LOGD/" \; 2>/dev/null
   if [ $rc = 124 ] || [ $rc = 137 ]; then
     res=FAIL why="timed out after $t s (budget $budget s): $(tail -n 1 "$LOGD/$name.log" | cut -c 1-200)"
   elif [ -f "$LOGD/$name.result" ]; then
