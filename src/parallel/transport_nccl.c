@@ -15,15 +15,18 @@
  * host bytes, barriers, and point-to-point.  Point-to-point stays on MPI because NCCL matches
  * sends and receives by call order on one stream, with no tags: the pipeline schedules post
  * receives ahead in an order that MPI's tags make safe and NCCL's single stream would not.
- * Requests of delegated operations are the MPI transport's own (req->tr names it), so comm.c
- * waits for them there.
+ * A delegated operation is started nonblocking on the MPI transport (broadcasts and barriers
+ * directly on the group's communicator) and its request wrapped in ours, so that every wait on
+ * this group, MPI's included, comes through this transport.
  *
  * No hang (Megatron's distributed timeout): the host never blocks on the GPU.  Each transport
  * registers a checker (watchdog) with the CUDA backend's waits (ptdp/cuda.h), and tests its own
  * requests the same way: on every poll it reads ncclCommGetAsyncError, and once the wait timeout
  * (distributed-timeout-minutes) has passed with a collective of its own still pending it aborts
  * its communicator (ncclCommAbort) and fails with a message naming the group and the last
- * collective issued on it.  NOT YET RUN ON A GPU: see README, "GPUs". */
+ * collective issued on it.  Delegated MPI operations are waited for by polling with the same
+ * timeout (MPI_Wait would block forever on a dead peer): the message names the group and the
+ * operation; MPI has no abort of one communicator, so the failing rank's MPI_Abort ends them.  NOT YET RUN ON A GPU: see README, "GPUs". */
 #include "transport.h"
 
 #include "ptdp/cuda.h"
@@ -41,16 +44,21 @@ typedef struct {
   cudaStream_t compute; /* the attached backend's */
   cudaEvent_t ready;    /* compute -> comm ordering, re-recorded per operation */
   ptdp_transport *mpi;  /* what NCCL does not carry */
+  MPI_Comm comm;        /* the group's (ptdp_comm owns it): host broadcasts and barriers */
   int watched;          /* the checker is registered */
   int aborted;          /* ncclCommAbort'ed: nccl is gone */
   char group[160];      /* "the tp group (world ranks 0 1)", for messages */
   char last[64];        /* the last collective issued: "all-reduce of 4096 floats" */
 } nccl_ctx;
 
+/* A request: a collective's event, or an operation delegated to MPI (inner, the MPI transport's
+ * request) that this transport waits for by polling. */
 typedef struct {
   struct ptdp_comm_request head; /* first: a ptdp_comm_req points at the whole request */
   cudaEvent_t done;
+  ptdp_comm_req inner;
   double first_test; /* when the host first found it pending (0: not yet) */
+  char what[80];     /* a delegated operation, for messages: "MPI all-reduce of 1 doubles" */
 } nccl_req;
 
 static int nccl_only(ptdp_tr_data d) { return d == PTDP_TR_DEV_F32; }
@@ -154,10 +162,106 @@ static int finish(ptdp_transport *tr, ptdp_comm_req *req)
   return PTDP_OK;
 }
 
+/* ---- what MPI carries (transport_mpi.c), waited for by polling with the same timeout ----
+ * MPI cannot be aborted, but the wait can end: past the timeout the run fails naming the group
+ * and the operation (its request is left to MPI_Abort), where MPI_Wait would block forever. */
+
+/* Spin for the first millisecond, then sleep 20 us, from 0.1 s on 1 ms (as cuda.c's waits). */
+static void pause_for(double waited)
+{
+  if (waited < 1e-3) return;
+  struct timespec ts = {0, waited < 0.1 ? 20000L : 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static int mpi_timed_out(nccl_ctx *x, const char *what, double waited)
+{
+  ptdp_error_set_collective(0); /* this rank's own failure: it prints, the others are aborted */
+  return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
+                         "the %s on %s has not completed after %.3g s (distributed-timeout-minutes %.3g): a rank "
+                         "of the group never joined it or failed",
+                         what, x->group, waited, ptdp_cuda_wait_timeout() / 60);
+}
+
+/* One test of a delegated request, timed from its first test. */
+static int delegated_test(nccl_ctx *x, nccl_req *r, int *done)
+{
+  *done = 1;
+  if (r->inner == PTDP_COMM_REQ_NULL) return PTDP_OK;
+  PTDP_CALL(x->mpi->test(x->mpi, r->inner, done));
+  if (*done) return PTDP_OK;
+  const double t = now_s();
+  if (r->first_test == 0) r->first_test = t;
+  if (t - r->first_test >= ptdp_cuda_wait_timeout()) return mpi_timed_out(x, r->what, t - r->first_test);
+  return PTDP_OK;
+}
+
+static int delegated_wait(nccl_ctx *x, nccl_req *r)
+{
+  const double t0 = now_s();
+  for (int done = 0;;) {
+    PTDP_CALL(delegated_test(x, r, &done));
+    if (done) return PTDP_OK;
+    pause_for(now_s() - t0);
+  }
+}
+
+/* A delegated operation's request, started by the MPI transport into inner: returned wrapped
+ * (req), or waited for here (req NULL: a blocking call).  A failed wait keeps the request: MPI
+ * may still write its buffers. */
+static int delegated(ptdp_transport *tr, ptdp_comm_req inner, const char *what, ptdp_comm_req *req)
+{
+  nccl_ctx *x = tr->ctx;
+  nccl_req *r = calloc(1, sizeof *r);
+  if (!r) {
+    if (inner != PTDP_COMM_REQ_NULL) PTDP_CALL(x->mpi->wait(x->mpi, inner)); /* no memory: wait as MPI would */
+    if (inner != PTDP_COMM_REQ_NULL) x->mpi->req_free(x->mpi, inner);
+    return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory for a request");
+  }
+  r->head.tr = tr;
+  r->inner = inner;
+  snprintf(r->what, sizeof r->what, "%s", what);
+  if (req) {
+    *req = &r->head;
+    return PTDP_OK;
+  }
+  PTDP_CALL(delegated_wait(x, r));
+  if (inner != PTDP_COMM_REQ_NULL) x->mpi->req_free(x->mpi, inner);
+  free(r);
+  return PTDP_OK;
+}
+
+static const char *data_name(ptdp_tr_data d)
+{
+  return d == PTDP_TR_DEV_F32 ? "floats" : d == PTDP_TR_HOST_F64 ? "doubles" : "bytes";
+}
+
+/* A host MPI request on the group's communicator (broadcast, barrier), waited for by polling. */
+static int mpi_request_wait(nccl_ctx *x, MPI_Request *mr, const char *what)
+{
+  const double t0 = now_s();
+  for (;;) {
+    int done = 0;
+    PTDP_CALL_MPI(MPI_Test(mr, &done, MPI_STATUS_IGNORE));
+    if (done) return PTDP_OK;
+    const double waited = now_s() - t0;
+    if (waited >= ptdp_cuda_wait_timeout()) return mpi_timed_out(x, what, waited);
+    pause_for(waited);
+  }
+}
+
+/* ---- the table ---- */
+
 static int tn_allreduce(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, ptdp_tr_op op, ptdp_comm_req *req)
 {
   nccl_ctx *x = tr->ctx;
-  if (!nccl_only(d)) return x->mpi->allreduce(x->mpi, buf, n, d, op, req);
+  if (!nccl_only(d)) {
+    ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
+    char what[80];
+    snprintf(what, sizeof what, "MPI all-reduce%s of %zu %s", op == PTDP_TR_MAX ? " (max)" : "", n, data_name(d));
+    PTDP_CALL(x->mpi->allreduce(x->mpi, buf, n, d, op, &inner));
+    return delegated(tr, inner, what, req);
+  }
   PTDP_CALL(begin(x, op == PTDP_TR_MAX ? "all-reduce (max)" : "all-reduce", n));
   PTDP_CALL_NCCL(ncclAllReduce(buf, buf, n, ncclFloat32, op == PTDP_TR_MAX ? ncclMax : ncclSum, x->nccl, x->stream));
   PTDP_CALL(finish(tr, req));
@@ -169,7 +273,13 @@ static int tn_allgather(ptdp_transport *tr, const void *send, void *recv, size_t
                         ptdp_comm_req *req)
 {
   nccl_ctx *x = tr->ctx;
-  if (!nccl_only(d)) return x->mpi->allgather(x->mpi, send, recv, n, d, req);
+  if (!nccl_only(d)) {
+    ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
+    char what[80];
+    snprintf(what, sizeof what, "MPI all-gather of %zu %s", n * (size_t)tr->size, data_name(d));
+    PTDP_CALL(x->mpi->allgather(x->mpi, send, recv, n, d, &inner));
+    return delegated(tr, inner, what, req);
+  }
   PTDP_CALL(begin(x, "all-gather", n * (size_t)tr->size));
   PTDP_CALL_NCCL(ncclAllGather(send, recv, n, ncclFloat32, x->nccl, x->stream));
   PTDP_CALL(finish(tr, req));
@@ -182,7 +292,13 @@ static int tn_reduce_scatter(ptdp_transport *tr, const void *send, void *recv, s
                              ptdp_comm_req *req)
 {
   nccl_ctx *x = tr->ctx;
-  if (!nccl_only(d)) return x->mpi->reduce_scatter(x->mpi, send, recv, n, d, req);
+  if (!nccl_only(d)) {
+    ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
+    char what[80];
+    snprintf(what, sizeof what, "MPI reduce-scatter of %zu %s", n * (size_t)tr->size, data_name(d));
+    PTDP_CALL(x->mpi->reduce_scatter(x->mpi, send, recv, n, d, &inner));
+    return delegated(tr, inner, what, req);
+  }
   PTDP_CALL(begin(x, "reduce-scatter", n * (size_t)tr->size));
   if (send == recv && tr->rank > 0) {
     float *mine = (float *)recv + (size_t)tr->rank * n;
@@ -195,29 +311,47 @@ static int tn_reduce_scatter(ptdp_transport *tr, const void *send, void *recv, s
   return PTDP_OK;
 }
 
+/* Host bytes (what comm.c broadcasts) directly, polled; anything else through the MPI transport. */
 static int tn_bcast(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int root)
 {
   nccl_ctx *x = tr->ctx;
-  return x->mpi->bcast(x->mpi, buf, n, d, root);
+  if (d != PTDP_TR_HOST_BYTE) return x->mpi->bcast(x->mpi, buf, n, d, root);
+  MPI_Request mr;
+  char what[80];
+  snprintf(what, sizeof what, "MPI broadcast of %zu bytes from rank %d", n, root);
+  PTDP_CALL_MPI(MPI_Ibcast(buf, (int)n, MPI_BYTE, root, x->comm, &mr));
+  PTDP_CALL(mpi_request_wait(x, &mr, what));
+  return PTDP_OK;
 }
 
 static int tn_barrier(ptdp_transport *tr)
 {
   nccl_ctx *x = tr->ctx;
-  return x->mpi->barrier(x->mpi);
+  MPI_Request mr;
+  PTDP_CALL_MPI(MPI_Ibarrier(x->comm, &mr));
+  PTDP_CALL(mpi_request_wait(x, &mr, "MPI barrier"));
+  return PTDP_OK;
 }
 
 static int tn_isend(ptdp_transport *tr, const void *buf, size_t n, ptdp_tr_data d, int peer, int tag,
                     ptdp_comm_req *req)
 {
   nccl_ctx *x = tr->ctx;
-  return x->mpi->isend(x->mpi, buf, n, d, peer, tag, req);
+  ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
+  char what[80];
+  snprintf(what, sizeof what, "MPI send of %zu %s to rank %d (tag %d)", n, data_name(d), peer, tag);
+  PTDP_CALL(x->mpi->isend(x->mpi, buf, n, d, peer, tag, &inner));
+  return delegated(tr, inner, what, req);
 }
 
 static int tn_irecv(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int peer, int tag, ptdp_comm_req *req)
 {
   nccl_ctx *x = tr->ctx;
-  return x->mpi->irecv(x->mpi, buf, n, d, peer, tag, req);
+  ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
+  char what[80];
+  snprintf(what, sizeof what, "MPI receive of %zu %s from rank %d (tag %d)", n, data_name(d), peer, tag);
+  PTDP_CALL(x->mpi->irecv(x->mpi, buf, n, d, peer, tag, &inner));
+  return delegated(tr, inner, what, req);
 }
 
 /* Pending: the watchdog runs (the host is waiting for this request), timed from the first test. */
@@ -225,6 +359,7 @@ static int tn_test(ptdp_transport *tr, ptdp_comm_req req, int *done)
 {
   nccl_ctx *x = tr->ctx;
   nccl_req *r = (nccl_req *)req;
+  if (!r->done) return delegated_test(x, r, done);
   PTDP_CHECK_LOCAL(!x->aborted, "NCCL: a request on %s, whose communicator was aborted after a failure", x->group);
   cudaError_t e = not_ready_cleared(cudaEventQuery(r->done));
   *done = e == cudaSuccess;
@@ -237,11 +372,12 @@ static int tn_test(ptdp_transport *tr, ptdp_comm_req req, int *done)
   return PTDP_OK;
 }
 
-/* Later compute waits for the collective; the host does not. */
+/* A collective: later compute waits for it, the host does not.  Delegated: polled here. */
 static int tn_wait(ptdp_transport *tr, ptdp_comm_req req)
 {
   nccl_ctx *x = tr->ctx;
   nccl_req *r = (nccl_req *)req;
+  if (!r->done) return delegated_wait(x, r);
   PTDP_CALL_CUDA(cudaStreamWaitEvent(x->compute, r->done, 0));
   return PTDP_OK;
 }
@@ -254,8 +390,10 @@ static void report_cuda(cudaError_t e, const char *call)
 
 static void tn_req_free(ptdp_transport *tr, ptdp_comm_req req)
 {
+  nccl_ctx *x = tr->ctx;
   nccl_req *r = (nccl_req *)req;
-  report_cuda(cudaEventDestroy(r->done), "cudaEventDestroy");
+  if (r->done) report_cuda(cudaEventDestroy(r->done), "cudaEventDestroy");
+  if (r->inner != PTDP_COMM_REQ_NULL) x->mpi->req_free(x->mpi, r->inner);
   free(r);
 }
 
@@ -356,6 +494,7 @@ int ptdp_transport_nccl_create(MPI_Comm comm, ptdp_backend *be, ptdp_transport *
   PTDP_CALLOC(x, 1, sizeof *x);
   tr->ctx = x;
   fill_table(tr);
+  x->comm = comm;
   int err = ptdp_transport_mpi_create(comm, &x->mpi);
   if (!err) {
     tr->rank = x->mpi->rank;

@@ -11,12 +11,14 @@
  *           fail: the emulation runs the most recently enqueued stream first, so the
  *           collective then reads its input before the kernel has written it.
  *
- *   hang T  Rank 1 never joins rank 0's all-reduce (a peer that died or hangs).  Rank 0 waits
- *           (be->synchronize; with `test` as argument 3, polling the request with test, the
- *           comm layer's other way of waiting) with the wait timeout set to T seconds; the
- *           wait must end with the watchdog's error naming the group ("tp", as the test names
- *           the MPI communicator) and the collective, and the program exits non-zero
- *           (test_emu_nccl_hang.sh checks the message and the time, under `timeout`). */
+ *   hang T HOW  Rank 1 never joins rank 0's operation (a peer that died or hangs); rank 0
+ *           waits with the wait timeout set to T seconds.  HOW: sync, an NCCL all-reduce waited
+ *           for by be->synchronize; test, a nonblocking one whose request is polled with test
+ *           (the comm layer's other way of waiting); mpi, an all-reduce of doubles (host memory:
+ *           delegated to MPI); recv, a receive (delegated to MPI) from rank 1.  The wait must
+ *           end with the error naming the group ("tp", as the test names the MPI communicator)
+ *           and the operation, and the program exit non-zero (test_emu_nccl_hang.sh checks the
+ *           message and the time, under `timeout`). */
 #include "ptdp/backend.h"
 #include "ptdp/comm.h"
 #include "ptdp/cuda.h"
@@ -174,8 +176,29 @@ static int run_order(void)
   return fails ? 1 : 0;
 }
 
+/* Rank 0's operation that rank 1 never joins, and its wait: the error it ends with. */
+static int wait_alone(ptdp_backend *be, ptdp_comm *c, float *x, const char *how)
+{
+  ptdp_comm_req req;
+  if (!strcmp(how, "test")) {
+    ptdp_comm_set_wait_sleep(1000);
+    die(ptdp_comm_iallreduce_sum(c, x, N, PTDP_TAG_GRAD, &req));
+    return ptdp_comm_wait(c, &req);
+  }
+  if (!strcmp(how, "mpi")) {
+    double d = 1.0;
+    return ptdp_comm_allreduce_sum_f64(c, &d, 1, PTDP_TAG_LOSS);
+  }
+  if (!strcmp(how, "recv")) {
+    die(ptdp_comm_irecv(c, x, N, 1, 7, PTDP_TAG_P2P, &req));
+    return ptdp_comm_wait(c, &req);
+  }
+  die(ptdp_comm_allreduce_sum(c, x, N, PTDP_TAG_LAYER));
+  return be->synchronize(be);
+}
+
 /* Rank 0's wait must fail (the program then aborts); rank 1 waits in a barrier it never passes. */
-static int run_hang(double timeout, int by_test)
+static int run_hang(double timeout, const char *how)
 {
   ptdp_backend *be;
   ptdp_comm c;
@@ -185,16 +208,7 @@ static int run_hang(double timeout, int by_test)
   float *x = dev(be, N);
   if (g_rank == 0) {
     const double t0 = MPI_Wtime();
-    int err;
-    if (by_test) {
-      ptdp_comm_req req;
-      ptdp_comm_set_wait_sleep(1000);
-      die(ptdp_comm_iallreduce_sum(&c, x, N, PTDP_TAG_GRAD, &req));
-      err = ptdp_comm_wait(&c, &req);
-    } else {
-      die(ptdp_comm_allreduce_sum(&c, x, N, PTDP_TAG_LAYER));
-      err = be->synchronize(be);
-    }
+    int err = wait_alone(be, &c, x, how);
     printf("test_emu_nccl_transport hang: rank 0's wait ended after %.1f s with %s\n", MPI_Wtime() - t0,
            err ? "an error" : "success");
     fflush(stdout);
@@ -213,10 +227,10 @@ int main(int argc, char **argv)
   int rc = 2;
   if (argc >= 2 && !strcmp(argv[1], "order"))
     rc = run_order();
-  else if (argc >= 3 && !strcmp(argv[1], "hang"))
-    rc = run_hang(atof(argv[2]), argc >= 4 && !strcmp(argv[3], "test"));
+  else if (argc >= 4 && !strcmp(argv[1], "hang"))
+    rc = run_hang(atof(argv[2]), argv[3]);
   else if (g_rank == 0)
-    fprintf(stderr, "usage: test_emu_nccl_transport order | hang SECONDS [test]\n");
+    fprintf(stderr, "usage: test_emu_nccl_transport order | hang SECONDS sync|test|mpi|recv\n");
   MPI_Finalize();
   return rc;
 }
