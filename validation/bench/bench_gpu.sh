@@ -131,7 +131,7 @@ measure() {
       k++ }
     END { if (!k) exit 1; ms /= k; tf /= k
       printf "%.1f %.0f %.1f %s %s\n", ms, mb * seq / (ms / 1000), tf,
-        peak > 0 ? sprintf("%.1f", 100 * tf / peak) : "-", g > 0 ? sprintf("%.1f", 100 * tf / g) : "-" }' "$1"
+        (peak > 0 ? sprintf("%.1f", 100 * tf / peak) : "-"), (g > 0 ? sprintf("%.1f", 100 * tf / g) : "-") }' "$1"
 }
 
 for prec in ${PRECISIONS:-fp32 bf16}; do

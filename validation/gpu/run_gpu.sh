@@ -4,9 +4,9 @@
 # network), from two archives made beforehand by validation/gpu/pack.sh:
 #   ptdp-deps.tar.gz       Open MPI, parallel HDF5 and OpenBLAS (jobs/bundle-deps.sh)
 #   ptdp-VERSION.tar.gz    `make dist`'s tarball
-# it unpacks both, configures with --with-cuda, builds, runs the CUDA tests (host logic,
-# every operation against the CPU backend, the unified conformance suite when the tarball has
-# it, the whole model and its parallel layouts), compute-sanitizer memcheck and racecheck on a
+# it unpacks both, configures with --with-cuda, builds, runs the CUDA tests (host logic; the
+# conformance suite, every operation against the CPU backend; the whole model and its parallel
+# layouts against the CPU backend), compute-sanitizer memcheck and racecheck on a
 # small model, and bench_gpu.sh (GEMM ceiling; 125M and 1.3B in fp32 and bf16), then prints one
 # report table.  Each step has its own time budget and runs under `timeout`: a hang is a FAIL of
 # that step, and the steps after it still run.  The whole run fits in BUDGET seconds (570: the
@@ -30,9 +30,12 @@
 #   every step, so a run killed from outside still leaves what it did.
 # Environment: CUDA_ARCH (default: the GPU's compute capability, e.g. 90), BENCH_RUNS
 #   (bench_gpu.sh's RUNS; default "125M:none:8,4 1.3B:selective:4,2,1"), BENCH_ITERS (6),
-#   BENCH_PRECISIONS ("fp32 bf16"), CONFORMANCE (test name patterns of the unified suite,
-#   default "validation/tests/backend/test_ops*"), STEP_BUDGETS (per-step budgets in seconds
-#   replacing those below, e.g. "build=900,bench=300" on a slow machine).
+#   BENCH_PRECISIONS ("fp32 bf16"), CONFORMANCE (the conformance tests, those of the tarball
+#   run: default "validation/tests/backend/test_ops validation/tests/gpu/test_cuda_ops", the
+#   suite and its predecessor), CONFORMANCE_BACKENDS (its PTDP_TEST_BACKENDS, default "cuda?":
+#   the CUDA backend alone, a SKIP with the reason where no GPU can run it; cpu and guard run in
+#   every make check), STEP_BUDGETS (per-step budgets in seconds replacing those below, e.g.
+#   "build=900,bench=300" on a slow machine).
 # Exit status: 0 when no step failed (skips are not failures), 1 when one did, 2 bad arguments.
 set -u
 # a make above us (this script under make check) must not pass its flags and variables down
@@ -50,8 +53,7 @@ configure:120:30:unpack
 build:240:60:configure
 build-tests:90:20:build
 host:60:10:build-tests
-ops:90:20:build-tests
-conformance:120:20:build-tests
+ops:120:20:build-tests
 model:150:30:build
 sanitizer:120:30:build
 bench:200:40:build"
@@ -213,7 +215,7 @@ programs_of() {
 }
 
 gpu_tests() { # every test the test steps may run, for build-tests
-  tests_matching validation/tests/gpu/test_cuda_host validation/tests/gpu/test_cuda_ops $CONFORMANCE
+  tests_matching validation/tests/gpu/test_cuda_host $CONFORMANCE
 }
 
 step_build_tests() {
@@ -268,9 +270,12 @@ run_tests() {
 }
 
 step_host() { run_tests validation/tests/gpu/test_cuda_host; }
-step_ops() { run_tests validation/tests/gpu/test_cuda_ops; }
-# shellcheck disable=SC2086
-step_conformance() { run_tests $CONFORMANCE; }
+step_ops() {
+  PTDP_TEST_BACKENDS=$CONFORMANCE_BACKENDS
+  export PTDP_TEST_BACKENDS
+  # shellcheck disable=SC2086
+  run_tests $CONFORMANCE
+}
 step_model() { run_tests validation/tests/gpu/test_cuda_model.sh; }
 step_sanitizer() {
   # each of the two tools gets half the step, less a margin for the probe run and the harness
@@ -412,7 +417,8 @@ fi
 [ -f "$DIST" ] || die_usage "no tarball $DIST"
 DIST=$(realpath "$DIST") PACK=$(realpath "$PACK")
 [ "$DEPS" = none ] || DEPS=$(realpath "$DEPS")
-CONFORMANCE=${CONFORMANCE:-validation/tests/backend/test_ops*}
+CONFORMANCE=${CONFORMANCE:-validation/tests/backend/test_ops validation/tests/gpu/test_cuda_ops}
+CONFORMANCE_BACKENDS=${CONFORMANCE_BACKENDS:-cuda?}
 # the work directory is emptied: only one this script made (its marker file), or a new one
 if [ -e "$W" ] && [ ! -f "$W/.ptdp-gpu-work" ] && [ -n "$(ls -A "$W" 2>/dev/null)" ]; then
   die_usage "--work $W exists, is not empty and was not made by run_gpu.sh: not emptying it"
@@ -420,7 +426,7 @@ fi
 rm -rf "$W" && mkdir -p "$W/logs" "$OUTD" && : > "$W/.ptdp-gpu-work" || die_usage "cannot make $W/logs and $OUTD"
 W=$(realpath "$W") OUTD=$(realpath "$OUTD") LOGD=$W/logs
 rm -f "$OUTD/report.txt" "$OUTD/report.tsv" "$OUTD/bench.tsv" "$OUTD/logs.tar.gz" "$OUTD/gpu.txt"
-export W OUTD LOGD PACK DEPS DIST JOBS CONFORMANCE BENCH_RUNS BENCH_ITERS BENCH_PRECISIONS CUDA_ARCH
+export W OUTD LOGD PACK DEPS DIST JOBS CONFORMANCE CONFORMANCE_BACKENDS BENCH_RUNS BENCH_ITERS BENCH_PRECISIONS CUDA_ARCH
 : > "$W/report.tsv"
 T0=$(date +%s)
 DEADLINE=$((T0 + BUDGET))

@@ -10,6 +10,9 @@
 #   4. a clean run (skips only) exits 0; a budget too small for any step skips them all;
 #   5. test_cuda_sanitizer.sh against a fake compute-sanitizer: "Device not supported" is a
 #      SKIP with the reason, reported errors and a hang are failures, a clean run passes.
+#   6. bench_gpu.sh against a fake trainer: figures from the log lines (mean of iterations
+#      3..ITERS), a run out of memory tries the next micro-batch, a refused precision is a SKIP
+#      with the trainer's message, a hang fails at RUN_TIMEOUT, no GPU exits 77.
 . "$top_srcdir/validation/tests/common.sh"
 RG=$top_srcdir/validation/gpu/run_gpu.sh
 unset OUT CUDA_ARCH STEP_BUDGETS BENCH_RUNS
@@ -31,12 +34,12 @@ EOF
 cat > "$F/Makefile.tmpl" <<'EOF'
 srcdir = @srcdir@
 CUDA_BIN = /fake/cuda/bin
-TESTS = validation/tests/gpu/test_cuda_host validation/tests/gpu/test_cuda_ops validation/tests/backend/test_ops_cuda.sh validation/tests/gpu/test_cuda_model.sh validation/tests/gpu/test_cuda_sanitizer.sh validation/tests/core/test_other
-check_PROGRAMS = validation/tests/gpu/test_cuda_host validation/tests/gpu/test_cuda_ops validation/tests/core/test_other
+TESTS = validation/tests/gpu/test_cuda_host validation/tests/backend/test_ops validation/tests/backend/test_ops_plant.sh validation/tests/gpu/test_cuda_model.sh validation/tests/gpu/test_cuda_sanitizer.sh validation/tests/core/test_other
+check_PROGRAMS = validation/tests/gpu/test_cuda_host validation/tests/backend/test_ops validation/tests/core/test_other
 all: ptdp-train
 ptdp-train:
 > printf '#!/bin/sh\nexit 0\n' > $@ && chmod +x $@
-validation/tests/gpu/test_cuda_host validation/tests/gpu/test_cuda_ops:
+validation/tests/gpu/test_cuda_host validation/tests/backend/test_ops:
 > mkdir -p $(@D) && cp $(srcdir)/fake/$(@F) $@ && chmod +x $@ && echo $@ >> built.txt
 validation/tests/core/test_other:
 > @echo "planted: a program no GPU test needs was built" >&2; exit 1
@@ -49,8 +52,13 @@ cat > "$F/fake/test_cuda_host" <<'EOF'
 [ "${FAKE_BUNDLE:-}" = yes ] || { echo "FAIL: the bundle's env.sh was not sourced"; exit 1; }
 echo "test_cuda_host: 5 passed, 0 failed"
 EOF
-printf '#!/bin/sh\necho "SKIP: no GPU to test the CUDA backend on (fake)"\nexit 77\n' > "$F/fake/test_cuda_ops"
-printf 'echo "conformance: 3 checks passed, 0 failed"\n' > "$F/fake/test_ops_cuda.sh"
+cat > "$F/fake/test_ops" <<'EOF'
+#!/bin/sh
+[ "${PTDP_TEST_BACKENDS:-}" = "cuda?" ] || { echo "FAIL: backends '${PTDP_TEST_BACKENDS:-}', not 'cuda?'"; exit 1; }
+[ "${FAKE_MODE:-}" = clean ] && { echo "test_ops: 397 passed, 0 failed"; exit 0; }
+echo "SKIP cuda: no usable GPU (fake)"; exit 77
+EOF
+printf 'echo "FAIL: planted: the planted-mistake test must not run on the GPU"; exit 1\n' > "$F/fake/test_ops_plant.sh"
 cat > "$F/fake/test_cuda_model.sh" <<'EOF'
 [ "${FAKE_MODE:-}" = clean ] && { echo "20 checks passed, 0 failed"; exit 0; }
 echo "FAIL: planted loss mismatch"; exit 1
@@ -111,10 +119,9 @@ expect preflight PASS "GPU"
 expect unpack PASS "ptdp-9.9.9.tar.gz"
 expect configure PASS "--with-cuda"
 expect build PASS "make -j 1"
-expect build-tests PASS "test_cuda_ops"
+expect build-tests PASS "validation/tests/backend/test_ops"
 expect host PASS "5 passed, 0 failed"
-expect ops SKIP "no GPU to test the CUDA backend on (fake)"
-expect conformance PASS "3 checks passed"
+expect ops SKIP "cuda: no usable GPU (fake)"
 expect model FAIL "planted loss mismatch"
 expect sanitizer FAIL "timed out after 4 s"
 expect bench PASS "2 measured, 0 failed, 1 skipped"
@@ -124,7 +131,7 @@ ok $? "the hung step ended at its budget (4 s + 5 s for the kill; took $t s)"
 sleep 1
 ps -eo args | grep -q "^sleep $HANG\$"
 ok $((! $?)) "no process of the hung step is left"
-grep -qx validation/tests/gpu/test_cuda_ops "$TMPD/w1/build/built.txt" &&
+grep -qx validation/tests/backend/test_ops "$TMPD/w1/build/built.txt" &&
   grep -qx validation/tests/gpu/test_cuda_host "$TMPD/w1/build/built.txt"
 ok $? "the GPU tests' programs were built"
 ! grep -q test_other "$TMPD/w1/build/built.txt" && ! grep -q "planted: a program" "$TMPD/w1/logs/"*.log
@@ -137,7 +144,7 @@ ok $? "OUT_DIR: at most 8 files, no folders ($files)"
 tar tzf "$O/logs.tar.gz" | grep -q "logs/test_cuda_model.log" && tar tzf "$O/logs.tar.gz" | grep -q "logs/sanitizer.log" &&
   tar xzOf "$O/logs.tar.gz" logs/test_cuda_sanitizer.log | grep -q "tool timeout"
 ok $? "logs.tar.gz holds the steps' and the tests' logs, the hung test's too"
-tail -n 1 "$TMPD/run1.out" | grep -q "^== 8 PASS, 2 FAIL, 1 SKIP; logs: $O/logs.tar.gz"
+tail -n 1 "$TMPD/run1.out" | grep -q "^== 7 PASS, 2 FAIL, 1 SKIP; logs: $O/logs.tar.gz"
 ok $? "the report is printed last: $(tail -n 1 "$TMPD/run1.out")"
 grep -q "^125M   fp32  none        8 PASS    170.2     48131     20.6    2.1   40.4  6 iterations" "$O/report.txt" &&
   grep -q "^125M   bf16  none        - SKIP .*ptdp: error: bf16: planted refusal" "$O/report.txt"
@@ -164,6 +171,7 @@ O=$TMPD/o3
 FAKE_MODE=clean "$RG" $P --work "$TMPD/w3" "$O" > "$TMPD/run3.out" 2>&1
 rc=$?
 ok $rc "a run with passes and skips only exits 0 (got $rc)"
+expect ops PASS "test_ops: 397 passed, 0 failed"
 expect sanitizer SKIP "compute-sanitizer refuses this GPU (fake)"
 O=$TMPD/o5
 "$RG" $P --work "$TMPD/w5" --deps none --only preflight,unpack,configure,build,build-tests,host "$O" > "$TMPD/run5.out" 2>&1
@@ -179,7 +187,8 @@ expect bench SKIP "needs build"
 S=$TMPD/sb
 mkdir -p "$S/bin"
 printf '#!/bin/sh\nexit 0\n' > "$S/ptdp-train"
-printf '#!/bin/sh\nshift 2\nexec "$@"\n' > "$S/mpirun"
+# the launcher: drops its own options (-n 1, -np 1, --allow-run-as-root) up to the program
+printf '#!/bin/sh\nwhile [ $# -gt 0 ] && [ ! -x "$1" ]; do shift; done\nexec "$@"\n' > "$S/mpirun"
 cat > "$S/bin/compute-sanitizer" <<'EOF'
 #!/bin/sh
 case $FAKE_CS in
@@ -207,4 +216,48 @@ rc=$?
 ok $? "sanitizer: a hang fails at PTDP_SANITIZER_TIMEOUT (exit $rc)"
 cs clean
 ok $? "sanitizer: a clean run passes"
+
+# ---- 6. bench_gpu.sh's verdicts (a fake trainer: log lines of 100*i ms and 10*i TFLOP/s)
+cat > "$S/fake-train" <<'EOF'
+#!/bin/sh
+mb=1 prec=fp32 iters=3 rc=none
+while [ $# -gt 0 ]; do
+  case $1 in
+    --micro-batch-size) mb=$2; shift ;; --train-iters) iters=$2; shift ;;
+    --bf16) prec=bf16; shift ;; --recompute-granularity) rc=$2; shift ;;
+  esac
+  shift
+done
+[ -n "${FAKE_NOGPU:-}" ] && { echo "ptdp: error [rank 0]: backend = cuda: no usable GPU on this node (fake)"; exit 1; }
+[ $prec = bf16 ] && { echo "ptdp: error: bf16: the CUDA backend trains in fp32 only so far (fake)"; exit 1; }
+[ "$mb" -gt 2 ] && { echo "ptdp: error [rank 0]: GPU 0 out of memory allocating 12345 bytes (fake)"; exit 1; }
+[ $rc = full ] && sleep 30
+i=1
+while [ $i -le "$iters" ]; do
+  echo " iteration $i/ $iters | elapsed time per iteration (ms): $((100 * i)).0 | throughput per GPU (TFLOP/s/GPU): $((10 * i)).0 |"
+  i=$((i + 1))
+done
+EOF
+chmod +x "$S/fake-train"
+bench() {
+  OUT=$TMPD/b-$1 GEMM_N=0 ITERS=4 PEAK=100 RUN_TIMEOUT=2 TRAIN=$S/fake-train MPIEXEC=$S/mpirun PRECISIONS="fp32 bf16" \
+    RUNS="tiny:none:4,2 tiny:selective:8 tiny:full:1" sh "$top_srcdir/validation/bench/bench_gpu.sh" "$S" > "$TMPD/b-$1.out" 2>&1
+}
+printf 'CC = cc\n' > "$S/Makefile"
+bench run
+rc=$?
+ok $((rc != 1)) "bench: a failed run makes the exit 1 (got $rc)"
+brow() { awk -F '\t' -v w="$2" -v p="$3" -v r="$4" '$1 == w && $2 == p && $3 == r' "$TMPD/b-$1/bench.tsv" | cut -f 4-11; }
+[ "$(brow run tiny fp32 none)" = "2	PASS	350.0	731	35.0	35.0	-	4 iterations, mean of 3..4" ]
+ok $? "bench: mean of iterations 3..4 at the first micro-batch that fits (got '$(brow run tiny fp32 none)')"
+brow run tiny fp32 selective | grep -q "^8	FAIL	.*out of memory"
+ok $? "bench: out of memory at the last micro-batch is a FAIL with the reason"
+brow run tiny fp32 full | grep -q "^1	FAIL	.*timed out after 2 s"
+ok $? "bench: a hang fails at RUN_TIMEOUT"
+[ "$(brow run tiny bf16 none | cut -f 2,8)" = "SKIP	ptdp: error: bf16: the CUDA backend trains in fp32 only so far (fake)" ]
+ok $? "bench: a refused precision is a SKIP with the trainer's message"
+FAKE_NOGPU=1 bench nogpu
+rc=$?
+[ $rc = 77 ] && grep -q "SKIP: .*no usable GPU" "$TMPD/b-nogpu.out"
+ok $? "bench: no GPU: exit 77 with the reason (got $rc)"
 finish
