@@ -6,6 +6,7 @@
 #                           must give wrong sums (the emulation runs the newest stream first)
 #   test_emu_nccl_hang.sh   a peer that never joins: the wait ends after the timeout with a
 #                           message naming the group and the collective, non-zero exit, no hang
+#   test_emu_nccl_timeout.sh  the same in training runs (t2, d2, p2) with distributed-timeout-minutes
 
 check_PROGRAMS += validation/emu/tests/test_emu_nccl
 validation_emu_tests_test_emu_nccl_SOURCES = validation/emu/tests/test_emu_nccl.c
@@ -44,3 +45,7 @@ validation_emu_tests_test_emu_nccl_transport_mutant_LDADD = $(EMU_LIBS)
 EXTRA_validation_emu_tests_test_emu_nccl_transport_mutant_DEPENDENCIES = $(EMU_DEPS)
 TESTS += validation/emu/tests/test_emu_nccl_order.sh validation/emu/tests/test_emu_nccl_hang.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_nccl_order.sh validation/emu/tests/test_emu_nccl_hang.sh
+
+# The key in training runs: joins TESTS once the trainer hands distributed-timeout-minutes to
+# ptdp_cuda_set_wait_timeout and comm.c names its MPI communicators after their groups.
+dist_noinst_SCRIPTS += validation/emu/tests/test_emu_nccl_timeout.sh
