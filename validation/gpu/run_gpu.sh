@@ -63,18 +63,21 @@ usage() { sed -n '2,/^set -u/p' "$self" | sed -e '/^set -u/d' -e 's/^# \{0,1\}//
 die_usage() { echo "run_gpu.sh: $*" >&2; echo "run_gpu.sh: --help for usage" >&2; exit 2; }
 
 # ---------------------------------------------------------------- report
-# The table: checks (report.tsv: step result seconds why), then the measurements (bench.tsv).
-# Fixed columns; a why longer than the line is cut (the logs hold all of it).
+# The table: checks (report.tsv: step result seconds why), then the measurements (bench.tsv;
+# a row without figures gives its reason in their place, "ptdp: error" dropped).  A why longer
+# than the line is cut: report.tsv, bench.tsv and the logs hold all of it.
 report() {
   local w=$1 tsv=$1/report.tsv btsv=$1/bench/bench.tsv
   echo "== ptdp GPU report: $(cat "$w/meta.txt" 2>/dev/null)"
-  awk -F '\t' '{ printf "%-12s %-4s %5ss  %s\n", $1, $2, $3, substr($4, 1, 110) }' "$tsv"
+  awk -F '\t' '{ printf "%-12s %-4s %4ss  %s\n", $1, $2, $3, substr($4, 1, 100) }' "$tsv"
   if [ -s "$btsv" ] && [ "$(wc -l < "$btsv")" -gt 1 ]; then
-    echo "-- benchmarks (MFU: model TFLOP/s over the card's dense bf16 peak; /gemm: over the GEMM ceiling of the run's precision)"
-    awk -F '\t' 'NR == 1 { printf "%-6s %-5s %-9s %3s %-4s %8s %9s %8s %6s %6s  %s\n", "what", "prec", "recompute",
+    echo "-- benchmarks: MFU over the card's dense bf16 peak, /gemm over the GEMM ceiling of the run's precision"
+    awk -F '\t' 'NR == 1 { printf "%-5s %-4s %-9s %3s %-4s %8s %9s %7s %5s %6s  %s\n", "what", "prec", "recompute",
                              "mb", "", "step ms", "tokens/s", "TFLOP/s", "MFU%", "/gemm%", "note"; next }
-                 { printf "%-6s %-5s %-9s %3s %-4s %8s %9s %8s %6s %6s  %s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-                          substr($11, 1, 80) }' "$btsv"
+                 $5 != "PASS" { why = $11; sub(/^ptdp: error( \[rank [0-9]+\])?: /, "", why)
+                                printf "%-5s %-4s %-9s %3s %-4s  %s\n", $1, $2, $3, $4, $5, substr(why, 1, 100); next }
+                 { printf "%-5s %-4s %-9s %3s %-4s %8s %9s %7s %5s %6s  %s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+                          substr($11, 1, 40) }' "$btsv"
   fi
   awk -F '\t' '{ n[$2]++ } END { printf "== %d PASS, %d FAIL, %d SKIP", n["PASS"], n["FAIL"], n["SKIP"] }' "$tsv"
   echo "; logs: ${OUTD:-$w}/logs.tar.gz"
@@ -131,8 +134,9 @@ step_preflight() {
     result PASS "no GPU (nvidia-smi -L: $(nvidia-smi -L 2>&1 | head -n 1)); the GPU steps will skip"
     return 0
   fi
-  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1)
-  result PASS "$(echo "$gpus" | wc -l) GPU: $(echo "$gpus" | head -n 1); CPUs $(nproc); python ${py:-none (model test fails)}${cc:+; sm_${cc/./}}"
+  # "NVIDIA H100 80GB HBM3, 81559 MiB, 580.159.04, 9.0" -> "..., 81559 MiB, driver 580.159.04, cc 9.0"
+  cc=$(echo "$gpus" | head -n 1 | awk -F ', ' '{ printf "%s, %s, driver %s, cc %s", $1, $2, $3, $4 }')
+  result PASS "$(echo "$gpus" | wc -l) GPU: $cc; $(nproc) CPUs${py:+; python3 ok}${py:-; no python3 with numpy and h5py: the model test will fail}"
 }
 
 pick_python() { # the first python3 that has numpy and h5py (compare_dumps.py needs both)
