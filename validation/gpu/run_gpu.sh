@@ -141,7 +141,7 @@ step_preflight() {
 
 pick_python() { # the first python3 that has numpy and h5py (compare_dumps.py needs both)
   local p
-  for p in $(command -v -a python3 2>/dev/null) /opt/torch/.venv/bin/python3 /usr/bin/python3; do
+  for p in $(type -P -a python3) /opt/torch/.venv/bin/python3 /usr/bin/python3; do
     [ -x "$p" ] && "$p" -c 'import numpy, h5py' 2>/dev/null && { echo "$p"; return 0; }
   done
   return 0
