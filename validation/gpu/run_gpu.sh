@@ -434,7 +434,7 @@ export W OUTD LOGD PACK DEPS DIST JOBS CONFORMANCE CONFORMANCE_BACKENDS BENCH_RU
 : > "$W/report.tsv"
 T0=$(date +%s)
 DEADLINE=$((T0 + BUDGET))
-echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), $(hostname), $(basename "$DIST"), deps $(basename "$DEPS"), budget $BUDGET s" > "$W/meta.txt"
+echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -n), $(basename "$DIST"), deps $(basename "$DEPS"), budget $BUDGET s" > "$W/meta.txt"
 echo "run_gpu.sh: $(cat "$W/meta.txt"); work $W; report in $OUTD"
 while IFS=: read -r name budget least needs; do
   run_step "$name" "$budget" "$least" "$needs"
