@@ -25,6 +25,13 @@ int ptdp_cuda_device_count(char *why, size_t n)
   return -1;
 }
 
+/* Nothing waits on a GPU in a build without one. */
+int ptdp_cuda_set_wait_timeout(double seconds)
+{
+  (void)seconds;
+  return PTDP_OK;
+}
+
 int ptdp_backend_cuda_create(const ptdp_backend_options *opt, ptdp_backend **be)
 {
   *be = NULL;

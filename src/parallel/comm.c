@@ -53,6 +53,8 @@ int ptdp_comm_wrap(ptdp_comm *c, MPI_Comm comm, int kind)
   }
   PTDP_CALL_MPI(MPI_Comm_rank(comm, &c->rank));
   PTDP_CALL_MPI(MPI_Comm_size(comm, &c->size));
+  /* the group's name on its communicator, so a transport's timeout message can say "tp group" */
+  if (kind != PTDP_GROUP_WORLD) PTDP_CALL_MPI(MPI_Comm_set_name(comm, ptdp_comm_group_name(kind)));
   PTDP_CALL(ptdp_transport_mpi_create(comm, &c->transport));
   return PTDP_OK;
 }

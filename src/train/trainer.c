@@ -85,7 +85,10 @@ static int choose_transport(ptdp_trainer *tr, const ptdp_args *a, const ptdp_bac
   PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   ptdp_comm_backend cb;
   PTDP_CALL(ptdp_comm_backend_resolve(a->comm_backend, on_gpu, ptdp_nccl_built(), shared, &cb));
-  if (cb == PTDP_COMM_NCCL) PTDP_CALL(ptdp_grid_use_nccl(&tr->grid));
+  if (cb == PTDP_COMM_NCCL) { /* waits on NCCL end after distributed-timeout-minutes, not never */
+    PTDP_CALL(ptdp_cuda_set_wait_timeout(60.0 * a->distributed_timeout_minutes));
+    PTDP_CALL(ptdp_grid_use_nccl(&tr->grid));
+  }
   if (on_gpu && tr->grid.world_rank == 0)
     printf("cuda: collectives through %s%s\n", cb == PTDP_COMM_NCCL ? "NCCL" : "MPI (staged through host memory)",
            shared ? " (ranks share a GPU)" : "");

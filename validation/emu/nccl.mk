@@ -46,6 +46,7 @@ EXTRA_validation_emu_tests_test_emu_nccl_transport_mutant_DEPENDENCIES = $(EMU_D
 TESTS += validation/emu/tests/test_emu_nccl_order.sh validation/emu/tests/test_emu_nccl_hang.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_nccl_order.sh validation/emu/tests/test_emu_nccl_hang.sh
 
-# The key in training runs: joins TESTS once the trainer hands distributed-timeout-minutes to
-# ptdp_cuda_set_wait_timeout and comm.c names its MPI communicators after their groups.
+# The key in training runs: distributed-timeout-minutes ends a run whose peer stalls in NCCL,
+# naming the group (comm.c names each MPI communicator after its group) and the collective.
+TESTS += validation/emu/tests/test_emu_nccl_timeout.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_nccl_timeout.sh
