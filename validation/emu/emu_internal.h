@@ -43,6 +43,10 @@ cudaError_t enqueue(cudaStream_t s, const char *what, std::function<cudaError_t(
 cudaError_t enqueue_async(cudaStream_t s, const char *what, std::function<cudaError_t()> start,
                           std::function<bool(cudaError_t *err)> poll);
 
+/* Run whatever queued work can run now (collectives are started, not waited for): the device
+ * making progress while the host waits in MPI (emu_mpi.cc).  A no-op inside the scheduler. */
+void kick();
+
 /* Device memory.  device_bytes: how many bytes of one live allocation start at p (0 when p is
  * not inside a live device allocation).  is_device_range: [p, p + n) inside one allocation. */
 size_t device_bytes(const void *p);

@@ -222,11 +222,25 @@ void record_fault(cudaError_t e, const std::string &what)
   drop_all();
 }
 
+/* PTDP_EMU_TRACE=1: every operation as it runs, on stderr (which stream, in what order). */
+bool tracing()
+{
+  static int t = -1;
+  if (t < 0) {
+    const char *e = getenv("PTDP_EMU_TRACE");
+    t = e && *e && strcmp(e, "0");
+  }
+  return t;
+}
+
 /* Run the head of s (lock held, memory open). */
 void run_head(CUstream_st *s)
 {
   Op op = std::move(s->q.front());
   s->q.pop_front();
+  if (tracing())
+    fprintf(stderr, "ptdp-emu: run %s on stream %p (enqueued %llu)%s\n", op.what.c_str(), (void *)s,
+            (unsigned long long)op.seq, op.start ? ", started" : "");
   if (op.wait_ev) return;
   if (op.fn) {
     cudaError_t e = op.fn();
@@ -289,9 +303,15 @@ bool step()
 
 /* Run work until done() holds (blocking: waiting for collectives; else cudaErrorNotReady when
  * only they remain), then everything else that can run now. */
+int draining; /* the scheduler is running (a kick from inside it does nothing) */
+
 cudaError_t drain(const std::function<bool()> &done, bool blocking)
 {
   n_drains++;
+  draining++;
+  struct Leave {
+    ~Leave() { draining--; }
+  } leave;
   device_open();
   cudaError_t rc = cudaSuccess;
   int idle = 0;
@@ -448,6 +468,17 @@ int device_count()
 } // namespace
 
 /* ------------------------------------------------------------------ internal interface */
+/* The device runs while the host waits elsewhere (emu_mpi.cc calls this as the host enters a
+ * blocking MPI call): everything that can run now runs, collectives start, nothing is waited
+ * for.  Without it a rank whose host goes on to a barrier would never start a collective it
+ * queued, and its peer, waiting for that collective, would wait forever; a GPU runs it. */
+void kick()
+{
+  std::lock_guard<std::recursive_mutex> g(lock());
+  if (draining || sticky_error != cudaSuccess || !any_queued()) return;
+  drain([] { return true; }, false);
+}
+
 std::recursive_mutex &lock()
 {
   static std::recursive_mutex m;

@@ -2,8 +2,8 @@
 # The whole model on the emulated CUDA backend (validation/emu/ptdp-train-emu, the CUDA
 # backend's own sources on the CUDA emulation) against the CPU backend, fp32, dropout on:
 #   one rank; t=2 with sequence parallelism; p=2 interleaved; d=2 with the distributed
-#   optimizer; full and selective recomputation; t=2 and d=2 again with the NCCL transport
-#   (emulated over MPI; PTDP_EMU_DEVICES gives each rank its own emulated GPU).
+#   optimizer; full and selective recomputation; t=2, d=2 and p=2 (the embedding group) again
+#   with the NCCL transport (emulated over MPI; PTDP_EMU_DEVICES gives each rank its own GPU).
 # Each equals the CPU backend's one-rank run: every loss and the first step's gradients within
 # 1e-5 relative, parameters after the last step within 1e-4 (equivalence_lib.sh says why).
 # The vocabulary (256) pads to the same size for t = 1 and 2, so one reference serves all.
@@ -49,6 +49,7 @@ full          1 1 final,init,step1/grads --recompute-granularity full --recomput
 selective     1 1 final,init,step1/grads --recompute-granularity selective
 nccl_t2_sp    2 2 final,init,step1/grads --tensor-model-parallel-size 2 --sequence-parallel
 nccl_d2       2 2 final,init             --use-distributed-optimizer
+nccl_p2       2 2 final,init,step1/grads --pipeline-model-parallel-size 2
 LAYOUTS
 cat "$TMPD/worst"
 finish
