@@ -188,7 +188,8 @@ static double sample_error(const float *a, const float *b, const void *C, cudaDa
       c = from_bf16(h);
     }
     double e = fabs((double)c - ref) / mag;
-    if (!(e <= worst)) worst = e; /* a NaN sticks */
+    if (isnan(e) || isnan(worst)) worst = NAN; /* a NaN sticks, wherever it is among the samples */
+    else if (e > worst) worst = e;
   }
   return worst;
 }

@@ -209,9 +209,16 @@ bool runnable(CUstream_st *s)
   return !op.started;
 }
 
+/* Operations dropped after a fault while started (a collective whose MPI request is still in
+ * flight): kept, never freed, so MPI never writes into freed buffers. */
+std::vector<Op> graveyard;
+
 void drop_all()
 {
-  for (CUstream_st *s : streams) s->q.clear();
+  for (CUstream_st *s : streams) {
+    if (!s->q.empty() && s->q.front().started) graveyard.push_back(std::move(s->q.front()));
+    s->q.clear();
+  }
   legacy_stream.q.clear();
 }
 
@@ -290,12 +297,15 @@ bool any_queued()
   return false;
 }
 
-/* One step: the most recently enqueued runnable head runs.  False when none can. */
-bool step()
+/* One step: the most recently enqueued runnable head runs (of the blocking streams only, when
+ * blocking_only).  False when none can. */
+bool step(bool blocking_only = false)
 {
   CUstream_st *best = nullptr;
   for (CUstream_st *s : streams)
-    if (runnable(s) && (!best || s->q.front().seq > best->q.front().seq)) best = s;
+    if ((!blocking_only || !(s->flags & cudaStreamNonBlocking)) && runnable(s) &&
+        (!best || s->q.front().seq > best->q.front().seq))
+      best = s;
   if (!best) return poll_async();
   run_head(best);
   return true;
@@ -305,7 +315,7 @@ bool step()
  * only they remain), then everything else that can run now. */
 int draining; /* the scheduler is running (a kick from inside it does nothing) */
 
-cudaError_t drain(const std::function<bool()> &done, bool blocking)
+cudaError_t drain(const std::function<bool()> &done, bool blocking, bool blocking_only = false)
 {
   n_drains++;
   draining++;
@@ -316,7 +326,7 @@ cudaError_t drain(const std::function<bool()> &done, bool blocking)
   cudaError_t rc = cudaSuccess;
   int idle = 0;
   while (sticky_error == cudaSuccess && !done()) {
-    if (step()) {
+    if (step(blocking_only)) {
       idle = 0;
       continue;
     }
@@ -332,7 +342,7 @@ cudaError_t drain(const std::function<bool()> &done, bool blocking)
     }
     if (++idle > 100) std::this_thread::sleep_for(std::chrono::microseconds(50)); /* peers are late */
   }
-  while (sticky_error == cudaSuccess && step()) {
+  while (!blocking_only && sticky_error == cudaSuccess && step()) {
   }
   device_close();
   if (sticky_error != cudaSuccess) return sticky_error;
@@ -343,11 +353,20 @@ CUstream_st *resolve(cudaStream_t s) { return s ? s : &legacy_stream; }
 
 bool valid_stream(cudaStream_t s) { return !s || (s->live); }
 
-/* The legacy NULL stream synchronizes with every blocking stream: run the work queued so far,
- * then the operation, at once. */
+/* The legacy NULL stream synchronizes with the blocking streams (created without
+ * cudaStreamNonBlocking), not with the non-blocking ones ptdp's backend and transport use: run
+ * the blocking streams' queued work, then the operation, at once.  Work queued on a
+ * non-blocking stream is not waited for, as on a GPU. */
+bool blocking_queued()
+{
+  for (CUstream_st *s : streams)
+    if (!(s->flags & cudaStreamNonBlocking) && !s->q.empty()) return true;
+  return false;
+}
+
 cudaError_t run_on_legacy(const char *what, std::function<cudaError_t()> fn)
 {
-  cudaError_t e = drain([] { return !any_queued(); }, true);
+  cudaError_t e = drain([] { return !blocking_queued(); }, true, true);
   if (e != cudaSuccess) return e;
   device_open();
   e = fn();

@@ -97,7 +97,9 @@ struct Warp {
   unsigned live;    /* lanes not yet returned */
   unsigned waiting; /* lanes at the warp barrier */
   unsigned mask;    /* the barrier's participants (first arrival's mask, live lanes only) */
-  unsigned gen;     /* completed warp barriers */
+  unsigned gen;     /* completed warp barriers (shuffles, votes, __syncwarp): the exchange buffers */
+  unsigned mem;     /* completed __syncwarp barriers: what orders shared memory in the warp */
+  bool syncwarp;    /* the barrier now gathering is a __syncwarp */
   unsigned char buf[2][32][16];
   unsigned vote_buf[2][32];
 };
@@ -296,6 +298,8 @@ void release_warp(int wi)
   w.waiting = 0;
   w.mask = 0;
   w.gen++;
+  if (w.syncwarp) w.mem++;
+  w.syncwarp = false;
 }
 
 /* Wait at the warp barrier with the lanes of mask. */
@@ -360,7 +364,7 @@ bool ordered(int tid_prev, unsigned be, unsigned we, int tid_now)
   if (tid_prev == tid_now) return true;
   if (R.block_epoch > be) return true;
   int wp = tid_prev / 32, wn = tid_now / 32;
-  return wp == wn && R.warps[wn].gen > we;
+  return wp == wn && R.warps[wn].mem > we;
 }
 
 void report_race(const char *kind, uintptr_t addr, const char *region, uintptr_t pc_now, int tid_prev,
@@ -380,7 +384,7 @@ void shared_access(std::vector<Shadow> &sh, uintptr_t lo, uintptr_t a, size_t n,
 {
   if (!racecheck || R.failed) return;
   const int t = emu_current->linear;
-  const unsigned be = R.block_epoch, we = R.warps[t / 32].gen;
+  const unsigned be = R.block_epoch, we = R.warps[t / 32].mem;
   for (uintptr_t w = (a - lo) / 4; w <= (a + n - 1 - lo) / 4 && w < sh.size(); w++) {
     Shadow &s = sh[w];
     if (s.gen != R.block_gen) s = Shadow{R.block_gen, -1, -1, -1, false, 0, 0, 0, 0, 0, 0, 0};
@@ -397,6 +401,9 @@ void shared_access(std::vector<Shadow> &sh, uintptr_t lo, uintptr_t a, size_t n,
       }
       s.wtid = (int16_t)t, s.w_be = be, s.w_we = we, s.wpc = pc;
       s.rtid = -1, s.rmulti_warp = false;
+    } else if (s.rmulti_warp && s.r_be == be) {
+      /* readers in several warps since the last __syncthreads: only a block barrier orders a
+       * later write after all of them, whoever reads again meanwhile */
     } else if (s.rtid < 0 || ordered(s.rtid, s.r_be, s.r_we, t)) {
       /* earlier reads are ordered before this one: it stands for them all */
       s.rtid = (int16_t)t, s.r_be = be, s.r_we = we, s.rpc = pc, s.rmulti_warp = false;
@@ -487,7 +494,15 @@ void syncthreads()
   switch_to_scheduler(fc);
 }
 
-void syncwarp(unsigned mask) { warp_barrier(self(), mask); }
+/* Only __syncwarp orders shared memory among the lanes (CUDA documents memory ordering for it
+ * alone; racecheck reports a hazard across a shuffle).  A mixed barrier (some lanes at a
+ * shuffle, some at __syncwarp) is refused by warp_barrier's mask check or counts as one. */
+void syncwarp(unsigned mask)
+{
+  FiberCtx *fc = self();
+  R.warps[fc->warp].syncwarp = true;
+  warp_barrier(fc, mask);
+}
 
 void shfl(unsigned mask, const void *in, void *out, size_t bytes, int kind, int arg, int width)
 {
@@ -581,7 +596,8 @@ void run_block(const uint3 &bidx)
     Warp &w = R.warps[wi];
     int lanes = R.nthreads - wi * 32 < 32 ? R.nthreads - wi * 32 : 32;
     w.live = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
-    w.waiting = w.mask = w.gen = 0;
+    w.waiting = w.mask = w.gen = w.mem = 0;
+    w.syncwarp = false;
   }
   if (!R.dyn.empty()) memset(R.dyn.data(), 0xff, R.dyn.size()); /* unset shared memory reads as NaN */
   const dim3 &bd = R.blk.dim;

@@ -18,7 +18,7 @@ EMU_CPP = -DPTDP_EMU_BUILD -I$(top_srcdir)/validation/emu/include -I$(top_srcdir
 EMU_CXX = -std=c++17 -O2 -g -fno-omit-frame-pointer -Wall -Wno-unused-function
 if PTDP_SANITIZE
 EMU_CXX += -fsanitize=address,undefined -fno-sanitize-recover=undefined
-EMU_KCXX = $(EMU_CXX) -DPTDP_EMU_NO_HOOKS
+EMU_KCXX = $(EMU_CXX)
 else
 EMU_KCXX = $(EMU_CXX) -fsanitize=thread --param=tsan-instrument-func-entry-exit=0
 endif

@@ -60,6 +60,32 @@ __global__ void emu_t_race(float *out)
   if (threadIdx.x == 1) out[0] = part[0];
 }
 
+// Readers in two warps, then warp 0 reads again after a warp barrier and thread 0 writes: the
+// write races with warp 1's read (only __syncthreads would order it).
+__global__ void emu_t_race_rereader(float *out)
+{
+  __shared__ float s;
+  if (threadIdx.x == 0) s = 1.0f;
+  __syncthreads();
+  float v = s;
+  __syncwarp();
+  if (threadIdx.x < 32) v += s;
+  __syncwarp();
+  if (threadIdx.x == 0) s = 2.0f;
+  out[threadIdx.x] = v;
+}
+
+// A shuffle is no memory barrier: lane 0 writes, the warp shuffles, lane 1 reads (a hazard);
+// with sync = 1 a __syncwarp orders them (no hazard).
+__global__ void emu_t_race_shfl(float *out, int sync)
+{
+  __shared__ float s[32];
+  if (threadIdx.x == 0) s[0] = 3.0f;
+  float v = __shfl_sync(0xffffffffu, (float)threadIdx.x, 0);
+  if (sync) __syncwarp();
+  if (threadIdx.x == 1) out[0] = s[0] + v;
+}
+
 // A barrier not every thread reaches: thread 0 returns early.
 __global__ void emu_t_diverge(float *out)
 {
@@ -92,6 +118,16 @@ cudaError_t emu_t_launch_inc(cudaStream_t st, const float *x, float *y, int n, i
 cudaError_t emu_t_launch_race(cudaStream_t st, float *out)
 {
   emu_t_race<<<1, 64, 0, st>>>(out);
+  return cudaGetLastError();
+}
+cudaError_t emu_t_launch_race_rereader(cudaStream_t st, float *out)
+{
+  emu_t_race_rereader<<<1, 64, 0, st>>>(out);
+  return cudaGetLastError();
+}
+cudaError_t emu_t_launch_race_shfl(cudaStream_t st, float *out, int sync)
+{
+  emu_t_race_shfl<<<1, 32, 0, st>>>(out, sync);
   return cudaGetLastError();
 }
 cudaError_t emu_t_launch_diverge(cudaStream_t st, float *out)

@@ -32,7 +32,7 @@ while read -r name k op group flags; do
   grep -a "ptdp: error\|PTDP_EMU_NCCL_FAULT" "$TMPD/$name.log"
   [ $rc -ne 0 ] && [ $rc -ne 124 ]
   ok $? "$name: a peer stalled in NCCL: non-zero exit, no hang (exit $rc, $((t1 - t0)) s)"
-  grep -aq "ptdp: error \[rank 0\]: NCCL: the $op of [0-9]* floats on the $group group (world ranks 0 1) has not completed after 3 s (distributed-timeout-minutes 0.05)" "$TMPD/$name.log"
+  grep -aq "ptdp: error \[rank 0\]: NCCL: the $op of [0-9]* floats on the $group group (world ranks 0 1) has not completed after 3\(\.[0-9]*\)\{0,1\} s (distributed-timeout-minutes 0.05)" "$TMPD/$name.log"
   ok $? "$name: rank 0's message names the $op on the $group group, after 3 s"
 done <<'LAYOUTS'
 t2 20 all-reduce     tp  --tensor-model-parallel-size 2

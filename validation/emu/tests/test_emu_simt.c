@@ -27,6 +27,8 @@ cudaError_t emu_t_launch_reverse(cudaStream_t st, const float *x, float *y, int 
 cudaError_t emu_t_launch_inc(cudaStream_t st, const float *x, float *y, int n, int over, int threads);
 cudaError_t emu_t_launch_race(cudaStream_t st, float *out);
 cudaError_t emu_t_launch_diverge(cudaStream_t st, float *out);
+cudaError_t emu_t_launch_race_rereader(cudaStream_t st, float *out);
+cudaError_t emu_t_launch_race_shfl(cudaStream_t st, float *out, int sync);
 cudaError_t emu_t_launch_config(cudaStream_t st, float *x, int threads, size_t shmem);
 
 #define CK(x)                                                                                  \
@@ -183,6 +185,26 @@ static void plant_race(void)
   exit(after(emu_t_launch_race(0, o)) == cudaErrorLaunchFailure ? 10 : 1);
 }
 
+static void plant_race_rereader(void)
+{
+  float *o = dev_floats(NULL, 64);
+  exit(after(emu_t_launch_race_rereader(0, o)) == cudaErrorLaunchFailure ? 10 : 1);
+}
+
+static void plant_race_shfl(void)
+{
+  float *o = dev_floats(NULL, 1);
+  exit(after(emu_t_launch_race_shfl(0, o, 0)) == cudaErrorLaunchFailure ? 10 : 1);
+}
+
+static void race_shfl_synced(void)
+{
+  float *o = dev_floats(NULL, 1), h;
+  cudaError_t e = after(emu_t_launch_race_shfl(0, o, 1));
+  if (e == cudaSuccess) e = cudaMemcpy(&h, o, sizeof h, cudaMemcpyDeviceToHost);
+  exit(e == cudaSuccess && h == 3.0f ? 10 : 1);
+}
+
 static void plant_diverge(void)
 {
   float *o = dev_floats(NULL, 64);
@@ -203,11 +225,14 @@ static void test_faults(void)
 {
   int saw;
   EXPECT(child(plant_diverge, "thread(s) of the block returned", &saw) == 10 && saw, "a skipped __syncthreads is not reported");
-  if (ptdp_emu_hook_calls() == 0) { /* --enable-sanitizers: ASan's checks replace the hooks */
-    printf("note: kernels run without the access hooks in this build: bounds, host-pointer, race and host-read "
-           "checks skipped (AddressSanitizer checks the accesses instead)\n");
-    return;
-  }
+#if defined(__SANITIZE_ADDRESS__) /* --enable-sanitizers: ASan's checks replace the hooks */
+  EXPECT(ptdp_emu_hook_calls() == 0, "a sanitizer build whose kernels call the access hooks");
+  printf("note: kernels run without the access hooks in this build: bounds, host-pointer, race and host-read "
+         "checks skipped (AddressSanitizer checks the accesses instead)\n");
+  return;
+#else /* a build whose kernels lost their instrumentation must fail, not skip */
+  EXPECT(ptdp_emu_hook_calls() > 0, "the kernels ran without the access hooks: no bounds or race checks");
+#endif
   EXPECT(child(plant_oob, "offset 400 of a 400-byte allocation: out of bounds", &saw) == 10 && saw,
          "a write one past the end of an allocation is not reported as an illegal address");
   EXPECT(child(plant_oob, "emu_test_kernels.cu:", &saw) == 10 && saw, "the report does not name the source line");
@@ -215,6 +240,11 @@ static void test_faults(void)
          "a host pointer passed to a kernel is not caught");
   EXPECT(child(plant_race, "read-after-write hazard on shared memory", &saw) == 10 && saw,
          "the shared-memory race is not reported");
+  EXPECT(child(plant_race_rereader, "write-after-read hazard on shared memory", &saw) == 10 && saw,
+         "a write racing with another warp's read is missed when the first warp reads again");
+  EXPECT(child(plant_race_shfl, "read-after-write hazard on shared memory", &saw) == 10 && saw,
+         "a shuffle is taken for a memory barrier");
+  EXPECT(child(race_shfl_synced, "", &saw) == 10, "__syncwarp does not order shared memory in the warp");
   EXPECT(child(plant_host_read, "host code touched emulated device memory", &saw) == 128 + SIGSEGV && saw,
          "a host read of device memory does not die of SIGSEGV with a message");
 }
