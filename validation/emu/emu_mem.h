@@ -4,8 +4,9 @@
  * work runs (so host code that dereferences a device pointer faults, as on a GPU).  Every
  * allocation starts on a page and is exactly sized: a page table maps each page to its
  * allocation, so the kernel hooks check each access against [base, base + bytes) in a few
- * instructions.  Addresses are never reused (a freed range stays PROT_NONE and its pages are
- * given back), so a use after free is caught too.  The freshly allocated bytes hold a NaN
+ * instructions.  Addresses are never reused (a freed range's pages are given back, and the hooks
+ * refuse any kernel access to it), so a use after free is caught too; while queued work runs the
+ * whole used range is open, freed ranges included (one mprotect for all).  The freshly allocated bytes hold a NaN
  * pattern (0xFF bytes: a float NaN, a double NaN, -1 as an integer), so an output a kernel
  * leaves unwritten shows.
  *

@@ -224,8 +224,11 @@ void drop_all()
 
 void record_fault(cudaError_t e, const std::string &what)
 {
-  if (sticky_error == cudaSuccess) sticky_error = e;
-  (void)what;
+  if (sticky_error == cudaSuccess) {
+    sticky_error = e;
+    fprintf(stderr, "ptdp-emu: %s failed (%s): the device's error is now sticky and its queued work is dropped\n",
+            what.c_str(), cudaGetErrorName(e));
+  }
   drop_all();
 }
 
