@@ -473,6 +473,9 @@ inline void check(void *p, size_t n, bool write, uintptr_t pc)
   if (a - mem.lo < mem.top && (al = arena_find(a)) && al->live && a + n <= al->base + al->bytes) return;
   if (a - cur_stack < STACK_BYTES - n) return; /* the thread's own locals */
   if (a - (uintptr_t)__executable_start < (uintptr_t)(_end - __executable_start) && !write) return; /* threadIdx... */
+  if (!write && a - (uintptr_t)R.params + n <= R.params_bytes) return; /* the kernel's arguments */
+  if (a - tls_lo < tls_hi - tls_lo && a + n <= tls_hi && !R.failed)  /* static __shared__ */
+    return shared_access(shadow_tls, tls_lo, a, n, write, pc, "shared");
   check_slow(a, n, write, pc);
 }
 
