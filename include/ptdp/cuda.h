@@ -42,6 +42,10 @@ void ptdp_cuda_wait_check_remove(ptdp_cuda_wait_check fn, void *ctx);
 /* The wait timeout in seconds (the key distributed-timeout-minutes times 60; default 600). */
 int ptdp_cuda_set_wait_timeout(double seconds);
 double ptdp_cuda_wait_timeout(void);
+/* The waits' clock (seconds, monotonic) and their pause between two polls after `waited`
+ * seconds: none for the first millisecond, then 20 us, from 0.1 s on 1 ms. */
+double ptdp_cuda_clock(void);
+void ptdp_cuda_pause(double waited);
 /* Wait as above until stream (a cudaStream_t) has drained; what names the wait in messages. */
 int ptdp_cuda_wait_stream(void *stream, const char *what);
 

@@ -52,7 +52,7 @@ int ptdp_cuda_device_count(char *why, size_t n)
 
 /* ---- waits: poll, run the checkers, sleep (ptdp/cuda.h) ---- */
 
-static double now_s(void)
+double ptdp_cuda_clock(void)
 {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -110,7 +110,7 @@ static cudaError_t query_stream(cudaStream_t stream)
 }
 
 /* Spin for the first millisecond (short kernels), then sleep 20 us, from 0.1 s on 1 ms. */
-static void pause_for(double waited)
+void ptdp_cuda_pause(double waited)
 {
   if (waited < 1e-3) return;
   struct timespec ts = {0, waited < 0.1 ? 20000L : 1000000L};
@@ -122,21 +122,21 @@ static void pause_for(double waited)
  * so once. */
 static int wait_poll(cudaStream_t stream, int idle, const char *what)
 {
-  const double t0 = now_s();
+  const double t0 = ptdp_cuda_clock();
   int told = 0;
   for (;;) {
     cudaError_t e = query_stream(stream);
     if (e != cudaSuccess && e != cudaErrorNotReady)
       return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "CUDA error %s: %s (waiting for %s)",
                              cudaGetErrorName(e), cudaGetErrorString(e), what);
-    const double waited = now_s() - t0;
+    const double waited = ptdp_cuda_clock() - t0;
     int pending = 0;
     PTDP_CALL(run_checks(waited, &pending));
     if (e == cudaSuccess && !(idle && pending)) return PTDP_OK;
     if (waited >= wait_timeout && !told++)
       fprintf(stderr, "ptdp: cuda: %s has waited %.0f s for the GPU with no collective pending; still waiting\n",
               what, waited);
-    pause_for(waited);
+    ptdp_cuda_pause(waited);
   }
 }
 

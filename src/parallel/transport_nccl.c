@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct {
   ncclComm_t nccl;
@@ -63,12 +62,6 @@ typedef struct {
 
 static int nccl_only(ptdp_tr_data d) { return d == PTDP_TR_DEV_F32; }
 
-static double now_s(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* A query's "not ready" is no error: not left behind as the last error. */
 static cudaError_t not_ready_cleared(cudaError_t e)
@@ -166,13 +159,6 @@ static int finish(ptdp_transport *tr, ptdp_comm_req *req)
  * MPI cannot be aborted, but the wait can end: past the timeout the run fails naming the group
  * and the operation (its request is left to MPI_Abort), where MPI_Wait would block forever. */
 
-/* Spin for the first millisecond, then sleep 20 us, from 0.1 s on 1 ms (as cuda.c's waits). */
-static void pause_for(double waited)
-{
-  if (waited < 1e-3) return;
-  struct timespec ts = {0, waited < 0.1 ? 20000L : 1000000L};
-  nanosleep(&ts, NULL);
-}
 
 static int mpi_timed_out(nccl_ctx *x, const char *what, double waited)
 {
@@ -190,7 +176,7 @@ static int delegated_test(nccl_ctx *x, nccl_req *r, int *done)
   if (r->inner == PTDP_COMM_REQ_NULL) return PTDP_OK;
   PTDP_CALL(x->mpi->test(x->mpi, r->inner, done));
   if (*done) return PTDP_OK;
-  const double t = now_s();
+  const double t = ptdp_cuda_clock();
   if (r->first_test == 0) r->first_test = t;
   if (t - r->first_test >= ptdp_cuda_wait_timeout()) return mpi_timed_out(x, r->what, t - r->first_test);
   return PTDP_OK;
@@ -198,11 +184,11 @@ static int delegated_test(nccl_ctx *x, nccl_req *r, int *done)
 
 static int delegated_wait(nccl_ctx *x, nccl_req *r)
 {
-  const double t0 = now_s();
+  const double t0 = ptdp_cuda_clock();
   for (int done = 0;;) {
     PTDP_CALL(delegated_test(x, r, &done));
     if (done) return PTDP_OK;
-    pause_for(now_s() - t0);
+    ptdp_cuda_pause(ptdp_cuda_clock() - t0);
   }
 }
 
@@ -239,14 +225,14 @@ static const char *data_name(ptdp_tr_data d)
 /* A host MPI request on the group's communicator (broadcast, barrier), waited for by polling. */
 static int mpi_request_wait(nccl_ctx *x, MPI_Request *mr, const char *what)
 {
-  const double t0 = now_s();
+  const double t0 = ptdp_cuda_clock();
   for (;;) {
     int done = 0;
     PTDP_CALL_MPI(MPI_Test(mr, &done, MPI_STATUS_IGNORE));
     if (done) return PTDP_OK;
-    const double waited = now_s() - t0;
+    const double waited = ptdp_cuda_clock() - t0;
     if (waited >= ptdp_cuda_wait_timeout()) return mpi_timed_out(x, what, waited);
-    pause_for(waited);
+    ptdp_cuda_pause(waited);
   }
 }
 
@@ -365,7 +351,7 @@ static int tn_test(ptdp_transport *tr, ptdp_comm_req req, int *done)
   *done = e == cudaSuccess;
   if (e != cudaSuccess && e != cudaErrorNotReady) PTDP_CALL_CUDA(e);
   if (*done) return PTDP_OK;
-  const double t = now_s();
+  const double t = ptdp_cuda_clock();
   if (r->first_test == 0) r->first_test = t;
   int pending = 0;
   PTDP_CALL(watchdog(x, t - r->first_test, t - r->first_test >= ptdp_cuda_wait_timeout(), &pending));

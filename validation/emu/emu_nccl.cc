@@ -32,6 +32,9 @@
 
 #include "emu_internal.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #define OMPI_SKIP_MPICXX 1 /* the C API only */
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
@@ -158,54 +161,12 @@ bool type_info(ncclDataType_t t, TypeInfo *ti)
   }
 }
 
-float bf16_to_float(uint16_t h)
-{
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-/* Round to nearest even; NaN stays NaN (quiet). */
-uint16_t float_to_bf16(float f)
-{
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
-float half_to_float(uint16_t h)
-{
-  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-  if (exp == 0) { /* zero or subnormal: man 2^-24 */
-    float f = std::ldexp((float)man, -24);
-    return sign ? -f : f;
-  }
-  uint32_t u = exp == 0x1f ? sign | 0x7f800000u | (man << 13) : sign | ((exp + 112u) << 23) | (man << 13);
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-/* Round to nearest even: 65520 and above overflow to infinity, below 2^-14 subnormal. */
-uint16_t float_to_half(float f)
-{
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-  const uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return sign | 0x7e00u;
-  if (a >= 0x477ff000u) return sign | 0x7c00u;
-  if (a < 0x38800000u) { /* |f| 2^24 is exact; rounding it gives the subnormal's (or 2^-14's) bits */
-    float af;
-    memcpy(&af, &a, 4);
-    return sign | (uint16_t)std::nearbyint(af * 16777216.0f);
-  }
-  const uint32_t r = a + 0xfffu + ((a >> 13) & 1u) - (112u << 23);
-  return sign | (uint16_t)(r >> 13);
-}
+/* bf16/fp16 through the conversions of our cuda_bf16.h and cuda_fp16.h (round to nearest even,
+ * CUDA's canonical NaN): the same roundings as the emulated GPU's */
+float bf16_to_float(uint16_t h) { return ptdp_emu_bfloat162float_bits(h); }
+uint16_t float_to_bf16(float f) { return ptdp_emu_float2bfloat16_bits(f); }
+float half_to_float(uint16_t h) { return ptdp_emu_half2float_bits(h); }
+uint16_t float_to_half(float f) { return ptdp_emu_float2half_bits(f); }
 
 /* ---- one call, as queued ---- */
 

@@ -34,6 +34,7 @@
 #include <cuda_runtime.h>
 
 #include "../../tests/expect.h"
+#include "emu_test.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -41,15 +42,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define CK(x)                                                                                                          \
-  do {                                                                                                                 \
-    cudaError_t e_ = (x);                                                                                              \
-    if (e_ != cudaSuccess) {                                                                                           \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorName(e_));                                \
-      exit(2);                                                                                                         \
-    }                                                                                                                  \
-  } while (0)
 
 /* A call that must return `want` (evaluated once). */
 #define STATUS(x, want)                                                                                                \
@@ -845,31 +837,6 @@ static void test_lt_checks(cublasLtHandle_t lt)
 
 /* ================================ faults ================================ */
 
-/* Run fn in a child; its exit status (or 128 + signal), and whether stderr held `want`. */
-static int child(void (*fn)(void), const char *want, int *saw)
-{
-  char path[] = "/tmp/emu-cublas-XXXXXX";
-  int fd = mkstemp(path);
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fd, 2);
-    fn();
-    _exit(0);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  char buf[8192] = "";
-  lseek(fd, 0, SEEK_SET);
-  ssize_t r = read(fd, buf, sizeof buf - 1);
-  buf[r > 0 ? r : 0] = 0;
-  close(fd);
-  unlink(path);
-  *saw = strstr(buf, want) != NULL;
-  if (!*saw) fprintf(stderr, "  (child stderr: %s)\n", buf);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 /* Exit 10 when the call was accepted, the stream drained into cudaErrorIllegalAddress, and a
  * later GEMM is refused (the error is sticky). */
 static void expect_fault(cublasStatus_t call, cublasHandle_t h, float *any)
@@ -948,7 +915,7 @@ static void test_faults(void)
                {plant_lt_bias, "not inside a live device allocation"},
                {plant_lt_work, "cublasLtMatmul: workspace of 256 bytes"}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    int saw = 0, rc = child(cases[i].fn, cases[i].want, &saw);
+    int saw = 0, rc = emu_child(cases[i].fn, cases[i].want, &saw);
     EXPECT(rc == 10 && saw, "fault %zu (%s): child exit %d, message seen %d", i, cases[i].want, rc, saw);
   }
 }

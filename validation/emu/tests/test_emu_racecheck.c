@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "../../tests/expect.h"
+#include "emu_test.h"
 #include "cuda_internal.h"
 
 #include <math.h>
@@ -18,15 +19,6 @@
 #include <string.h>
 
 unsigned long ptdp_emu_hook_calls(void);
-
-#define CK(x)                                                                            \
-  do {                                                                                   \
-    cudaError_t e_ = (x);                                                                \
-    if (e_ != cudaSuccess) {                                                             \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorName(e_));  \
-      exit(2);                                                                           \
-    }                                                                                    \
-  } while (0)
 
 int main(void)
 {

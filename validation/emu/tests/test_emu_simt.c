@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "../../tests/expect.h"
+#include "emu_test.h"
 
 #include <math.h>
 #include <signal.h>
@@ -30,15 +31,6 @@ cudaError_t emu_t_launch_diverge(cudaStream_t st, float *out);
 cudaError_t emu_t_launch_race_rereader(cudaStream_t st, float *out);
 cudaError_t emu_t_launch_race_shfl(cudaStream_t st, float *out, int sync);
 cudaError_t emu_t_launch_config(cudaStream_t st, float *x, int threads, size_t shmem);
-
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorName(e_));        \
-      exit(2);                                                                                 \
-    }                                                                                          \
-  } while (0)
 
 static float *dev_floats(const float *h, size_t n)
 {
@@ -134,31 +126,6 @@ static int streams_case(int with_wait)
   return right;
 }
 
-/* Run fn in a child; its exit status (or 128 + signal) and whether stderr held `want`. */
-static int child(void (*fn)(void), const char *want, int *saw)
-{
-  char path[] = "/tmp/emu-simt-XXXXXX";
-  int fd = mkstemp(path);
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fd, 2);
-    fn();
-    _exit(0);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  char buf[8192] = "";
-  lseek(fd, 0, SEEK_SET);
-  ssize_t r = read(fd, buf, sizeof buf - 1);
-  buf[r > 0 ? r : 0] = 0;
-  close(fd);
-  unlink(path);
-  *saw = strstr(buf, want) != NULL;
-  if (!*saw) fprintf(stderr, "  (child stderr: %s)\n", buf);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 static cudaError_t after(cudaError_t launch)
 {
   if (launch != cudaSuccess) return launch;
@@ -224,7 +191,7 @@ unsigned long ptdp_emu_hook_calls(void);
 static void test_faults(void)
 {
   int saw;
-  EXPECT(child(plant_diverge, "thread(s) of the block returned", &saw) == 10 && saw, "a skipped __syncthreads is not reported");
+  EXPECT(emu_child(plant_diverge, "thread(s) of the block returned", &saw) == 10 && saw, "a skipped __syncthreads is not reported");
 #if defined(__SANITIZE_ADDRESS__) /* --enable-sanitizers: ASan's checks replace the hooks */
   EXPECT(ptdp_emu_hook_calls() == 0, "a sanitizer build whose kernels call the access hooks");
   printf("note: kernels run without the access hooks in this build: bounds, host-pointer, race and host-read "
@@ -233,19 +200,19 @@ static void test_faults(void)
 #else /* a build whose kernels lost their instrumentation must fail, not skip */
   EXPECT(ptdp_emu_hook_calls() > 0, "the kernels ran without the access hooks: no bounds or race checks");
 #endif
-  EXPECT(child(plant_oob, "offset 400 of a 400-byte allocation: out of bounds", &saw) == 10 && saw,
+  EXPECT(emu_child(plant_oob, "offset 400 of a 400-byte allocation: out of bounds", &saw) == 10 && saw,
          "a write one past the end of an allocation is not reported as an illegal address");
-  EXPECT(child(plant_oob, "emu_test_kernels.cu:", &saw) == 10 && saw, "the report does not name the source line");
-  EXPECT(child(plant_host_pointer, "host memory: not device memory", &saw) == 10 && saw,
+  EXPECT(emu_child(plant_oob, "emu_test_kernels.cu:", &saw) == 10 && saw, "the report does not name the source line");
+  EXPECT(emu_child(plant_host_pointer, "host memory: not device memory", &saw) == 10 && saw,
          "a host pointer passed to a kernel is not caught");
-  EXPECT(child(plant_race, "read-after-write hazard on shared memory", &saw) == 10 && saw,
+  EXPECT(emu_child(plant_race, "read-after-write hazard on shared memory", &saw) == 10 && saw,
          "the shared-memory race is not reported");
-  EXPECT(child(plant_race_rereader, "write-after-read hazard on shared memory", &saw) == 10 && saw,
+  EXPECT(emu_child(plant_race_rereader, "write-after-read hazard on shared memory", &saw) == 10 && saw,
          "a write racing with another warp's read is missed when the first warp reads again");
-  EXPECT(child(plant_race_shfl, "read-after-write hazard on shared memory", &saw) == 10 && saw,
+  EXPECT(emu_child(plant_race_shfl, "read-after-write hazard on shared memory", &saw) == 10 && saw,
          "a shuffle is taken for a memory barrier");
-  EXPECT(child(race_shfl_synced, "", &saw) == 10, "__syncwarp does not order shared memory in the warp");
-  EXPECT(child(plant_host_read, "host code touched emulated device memory", &saw) == 128 + SIGSEGV && saw,
+  EXPECT(emu_child(race_shfl_synced, "", &saw) == 10, "__syncwarp does not order shared memory in the warp");
+  EXPECT(emu_child(plant_host_read, "host code touched emulated device memory", &saw) == 128 + SIGSEGV && saw,
          "a host read of device memory does not die of SIGSEGV with a message");
 }
 
