@@ -61,7 +61,7 @@ struct Site {
 
 /* Queue a launch: run(params) executes one thread's body; params (size bytes, trivially
  * copyable, CUDA's rule for kernel arguments) are copied now. */
-cudaError_t launch(const Site &site, dim3 grid, dim3 block, size_t shmem, cudaStream_t st,
+cudaError_t launch(const Site &site, const void *kernel, dim3 grid, dim3 block, size_t shmem, cudaStream_t st,
                    void (*run)(const void *params), const void *params, size_t size);
 
 void syncthreads();
@@ -162,7 +162,7 @@ template <typename... P> struct EmuLaunch<void (*)(P...)> {
   void operator()(typename std::decay<P>::type... a) const
   {
     Pack k{fn, std::tuple<typename std::decay<P>::type...>(a...)};
-    emu::launch(site, grid, block, shmem, st, &EmuLaunch::run, &k, sizeof k);
+    emu::launch(site, (const void *)fn, grid, block, shmem, st, &EmuLaunch::run, &k, sizeof k);
   }
 };
 template <typename... P>

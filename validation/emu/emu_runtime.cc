@@ -608,7 +608,7 @@ const char *cudaGetErrorName(cudaError_t e)
   case x: return #x;
     N(cudaSuccess) N(cudaErrorInvalidValue) N(cudaErrorMemoryAllocation) N(cudaErrorInitializationError)
     N(cudaErrorInvalidConfiguration) N(cudaErrorInvalidPitchValue) N(cudaErrorInvalidDevicePointer)
-    N(cudaErrorInvalidMemcpyDirection) N(cudaErrorNoDevice) N(cudaErrorInvalidDevice)
+    N(cudaErrorInvalidMemcpyDirection) N(cudaErrorInvalidDeviceFunction) N(cudaErrorNoDevice) N(cudaErrorInvalidDevice)
     N(cudaErrorInvalidResourceHandle) N(cudaErrorNotReady) N(cudaErrorIllegalAddress)
     N(cudaErrorLaunchOutOfResources) N(cudaErrorLaunchTimeout) N(cudaErrorAssert) N(cudaErrorLaunchFailure)
     N(cudaErrorUnknown)
@@ -628,6 +628,7 @@ const char *cudaGetErrorString(cudaError_t e)
   case cudaErrorInvalidPitchValue: return "invalid pitch argument";
   case cudaErrorInvalidDevicePointer: return "invalid device pointer";
   case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+  case cudaErrorInvalidDeviceFunction: return "invalid device function";
   case cudaErrorNoDevice: return "no CUDA-capable device is detected";
   case cudaErrorInvalidDevice: return "invalid device ordinal";
   case cudaErrorInvalidResourceHandle: return "invalid resource handle";

@@ -705,7 +705,11 @@ cudaError_t run_kernel_timed(const Site *site, dim3 grid, dim3 block, std::vecto
 
 } // namespace
 
-cudaError_t launch(const Site &site, dim3 grid, dim3 block, size_t shmem, cudaStream_t st,
+namespace {
+std::map<const void *, size_t> dyn_optin; /* cudaFuncSetAttribute(MaxDynamicSharedMemorySize) */
+}
+
+cudaError_t launch(const Site &site, const void *kernel, dim3 grid, dim3 block, size_t shmem, cudaStream_t st,
                    void (*run)(const void *params), const void *params, size_t size)
 {
   const cudaDeviceProp &p = props();
@@ -723,6 +727,14 @@ cudaError_t launch(const Site &site, dim3 grid, dim3 block, size_t shmem, cudaSt
             "may have\n", site.kernel, site.file, site.line, shmem, (size_t)p.sharedMemPerBlockOptin);
     return api_error(cudaErrorInvalidValue);
   }
+  auto optin = dyn_optin.find(kernel);
+  size_t allowed = optin != dyn_optin.end() ? optin->second : p.sharedMemPerBlock;
+  if (shmem > allowed) {
+    fprintf(stderr, "ptdp-emu: launch of %s at %s:%d: %zu bytes of dynamic shared memory, more than %zu: above "
+            "48 KB a kernel needs cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, n) "
+            "first\n", site.kernel, site.file, site.line, shmem, allowed);
+    return api_error(cudaErrorInvalidValue);
+  }
   auto pk = std::make_shared<std::vector<unsigned char>>((const unsigned char *)params,
                                                           (const unsigned char *)params + size);
   Site s = site;
@@ -732,6 +744,17 @@ cudaError_t launch(const Site &site, dim3 grid, dim3 block, size_t shmem, cudaSt
 }
 
 } // namespace emu
+
+extern "C" cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int value)
+{
+  std::lock_guard<std::recursive_mutex> g(emu::lock());
+  if (!func) return emu::api_error(cudaErrorInvalidDeviceFunction);
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+      (size_t)value > emu::props().sharedMemPerBlockOptin)
+    return emu::api_error(cudaErrorInvalidValue);
+  emu::dyn_optin[func] = (size_t)value;
+  return cudaSuccess;
+}
 
 /* ------------------------------------------------------------------ the compiler's hooks */
 /* Kernel accesses checked so far: 0 after a kernel ran means a build without the hooks

@@ -23,6 +23,7 @@ typedef enum cudaError {
   cudaErrorInvalidConfiguration = 9,
   cudaErrorInvalidPitchValue = 12,
   cudaErrorInvalidDevicePointer = 17,
+  cudaErrorInvalidDeviceFunction = 98,
   cudaErrorInvalidMemcpyDirection = 21,
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
@@ -148,7 +149,15 @@ cudaError_t cudaEventQuery(cudaEvent_t e);
 cudaError_t cudaEventSynchronize(cudaEvent_t e);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 
+/* A kernel's attributes: cudaFuncAttributeMaxDynamicSharedMemorySize raises the dynamic shared
+ * memory a launch of func may ask beyond 48 KB (up to 227 KB), as a GPU requires. */
+cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int value);
+
 #ifdef __cplusplus
+}
+template <typename T> static inline cudaError_t cudaFuncSetAttribute(T *func, cudaFuncAttribute attr, int value)
+{
+  return cudaFuncSetAttribute((const void *)func, attr, value);
 }
 /* C++: what a kernel source needs (qualifiers, built-in variables, launches); .cu files are
  * compiled with emu_device.h included first. */

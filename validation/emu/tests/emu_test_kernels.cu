@@ -140,4 +140,14 @@ cudaError_t emu_t_launch_config(cudaStream_t st, float *x, int threads, size_t s
   emu_t_inc<<<1, threads, shmem, st>>>(x, x, 1, 0);
   return cudaGetLastError();
 }
+// Dynamic shared memory above 48 KB: refused until the kernel opts in (optin > 0: that many bytes).
+cudaError_t emu_t_launch_big_shared(cudaStream_t st, const float *x, float *y, size_t shmem, int optin)
+{
+  if (optin > 0) {
+    cudaError_t e = cudaFuncSetAttribute(emu_t_reverse, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
+    if (e != cudaSuccess) return e;
+  }
+  emu_t_reverse<<<1, 32, shmem, st>>>(x, y);
+  return cudaGetLastError();
+}
 }

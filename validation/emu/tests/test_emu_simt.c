@@ -31,6 +31,7 @@ cudaError_t emu_t_launch_diverge(cudaStream_t st, float *out);
 cudaError_t emu_t_launch_race_rereader(cudaStream_t st, float *out);
 cudaError_t emu_t_launch_race_shfl(cudaStream_t st, float *out, int sync);
 cudaError_t emu_t_launch_config(cudaStream_t st, float *x, int threads, size_t shmem);
+cudaError_t emu_t_launch_big_shared(cudaStream_t st, const float *x, float *y, size_t shmem, int optin);
 
 static float *dev_floats(const float *h, size_t n)
 {
@@ -222,6 +223,14 @@ static void test_api_checks(void)
   EXPECT(emu_t_launch_config(0, x, 1025, 0) == cudaErrorInvalidConfiguration, "1025 threads a block accepted");
   EXPECT(emu_t_launch_config(0, x, 32, 228u << 10) == cudaErrorInvalidValue, "228 KB of dynamic shared memory accepted");
   EXPECT(cudaGetLastError() == cudaSuccess, "cudaGetLastError does not clear a launch error");
+  float *x32 = dev_floats(NULL, 32), *y = dev_floats(NULL, 32);
+  EXPECT(emu_t_launch_big_shared(0, x32, y, 64u << 10, 0) == cudaErrorInvalidValue,
+         "64 KB of dynamic shared memory accepted without cudaFuncSetAttribute");
+  cudaGetLastError();
+  EXPECT(emu_t_launch_big_shared(0, x32, y, 64u << 10, 64 << 10) == cudaSuccess,
+         "64 KB of dynamic shared memory refused after cudaFuncSetAttribute");
+  CK(cudaFree(x32));
+  CK(cudaFree(y));
   EXPECT(cudaMemcpy(h, x, sizeof h, cudaMemcpyHostToDevice) == cudaErrorInvalidMemcpyDirection,
          "a copy whose kind contradicts its pointers is accepted");
   EXPECT(cudaMemcpy(h, x, 17 * sizeof(float), cudaMemcpyDeviceToHost) == cudaErrorInvalidValue,
