@@ -120,3 +120,4 @@ dist_noinst_SCRIPTS += validation/emu/tests/test_emu_model.sh
 include validation/emu/nccl.mk
 include validation/emu/cublas.mk
 include validation/emu/ops.mk
+EXTRA_DIST += validation/emu/tests/emu_test.h
