@@ -1,8 +1,11 @@
 /* The CUDA emulation's internal interface (C++), shared by its parts:
- *   emu_runtime.cc  device memory, streams, events, the cudart API (include/cuda_runtime.h)
+ *   emu_memory.cc   device memory and its cudart calls
+ *   emu_stream.cc   streams, events, the scheduler, copies (emu_runtime.h: what the three share)
+ *   emu_cudart.cc   errors, the emulated device, the rest of include/cuda_runtime.h
+ *   emu_mpi.cc      the device keeps running while the host waits in MPI
  *   emu_simt.cc     kernels: blocks of fibers, barriers, shuffles, the shared-memory race
  *                   detector and the bounds check of every kernel access (compiler hooks)
- *   emu_cublas.cc   cuBLAS and cuBLASLt on the host's CBLAS
+ *   emu_cublas*.cc  cuBLAS and cuBLASLt on the host's CBLAS
  *   emu_nccl.cc     NCCL over MPI
  * Nothing here is ptdp's: the emulation is a test harness (validation/), linked only into test
  * programs and the emulated trainer; it never enters libptdp.a or an installed program.

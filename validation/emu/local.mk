@@ -30,7 +30,8 @@ EMU_HDRS = validation/emu/emu_internal.h validation/emu/emu_device.h \
               validation/emu/include/library_types.h
 
 check_LIBRARIES += validation/emu/libemu_core.a validation/emu/libptdp_emu.a validation/emu/libemu_kernels.a
-validation_emu_libemu_core_a_SOURCES = validation/emu/emu_runtime.cc validation/emu/emu_simt.cc $(EMU_HDRS) \
+validation_emu_libemu_core_a_SOURCES = validation/emu/emu_memory.cc validation/emu/emu_stream.cc validation/emu/emu_cudart.cc \
+    validation/emu/emu_runtime.h validation/emu/emu_simt.cc $(EMU_HDRS) \
     validation/emu/emu_mem.h
 validation_emu_libemu_core_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_core_a_CXXFLAGS = $(EMU_CXX)

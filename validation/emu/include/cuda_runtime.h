@@ -1,7 +1,8 @@
 /* The CUDA emulation's cuda_runtime.h (validation/emu): the part of the CUDA runtime API that
  * ptdp calls, with CUDA's names, types, error codes and documented semantics, implemented on
- * the host by emu_runtime.cc.  C and C++.  Not NVIDIA's header: written from the documented
- * API; values of the enums that programs store or print follow CUDA's. */
+ * the host by emu_memory.cc, emu_stream.cc and emu_cudart.cc.  C and C++.  Not NVIDIA's
+ * header: written from the documented API; values of the enums that programs store or print
+ * follow CUDA's. */
 #ifndef PTDP_EMU_CUDA_RUNTIME_H
 #define PTDP_EMU_CUDA_RUNTIME_H
 
