@@ -52,11 +52,38 @@ struct CUstream_st {
   bool live = true;
 };
 
+/* An event's records are numbered as they are enqueued (rec_gen: the last one); a wait or a
+ * query names the record that was the last when it was made, and is met once that very record
+ * has run (records on several streams may run out of order: a later one does not stand in). */
 struct CUevent_st {
-  uint64_t rec_gen = 0, done_gen = 0; /* records enqueued / the newest that has run */
+  uint64_t rec_gen = 0;           /* records enqueued */
+  uint64_t done_upto = 0;         /* every record up to this one has run */
+  std::vector<uint64_t> done_out; /* records beyond done_upto that have run */
   unsigned flags = 0;
   double t_ms = 0;
   bool live = true;
+  bool done(uint64_t g) const
+  {
+    if (g <= done_upto) return true;
+    for (uint64_t d : done_out)
+      if (d == g) return true;
+    return false;
+  }
+  void ran(uint64_t g)
+  {
+    done_out.push_back(g);
+    for (bool moved = true; moved;) { /* fold the contiguous ones into done_upto */
+      moved = false;
+      for (size_t i = 0; i < done_out.size(); i++)
+        if (done_out[i] == done_upto + 1) {
+          done_upto++;
+          done_out[i] = done_out.back();
+          done_out.pop_back();
+          moved = true;
+          break;
+        }
+    }
+  }
 };
 
 #endif

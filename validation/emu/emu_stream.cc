@@ -40,7 +40,7 @@ bool runnable(CUstream_st *s)
 {
   if (s->q.empty()) return false;
   Op &op = s->q.front();
-  if (op.wait_ev) return op.wait_ev->done_gen >= op.wait_gen;
+  if (op.wait_ev) return op.wait_ev->done(op.wait_gen);
   return !op.started;
 }
 
@@ -436,7 +436,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flag
   if (flags) return api_error(cudaErrorInvalidValue);
   if (sticky_error) return sticky_error;
   if (!e->rec_gen) return cudaSuccess; /* never recorded: nothing to wait for */
-  if (!s) return drain([e, g = e->rec_gen] { return e->done_gen >= g; }, true);
+  if (!s) return drain([e, g = e->rec_gen] { return e->done(g); }, true);
   Op op;
   op.seq = ++op_seq;
   op.what = "cudaStreamWaitEvent";
@@ -473,7 +473,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
   if (sticky_error) return sticky_error;
   uint64_t g = ++e->rec_gen;
   return enqueue(s, "cudaEventRecord", [e, g]() {
-    e->done_gen = std::max(e->done_gen, g);
+    e->ran(g);
     e->t_ms = now_ms();
     return cudaSuccess;
   });
@@ -484,7 +484,7 @@ cudaError_t cudaEventQuery(cudaEvent_t e)
   LOCK;
   if (!e || !e->live) return api_error(cudaErrorInvalidResourceHandle);
   if (sticky_error) return sticky_error;
-  return drain([e, g = e->rec_gen] { return e->done_gen >= g; }, false);
+  return drain([e, g = e->rec_gen] { return e->done(g); }, false);
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e)
@@ -492,7 +492,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
   LOCK;
   if (!e || !e->live) return api_error(cudaErrorInvalidResourceHandle);
   if (sticky_error) return sticky_error;
-  return drain([e, g = e->rec_gen] { return e->done_gen >= g; }, true);
+  return drain([e, g = e->rec_gen] { return e->done(g); }, true);
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
@@ -501,7 +501,7 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
   if (!ms || !a || !b || !a->live || !b->live) return api_error(cudaErrorInvalidResourceHandle);
   if ((a->flags | b->flags) & cudaEventDisableTiming) return api_error(cudaErrorInvalidResourceHandle);
   if (!a->rec_gen || !b->rec_gen) return api_error(cudaErrorInvalidResourceHandle);
-  if (a->done_gen < a->rec_gen || b->done_gen < b->rec_gen) return api_error(cudaErrorNotReady);
+  if (!a->done(a->rec_gen) || !b->done(b->rec_gen)) return api_error(cudaErrorNotReady);
   *ms = (float)(b->t_ms - a->t_ms);
   return cudaSuccess;
 }

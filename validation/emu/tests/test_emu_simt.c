@@ -127,6 +127,40 @@ static int streams_case(int with_wait)
   return right;
 }
 
+/* A wait names the record that was the event's last when the wait was made: a later record of
+ * the same event on another stream, which the scheduler runs first, must not stand in for it. */
+static int rerecord_case(void)
+{
+  const int n = 128;
+  float h[128], out[128];
+  for (int i = 0; i < n; i++) h[i] = (float)i;
+  cudaStream_t a, b, c;
+  cudaEvent_t ev;
+  CK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking));
+  CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  float *x = dev_floats(h, n), *y = dev_floats(NULL, n), *z = dev_floats(NULL, n);
+  CK(emu_t_launch_inc(a, x, y, n, 0, 128)); /* y = x + 1 */
+  CK(cudaEventRecord(ev, a));               /* record 1: after the producer */
+  CK(cudaStreamWaitEvent(c, ev, 0));        /* waits for record 1 */
+  CK(emu_t_launch_inc(c, y, z, n, 0, 128)); /* z = y + 1 */
+  CK(cudaEventRecord(ev, b));               /* record 2, on an idle stream */
+  CK(cudaStreamSynchronize(c));
+  CK(cudaMemcpy(out, z, sizeof out, cudaMemcpyDeviceToHost));
+  int right = 1;
+  for (int i = 0; i < n; i++) right &= out[i] == h[i] + 2.0f;
+  CK(cudaDeviceSynchronize());
+  CK(cudaStreamDestroy(a));
+  CK(cudaStreamDestroy(b));
+  CK(cudaStreamDestroy(c));
+  CK(cudaEventDestroy(ev));
+  CK(cudaFree(x));
+  CK(cudaFree(y));
+  CK(cudaFree(z));
+  return right;
+}
+
 static cudaError_t after(cudaError_t launch)
 {
   if (launch != cudaSuccess) return launch;
@@ -251,6 +285,7 @@ int main(void)
   test_dynamic_shared_and_poison();
   EXPECT(streams_case(1), "with the event wait the consumer stream does not see the producer's result");
   EXPECT(!streams_case(0), "without the event wait the consumer still saw the result: a missing dependency hides");
+  EXPECT(rerecord_case(), "a later record of the event on another stream released a wait for an earlier one");
   test_api_checks();
   test_faults();
   printf("test_emu_simt: %d passed, %d failed\n", n_pass, n_fail);
