@@ -6,7 +6,7 @@
  *   emu_simt.cc     kernels: blocks of fibers, barriers, shuffles, the shared-memory race
  *                   detector and the bounds check of every kernel access (compiler hooks)
  *   emu_cublas*.cc  cuBLAS and cuBLASLt on the host's CBLAS
- *   emu_nccl.cc     NCCL over MPI
+ *   emu_nccl_*.cc   NCCL over MPI: communicators (_comm), operations (_ops); emu_nccl.h between
  * Nothing here is ptdp's: the emulation is a test harness (validation/), linked only into test
  * programs and the emulated trainer; it never enters libptdp.a or an installed program.
  *

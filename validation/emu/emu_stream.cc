@@ -8,7 +8,7 @@
  * always choosing among the streams whose head may run the one enqueued most recently: an
  * operation whose dependency on another stream was not expressed (an event wait forgotten) then
  * runs before its producer, and the test that uses its result fails.  An event wait may run once
- * the event's record enqueued before the wait has run.  Collectives (emu_nccl.cc) are started
+ * the event's record enqueued before the wait has run.  Collectives (emu_nccl_ops.cc) are started
  * when they reach the head and keep their stream busy until their peers have joined.  A fault
  * while queued work runs is sticky: every later call returns it and queued work is dropped, as
  * after a fault on a GPU. */

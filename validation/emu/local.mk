@@ -35,7 +35,7 @@ validation_emu_libemu_core_a_SOURCES = validation/emu/emu_memory.cc validation/e
     validation/emu/emu_mem.h
 validation_emu_libemu_core_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_core_a_CXXFLAGS = $(EMU_CXX)
-validation_emu_libptdp_emu_a_SOURCES = validation/emu/emu_cublas.cc validation/emu/emu_nccl.cc validation/emu/emu_mpi.cc $(EMU_HDRS) \
+validation_emu_libptdp_emu_a_SOURCES = validation/emu/emu_cublas.cc validation/emu/emu_nccl_comm.cc validation/emu/emu_nccl_ops.cc validation/emu/emu_nccl.h validation/emu/emu_mpi.cc $(EMU_HDRS) \
     src/backend/cuda.c src/backend/cuda_gemm.c src/backend/cuda_attention.c src/backend/cuda_select.c \
     src/parallel/comm.c src/parallel/transport_nccl.c
 validation_emu_libptdp_emu_a_CPPFLAGS = $(EMU_CPP)

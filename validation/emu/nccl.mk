@@ -1,4 +1,4 @@
-# validation/emu: the tests of the emulated NCCL (emu_nccl.cc) and of the NCCL transport's
+# validation/emu: the tests of the emulated NCCL (emu_nccl_*.cc) and of the NCCL transport's
 # ordering and watchdog (src/parallel/transport_nccl.c) on the CUDA emulation.
 #   test_emu_nccl.sh        every collective and type ptdp may use, on 2 and 4 ranks, against MPI
 #   test_emu_nccl_order.sh  the transport's results; and the planted mutation: a copy of

@@ -1,8 +1,9 @@
 /* The CUDA emulation's nccl.h (validation/emu): the part of NCCL's API that ptdp and its tests
  * call, with NCCL's names, types and enum values (programs store and compare them), implemented
- * over MPI by emu_nccl.cc.  C and C++.  Not NVIDIA's header: written from the documented API.
+ * over MPI by emu_nccl_comm.cc and emu_nccl_ops.cc.  C and C++.  Not NVIDIA's header: written
+ * from the documented API.
  *
- * What the emulation does (emu_nccl.cc has the details):
+ * What the emulation does (emu_nccl_comm.cc and emu_nccl_ops.cc have the details):
  *   - ncclGetUniqueId makes an id naming its creator's MPI_COMM_WORLD rank and a sequence number;
  *     ncclCommInitRank rendezvous with the creator (which must be a member) by point-to-point
  *     messages on MPI_COMM_WORLD, then builds the communicator's MPI communicator over just the

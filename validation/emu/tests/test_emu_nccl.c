@@ -1,4 +1,4 @@
-/* The emulated NCCL (validation/emu/emu_nccl.cc) on 2 and 4 ranks (test_emu_nccl.sh):
+/* The emulated NCCL (validation/emu/emu_nccl_*.cc) on 2 and 4 ranks (test_emu_nccl.sh):
  *   - communicators: all ranks; all ranks with NCCL ranks reversed (the id made by the last
  *     world rank); the even world ranks only (the odd ones never call anything);
  *   - every collective (all-reduce with every op, all-gather, reduce-scatter, broadcast from
@@ -10,7 +10,7 @@
  *   - the rounding of bf16 and fp16 sums: values in [1, 2) with 7 (bf16) or 10 (fp16) fraction
  *     bits, whose sums over 4 ranks are exact in fp32 but not in the type: the result must be
  *     the exact sum rounded once to nearest even (cuda_bf16.h's and cuda_fp16.h's conversions
- *     give the reference, independently of emu_nccl.cc's);
+ *     give the reference, independently of emu_nccl_ops.cc's);
  *   - a late peer: the stream stays busy (cudaStreamQuery: cudaErrorNotReady) until it joins;
  *   - an abort: a collective whose peer has not joined completes without writing its output,
  *     the handle is dead afterwards, and the peer's later call still completes;

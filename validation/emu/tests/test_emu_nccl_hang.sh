@@ -5,7 +5,7 @@
 # for through the backend (synchronize) and by polling its request (test), and the operations
 # the NCCL transport delegates to MPI (an all-reduce of doubles, a receive).  `timeout` turns a
 # hang into a failure; the whole run must take well under it.
-# And a failure NCCL reports (the emulation's injected network error on rank 1, see emu_nccl.cc):
+# And a failure NCCL reports (the emulation's injected network error on rank 1, see emu_nccl_comm.cc):
 # rank 1's watchdog finds it through ncclCommGetAsyncError at once, whatever the timeout.
 . "$top_srcdir/validation/tests/common.sh"
 T="$top_builddir/validation/emu/tests/test_emu_nccl_transport"
