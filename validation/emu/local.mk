@@ -10,7 +10,7 @@
 #   libemu_core.a       the emulated runtime (memory, streams, events) and kernel execution
 #   libptdp_emu.a       the emulated cuBLAS(Lt) and NCCL + ptdp's CUDA host sources
 #   libemu_kernels.a    the translated kernels, compiled with the compiler's thread-sanitizer
-#                       hooks (emu_simt.cc implements them: race detector and bounds checks);
+#                       hooks (emu_check.cc implements them: race detector and bounds checks);
 #                       plain in --enable-sanitizers builds (ASan cannot be combined with them)
 EMU_CPP = -DPTDP_EMU_BUILD -I$(top_srcdir)/validation/emu/include -I$(top_srcdir)/validation/emu \
                -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -I$(top_srcdir)/include -I$(top_builddir)/include \
@@ -26,12 +26,12 @@ endif
 EMU_HDRS = validation/emu/emu_internal.h validation/emu/emu_device.h \
               validation/emu/include/cuda_runtime.h validation/emu/include/cublas_v2.h \
               validation/emu/include/cublasLt.h validation/emu/include/nccl.h \
-              validation/emu/include/cuda_bf16.h validation/emu/include/cuda_fp16.h \
+              validation/emu/include/cuda_bf16.h validation/emu/include/cuda_fp16.h validation/emu/include/emu_half_ops.h \
               validation/emu/include/library_types.h
 
 check_LIBRARIES += validation/emu/libemu_core.a validation/emu/libptdp_emu.a validation/emu/libemu_kernels.a
 validation_emu_libemu_core_a_SOURCES = validation/emu/emu_memory.cc validation/emu/emu_stream.cc validation/emu/emu_cudart.cc \
-    validation/emu/emu_runtime.h validation/emu/emu_simt.cc $(EMU_HDRS) \
+    validation/emu/emu_runtime.h validation/emu/emu_simt.cc validation/emu/emu_check.cc validation/emu/emu_simt.h $(EMU_HDRS) \
     validation/emu/emu_mem.h
 validation_emu_libemu_core_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_core_a_CXXFLAGS = $(EMU_CXX)

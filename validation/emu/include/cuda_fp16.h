@@ -101,48 +101,11 @@ static inline float __half2float(__half h) { return ptdp_emu_half2float_bits(h._
 #define CUDART_ONE_FP16 __ushort_as_half((unsigned short)0x3c00u)
 
 #ifdef __cplusplus
+#include "emu_half_ops.h"
 typedef __half half;
 typedef __half2 half2;
 
-/* Arithmetic in float, then rounded to half: for + - * / that equals one correct rounding of
- * the exact result (float's 24 bits exceed 2 x 11 + 2), as sm_53+ half instructions give.
- * __hfma computes in double (exact for most operands: the product of two halves is) and rounds
- * through float, which can differ from the GPU's single rounding in rare near-ties. */
-static inline __half __hadd(__half a, __half b) { return __half((float)a + (float)b); }
-static inline __half __hsub(__half a, __half b) { return __half((float)a - (float)b); }
-static inline __half __hmul(__half a, __half b) { return __half((float)a * (float)b); }
-static inline __half __hdiv(__half a, __half b) { return __half((float)a / (float)b); }
-static inline __half __hneg(__half a) { return __ushort_as_half((unsigned short)(a.__x ^ 0x8000u)); }
-static inline __half __habs(__half a) { return __ushort_as_half((unsigned short)(a.__x & 0x7fffu)); }
-static inline __half __hfma(__half a, __half b, __half c)
-{
-  return __half((float)((double)(float)a * (double)(float)b + (double)(float)c));
-}
-static inline bool __hisnan(__half a) { return (a.__x & 0x7fffu) > 0x7c00u; }
-static inline bool __hisinf(__half a) { return (a.__x & 0x7fffu) == 0x7c00u; }
-static inline bool __heq(__half a, __half b) { return (float)a == (float)b; }
-static inline bool __hne(__half a, __half b) { return (float)a != (float)b; }
-static inline bool __hlt(__half a, __half b) { return (float)a < (float)b; }
-static inline bool __hle(__half a, __half b) { return (float)a <= (float)b; }
-static inline bool __hgt(__half a, __half b) { return (float)a > (float)b; }
-static inline bool __hge(__half a, __half b) { return (float)a >= (float)b; }
-
-static inline __half operator+(const __half &a, const __half &b) { return __hadd(a, b); }
-static inline __half operator-(const __half &a, const __half &b) { return __hsub(a, b); }
-static inline __half operator*(const __half &a, const __half &b) { return __hmul(a, b); }
-static inline __half operator/(const __half &a, const __half &b) { return __hdiv(a, b); }
-static inline __half &operator+=(__half &a, const __half &b) { return a = __hadd(a, b); }
-static inline __half &operator-=(__half &a, const __half &b) { return a = __hsub(a, b); }
-static inline __half &operator*=(__half &a, const __half &b) { return a = __hmul(a, b); }
-static inline __half &operator/=(__half &a, const __half &b) { return a = __hdiv(a, b); }
-static inline __half operator+(const __half &a) { return a; }
-static inline __half operator-(const __half &a) { return __hneg(a); }
-static inline bool operator==(const __half &a, const __half &b) { return __heq(a, b); }
-static inline bool operator!=(const __half &a, const __half &b) { return __hne(a, b); }
-static inline bool operator<(const __half &a, const __half &b) { return __hlt(a, b); }
-static inline bool operator<=(const __half &a, const __half &b) { return __hle(a, b); }
-static inline bool operator>(const __half &a, const __half &b) { return __hgt(a, b); }
-static inline bool operator>=(const __half &a, const __half &b) { return __hge(a, b); }
+PTDP_EMU_HALF_OPS(__half, __ushort_as_half, 0x7c00u) /* emu_half_ops.h */
 
 /* Pairs (vectorised loads and stores of two halves). */
 static inline __half2 __halves2half2(__half a, __half b) { __half2 r; r.x = a; r.y = b; return r; }
