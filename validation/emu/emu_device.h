@@ -11,7 +11,7 @@
  *   __syncthreads __syncwarp, shuffles, votes   barriers of the block or warp (emu_simt.cc)
  *   atomics                           plain read-modify-write (one host thread runs the block)
  * Every load and store the kernel code makes passes through the compiler's thread-sanitizer
- * hooks, which emu_simt.cc implements: the bounds check of global memory and the race detector
+ * hooks, which emu_check.cc implements: the bounds check of global memory and the race detector
  * of shared memory. */
 #ifndef PTDP_EMU_DEVICE_H
 #define PTDP_EMU_DEVICE_H

@@ -3,8 +3,10 @@
  *   emu_stream.cc   streams, events, the scheduler, copies (emu_runtime.h: what the three share)
  *   emu_cudart.cc   errors, the emulated device, the rest of include/cuda_runtime.h
  *   emu_mpi.cc      the device keeps running while the host waits in MPI
- *   emu_simt.cc     kernels: blocks of fibers, barriers, shuffles, the shared-memory race
- *                   detector and the bounds check of every kernel access (compiler hooks)
+ *   emu_simt.cc     kernels: blocks of fibers, barriers, shuffles, the launch (emu_simt.h:
+ *                   the running block, shared with emu_check.cc)
+ *   emu_check.cc    the compiler hooks: the bounds check of every kernel access and the
+ *                   shared-memory race detector
  *   emu_cublas*.cc  cuBLAS and cuBLASLt on the host's CBLAS
  *   emu_nccl_*.cc   NCCL over MPI: communicators (_comm), operations (_ops); emu_nccl.h between
  * Nothing here is ptdp's: the emulation is a test harness (validation/), linked only into test

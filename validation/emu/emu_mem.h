@@ -1,4 +1,4 @@
-/* Emulated device memory (private to emu_memory.cc and emu_simt.cc).
+/* Emulated device memory (private to emu_memory.cc and emu_check.cc).
  *
  * One reservation of address space, PROT_NONE while the host runs and opened only while queued
  * work runs (so host code that dereferences a device pointer faults, as on a GPU).  Every
