@@ -112,8 +112,8 @@ validation_emu_tests_test_emu_racecheck_mutant_CPPFLAGS = $(EMU_RACE_CPP) -DEMU_
 validation_emu_tests_test_emu_racecheck_mutant_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_mutant.a,--no-whole-archive
 validation_emu_tests_test_emu_racecheck_mutant_LDADD = -lstdc++ -lm -ldl -lpthread
 EXTRA_validation_emu_tests_test_emu_racecheck_mutant_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_mutant.a
-TESTS += validation/emu/tests/test_emu_racecheck validation/emu/tests/test_emu_racecheck.sh
-dist_noinst_SCRIPTS += validation/emu/tests/test_emu_racecheck.sh
+TESTS += validation/emu/tests/test_emu_racecheck validation/emu/tests/test_emu_racecheck_planted.sh
+dist_noinst_SCRIPTS += validation/emu/tests/test_emu_racecheck_planted.sh
 
 # The model on the emulated CUDA backend against the CPU backend (several layouts).
 TESTS += validation/emu/tests/test_emu_model.sh
