@@ -1,6 +1,6 @@
 ptdpinclude_HEADERS += include/ptdp/error.h include/ptdp/error_gpu.h
 ptdpinclude_HEADERS += include/ptdp/options.h include/ptdp/args.h
-ptdpinclude_HEADERS += include/ptdp/backend.h include/ptdp/rng.h
+ptdpinclude_HEADERS += include/ptdp/backend.h include/ptdp/rng.h include/ptdp/half.h
 ptdpinclude_HEADERS += include/ptdp/gpt.h include/ptdp/memory.h
 ptdpinclude_HEADERS += include/ptdp/optimizer.h include/ptdp/lr_schedule.h include/ptdp/ddp.h
 ptdpinclude_HEADERS += include/ptdp/params.h include/ptdp/plan.h include/ptdp/recompute.h

@@ -29,6 +29,14 @@ typedef struct {
   ptdp_dropout_key drop; /* attention-probability dropout (p = 0: none) */
 } ptdp_attn_desc;
 
+/* Element types of the mixed-precision operations (convert, unscale_check; ptdp/half.h has the
+ * host conversions that define them): IEEE binary32, bfloat16 (a binary32's top 16 bits) and
+ * IEEE binary16. */
+typedef enum { PTDP_F32 = 0, PTDP_BF16 = 1, PTDP_F16 = 2 } ptdp_dtype;
+#define PTDP_DTYPE_COUNT 3
+/* Bytes per element (4, 2, 2); 0 for a value outside the enum. */
+size_t ptdp_dtype_size(ptdp_dtype t);
+
 typedef struct ptdp_backend ptdp_backend;
 struct ptdp_backend {
   const char *name;
@@ -97,6 +105,14 @@ struct ptdp_backend {
   int (*adamw)(ptdp_backend *be, float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
                float beta2, float eps, float wd, long long step);
   double (*sumsq)(ptdp_backend *be, const float *x, size_t n); /* in double */
+  /* Used by mixed precision (issue 20 section 3), not yet by the model.
+   * convert: dst[i] = src[i] from type st to type dt, n elements, rounded to nearest even as
+   * ptdp/half.h defines it bit for bit (a same-type convert is a copy); dst and src do not
+   * overlap.  unscale_check: x *= inv_scale in place (one fp32 multiply per element), and the
+   * host int *found = 1 if any x[i] was inf or NaN before scaling, else 0 (Megatron's
+   * _amp_foreach_non_finite_check_and_unscale_); it returns once *found is known (a GPU waits). */
+  int (*convert)(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n);
+  int (*unscale_check)(ptdp_backend *be, float *x, size_t n, float inv_scale, int *found);
 };
 
 /* What a backend needs from the program to set itself up.  The CPU backend (and the guard

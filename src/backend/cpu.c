@@ -3,6 +3,7 @@
 #include "ptdp/backend.h"
 
 #include "ptdp/error.h"
+#include "ptdp/half.h"
 #include "ptdp/rng.h"
 
 #include "cpu_math.h"
@@ -398,6 +399,29 @@ static double cpu_sumsq(ptdp_backend *be, const float *x, size_t n)
   return s;
 }
 
+/* Used by mixed precision (issue 20 section 3), not yet by the model: ptdp/half.h's rounding. */
+static int cpu_convert(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n)
+{
+  if (dt == st) return cpu_copy(be, dst, src, n * ptdp_dtype_size(st));
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; i++) ptdp_half_store(dst, dt, i, ptdp_half_load(src, st, i));
+  return 0;
+}
+
+/* x *= inv_scale; *found = any x was inf or NaN (tested before the multiply, which could
+ * overflow a finite x to inf: that is not the gradients' overflow). */
+static int cpu_unscale_check(ptdp_backend *be, float *x, size_t n, float inv_scale, int *found)
+{
+  int bad = 0;
+#pragma omp parallel for simd reduction(| : bad) schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    bad |= !isfinite(x[i]);
+    x[i] *= inv_scale;
+  }
+  *found = bad;
+  return 0;
+}
+
 int ptdp_cpu_attention_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *probs,
                                uint8_t *mask, float *probs_drop, float *ctx);
 int ptdp_cpu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *probs,
@@ -441,6 +465,8 @@ int ptdp_backend_cpu_create(ptdp_backend **out)
   be->xent_grad = cpu_xent_grad;
   be->adamw = cpu_adamw;
   be->sumsq = cpu_sumsq;
+  be->convert = cpu_convert;
+  be->unscale_check = cpu_unscale_check;
   *out = be;
   return 0;
 }

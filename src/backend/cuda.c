@@ -2,7 +2,8 @@
  *
  * Every operation is enqueued on the backend's stream, in program order, so operations need no
  * synchronisation among themselves; the host waits only in synchronize, in sumsq (which
- * returns a number), in to_host into pageable memory, when the scratch grows and at destroy.
+ * returns a number), in unscale_check (which returns a flag), in to_host into pageable memory,
+ * when the scratch grows and at destroy.
  * Those waits poll (ptdp/cuda.h, "How the host waits"): the stream may hold collectives that
  * never finish, which the NCCL transport's checkers then turn into an error instead of a hang.
  * Memory is cudaMalloc'ed and zeroed on the stream.  Kernels live in cuda_kernels.cu and
@@ -416,6 +417,25 @@ static double cu_sumsq(ptdp_backend *be, const float *x, size_t n)
   return *c->red_host;
 }
 
+static int cu_convert(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_convert(CTX->stream, dst, dt, src, st, n));
+  return PTDP_OK;
+}
+
+/* The flag lives in the first slot of the sumsq partials (as an int) and comes back through the
+ * same pinned word: both are free between operations, which run in order on the one stream. */
+static int cu_unscale_check(ptdp_backend *be, float *x, size_t n, float inv_scale, int *found)
+{
+  ptdp_cu_ctx *c = be->ctx;
+  int *flag = (int *)c->red, *flag_host = (int *)c->red_host;
+  PTDP_CALL_CUDA(ptdp_cuk_unscale_check(c->stream, x, n, inv_scale, flag));
+  PTDP_CALL_CUDA(cudaMemcpyAsync(flag_host, flag, sizeof(int), cudaMemcpyDeviceToHost, c->stream));
+  PTDP_CALL(wait_stream(be, "unscale_check"));
+  *found = *flag_host;
+  return PTDP_OK;
+}
+
 static void fill_table(ptdp_backend *be)
 {
   be->name = "cuda";
@@ -448,6 +468,8 @@ static void fill_table(ptdp_backend *be)
   be->xent_grad = cu_xent_grad;
   be->adamw = cu_adamw;
   be->sumsq = cu_sumsq;
+  be->convert = cu_convert;
+  be->unscale_check = cu_unscale_check;
 }
 
 /* The GPU, its stream, the cuBLAS(Lt) handles and the fixed buffers. */

@@ -44,8 +44,8 @@ typedef struct {
   int nplans, next_evict;
   float *scratch;       /* grows: attention dP, column-sum partials */
   size_t scratch_n;
-  double *red;          /* device partial sums of sumsq */
-  double *red_host;     /* pinned: the sum read back */
+  double *red;          /* device partial sums of sumsq; its first slot is unscale_check's flag */
+  double *red_host;     /* pinned: the sum (or unscale_check's flag) read back */
 } ptdp_cu_ctx;
 
 /* Backend scratch of at least n floats (device memory; contents undefined). */
@@ -93,6 +93,11 @@ cudaError_t ptdp_cuk_adamw(cudaStream_t st, float *p, const float *g, float *m, 
 /* Blocks of partial sums of squares in part [PTDP_CUK_RED_BLOCKS], then their sum in *out. */
 #define PTDP_CUK_RED_BLOCKS 1024
 cudaError_t ptdp_cuk_sumsq(cudaStream_t st, const float *x, size_t n, double *part, double *out);
+/* Used by mixed precision (issue 20 section 3), not yet by the model.  convert: a same-type
+ * convert is a cudaMemcpyAsync; unscale_check: *found (device) set to 0, then to 1 by any
+ * non-finite x, as x *= inv_scale. */
+cudaError_t ptdp_cuk_convert(cudaStream_t st, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype sty, size_t n);
+cudaError_t ptdp_cuk_unscale_check(cudaStream_t st, float *x, size_t n, float inv_scale, int *found);
 /* Causal softmax + dropout of rows [b al s] of S [b, al, s, s] in place (probs), mask and Pd
  * when d->drop.p > 0. */
 cudaError_t ptdp_cuk_softmax_forward(cudaStream_t st, const ptdp_attn_desc *d, float *probs, uint8_t *mask,

@@ -8,7 +8,10 @@
 #include "cuda_internal.h"
 #include "cuda_rng.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <math.h>
+#include <string.h>
 
 #define THREADS 256
 #define GELU_K 0.7978845608028654f // sqrt(2/pi)
@@ -228,6 +231,67 @@ extern "C" cudaError_t ptdp_cuk_scale(cudaStream_t st, float *y, float a, size_t
 extern "C" cudaError_t ptdp_cuk_fill(cudaStream_t st, float *x, float v, size_t n)
 {
   if (n) fill_k<<<grid_for(n), THREADS, 0, st>>>(x, v, n);
+  return cudaGetLastError();
+}
+
+// ---------------------------------------------------------------- mixed precision
+// Used by mixed precision (issue 20 section 3), not yet by the model.  ptdp/half.h's rules bit
+// for bit: narrowing by CUDA's round-to-nearest-even conversions (a NaN becomes 0x7fff, as
+// there); widening by bits, exact, so a NaN keeps its payload whatever the hardware's cvt does.
+__device__ float mp_load(const void *p, int t, size_t i)
+{
+  if (t == PTDP_F32) return ((const float *)p)[i];
+  uint32_t x;
+  const uint32_t u = ((const unsigned short *)p)[i];
+  if (t == PTDP_BF16)
+    x = u << 16;
+  else {
+    const uint32_t sign = (u & 0x8000u) << 16, e = (u >> 10) & 0x1fu, m = u & 0x3ffu;
+    if (!e) return sign ? -(float)m * 0x1p-24f : (float)m * 0x1p-24f; // subnormal or zero, exact
+    x = sign | (e == 0x1fu ? 0x7f800000u : (e + 112u) << 23) | (m << 13);
+  }
+  float f;
+  memcpy(&f, &x, sizeof f);
+  return f;
+}
+
+__device__ void mp_store(void *p, int t, size_t i, float v)
+{
+  if (t == PTDP_F32) ((float *)p)[i] = v;
+  else if (t == PTDP_BF16) ((unsigned short *)p)[i] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  else ((unsigned short *)p)[i] = __half_as_ushort(__float2half_rn(v));
+}
+
+__global__ void convert_k(void *dst, int dt, const void *src, int st, size_t n)
+{
+  FOR_EACH(i, n) mp_store(dst, dt, i, mp_load(src, st, i));
+}
+
+// Every thread that meets a non-finite value sets the flag (an atomic: same value, no race).
+__global__ void unscale_check_k(float *x, size_t n, float inv_scale, int *found)
+{
+  FOR_EACH(i, n)
+  {
+    const float v = x[i];
+    if (!isfinite(v)) atomicExch(found, 1);
+    x[i] = v * inv_scale;
+  }
+}
+
+extern "C" cudaError_t ptdp_cuk_convert(cudaStream_t st, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype sty,
+                                        size_t n)
+{
+  const size_t bytes = n * (sty == PTDP_F32 ? sizeof(float) : sizeof(unsigned short));
+  if (dt == sty) return n ? cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st) : cudaSuccess;
+  if (n) convert_k<<<grid_for(n), THREADS, 0, st>>>(dst, (int)dt, src, (int)sty, n);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_unscale_check(cudaStream_t st, float *x, size_t n, float inv_scale, int *found)
+{
+  cudaError_t e = cudaMemsetAsync(found, 0, sizeof(int), st);
+  if (e != cudaSuccess) return e;
+  if (n) unscale_check_k<<<grid_for(n), THREADS, 0, st>>>(x, n, inv_scale, found);
   return cudaGetLastError();
 }
 

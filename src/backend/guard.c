@@ -200,6 +200,17 @@ static double guard_sumsq(ptdp_backend *be, const float *x, size_t n)
   return guard_arena_close(&g->arena) ? NAN : s;
 }
 
+static int guard_convert(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n)
+{
+  GUARD_RUN(be, convert, dst, dt, src, st, n);
+}
+
+/* found is the caller's host int, outside the arena */
+static int guard_unscale_check(ptdp_backend *be, float *x, size_t n, float inv_scale, int *found)
+{
+  GUARD_RUN(be, unscale_check, x, n, inv_scale, found);
+}
+
 static void guard_fill_table(ptdp_backend *be)
 {
   be->name = "guard";
@@ -232,6 +243,8 @@ static void guard_fill_table(ptdp_backend *be)
   be->xent_grad = guard_xent_grad;
   be->adamw = guard_adamw;
   be->sumsq = guard_sumsq;
+  be->convert = guard_convert;
+  be->unscale_check = guard_unscale_check;
 }
 
 int ptdp_backend_guard_create(size_t reserve, ptdp_backend **out)

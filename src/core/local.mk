@@ -1,7 +1,7 @@
-# src/core: error handling, options and configuration, named events, RNG
+# src/core: error handling, options and configuration, named events, RNG, fp32 <-> bf16 / fp16
 libptdp_a_SOURCES += src/core/error.c
 libptdp_a_SOURCES += src/core/options.c src/core/args.c
-libptdp_a_SOURCES += src/core/rng.c
+libptdp_a_SOURCES += src/core/rng.c src/core/half.c
 libptdp_a_SOURCES += src/core/events.c src/core/program.c
 
 # Unit test of the option parser and ptdp-train's key table (1 rank).
@@ -14,3 +14,9 @@ check_PROGRAMS += validation/tests/core/test_events
 validation_tests_core_test_events_SOURCES = validation/tests/core/test_events.c
 TESTS += validation/tests/core/test_events.sh
 dist_noinst_SCRIPTS += validation/tests/core/test_events.sh
+
+# Unit test of the fp32 <-> bf16 / fp16 conversions (ptdp/half.h): every 16-bit pattern both
+# ways and every rounding midpoint with its neighbours, against values computed with ldexp.
+check_PROGRAMS += validation/tests/core/test_half
+validation_tests_core_test_half_SOURCES = validation/tests/core/test_half.c
+TESTS += validation/tests/core/test_half

@@ -27,7 +27,10 @@
  * hiding in a large output.  Any element NaN on one side only is a failure.
  *
  * Data types: the table `groups` has a column of the data types each group runs in (fp32 today,
- * the only type of ptdp/backend.h).  The bounds are multiples of the type's unit roundoff u; a
+ * the only type of the model's operations).  The group "mixed" (convert, unscale_check: used by
+ * mixed precision, issue 20 section 3, not yet by the model) takes its types as arguments and
+ * checks every pair itself, bit for bit on every pair of backends: ptdp/half.h is the definition
+ * (ref runs it; validation/tests/core/test_half proves it).  The bounds are multiples of the type's unit roundoff u; a
  * bf16/fp16 path adds its type to `dtypes` (u = 2^-8, 2^-11), a conversion in upload / fetch, and
  * its bit to the groups that have the path.
  *
@@ -37,6 +40,7 @@
 #include "ptdp/backend.h"
 #include "ptdp/cuda.h"
 #include "ptdp/error.h"
+#include "ptdp/half.h"
 #include "ptdp/rng.h"
 
 #include "../expect.h"
@@ -563,6 +567,112 @@ static void check_sumsq(void)
   }
 }
 
+/* ---- mixed precision: convert and unscale_check, exact on every backend ---- */
+
+static const char *const type_name[PTDP_DTYPE_COUNT] = {"fp32", "bf16", "fp16"};
+
+/* The source array of type t: for 16-bit types every pattern once (n >= 65536), then random
+ * ones; for fp32 the edges of the 16-bit types (fp16's overflow at 65504 / 65520, its
+ * subnormals, bf16's largest value, float subnormals, inf, NaN, signed zeros), then a mix of
+ * random bit patterns (every exponent), values around 65504 and in fp16's subnormal range. */
+static twin convert_source(ptdp_dtype t, size_t n)
+{
+  static const float edge[] = {65504.0f, 65519.996f, 65520.0f, 65520.004f, 65536.0f, -65520.0f, 0x1p-24f,
+                               0x1p-25f, 0x1.000002p-25f, 0x1.ffep-15f, 0x1.fep127f, 0x1.ff8p127f, 3.4028235e38f,
+                               0x1p-149f, INFINITY, -INFINITY, NAN, -NAN, 0.0f, -0.0f};
+  const size_t ne = sizeof edge / sizeof edge[0];
+  void *h = malloc(n * 4 + 1);
+  if (!h) die("malloc");
+  for (size_t i = 0; i < n; i++) {
+    const uint64_t r = ptdp_rng_mix(seq++);
+    if (t != PTDP_F32) {
+      ((uint16_t *)h)[i] = (uint16_t)(i < 65536 ? i : r);
+      continue;
+    }
+    float *f = h;
+    const uint32_t b = (uint32_t)r;
+    if (i < ne) f[i] = edge[i];
+    else if (i % 3 == 0) memcpy(&f[i], &b, sizeof b);
+    else if (i % 3 == 1) f[i] = 65504.0f + urand(-40, 40);
+    else f[i] = urand(-0x1p-14f, 0x1p-14f);
+  }
+  twin s = upload(h, n * ptdp_dtype_size(t));
+  free(h);
+  return s;
+}
+
+/* Every pair of types (same type: a copy), dst starting poisoned (0xAB bytes). */
+static void check_convert(void)
+{
+  const size_t n = 65536 + 1003;
+  for (int from = 0; from < PTDP_DTYPE_COUNT; from++)
+    for (int to = 0; to < PTDP_DTYPE_COUNT; to++) {
+      const ptdp_dtype st = (ptdp_dtype)from, tt = (ptdp_dtype)to;
+      set_shape("n %zu %s to %s", n, type_name[st], type_name[tt]);
+      twin src = convert_source(st, n), dst = bytes(n * ptdp_dtype_size(tt), 0);
+      for (int k = 0; k < 2; k++) RUN(k, convert, dst.p[k], tt, src.p[k], st, n);
+      char name[48];
+      snprintf(name, sizeof name, "convert %s to %s", type_name[st], type_name[tt]);
+      check_exact(&dst, name, ptdp_dtype_size(tt));
+      DROP_ALL(&src, &dst);
+    }
+}
+
+/* Equal floats, bit for bit, or NaN on both sides (a GPU's NaN times a number is its canonical
+ * NaN, the host's keeps the payload: both are right). */
+static void check_same_or_nan(const twin *t, const char *name)
+{
+  char *h[2];
+  fetch(t, h);
+  const float *r = (const float *)h[0], *x = (const float *)h[1];
+  size_t diff = 0;
+  for (size_t i = 0; i < t->bytes / sizeof(float); i++)
+    diff += memcmp(&r[i], &x[i], sizeof(float)) != 0 && !(isnan(r[i]) && isnan(x[i]));
+  record(name, (double)diff, 0, diff == 0, 1);
+  free(h[0]);
+  free(h[1]);
+}
+
+/* x *= inv_scale is one fp32 multiply (exact check); found is 0 on finite input and 1 with one
+ * inf or NaN planted at the first, a middle or the last position (both backends must say so). */
+static void unscale_case(size_t n, float inv_scale, size_t at, float bad)
+{
+  set_shape("n %zu inv_scale %a %s at %zu", n, (double)inv_scale, isnan(bad) ? "NaN" : isinf(bad) ? "inf" : "none",
+            at);
+  float *h = malloc(n * sizeof(float) + 1);
+  if (!h) die("malloc");
+  for (size_t i = 0; i < n; i++) h[i] = urand(-3e4f, 3e4f);
+  if (at < n) h[at] = bad;
+  twin x = upload(h, n * sizeof(float));
+  free(h);
+  int found[2] = {-1, -1};
+  const int want = at < n;
+  for (int k = 0; k < 2; k++) RUN(k, unscale_check, F(x, k), n, inv_scale, &found[k]);
+  check_same_or_nan(&x, "unscale_check x");
+  record("unscale_check found", found[1] != want, 0, found[0] == want && found[1] == want, 1);
+  DROP_ALL(&x);
+}
+
+static void check_unscale(void)
+{
+  static const size_t sizes[] = {100003, 7, 1};
+  for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+    const size_t n = sizes[z], pos[] = {0, n / 2, n - 1};
+    unscale_case(n, 1.0f / 3, n, 0);
+    unscale_case(n, 0x1p-16f, n, 0);
+    for (size_t p = 0; p < 3; p++) {
+      unscale_case(n, 1.0f / 3, pos[p], INFINITY);
+      unscale_case(n, 0x1p-16f, pos[p], -NAN);
+    }
+  }
+}
+
+static void check_mixed(void)
+{
+  check_convert();
+  check_unscale();
+}
+
 /* The groups of operations and the data types each runs in (bit DT_x). */
 static const struct {
   const char *name;
@@ -574,6 +684,7 @@ static const struct {
     {"dropout", check_dropout, 1u << DT_F32},     {"attention", check_attention, 1u << DT_F32},
     {"embedding", check_embedding, 1u << DT_F32}, {"xent", check_xent, 1u << DT_F32},
     {"adamw", check_adamw, 1u << DT_F32},         {"sumsq", check_sumsq, 1u << DT_F32},
+    {"mixed", check_mixed, 1u << DT_F32}, /* every type pair inside */
 };
 
 /* ---- backends ---- */

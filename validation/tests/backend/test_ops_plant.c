@@ -3,9 +3,11 @@
  * Each mistake is one a kernel writer makes, of a kind a different check of the suite must
  * catch: an unwritten last row (the NaN poison), a missing term of a sum and a wrong step (the
  * fp32 bounds), a mask key off by one column and a slice off by one token (the bit-for-bit
- * checks), a wrong index in one element, and a sum of squares one element short (the scalar's
- * bound).  Each calls the backend's own operation with the wrong argument, or moves an element
- * with the backend's own add, so it works on memory the host cannot touch (guard, a GPU). */
+ * checks), a wrong index in one element, a sum of squares one element short (the scalar's
+ * bound), a conversion one element short and an unscale that never reports an inf or NaN (the
+ * exact checks of mixed precision).  Each calls the backend's own operation with the wrong
+ * argument, or moves an element with the backend's own add, so it works on memory the host
+ * cannot touch (guard, a GPU). */
 #include "test_ops.h"
 
 #include <stddef.h>
@@ -20,6 +22,8 @@ const test_ops_plant test_ops_plants[] = {
     {"xent_sumexp", "the last row not written"},
     {"adamw", "the bias corrections of the next step (step + 1)"},
     {"sumsq", "one element short (n - 1)"},
+    {"convert", "the last element not converted (n - 1)"},
+    {"unscale_check", "found always 0 (an inf or NaN never reported)"},
     {NULL, NULL},
 };
 
@@ -77,6 +81,18 @@ static int bad_adamw(ptdp_backend *be, float *p, const float *g, float *m, float
 
 static double bad_sumsq(ptdp_backend *be, const float *x, size_t n) { return orig.sumsq(be, x, n > 1 ? n - 1 : n); }
 
+static int bad_convert(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n)
+{
+  return orig.convert(be, dst, dt, src, st, n > 1 ? n - 1 : n);
+}
+
+static int bad_unscale_check(ptdp_backend *be, float *x, size_t n, float inv_scale, int *found)
+{
+  int err = orig.unscale_check(be, x, n, inv_scale, found);
+  *found = 0;
+  return err;
+}
+
 /* The backends' operations reach their state through be->ctx only, so the patched table, with
  * the same ctx, still drives them. */
 void test_ops_plant_apply(ptdp_backend *be)
@@ -91,6 +107,8 @@ void test_ops_plant_apply(ptdp_backend *be)
   be->xent_sumexp = bad_xent_sumexp;
   be->adamw = bad_adamw;
   be->sumsq = bad_sumsq;
+  be->convert = bad_convert;
+  be->unscale_check = bad_unscale_check;
 }
 
 void test_ops_plant_remove(ptdp_backend *be) { *be = orig; }

@@ -4,7 +4,8 @@
  * float once when stored, so each output is the exact result of the operation on its (float)
  * inputs to about 1e-15 relative, far below fp32's unit roundoff u = 2^-24 = 6e-8: what the
  * CPU backend's fp32 results are compared with.  Nothing is shared with the backends' code but
- * the dropout keys (ptdp/rng.h), which are the definition of the masks.  The formulas are
+ * the dropout keys (ptdp/rng.h), which are the definition of the masks, and the conversions of
+ * ptdp/half.h, which are the definition of convert's rounding.  The formulas are
  * written from their definitions, not copied from cpu.c: GELU by its tanh form
  * 0.5 x (1 + tanh u) (the backends use the sigmoid form x sigma(2u)), LayerNorm's variance by two
  * passes, the attention by whole s x s matrices (no causal blocks).
@@ -14,6 +15,7 @@
 #include "test_ops.h"
 
 #include "ptdp/error.h"
+#include "ptdp/half.h"
 #include "ptdp/rng.h"
 
 #include <math.h>
@@ -419,6 +421,27 @@ static double ref_sumsq(ptdp_backend *be, const float *x, size_t n)
   return s;
 }
 
+/* The conversions are ptdp/half.h's host functions, element by element (validation/tests/core/
+ * test_half proves them against ldexp values): the definition every backend must meet bit for bit. */
+static int ref_convert(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n)
+{
+  if (dt == st) memcpy(dst, src, n * ptdp_dtype_size(st));
+  else
+    for (size_t i = 0; i < n; i++) ptdp_half_store(dst, dt, i, ptdp_half_load(src, st, i));
+  return 0;
+}
+
+/* x inv_scale in double is exact (24 x 24 bits), so the float cast rounds once: the fp32 product. */
+static int ref_unscale_check(ptdp_backend *be, float *x, size_t n, float inv_scale, int *found)
+{
+  *found = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (isnan(x[i]) || isinf(x[i])) *found = 1;
+    x[i] = (float)((double)x[i] * inv_scale);
+  }
+  return 0;
+}
+
 int test_ops_ref_create(ptdp_backend **out)
 {
   ptdp_backend *be;
@@ -434,7 +457,7 @@ int test_ops_ref_create(ptdp_backend **out)
                        .attention_backward = ref_attention_backward, .embedding_forward = ref_embedding_forward,
                        .embedding_backward = ref_embedding_backward, .xent_stats = ref_xent_stats,
                        .xent_sumexp = ref_xent_sumexp, .xent_grad = ref_xent_grad, .adamw = ref_adamw,
-                       .sumsq = ref_sumsq};
+                       .sumsq = ref_sumsq, .convert = ref_convert, .unscale_check = ref_unscale_check};
   *out = be;
   return 0;
 }
