@@ -26,13 +26,15 @@
  * its communicator (ncclCommAbort) and fails with a message naming the group and the last
  * collective issued on it.  Delegated MPI operations are waited for by polling with the same
  * timeout (MPI_Wait would block forever on a dead peer): the message names the group and the
- * operation; MPI has no abort of one communicator, so the failing rank's MPI_Abort ends them.  NOT YET RUN ON A GPU: see README, "GPUs". */
+ * operation; MPI has no abort of one communicator, so the failing rank's MPI_Abort ends them.
+ * NOT YET RUN ON A GPU: see README, "GPUs". */
 #include "transport.h"
 
 #include "ptdp/cuda.h"
 #include "ptdp/error.h"
 #include "ptdp/error_gpu.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +78,8 @@ static void abort_comm(nccl_ctx *x)
 {
   if (x->aborted || !x->nccl) return;
   ncclResult_t r = ncclCommAbort(x->nccl);
-  if (r != ncclSuccess) fprintf(stderr, "ptdp: nccl: ncclCommAbort on %s failed: %s\n", x->group, ncclGetErrorString(r));
+  if (r != ncclSuccess)
+    fprintf(stderr, "ptdp: nccl: ncclCommAbort on %s failed: %s\n", x->group, ncclGetErrorString(r));
   x->aborted = 1;
 }
 
@@ -193,9 +196,11 @@ static int delegated_wait(nccl_ctx *x, nccl_req *r)
 }
 
 /* A delegated operation's request, started by the MPI transport into inner: returned wrapped
- * (req), or waited for here (req NULL: a blocking call).  A failed wait keeps the request: MPI
- * may still write its buffers. */
-static int delegated(ptdp_transport *tr, ptdp_comm_req inner, const char *what, ptdp_comm_req *req)
+ * (req), or waited for here (req NULL: a blocking call); the format names the operation in
+ * messages.  A failed wait keeps the request: MPI may still write its buffers. */
+static int delegated(ptdp_transport *tr, ptdp_comm_req inner, ptdp_comm_req *req, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+static int delegated(ptdp_transport *tr, ptdp_comm_req inner, ptdp_comm_req *req, const char *fmt, ...)
 {
   nccl_ctx *x = tr->ctx;
   nccl_req *r = calloc(1, sizeof *r);
@@ -206,7 +211,10 @@ static int delegated(ptdp_transport *tr, ptdp_comm_req inner, const char *what, 
   }
   r->head.tr = tr;
   r->inner = inner;
-  snprintf(r->what, sizeof r->what, "%s", what);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->what, sizeof r->what, fmt, ap);
+  va_end(ap);
   if (req) {
     *req = &r->head;
     return PTDP_OK;
@@ -243,10 +251,9 @@ static int tn_allreduce(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d,
   nccl_ctx *x = tr->ctx;
   if (!nccl_only(d)) {
     ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
-    char what[80];
-    snprintf(what, sizeof what, "MPI all-reduce%s of %zu %s", op == PTDP_TR_MAX ? " (max)" : "", n, data_name(d));
     PTDP_CALL(x->mpi->allreduce(x->mpi, buf, n, d, op, &inner));
-    return delegated(tr, inner, what, req);
+    return delegated(tr, inner, req, "MPI all-reduce%s of %zu %s", op == PTDP_TR_MAX ? " (max)" : "", n,
+                     data_name(d));
   }
   PTDP_CALL(begin(x, op == PTDP_TR_MAX ? "all-reduce (max)" : "all-reduce", n));
   PTDP_CALL_NCCL(ncclAllReduce(buf, buf, n, ncclFloat32, op == PTDP_TR_MAX ? ncclMax : ncclSum, x->nccl, x->stream));
@@ -261,10 +268,8 @@ static int tn_allgather(ptdp_transport *tr, const void *send, void *recv, size_t
   nccl_ctx *x = tr->ctx;
   if (!nccl_only(d)) {
     ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
-    char what[80];
-    snprintf(what, sizeof what, "MPI all-gather of %zu %s", n * (size_t)tr->size, data_name(d));
     PTDP_CALL(x->mpi->allgather(x->mpi, send, recv, n, d, &inner));
-    return delegated(tr, inner, what, req);
+    return delegated(tr, inner, req, "MPI all-gather of %zu %s", n * (size_t)tr->size, data_name(d));
   }
   PTDP_CALL(begin(x, "all-gather", n * (size_t)tr->size));
   PTDP_CALL_NCCL(ncclAllGather(send, recv, n, ncclFloat32, x->nccl, x->stream));
@@ -280,10 +285,8 @@ static int tn_reduce_scatter(ptdp_transport *tr, const void *send, void *recv, s
   nccl_ctx *x = tr->ctx;
   if (!nccl_only(d)) {
     ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
-    char what[80];
-    snprintf(what, sizeof what, "MPI reduce-scatter of %zu %s", n * (size_t)tr->size, data_name(d));
     PTDP_CALL(x->mpi->reduce_scatter(x->mpi, send, recv, n, d, &inner));
-    return delegated(tr, inner, what, req);
+    return delegated(tr, inner, req, "MPI reduce-scatter of %zu %s", n * (size_t)tr->size, data_name(d));
   }
   PTDP_CALL(begin(x, "reduce-scatter", n * (size_t)tr->size));
   if (send == recv && tr->rank > 0) {
@@ -324,20 +327,16 @@ static int tn_isend(ptdp_transport *tr, const void *buf, size_t n, ptdp_tr_data 
 {
   nccl_ctx *x = tr->ctx;
   ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
-  char what[80];
-  snprintf(what, sizeof what, "MPI send of %zu %s to rank %d (tag %d)", n, data_name(d), peer, tag);
   PTDP_CALL(x->mpi->isend(x->mpi, buf, n, d, peer, tag, &inner));
-  return delegated(tr, inner, what, req);
+  return delegated(tr, inner, req, "MPI send of %zu %s to rank %d (tag %d)", n, data_name(d), peer, tag);
 }
 
 static int tn_irecv(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int peer, int tag, ptdp_comm_req *req)
 {
   nccl_ctx *x = tr->ctx;
   ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
-  char what[80];
-  snprintf(what, sizeof what, "MPI receive of %zu %s from rank %d (tag %d)", n, data_name(d), peer, tag);
   PTDP_CALL(x->mpi->irecv(x->mpi, buf, n, d, peer, tag, &inner));
-  return delegated(tr, inner, what, req);
+  return delegated(tr, inner, req, "MPI receive of %zu %s from rank %d (tag %d)", n, data_name(d), peer, tag);
 }
 
 /* Pending: the watchdog runs (the host is waiting for this request), timed from the first test. */
