@@ -21,16 +21,22 @@
 
 namespace {
 
-/* Wait for requests while the device runs.  Open MPI progresses the request inside each test. */
-int progress_wait(int n, MPI_Request *r, MPI_Status *st)
+/* Call test(&done) until it says done (or fails) while the device runs.  Open MPI progresses
+ * the requests inside each test. */
+template <typename Test> int progress(Test test)
 {
   for (unsigned spin = 0;; spin++) {
     int done = 0;
-    int rc = PMPI_Testall(n, r, &done, st);
+    int rc = test(&done);
     if (rc != MPI_SUCCESS || done) return rc;
     emu::kick();
     if (spin % 64 == 63) sched_yield(); /* ranks may outnumber cores */
   }
+}
+
+int progress_wait(int n, MPI_Request *r, MPI_Status *st)
+{
+  return progress([=](int *done) { return PMPI_Testall(n, r, done, st); });
 }
 
 int progress_wait1(MPI_Request *r, MPI_Status *st)
@@ -128,25 +134,13 @@ extern "C" int MPI_Sendrecv(const void *sb, int sn, MPI_Datatype stt, int dst, i
 }
 extern "C" int MPI_Probe(int src, int tag, MPI_Comm c, MPI_Status *st)
 {
-  for (unsigned spin = 0;; spin++) {
-    int found = 0;
-    int rc = PMPI_Iprobe(src, tag, c, &found, st);
-    if (rc != MPI_SUCCESS || found) return rc;
-    emu::kick();
-    if (spin % 64 == 63) sched_yield();
-  }
+  return progress([=](int *found) { return PMPI_Iprobe(src, tag, c, found, st); });
 }
 extern "C" int MPI_Wait(MPI_Request *r, MPI_Status *st) { return progress_wait1(r, st); }
 extern "C" int MPI_Waitall(int n, MPI_Request r[], MPI_Status st[]) { return progress_wait(n, r, st); }
 extern "C" int MPI_Waitany(int n, MPI_Request r[], int *i, MPI_Status *st)
 {
-  for (unsigned spin = 0;; spin++) {
-    int done = 0;
-    int rc = PMPI_Testany(n, r, i, &done, st);
-    if (rc != MPI_SUCCESS || done) return rc;
-    emu::kick();
-    if (spin % 64 == 63) sched_yield();
-  }
+  return progress([=](int *done) { return PMPI_Testany(n, r, i, done, st); });
 }
 EMU_MPI_WRAP(Comm_split, (MPI_Comm c, int color, int key, MPI_Comm *out), (c, color, key, out))
 EMU_MPI_WRAP(Comm_dup, (MPI_Comm c, MPI_Comm *out), (c, out))
