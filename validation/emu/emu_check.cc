@@ -242,7 +242,8 @@ void atomic_check(const void *p, size_t bytes, const char *what)
   if (a >= tls_lo && a + bytes <= tls_hi) return;
   uintptr_t d = (uintptr_t)R.dyn.data();
   if (!R.dyn.empty() && a >= d && a + bytes <= d + R.dyn.size()) return;
-  bad_access(a, bytes, true, (uintptr_t)__builtin_return_address(0), "an atomic on memory that is not device or shared");
+  bad_access(a, bytes, true, (uintptr_t)__builtin_return_address(0),
+             "an atomic on memory that is not device or shared");
 }
 
 } // namespace emu
@@ -252,18 +253,20 @@ void atomic_check(const void *p, size_t bytes, const char *what)
  * (--enable-sanitizers), where the tests of the checks skip. */
 extern "C" unsigned long ptdp_emu_hook_calls(void) { return emu::hook_calls; }
 
-#define EMU_HOOKS(n)                                                                                    \
-  extern "C" void __tsan_read##n(void *p) { emu::check(p, n, false, (uintptr_t)__builtin_return_address(0)); } \
-  extern "C" void __tsan_write##n(void *p) { emu::check(p, n, true, (uintptr_t)__builtin_return_address(0)); } \
-  extern "C" void __tsan_unaligned_read##n(void *p) { emu::check(p, n, false, (uintptr_t)__builtin_return_address(0)); } \
-  extern "C" void __tsan_unaligned_write##n(void *p) { emu::check(p, n, true, (uintptr_t)__builtin_return_address(0)); }
+/* the kernel code's address of the access: where reports point */
+#define EMU_PC ((uintptr_t)__builtin_return_address(0))
+#define EMU_HOOKS(n)                                                                                   \
+  extern "C" void __tsan_read##n(void *p) { emu::check(p, n, false, EMU_PC); }                         \
+  extern "C" void __tsan_write##n(void *p) { emu::check(p, n, true, EMU_PC); }                         \
+  extern "C" void __tsan_unaligned_read##n(void *p) { emu::check(p, n, false, EMU_PC); }               \
+  extern "C" void __tsan_unaligned_write##n(void *p) { emu::check(p, n, true, EMU_PC); }
 EMU_HOOKS(1)
 EMU_HOOKS(2)
 EMU_HOOKS(4)
 EMU_HOOKS(8)
 EMU_HOOKS(16)
-extern "C" void __tsan_read_range(void *p, unsigned long n) { emu::check(p, n, false, (uintptr_t)__builtin_return_address(0)); }
-extern "C" void __tsan_write_range(void *p, unsigned long n) { emu::check(p, n, true, (uintptr_t)__builtin_return_address(0)); }
+extern "C" void __tsan_read_range(void *p, unsigned long n) { emu::check(p, n, false, EMU_PC); }
+extern "C" void __tsan_write_range(void *p, unsigned long n) { emu::check(p, n, true, EMU_PC); }
 extern "C" void __tsan_init() {}
 extern "C" void __tsan_func_entry(void *) {}
 extern "C" void __tsan_func_exit() {}

@@ -96,17 +96,30 @@ static inline int __all_sync(unsigned m, int p) { return (int)emu::vote(m, p, 2)
 static inline void *emu_dynamic_shared() { return emu::dynamic_shared(); }
 
 /* not instrumented: its locals are the emulation's, not the kernel's (and it is hot) */
-template <typename T> __attribute__((no_sanitize_thread)) static inline T emu_shfl(unsigned m, T v, int kind, int arg, int width)
+template <typename T>
+__attribute__((no_sanitize_thread)) static inline T emu_shfl(unsigned m, T v, int kind, int arg, int width)
 {
   static_assert(std::is_trivially_copyable<T>::value, "shuffle of a non-trivial type");
   T out;
   emu::shfl(m, &v, &out, sizeof(T), kind, arg, width);
   return out;
 }
-template <typename T> static inline T __shfl_sync(unsigned m, T v, int src, int w = 32) { return emu_shfl(m, v, 0, src, w); }
-template <typename T> static inline T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32) { return emu_shfl(m, v, 1, (int)d, w); }
-template <typename T> static inline T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32) { return emu_shfl(m, v, 2, (int)d, w); }
-template <typename T> static inline T __shfl_xor_sync(unsigned m, T v, int lm, int w = 32) { return emu_shfl(m, v, 3, lm, w); }
+template <typename T> static inline T __shfl_sync(unsigned m, T v, int src, int w = 32)
+{
+  return emu_shfl(m, v, 0, src, w);
+}
+template <typename T> static inline T __shfl_up_sync(unsigned m, T v, unsigned d, int w = 32)
+{
+  return emu_shfl(m, v, 1, (int)d, w);
+}
+template <typename T> static inline T __shfl_down_sync(unsigned m, T v, unsigned d, int w = 32)
+{
+  return emu_shfl(m, v, 2, (int)d, w);
+}
+template <typename T> static inline T __shfl_xor_sync(unsigned m, T v, int lm, int w = 32)
+{
+  return emu_shfl(m, v, 3, lm, w);
+}
 
 /* Atomics: the block's threads are fibers of one host thread and switch only at barriers, so a
  * read-modify-write is atomic as written; the check names a bad address. */
@@ -124,7 +137,10 @@ template <typename T> static inline T atomicSub(T *p, T v) { return emu_atomic(p
 template <typename T> static inline T atomicMax(T *p, T v) { return emu_atomic(p, [v](T o) { return o > v ? o : v; }); }
 template <typename T> static inline T atomicMin(T *p, T v) { return emu_atomic(p, [v](T o) { return o < v ? o : v; }); }
 template <typename T> static inline T atomicExch(T *p, T v) { return emu_atomic(p, [v](T) { return v; }); }
-template <typename T> static inline T atomicCAS(T *p, T cmp, T v) { return emu_atomic(p, [cmp, v](T o) { return o == cmp ? v : o; }); }
+template <typename T> static inline T atomicCAS(T *p, T cmp, T v)
+{
+  return emu_atomic(p, [cmp, v](T o) { return o == cmp ? v : o; });
+}
 
 /* Intrinsics with their documented meaning (the fast-math ones at full precision here: the
  * hardware's approximations are one of the things only a GPU shows). */

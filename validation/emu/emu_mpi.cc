@@ -69,19 +69,22 @@ EMU_MPI_NB(Reduce, Ireduce, (const void *s, void *r, int n, MPI_Datatype t, MPI_
            (s, r, n, t, o, root, c, &r_))
 EMU_MPI_NB(Allreduce, Iallreduce, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c),
            (s, r, n, t, o, c, &r_))
-EMU_MPI_NB(Gather, Igather, (const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, int root, MPI_Comm c),
+EMU_MPI_NB(Gather, Igather,
+           (const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, int root, MPI_Comm c),
            (s, sn, st, r, rn, rt, root, c, &r_))
 EMU_MPI_NB(Gatherv, Igatherv,
              (const void *s, int sn, MPI_Datatype st, void *r, const int rn[], const int d[], MPI_Datatype rt, int root,
               MPI_Comm c),
            (s, sn, st, r, rn, d, rt, root, c, &r_))
-EMU_MPI_NB(Allgather, Iallgather, (const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm c),
+EMU_MPI_NB(Allgather, Iallgather,
+           (const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, MPI_Comm c),
            (s, sn, st, r, rn, rt, c, &r_))
 EMU_MPI_NB(Allgatherv, Iallgatherv,
              (const void *s, int sn, MPI_Datatype st, void *r, const int rn[], const int d[], MPI_Datatype rt,
               MPI_Comm c),
            (s, sn, st, r, rn, d, rt, c, &r_))
-EMU_MPI_NB(Scatter, Iscatter, (const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, int root, MPI_Comm c),
+EMU_MPI_NB(Scatter, Iscatter,
+           (const void *s, int sn, MPI_Datatype st, void *r, int rn, MPI_Datatype rt, int root, MPI_Comm c),
            (s, sn, st, r, rn, rt, root, c, &r_))
 EMU_MPI_NB(Scatterv, Iscatterv,
              (const void *s, const int sn[], const int d[], MPI_Datatype st, void *r, int rn, MPI_Datatype rt, int root,
@@ -97,7 +100,8 @@ EMU_MPI_NB(Alltoallw, Ialltoallw,
              (const void *s, const int sn[], const int sd[], const MPI_Datatype st[], void *r, const int rn[],
               const int rd[], const MPI_Datatype rt[], MPI_Comm c),
            (s, sn, sd, st, r, rn, rd, rt, c, &r_))
-EMU_MPI_NB(Reduce_scatter_block, Ireduce_scatter_block, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c),
+EMU_MPI_NB(Reduce_scatter_block, Ireduce_scatter_block,
+           (const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c),
            (s, r, n, t, o, c, &r_))
 EMU_MPI_NB(Scan, Iscan, (const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c),
            (s, r, n, t, o, c, &r_))
