@@ -1,9 +1,21 @@
 /* The one interface between the model and a device: a table of operations.
  *
  * Model code calls only these (through ptdp_backend *be), on raw device pointers plus sizes,
- * so a CUDA backend slots in by filling the same table.  All matrices are row-major fp32.
+ * so a CUDA backend slots in by filling the same table.  All matrices are row-major.
  * Shapes use the papers' symbols: N = tokens (s b) in a micro-batch, h hidden, al = a / t local
- * heads, hd = h / a head size, s sequence, V vocabulary. */
+ * heads, hd = h / a head size, s sequence, V vocabulary.
+ *
+ * Storage type.  The arguments marked (S) below hold elements of the backend's storage type
+ * be->dtype: weights, activations and their gradients.  Everything else is fp32 whatever the
+ * storage type: LayerNorm statistics, cross-entropy statistics, the attention scratch, the
+ * gradients of the parameters (Megatron's main_grad: dw, db, dwte, the C of gemm_wgrad), the
+ * optimizer's master weights and moments.  The cpu, guard and cuda backends store fp32
+ * (dtype PTDP_F32).  Mixed precision wraps one of them (ptdp_backend_mixed_create): the
+ * wrapper stores bf16 or fp16, converts (S) inputs into fp32 work space, runs the inner
+ * backend's fp32 operation and rounds (S) outputs to the storage type (round to nearest even),
+ * so arithmetic is fp32 and every stored value is a bf16/fp16 number.  The (S) pointers keep
+ * the C type float * in this table; model code never does arithmetic on them without the
+ * storage type's element size (ptdp_dtype_size). */
 #ifndef PTDP_BACKEND_H
 #define PTDP_BACKEND_H
 
@@ -41,6 +53,7 @@ typedef struct ptdp_backend ptdp_backend;
 struct ptdp_backend {
   const char *name;
   void *ctx;
+  ptdp_dtype dtype; /* the storage type of the (S) arguments (PTDP_F32 unless mixed precision) */
   /* 1 when the host may read and write the backend's memory directly (the CPU backend); 0 when
    * only the operations below may touch it (a GPU; the guard backend of the tests).  Host code
    * never relies on it for correctness: it moves data with to_device / to_host.  The MPI
@@ -60,34 +73,38 @@ struct ptdp_backend {
   int (*synchronize)(ptdp_backend *be);
   /* Release the backend's own state (not the table itself; ptdp_backend_destroy does that). */
   void (*destroy)(ptdp_backend *be);
-  /* C[M,N] = alpha op(A) op(B) + beta C; op(A) is [M,K], op(B) [K,N]; ld* are row strides. */
+  /* C[M,N] = alpha op(A) op(B) + beta C; op(A) is [M,K], op(B) [K,N]; ld* are row strides.
+   * A, B, C (S). */
   int (*gemm)(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
               int lda, const float *B, int ldb, float beta, float *C, int ldc);
-  /* y = LN(x) w + b per row of h; saves mean and 1/std per row. */
+  /* y = LN(x) w + b per row of h; saves mean and 1/std per row (fp32).  x, w, bias, y (S). */
   int (*layernorm_forward)(ptdp_backend *be, const float *x, const float *w, const float *bias, float *y,
                            float *mean, float *rstd, long long rows, int h, float eps);
-  /* dx = dLN/dx (overwrites), dw += , db += . */
+  /* dx = dLN/dx (overwrites), dw += , db += .  dy, x, w, dx (S); dw, db fp32. */
   int (*layernorm_backward)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *mean,
                             const float *rstd, float *dx, float *dw, float *db, long long rows, int h);
+  /* x, y, dy, dx (S). */
   int (*gelu_forward)(ptdp_backend *be, const float *x, float *y, size_t n);
   int (*gelu_backward)(ptdp_backend *be, const float *x, const float *dy, float *dx, size_t n); /* dx = dy gelu'(x) */
-  int (*bias_forward)(ptdp_backend *be, float *y, const float *bias, long long rows, int cols); /* y += b */
-  int (*bias_backward)(ptdp_backend *be, const float *dy, float *db, long long rows, int cols); /* db += sum rows */
-  int (*add)(ptdp_backend *be, float *y, const float *x, size_t n); /* y += x */
-  int (*scale)(ptdp_backend *be, float *y, float a, size_t n);
-  /* Fill mask from the key and apply: y = x * mask / (1 - p) in place; p == 0 is a copy-free no-op. */
+  int (*bias_forward)(ptdp_backend *be, float *y, const float *bias, long long rows, int cols); /* y += b; (S) */
+  int (*bias_backward)(ptdp_backend *be, const float *dy, float *db, long long rows, int cols); /* db += sum rows; dy (S), db fp32 */
+  int (*add)(ptdp_backend *be, float *y, const float *x, size_t n); /* y += x; (S) */
+  int (*scale)(ptdp_backend *be, float *y, float a, size_t n);      /* y *= a; fp32 (gradients) */
+  /* Fill mask from the key and apply: y = x * mask / (1 - p) in place; p == 0 is a copy-free no-op.
+   * x, dx (S). */
   int (*dropout_forward)(ptdp_backend *be, float *x, uint8_t *mask, long long rows, int cols, const ptdp_dropout_key *k);
   int (*dropout_backward)(ptdp_backend *be, float *dx, const uint8_t *mask, size_t n, float p);
   /* probs [b, al, s, s] softmax output; mask, probs_drop the dropout (may alias probs when p = 0);
-   * ctx [N, al hd]. */
+   * ctx [N, al hd].  qkv, probs, probs_drop, ctx (S). */
   int (*attention_forward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *probs,
                            uint8_t *mask, float *probs_drop, float *ctx);
   /* From dctx [N, al hd] to dqkv [N, 3 hl] (overwrites); scratch of s s floats (one (sample, head)
-   * pair; a backend working on several pairs at once finds its own). */
+   * pair; a backend working on several pairs at once finds its own; fp32).  qkv, probs,
+   * probs_drop, dctx, dqkv (S). */
   int (*attention_backward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *probs,
                             const uint8_t *mask, const float *probs_drop, const float *dctx, float *dqkv,
                             float *scratch);
-  /* out[r] = wte[tok[r] - v0] for tokens in [v0, v0 + vl), else 0. */
+  /* out[r] = wte[tok[r] - v0] for tokens in [v0, v0 + vl), else 0.  wte, out, dout (S); dwte fp32. */
   int (*embedding_forward)(ptdp_backend *be, const float *wte, const int32_t *tok, long long v0, long long vl,
                            float *out, long long rows, int h);
   int (*embedding_backward)(ptdp_backend *be, const float *dout, const int32_t *tok, long long v0, long long vl,
@@ -95,13 +112,14 @@ struct ptdp_backend {
   /* Vocab-parallel cross entropy, in three steps around the TP reductions:
    * stats: rowmax[r] = max_j logits, tgt[r] = logit of target if it is local else 0;
    * sumexp: se[r] = sum_j exp(logits - gmax[r]);
-   * grad: logits <- (softmax - onehot) * scale, in place. */
+   * grad: logits <- (softmax - onehot) * scale, in place.
+   * logits (S); rowmax, tgt, gmax, se fp32; the arithmetic is fp32. */
   int (*xent_stats)(ptdp_backend *be, const float *logits, const int32_t *target, long long v0, long long rows,
                     int vl, float *rowmax, float *tgt);
   int (*xent_sumexp)(ptdp_backend *be, const float *logits, const float *gmax, long long rows, int vl, float *se);
   int (*xent_grad)(ptdp_backend *be, float *logits, const int32_t *target, long long v0, const float *gmax,
                    const float *se, long long rows, int vl, float scale);
-  /* AdamW on n elements (Loshchilov & Hutter): decay applied as p -= lr wd p. */
+  /* AdamW on n elements (Loshchilov & Hutter): decay applied as p -= lr wd p.  All fp32 (master). */
   int (*adamw)(ptdp_backend *be, float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
                float beta2, float eps, float wd, long long step);
   double (*sumsq)(ptdp_backend *be, const float *x, size_t n); /* in double */
@@ -113,7 +131,16 @@ struct ptdp_backend {
    * _amp_foreach_non_finite_check_and_unscale_); it returns once *found is known (a GPU waits). */
   int (*convert)(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n);
   int (*unscale_check)(ptdp_backend *be, float *x, size_t n, float inv_scale, int *found);
+  /* C += alpha op(A) op(B) (beta 1) with A, B (S) and C fp32: a weight's gradient accumulated
+   * into its main gradient.  NULL where it is gemm (dtype PTDP_F32); call it through
+   * ptdp_backend_gemm_wgrad. */
+  int (*gemm_wgrad)(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                    int lda, const float *B, int ldb, float *C, int ldc);
 };
+
+/* be->gemm_wgrad, or be->gemm with beta 1 where it is NULL. */
+int ptdp_backend_gemm_wgrad(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                            const float *A, int lda, const float *B, int ldb, float *C, int ldc);
 
 /* What a backend needs from the program to set itself up.  The CPU backend (and the guard
  * backend, which runs it) sets the process's threads from these: see include/ptdp/cpu_threads.h. */
@@ -138,6 +165,20 @@ typedef struct {
 int ptdp_backend_create(const char *name, const ptdp_backend_options *opt, ptdp_backend **be);
 /* The CPU backend alone, leaving the process's threads as they are. */
 int ptdp_backend_cpu_create(ptdp_backend **be);
+/* Mixed precision: a backend storing dtype t (PTDP_BF16 or PTDP_F16) on top of inner, a backend
+ * of dtype PTDP_F32 that it now owns (destroying the wrapper destroys inner).  Its table keeps
+ * inner's name ("cpu", "cuda"...), host_accessible and stream; memory operations (alloc, free,
+ * memset0, copy, to_device, to_host, synchronize) and the fp32-only operations (scale, adamw,
+ * sumsq, convert, unscale_check) are inner's; the others convert as the comment at the top of
+ * this file says, in fp32 work space the wrapper allocates from inner and keeps (its high-water
+ * mark: ptdp_backend_mixed_work_bytes).  t == PTDP_F32 returns inner itself.  On error inner
+ * is destroyed too and *out is NULL. */
+int ptdp_backend_mixed_create(ptdp_backend *inner, ptdp_dtype t, ptdp_backend **out);
+/* Bytes of fp32 work space a mixed-precision wrapper holds now (0 for any other backend). */
+size_t ptdp_backend_mixed_work_bytes(const ptdp_backend *be);
+/* "fp32", "bf16", "fp16". */
+const char *ptdp_dtype_name(ptdp_dtype t);
+
 /* be->destroy, then the table; sets *be to NULL. */
 void ptdp_backend_destroy(ptdp_backend **be);
 

@@ -41,6 +41,15 @@ int ptdp_backend_create(const char *name, const ptdp_backend_options *opt, ptdp_
   return 0;
 }
 
+/* A backend storing fp32 has no gemm_wgrad: its gemm with beta 1 is the same operation. */
+int ptdp_backend_gemm_wgrad(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha,
+                            const float *A, int lda, const float *B, int ldb, float *C, int ldc)
+{
+  if (be->gemm_wgrad) PTDP_CALL(be->gemm_wgrad(be, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, C, ldc));
+  else PTDP_CALL(be->gemm(be, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc));
+  return 0;
+}
+
 void ptdp_backend_destroy(ptdp_backend **be)
 {
   if (!be || !*be) return;

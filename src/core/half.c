@@ -14,6 +14,16 @@ size_t ptdp_dtype_size(ptdp_dtype t)
   return 0;
 }
 
+const char *ptdp_dtype_name(ptdp_dtype t)
+{
+  switch (t) {
+  case PTDP_F32: return "fp32";
+  case PTDP_BF16: return "bf16";
+  case PTDP_F16: return "fp16";
+  }
+  return "(unknown type)";
+}
+
 static uint32_t bits_of(float f)
 {
   uint32_t x;
