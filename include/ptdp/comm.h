@@ -8,11 +8,27 @@
  *
  * Memory: a communicator may have a backend attached (ptdp_comm_attach_backend).  Every float32
  * buffer given to the float functions (allreduce_sum/max, allgather, reduce_scatter and their
- * nonblocking forms, isend, irecv) is then memory of that backend; the f64 functions and bcast
- * always take host memory.  Where the backend's memory is not host-accessible (a GPU under a
- * MPI that is not CUDA-aware) the MPI transport stages each message through host buffers:
+ * nonblocking forms, isend, irecv), and every buffer of the *_t functions, is then memory of
+ * that backend; the f64 functions and bcast always take host memory.  Where the backend's
+ * memory is not host-accessible (a GPU under a MPI that is not CUDA-aware) the MPI transport
+ * stages each message through host buffers:
  * to_host before, to_device after (for a nonblocking receive: when it is waited for).  With no
  * backend, or a host-accessible one (the CPU backend), nothing is staged.
+ *
+ * Storage types (mixed precision, ptdp/backend.h).  The *_t functions take a ptdp_dtype t after
+ * the count and move elements of that type (PTDP_F32, PTDP_BF16, PTDP_F16) in the attached
+ * backend's memory, staged as the float ones are; counts are elements, bytes are counted with
+ * t's element size (ptdp_dtype_size: a bf16 all-reduce of n elements counts 2 (g-1)/g 2n).  The
+ * float functions are these with PTDP_F32.  A sum of bf16 or fp16 adds each pair of elements in
+ * fp32 and rounds the sum to t (round to nearest even, ptdp/half.h), as NCCL does on a GPU:
+ *   allreduce_sum_t, reduce_scatter_t (and their nonblocking forms) on g = 2 ranks give the
+ *   exact sum rounded once; on g > 2 ranks each partial sum is rounded, in an order the
+ *   transport chooses (MPI's or NCCL's algorithm), so the result may differ from a serial sum
+ *   by up to g-1 roundings (|error| <= (g-1) u sum_r |x_r| to first order, u = 2^-8 for bf16,
+ *   2^-11 for fp16) and between transports; every rank of one call gets the same bits (ring,
+ *   recursive doubling and reduce-scatter + all-gather all do; test_comm16 checks it);
+ *   allgather_t, isend_t, irecv_t move the bits unchanged.
+ * There is no maximum of 16-bit values (cross-entropy and norm statistics stay fp32).
  *
  * Bytes are counted as what one rank sends under the bandwidth-optimal (ring) algorithm,
  * the convention of Narayanan et al. 2021 Sec. 3.2, for n bytes of payload on g ranks:
@@ -94,17 +110,23 @@ double ptdp_comm_total_bytes(const ptdp_comm *c);
 
 /* Blocking collectives on float32 (in place where one buffer is given). */
 int ptdp_comm_allreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag);
+/* The same on n elements of type t (see "Storage types" above). */
+int ptdp_comm_allreduce_sum_t(ptdp_comm *c, void *buf, size_t n, ptdp_dtype t, ptdp_comm_tag tag);
 int ptdp_comm_allreduce_max(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag);
 int ptdp_comm_allreduce_sum_f64(ptdp_comm *c, double *buf, size_t n, ptdp_comm_tag tag);
 int ptdp_comm_allreduce_max_f64(ptdp_comm *c, double *buf, size_t n, ptdp_comm_tag tag);
 /* recv holds size * n floats, rank r's block at r * n. */
 int ptdp_comm_allgather(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank, ptdp_comm_tag tag);
+int ptdp_comm_allgather_t(ptdp_comm *c, const void *send, void *recv, size_t n_per_rank, ptdp_dtype t,
+                          ptdp_comm_tag tag);
 /* The same on doubles in host memory (whatever backend is attached). */
 int ptdp_comm_allgather_f64(ptdp_comm *c, const double *send, double *recv, size_t n_per_rank,
                             ptdp_comm_tag tag);
 /* send holds size * n floats; recv gets the sum of every rank's block r (this rank's r). */
 int ptdp_comm_reduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
                              ptdp_comm_tag tag);
+int ptdp_comm_reduce_scatter_t(ptdp_comm *c, const void *send, void *recv, size_t n_per_rank, ptdp_dtype t,
+                               ptdp_comm_tag tag);
 /* buf is host memory. */
 int ptdp_comm_bcast(ptdp_comm *c, void *buf, size_t bytes, int root, ptdp_comm_tag tag);
 int ptdp_comm_barrier(ptdp_comm *c);
@@ -127,6 +149,17 @@ int ptdp_comm_isend(ptdp_comm *c, const float *buf, size_t n, int peer, int mpit
                     ptdp_comm_req *req);
 int ptdp_comm_irecv(ptdp_comm *c, float *buf, size_t n, int peer, int mpitag, ptdp_comm_tag tag,
                     ptdp_comm_req *req);
+/* The same on n elements of type t. */
+int ptdp_comm_iallreduce_sum_t(ptdp_comm *c, void *buf, size_t n, ptdp_dtype t, ptdp_comm_tag tag,
+                               ptdp_comm_req *req);
+int ptdp_comm_ireduce_scatter_t(ptdp_comm *c, const void *send, void *recv, size_t n_per_rank, ptdp_dtype t,
+                                ptdp_comm_tag tag, ptdp_comm_req *req);
+int ptdp_comm_iallgather_t(ptdp_comm *c, const void *send, void *recv, size_t n_per_rank, ptdp_dtype t,
+                           ptdp_comm_tag tag, ptdp_comm_req *req);
+int ptdp_comm_isend_t(ptdp_comm *c, const void *buf, size_t n, ptdp_dtype t, int peer, int mpitag,
+                      ptdp_comm_tag tag, ptdp_comm_req *req);
+int ptdp_comm_irecv_t(ptdp_comm *c, void *buf, size_t n, ptdp_dtype t, int peer, int mpitag, ptdp_comm_tag tag,
+                      ptdp_comm_req *req);
 /* Wait (time counted in stats.wait_seconds); each request waited for is released and set to
  * PTDP_COMM_REQ_NULL (waiting for PTDP_COMM_REQ_NULL returns at once).  With
  * ptdp_comm_set_wait_sleep(us > 0), waits test and sleep us microseconds between tests instead

@@ -8,7 +8,8 @@
  *     broadcast        n at the root, 0 elsewhere
  *     isend            n;  irecv 0 (the sender counts the message)
  * Worked example: all-reduce of a [s, b, h] = [8, 2, 16] float activation over t = 4 ranks
- * counts 2 (3/4) (8 2 16 4 bytes) = 1536 bytes on each rank.
+ * counts 2 (3/4) (8 2 16 4 bytes) = 1536 bytes on each rank; the same activation in bf16
+ * (2 bytes an element) counts 768 bytes.
  * A communicator of size 1 makes no transport call (copying when send and receive differ, with
  * the attached backend's copy since the buffers are its memory), counts the call and 0 bytes.
  * Point-to-point on a size-1 communicator (a rank messaging itself) goes through the transport,
@@ -16,7 +17,8 @@
  * Time blocked (blocking collectives, waits) accumulates in wait_seconds; for a staged
  * transport it includes the staging copies, which are part of the time the caller is blocked.
  * Which memory each buffer is, the transport learns from the element type (ptdp_tr_data):
- * floats are the attached backend's, doubles and bcast bytes are the host's. */
+ * floats, bf16 and fp16 (a ptdp_dtype, the *_t functions) are the attached backend's, doubles
+ * and bcast bytes are the host's. */
 #include "ptdp/comm.h"
 
 #include "ptdp/config.h"
@@ -152,6 +154,17 @@ static int check_use(const ptdp_comm *c, ptdp_comm_tag tag, size_t count, const 
   return PTDP_OK;
 }
 
+/* The transport's kind of a storage type's elements (*d is set whatever t), t checked. */
+static int dev_data(ptdp_dtype t, const char *what, ptdp_tr_data *d)
+{
+  *d = ptdp_tr_data_of(t);
+  PTDP_CHECK_LOCAL(ptdp_dtype_size(t) != 0, "comm: %s of element type %d, which is not a ptdp_dtype", what, (int)t);
+  return PTDP_OK;
+}
+
+/* Bytes of n elements of kind d, the payload every count below starts from. */
+static double payload(size_t n, ptdp_tr_data d) { return (double)n * (double)ptdp_tr_data_size(d); }
+
 static void count(ptdp_comm *c, ptdp_comm_tag tag, double bytes)
 {
   c->stats.calls[tag]++;
@@ -162,12 +175,12 @@ static void count(ptdp_comm *c, ptdp_comm_tag tag, double bytes)
 static double ring_allreduce_bytes(int g, double n) { return 2.0 * (g - 1) / g * n; }
 static double ring_gather_bytes(int g, double n_total) { return (double)(g - 1) / g * n_total; }
 
-/* The copy a size-1 all-gather or reduce-scatter makes: float buffers are the attached
- * backend's memory, so its copy moves them; host memory is moved here. */
+/* The copy a size-1 all-gather or reduce-scatter makes: float, bf16 and fp16 buffers are the
+ * attached backend's memory, so its copy moves them; host memory is moved here. */
 static int local_copy(ptdp_comm *c, void *dst, const void *src, size_t bytes, ptdp_tr_data d)
 {
   if (dst == src || bytes == 0) return PTDP_OK;
-  if (d == PTDP_TR_DEV_F32 && c->be)
+  if (ptdp_tr_data_device(d) && c->be)
     PTDP_CALL(c->be->copy(c->be, dst, src, bytes));
   else
     memmove(dst, src, bytes);
@@ -187,13 +200,21 @@ static int allreduce(ptdp_comm *c, void *buf, size_t n, ptdp_tr_data d, ptdp_tr_
   double t0 = req ? 0 : MPI_Wtime();
   PTDP_CALL(c->transport->allreduce(c->transport, buf, n, d, op, req));
   if (!req) c->stats.wait_seconds += MPI_Wtime() - t0;
-  count(c, tag, ring_allreduce_bytes(c->size, (double)n * ptdp_tr_data_size(d)));
+  count(c, tag, ring_allreduce_bytes(c->size, payload(n, d)));
+  return PTDP_OK;
+}
+
+int ptdp_comm_allreduce_sum_t(ptdp_comm *c, void *buf, size_t n, ptdp_dtype t, ptdp_comm_tag tag)
+{
+  ptdp_tr_data d;
+  PTDP_CALL(dev_data(t, "all-reduce", &d));
+  PTDP_CALL(allreduce(c, buf, n, d, PTDP_TR_SUM, tag, NULL));
   return PTDP_OK;
 }
 
 int ptdp_comm_allreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag)
 {
-  PTDP_CALL(allreduce(c, buf, n, PTDP_TR_DEV_F32, PTDP_TR_SUM, tag, NULL));
+  PTDP_CALL(ptdp_comm_allreduce_sum_t(c, buf, n, PTDP_F32, tag));
   return PTDP_OK;
 }
 
@@ -221,41 +242,49 @@ static int allgather(ptdp_comm *c, const void *send, void *recv, size_t n, ptdp_
 {
   if (req) *req = PTDP_COMM_REQ_NULL;
   PTDP_CALL(check_use(c, tag, n * (size_t)(c->size > 0 ? c->size : 1), "all-gather"));
-  const size_t es = ptdp_tr_data_size(d);
   if (c->size == 1) {
-    PTDP_CALL(local_copy(c, recv, send, n * es, d));
+    PTDP_CALL(local_copy(c, recv, send, n * ptdp_tr_data_size(d), d));
     count(c, tag, 0);
     return PTDP_OK;
   }
   double t0 = req ? 0 : MPI_Wtime();
   PTDP_CALL(c->transport->allgather(c->transport, send, recv, n, d, req));
   if (!req) c->stats.wait_seconds += MPI_Wtime() - t0;
-  count(c, tag, ring_gather_bytes(c->size, (double)n * c->size * es));
+  count(c, tag, ring_gather_bytes(c->size, payload(n * (size_t)c->size, d)));
   return PTDP_OK;
 }
 
 /* Reduce-scatter: send [g, n_per_rank] summed over ranks, block `rank` lands in recv [n].
  * send == recv means in place (recv then holds the whole input; the result is its first n). */
-static int reduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n, ptdp_comm_tag tag,
+static int reduce_scatter(ptdp_comm *c, const void *send, void *recv, size_t n, ptdp_tr_data d, ptdp_comm_tag tag,
                           ptdp_comm_req *req)
 {
   if (req) *req = PTDP_COMM_REQ_NULL;
   PTDP_CALL(check_use(c, tag, n * (size_t)(c->size > 0 ? c->size : 1), "reduce-scatter"));
   if (c->size == 1) {
-    PTDP_CALL(local_copy(c, recv, send, n * sizeof(float), PTDP_TR_DEV_F32));
+    PTDP_CALL(local_copy(c, recv, send, n * ptdp_tr_data_size(d), d));
     count(c, tag, 0);
     return PTDP_OK;
   }
   double t0 = req ? 0 : MPI_Wtime();
-  PTDP_CALL(c->transport->reduce_scatter(c->transport, send, recv, n, PTDP_TR_DEV_F32, req));
+  PTDP_CALL(c->transport->reduce_scatter(c->transport, send, recv, n, d, req));
   if (!req) c->stats.wait_seconds += MPI_Wtime() - t0;
-  count(c, tag, ring_gather_bytes(c->size, (double)n * c->size * sizeof(float)));
+  count(c, tag, ring_gather_bytes(c->size, payload(n * (size_t)c->size, d)));
+  return PTDP_OK;
+}
+
+int ptdp_comm_allgather_t(ptdp_comm *c, const void *send, void *recv, size_t n_per_rank, ptdp_dtype t,
+                          ptdp_comm_tag tag)
+{
+  ptdp_tr_data d;
+  PTDP_CALL(dev_data(t, "all-gather", &d));
+  PTDP_CALL(allgather(c, send, recv, n_per_rank, d, tag, NULL));
   return PTDP_OK;
 }
 
 int ptdp_comm_allgather(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank, ptdp_comm_tag tag)
 {
-  PTDP_CALL(allgather(c, send, recv, n_per_rank, PTDP_TR_DEV_F32, tag, NULL));
+  PTDP_CALL(ptdp_comm_allgather_t(c, send, recv, n_per_rank, PTDP_F32, tag));
   return PTDP_OK;
 }
 
@@ -266,10 +295,19 @@ int ptdp_comm_allgather_f64(ptdp_comm *c, const double *send, double *recv, size
   return PTDP_OK;
 }
 
+int ptdp_comm_reduce_scatter_t(ptdp_comm *c, const void *send, void *recv, size_t n_per_rank, ptdp_dtype t,
+                               ptdp_comm_tag tag)
+{
+  ptdp_tr_data d;
+  PTDP_CALL(dev_data(t, "reduce-scatter", &d));
+  PTDP_CALL(reduce_scatter(c, send, recv, n_per_rank, d, tag, NULL));
+  return PTDP_OK;
+}
+
 int ptdp_comm_reduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
                              ptdp_comm_tag tag)
 {
-  PTDP_CALL(reduce_scatter(c, send, recv, n_per_rank, tag, NULL));
+  PTDP_CALL(ptdp_comm_reduce_scatter_t(c, send, recv, n_per_rank, PTDP_F32, tag));
   return PTDP_OK;
 }
 
@@ -302,47 +340,95 @@ int ptdp_comm_barrier(ptdp_comm *c)
   return PTDP_OK;
 }
 
+int ptdp_comm_iallreduce_sum_t(ptdp_comm *c, void *buf, size_t n, ptdp_dtype t, ptdp_comm_tag tag,
+                               ptdp_comm_req *req)
+{
+  ptdp_tr_data d;
+  *req = PTDP_COMM_REQ_NULL;
+  PTDP_CALL(dev_data(t, "all-reduce", &d));
+  PTDP_CALL(allreduce(c, buf, n, d, PTDP_TR_SUM, tag, req));
+  return PTDP_OK;
+}
+
 int ptdp_comm_iallreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag tag, ptdp_comm_req *req)
 {
-  PTDP_CALL(allreduce(c, buf, n, PTDP_TR_DEV_F32, PTDP_TR_SUM, tag, req));
+  PTDP_CALL(ptdp_comm_iallreduce_sum_t(c, buf, n, PTDP_F32, tag, req));
+  return PTDP_OK;
+}
+
+int ptdp_comm_ireduce_scatter_t(ptdp_comm *c, const void *send, void *recv, size_t n_per_rank, ptdp_dtype t,
+                                ptdp_comm_tag tag, ptdp_comm_req *req)
+{
+  ptdp_tr_data d;
+  *req = PTDP_COMM_REQ_NULL;
+  PTDP_CALL(dev_data(t, "reduce-scatter", &d));
+  PTDP_CALL(reduce_scatter(c, send, recv, n_per_rank, d, tag, req));
   return PTDP_OK;
 }
 
 int ptdp_comm_ireduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
                               ptdp_comm_tag tag, ptdp_comm_req *req)
 {
-  PTDP_CALL(reduce_scatter(c, send, recv, n_per_rank, tag, req));
+  PTDP_CALL(ptdp_comm_ireduce_scatter_t(c, send, recv, n_per_rank, PTDP_F32, tag, req));
+  return PTDP_OK;
+}
+
+int ptdp_comm_iallgather_t(ptdp_comm *c, const void *send, void *recv, size_t n_per_rank, ptdp_dtype t,
+                           ptdp_comm_tag tag, ptdp_comm_req *req)
+{
+  ptdp_tr_data d;
+  *req = PTDP_COMM_REQ_NULL;
+  PTDP_CALL(dev_data(t, "all-gather", &d));
+  PTDP_CALL(allgather(c, send, recv, n_per_rank, d, tag, req));
   return PTDP_OK;
 }
 
 int ptdp_comm_iallgather(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
                          ptdp_comm_tag tag, ptdp_comm_req *req)
 {
-  PTDP_CALL(allgather(c, send, recv, n_per_rank, PTDP_TR_DEV_F32, tag, req));
+  PTDP_CALL(ptdp_comm_iallgather_t(c, send, recv, n_per_rank, PTDP_F32, tag, req));
+  return PTDP_OK;
+}
+
+int ptdp_comm_isend_t(ptdp_comm *c, const void *buf, size_t n, ptdp_dtype t, int peer, int mpitag,
+                      ptdp_comm_tag tag, ptdp_comm_req *req)
+{
+  ptdp_tr_data d;
+  *req = PTDP_COMM_REQ_NULL;
+  PTDP_CALL(dev_data(t, "send", &d));
+  PTDP_CALL(check_use(c, tag, n, "send"));
+  PTDP_CHECK_LOCAL(peer >= 0 && peer < c->size, "comm: send to rank %d outside the %s group of size %d", peer,
+                   ptdp_comm_group_name(c->kind), c->size);
+  PTDP_CALL(c->transport->isend(c->transport, buf, n, d, peer, mpitag, req));
+  count(c, tag, c->size == 1 ? 0.0 : payload(n, d));
   return PTDP_OK;
 }
 
 int ptdp_comm_isend(ptdp_comm *c, const float *buf, size_t n, int peer, int mpitag, ptdp_comm_tag tag,
                     ptdp_comm_req *req)
 {
+  PTDP_CALL(ptdp_comm_isend_t(c, buf, n, PTDP_F32, peer, mpitag, tag, req));
+  return PTDP_OK;
+}
+
+int ptdp_comm_irecv_t(ptdp_comm *c, void *buf, size_t n, ptdp_dtype t, int peer, int mpitag, ptdp_comm_tag tag,
+                      ptdp_comm_req *req)
+{
+  ptdp_tr_data d;
   *req = PTDP_COMM_REQ_NULL;
-  PTDP_CALL(check_use(c, tag, n, "send"));
-  PTDP_CHECK_LOCAL(peer >= 0 && peer < c->size, "comm: send to rank %d outside the %s group of size %d", peer,
-                   ptdp_comm_group_name(c->kind), c->size);
-  PTDP_CALL(c->transport->isend(c->transport, buf, n, PTDP_TR_DEV_F32, peer, mpitag, req));
-  count(c, tag, c->size == 1 ? 0.0 : (double)n * sizeof(float));
+  PTDP_CALL(dev_data(t, "receive", &d));
+  PTDP_CALL(check_use(c, tag, n, "receive"));
+  PTDP_CHECK_LOCAL(peer >= 0 && peer < c->size, "comm: receive from rank %d outside the %s group of size %d",
+                   peer, ptdp_comm_group_name(c->kind), c->size);
+  PTDP_CALL(c->transport->irecv(c->transport, buf, n, d, peer, mpitag, req));
+  count(c, tag, 0);
   return PTDP_OK;
 }
 
 int ptdp_comm_irecv(ptdp_comm *c, float *buf, size_t n, int peer, int mpitag, ptdp_comm_tag tag,
                     ptdp_comm_req *req)
 {
-  *req = PTDP_COMM_REQ_NULL;
-  PTDP_CALL(check_use(c, tag, n, "receive"));
-  PTDP_CHECK_LOCAL(peer >= 0 && peer < c->size, "comm: receive from rank %d outside the %s group of size %d",
-                   peer, ptdp_comm_group_name(c->kind), c->size);
-  PTDP_CALL(c->transport->irecv(c->transport, buf, n, PTDP_TR_DEV_F32, peer, mpitag, req));
-  count(c, tag, 0);
+  PTDP_CALL(ptdp_comm_irecv_t(c, buf, n, PTDP_F32, peer, mpitag, tag, req));
   return PTDP_OK;
 }
 

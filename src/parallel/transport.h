@@ -12,9 +12,11 @@
  * inside the group.  What a transport guarantees comm.c: the numbers MPI would give, and every
  * request it returns is released by req_free once test or wait has seen it complete.
  *
- * Where buffers live is part of each element type (the contract of comm.h): float32 buffers
- * are memory of the attached backend, doubles and bytes are host memory.  A transport that
- * cannot reach backend memory directly stages it through host buffers. */
+ * Where buffers live is part of each element type (the contract of comm.h): float32, bf16 and
+ * fp16 buffers are memory of the attached backend, doubles and bytes are host memory.  A
+ * transport that cannot reach backend memory directly stages it through host buffers.  Sums
+ * of bf16 and fp16 add each pair of elements in fp32 and round the sum to the type (round to
+ * nearest even, ptdp/half.h), as NCCL does; there is no maximum of them. */
 #ifndef PTDP_PARALLEL_TRANSPORT_H
 #define PTDP_PARALLEL_TRANSPORT_H
 
@@ -28,13 +30,21 @@
 typedef enum {
   PTDP_TR_DEV_F32 = 0, /* float32 in the attached backend's memory (host memory when none) */
   PTDP_TR_HOST_F64,    /* double in host memory */
-  PTDP_TR_HOST_BYTE    /* bytes in host memory */
+  PTDP_TR_HOST_BYTE,   /* bytes in host memory */
+  PTDP_TR_DEV_BF16,    /* bfloat16 (16-bit patterns) in the attached backend's memory, as DEV_F32 */
+  PTDP_TR_DEV_F16      /* IEEE binary16 in the attached backend's memory, as DEV_F32 */
 } ptdp_tr_data;
 
 typedef enum { PTDP_TR_SUM = 0, PTDP_TR_MAX } ptdp_tr_op;
 
 /* Bytes of one element of a data kind. */
 size_t ptdp_tr_data_size(ptdp_tr_data d);
+/* 1 for the kinds in the attached backend's memory (DEV_*), 0 for host memory. */
+int ptdp_tr_data_device(ptdp_tr_data d);
+/* The kind of a storage type's elements in backend memory (DEV_F32, DEV_BF16, DEV_F16). */
+ptdp_tr_data ptdp_tr_data_of(ptdp_dtype t);
+/* "floats", "bf16 values", ...: the plural for messages. */
+const char *ptdp_tr_data_name(ptdp_tr_data d);
 
 typedef struct ptdp_transport ptdp_transport;
 
@@ -51,9 +61,9 @@ struct ptdp_transport {
   const char *name;
   void *ctx;
   int size, rank; /* of the group */
-  /* Float buffers from now on are memory of be (NULL: host memory).  No request may be pending. */
+  /* DEV_* buffers from now on are memory of be (NULL: host memory).  No request may be pending. */
   int (*attach_backend)(ptdp_transport *tr, ptdp_backend *be);
-  /* In place on buf [n]. */
+  /* In place on buf [n].  PTDP_TR_MAX only on DEV_F32 and HOST_F64 (else an internal error). */
   int (*allreduce)(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, ptdp_tr_op op, ptdp_comm_req *req);
   /* recv [g, n]; send == recv + rank n means in place. */
   int (*allgather)(ptdp_transport *tr, const void *send, void *recv, size_t n, ptdp_tr_data d, ptdp_comm_req *req);
@@ -76,7 +86,7 @@ struct ptdp_transport {
 
 /* The MPI transport on comm (size > 0), which it uses but does not free. */
 int ptdp_transport_mpi_create(MPI_Comm comm, ptdp_transport **tr);
-/* The NCCL transport on comm's group (collective over comm), float collectives on its own stream
+/* The NCCL transport on comm's group (collective over comm), collectives on backend memory on its own stream
  * ordered after be's (transport_nccl.c; built with NCCL only). */
 int ptdp_transport_nccl_create(MPI_Comm comm, ptdp_backend *be, ptdp_transport **tr);
 /* destroy, then free the table; *tr = NULL.  NULL-safe. */

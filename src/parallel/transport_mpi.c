@@ -5,7 +5,7 @@
  * MPI_IN_PLACE exactly where the caller is in place, so every result is bit-identical; what is
  * added is an indirect call and, per nonblocking operation, one small malloc for the request.
  *
- * Staged (a backend with host_accessible == 0, float buffers only): Debian's Open MPI is not
+ * Staged (a backend with host_accessible == 0, buffers of backend memory only): Debian's Open MPI is not
  * CUDA-aware, so MPI may only see host memory.  An operation fetches what it sends into a host
  * buffer (be->to_host, then be->synchronize, because MPI reads the buffer right after), makes
  * the same MPI call on host buffers (in place where the caller is), and delivers what it
@@ -18,19 +18,27 @@
  *     reduce-scatter   fetch g n,   deliver n
  *     broadcast        fetch n at the root, deliver n elsewhere
  *     isend            fetch n;     irecv: deliver n at completion
+ *
+ * bf16 and fp16 travel as 16-bit integers (MPI has no such floating types); their sums use an
+ * MPI_Op of our own per type (sum16_ops below), created on a transport's first 16-bit reduction
+ * and freed with the transport.
  * Errors end the program (ptdp/error.h), so error paths do not release a request begun. */
 #include "transport.h"
 
 #include "ptdp/error.h"
+#include "ptdp/half.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct {
   MPI_Comm comm;  /* not owned: ptdp_comm frees it */
   ptdp_backend *be;
-  int stage;      /* 1: float buffers are memory MPI must not touch */
+  int stage;      /* 1: backend memory (DEV_* buffers) is memory MPI must not touch */
   char *scratch;  /* host buffer of blocking staged operations */
   size_t scratch_bytes;
+  MPI_Op sum_bf16, sum_f16; /* MPI_OP_NULL until the first 16-bit reduction */
 } mpi_ctx;
 
 /* A staged result still on the host: bytes of host go to dev (bytes 0: nothing). */
@@ -55,13 +63,69 @@ static MPI_Datatype mpi_type(ptdp_tr_data d)
   case PTDP_TR_DEV_F32: return MPI_FLOAT;
   case PTDP_TR_HOST_F64: return MPI_DOUBLE;
   case PTDP_TR_HOST_BYTE: return MPI_BYTE;
+  case PTDP_TR_DEV_BF16: return MPI_UINT16_T; /* the bits, moved unchanged */
+  case PTDP_TR_DEV_F16: return MPI_UINT16_T;
   }
   return MPI_DATATYPE_NULL;
 }
 
-static MPI_Op mpi_op(ptdp_tr_op op) { return op == PTDP_TR_MAX ? MPI_MAX : MPI_SUM; }
+/* ---- sums of bf16 and fp16 (sum16_ops) ----
+ * MPI reduces 16-bit floats with a commutative user-defined operation: inout[i] = in[i] +
+ * inout[i], added in fp32 and rounded once to the type (round to nearest even, ptdp/half.h).
+ * The fp32 add does not change that rounding: fp32's 24 significand bits are at least 2p + 2
+ * for bf16 (p = 8) and fp16 (p = 11), so rounding the fp32 sum to the type gives the exact sum
+ * rounded once (no double-rounding error).  On g = 2 ranks a sum is therefore correctly
+ * rounded.  With g > 2 MPI adds the g contributions in an order of its own (its algorithm, the
+ * number of ranks, the message size) and each partial sum is rounded: the result depends on
+ * that order, within (g-1) roundings of the exact sum (|error| <= gamma_{g-1} sum |x_r|,
+ * gamma_k = k u / (1 - k u), u = 2^-p), which is why the model's bf16 equivalence tests carry a
+ * tolerance.  NCCL's ring does the same (every partial sum stored in the type). */
+static void sum_bf16(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+  const uint16_t *a = in;
+  uint16_t *b = inout;
+  (void)type;
+  for (int i = 0; i < *len; i++) b[i] = ptdp_float_to_bf16(ptdp_bf16_to_float(a[i]) + ptdp_bf16_to_float(b[i]));
+}
 
-static int staged(const mpi_ctx *x, ptdp_tr_data d) { return x->stage && d == PTDP_TR_DEV_F32; }
+static void sum_f16(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+  const uint16_t *a = in;
+  uint16_t *b = inout;
+  (void)type;
+  for (int i = 0; i < *len; i++) b[i] = ptdp_float_to_f16(ptdp_f16_to_float(a[i]) + ptdp_f16_to_float(b[i]));
+}
+
+/* The MPI_Op of one 16-bit sum, created on first use. */
+static int sum16_op(MPI_Op *op, MPI_User_function *fn)
+{
+  if (*op == MPI_OP_NULL) PTDP_CALL_MPI(MPI_Op_create(fn, 1, op));
+  return PTDP_OK;
+}
+
+/* The reduction of op on kind d.  A maximum of 16-bit values is nothing comm.h offers: asking
+ * for one is a mistake in ptdp, not in the input. */
+static int mpi_op(mpi_ctx *x, ptdp_tr_op op, ptdp_tr_data d, MPI_Op *out)
+{
+  const int half = d == PTDP_TR_DEV_BF16 || d == PTDP_TR_DEV_F16;
+  if (half && op != PTDP_TR_SUM) {
+    ptdp_error_set_collective(0);
+    return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
+                           "internal error: the MPI transport reduces %s by sum only", ptdp_tr_data_name(d));
+  }
+  if (d == PTDP_TR_DEV_BF16) {
+    PTDP_CALL(sum16_op(&x->sum_bf16, sum_bf16));
+    *out = x->sum_bf16;
+  } else if (d == PTDP_TR_DEV_F16) {
+    PTDP_CALL(sum16_op(&x->sum_f16, sum_f16));
+    *out = x->sum_f16;
+  } else {
+    *out = op == PTDP_TR_MAX ? MPI_MAX : MPI_SUM;
+  }
+  return PTDP_OK;
+}
+
+static int staged(const mpi_ctx *x, ptdp_tr_data d) { return x->stage && ptdp_tr_data_device(d); }
 
 static int fetch(mpi_ctx *x, void *host, const void *dev, size_t bytes)
 {
@@ -129,6 +193,8 @@ static int tmpi_allreduce(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data 
   mpi_req *r;
   void *b = buf;
   delivery out = {NULL, NULL, 0};
+  MPI_Op mop;
+  PTDP_CALL(mpi_op(x, op, d, &mop));
   PTDP_CALL(begin(tr, req, st ? bytes : 0, &h, &r));
   if (st) {
     PTDP_CALL(fetch(x, h, buf, bytes));
@@ -136,9 +202,9 @@ static int tmpi_allreduce(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data 
     out = (delivery){buf, h, bytes};
   }
   if (r)
-    PTDP_CALL_MPI(MPI_Iallreduce(MPI_IN_PLACE, b, (int)n, mpi_type(d), mpi_op(op), x->comm, &r->mpi));
+    PTDP_CALL_MPI(MPI_Iallreduce(MPI_IN_PLACE, b, (int)n, mpi_type(d), mop, x->comm, &r->mpi));
   else
-    PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, b, (int)n, mpi_type(d), mpi_op(op), x->comm));
+    PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, b, (int)n, mpi_type(d), mop, x->comm));
   PTDP_CALL(finish(tr, r, req, out));
   return PTDP_OK;
 }
@@ -183,6 +249,8 @@ static int tmpi_reduce_scatter(ptdp_transport *tr, const void *send, void *recv,
   char *h;
   mpi_req *r;
   delivery out = {NULL, NULL, 0};
+  MPI_Op mop;
+  PTDP_CALL(mpi_op(x, PTDP_TR_SUM, d, &mop));
   PTDP_CALL(begin(tr, req, st ? all + (in_place ? 0 : blk) : 0, &h, &r));
   if (st) { /* send [g, n] at h (the result lands in its first block when in place), recv after */
     PTDP_CALL(fetch(x, h, send, all));
@@ -191,9 +259,9 @@ static int tmpi_reduce_scatter(ptdp_transport *tr, const void *send, void *recv,
     out = (delivery){recv, rv, blk};
   }
   if (r)
-    PTDP_CALL_MPI(MPI_Ireduce_scatter_block(s, rv, (int)n, T, MPI_SUM, x->comm, &r->mpi));
+    PTDP_CALL_MPI(MPI_Ireduce_scatter_block(s, rv, (int)n, T, mop, x->comm, &r->mpi));
   else
-    PTDP_CALL_MPI(MPI_Reduce_scatter_block(s, rv, (int)n, T, MPI_SUM, x->comm));
+    PTDP_CALL_MPI(MPI_Reduce_scatter_block(s, rv, (int)n, T, mop, x->comm));
   PTDP_CALL(finish(tr, r, req, out));
   return PTDP_OK;
 }
@@ -296,10 +364,24 @@ static int tmpi_attach_backend(ptdp_transport *tr, ptdp_backend *be)
   return PTDP_OK;
 }
 
+/* Operations still in flight keep a freed MPI_Op alive (MPI's rule); after MPI_Finalize
+ * there is nothing left to free. */
+static void free_op(MPI_Op *op)
+{
+  int fin = 1;
+  if (*op != MPI_OP_NULL && MPI_Finalized(&fin) == MPI_SUCCESS && !fin && MPI_Op_free(op) != MPI_SUCCESS)
+    fprintf(stderr, "ptdp: comm: MPI_Op_free failed\n");
+  *op = MPI_OP_NULL;
+}
+
 static void tmpi_destroy(ptdp_transport *tr)
 {
   mpi_ctx *x = tr->ctx;
-  if (x) free(x->scratch);
+  if (x) {
+    free_op(&x->sum_bf16);
+    free_op(&x->sum_f16);
+    free(x->scratch);
+  }
   free(x);
   tr->ctx = NULL;
 }
@@ -312,6 +394,8 @@ int ptdp_transport_mpi_create(MPI_Comm comm, ptdp_transport **out)
   PTDP_CALLOC(tr, 1, sizeof *tr);
   PTDP_CALLOC(x, 1, sizeof *x);
   x->comm = comm;
+  x->sum_bf16 = MPI_OP_NULL;
+  x->sum_f16 = MPI_OP_NULL;
   tr->name = "mpi";
   tr->ctx = x;
   PTDP_CALL_MPI(MPI_Comm_rank(comm, &tr->rank));

@@ -1,4 +1,7 @@
-/* The NCCL transport: the table of transport.h with float collectives through NCCL.
+/* The NCCL transport: the table of transport.h with collectives on backend memory (fp32, bf16,
+ * fp16) through NCCL.  NCCL sums bf16 and fp16 as transport.h says (each partial sum rounded
+ * to the type), so results on more than 2 ranks may differ from the MPI transport's by the
+ * order of the additions.
  *
  * One NCCL communicator per MPI group, made from it (rank 0's ncclUniqueId broadcast over the
  * group's MPI communicator, then ncclCommInitRank), and one stream of its own, so collectives
@@ -62,7 +65,13 @@ typedef struct {
   char what[80];     /* a delegated operation, for messages: "MPI all-reduce of 1 doubles" */
 } nccl_req;
 
-static int nccl_only(ptdp_tr_data d) { return d == PTDP_TR_DEV_F32; }
+/* What NCCL carries: the kinds in backend memory. */
+static int nccl_only(ptdp_tr_data d) { return ptdp_tr_data_device(d); }
+
+static ncclDataType_t nccl_type(ptdp_tr_data d)
+{
+  return d == PTDP_TR_DEV_BF16 ? ncclBfloat16 : d == PTDP_TR_DEV_F16 ? ncclFloat16 : ncclFloat32;
+}
 
 
 /* A query's "not ready" is no error: not left behind as the last error. */
@@ -124,11 +133,11 @@ static int watchdog(void *ctx, double waited, int expired, int *pending)
 
 /* ---- ordering ---- */
 
-/* The comm stream waits for the work the compute stream has issued so far; what and n name
+/* The comm stream waits for the work the compute stream has issued so far; what, n and d name
  * the collective for the watchdog's messages. */
-static int begin(nccl_ctx *x, const char *what, size_t n)
+static int begin(nccl_ctx *x, const char *what, size_t n, ptdp_tr_data d)
 {
-  snprintf(x->last, sizeof x->last, "%s of %zu floats", what, n);
+  snprintf(x->last, sizeof x->last, "%s of %zu %s", what, n, ptdp_tr_data_name(d));
   PTDP_CHECK_LOCAL(!x->aborted, "NCCL: %s on %s, whose communicator was aborted after a failure", x->last, x->group);
   PTDP_CALL_CUDA(cudaEventRecord(x->ready, x->compute));
   PTDP_CALL_CUDA(cudaStreamWaitEvent(x->stream, x->ready, 0));
@@ -225,11 +234,6 @@ static int delegated(ptdp_transport *tr, ptdp_comm_req inner, ptdp_comm_req *req
   return PTDP_OK;
 }
 
-static const char *data_name(ptdp_tr_data d)
-{
-  return d == PTDP_TR_DEV_F32 ? "floats" : d == PTDP_TR_HOST_F64 ? "doubles" : "bytes";
-}
-
 /* A host MPI request on the group's communicator (broadcast, barrier), waited for by polling. */
 static int mpi_request_wait(nccl_ctx *x, MPI_Request *mr, const char *what)
 {
@@ -253,10 +257,15 @@ static int tn_allreduce(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d,
     ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
     PTDP_CALL(x->mpi->allreduce(x->mpi, buf, n, d, op, &inner));
     return delegated(tr, inner, req, "MPI all-reduce%s of %zu %s", op == PTDP_TR_MAX ? " (max)" : "", n,
-                     data_name(d));
+                     ptdp_tr_data_name(d));
   }
-  PTDP_CALL(begin(x, op == PTDP_TR_MAX ? "all-reduce (max)" : "all-reduce", n));
-  PTDP_CALL_NCCL(ncclAllReduce(buf, buf, n, ncclFloat32, op == PTDP_TR_MAX ? ncclMax : ncclSum, x->nccl, x->stream));
+  if (op == PTDP_TR_MAX && d != PTDP_TR_DEV_F32) { /* as the MPI transport: comm.h offers none */
+    ptdp_error_set_collective(0);
+    return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
+                           "internal error: the NCCL transport reduces %s by sum only", ptdp_tr_data_name(d));
+  }
+  PTDP_CALL(begin(x, op == PTDP_TR_MAX ? "all-reduce (max)" : "all-reduce", n, d));
+  PTDP_CALL_NCCL(ncclAllReduce(buf, buf, n, nccl_type(d), op == PTDP_TR_MAX ? ncclMax : ncclSum, x->nccl, x->stream));
   PTDP_CALL(finish(tr, req));
   return PTDP_OK;
 }
@@ -269,10 +278,10 @@ static int tn_allgather(ptdp_transport *tr, const void *send, void *recv, size_t
   if (!nccl_only(d)) {
     ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
     PTDP_CALL(x->mpi->allgather(x->mpi, send, recv, n, d, &inner));
-    return delegated(tr, inner, req, "MPI all-gather of %zu %s", n * (size_t)tr->size, data_name(d));
+    return delegated(tr, inner, req, "MPI all-gather of %zu %s", n * (size_t)tr->size, ptdp_tr_data_name(d));
   }
-  PTDP_CALL(begin(x, "all-gather", n * (size_t)tr->size));
-  PTDP_CALL_NCCL(ncclAllGather(send, recv, n, ncclFloat32, x->nccl, x->stream));
+  PTDP_CALL(begin(x, "all-gather", n * (size_t)tr->size, d));
+  PTDP_CALL_NCCL(ncclAllGather(send, recv, n, nccl_type(d), x->nccl, x->stream));
   PTDP_CALL(finish(tr, req));
   return PTDP_OK;
 }
@@ -286,15 +295,16 @@ static int tn_reduce_scatter(ptdp_transport *tr, const void *send, void *recv, s
   if (!nccl_only(d)) {
     ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
     PTDP_CALL(x->mpi->reduce_scatter(x->mpi, send, recv, n, d, &inner));
-    return delegated(tr, inner, req, "MPI reduce-scatter of %zu %s", n * (size_t)tr->size, data_name(d));
+    return delegated(tr, inner, req, "MPI reduce-scatter of %zu %s", n * (size_t)tr->size, ptdp_tr_data_name(d));
   }
-  PTDP_CALL(begin(x, "reduce-scatter", n * (size_t)tr->size));
+  PTDP_CALL(begin(x, "reduce-scatter", n * (size_t)tr->size, d));
+  const size_t blk = n * ptdp_tr_data_size(d);
   if (send == recv && tr->rank > 0) {
-    float *mine = (float *)recv + (size_t)tr->rank * n;
-    PTDP_CALL_NCCL(ncclReduceScatter(send, mine, n, ncclFloat32, ncclSum, x->nccl, x->stream));
-    PTDP_CALL_CUDA(cudaMemcpyAsync(recv, mine, n * sizeof(float), cudaMemcpyDeviceToDevice, x->stream));
+    char *mine = (char *)recv + (size_t)tr->rank * blk;
+    PTDP_CALL_NCCL(ncclReduceScatter(send, mine, n, nccl_type(d), ncclSum, x->nccl, x->stream));
+    PTDP_CALL_CUDA(cudaMemcpyAsync(recv, mine, blk, cudaMemcpyDeviceToDevice, x->stream));
   } else {
-    PTDP_CALL_NCCL(ncclReduceScatter(send, recv, n, ncclFloat32, ncclSum, x->nccl, x->stream));
+    PTDP_CALL_NCCL(ncclReduceScatter(send, recv, n, nccl_type(d), ncclSum, x->nccl, x->stream));
   }
   PTDP_CALL(finish(tr, req));
   return PTDP_OK;
@@ -328,7 +338,7 @@ static int tn_isend(ptdp_transport *tr, const void *buf, size_t n, ptdp_tr_data 
   nccl_ctx *x = tr->ctx;
   ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
   PTDP_CALL(x->mpi->isend(x->mpi, buf, n, d, peer, tag, &inner));
-  return delegated(tr, inner, req, "MPI send of %zu %s to rank %d (tag %d)", n, data_name(d), peer, tag);
+  return delegated(tr, inner, req, "MPI send of %zu %s to rank %d (tag %d)", n, ptdp_tr_data_name(d), peer, tag);
 }
 
 static int tn_irecv(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int peer, int tag, ptdp_comm_req *req)
@@ -336,7 +346,7 @@ static int tn_irecv(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int
   nccl_ctx *x = tr->ctx;
   ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
   PTDP_CALL(x->mpi->irecv(x->mpi, buf, n, d, peer, tag, &inner));
-  return delegated(tr, inner, req, "MPI receive of %zu %s from rank %d (tag %d)", n, data_name(d), peer, tag);
+  return delegated(tr, inner, req, "MPI receive of %zu %s from rank %d (tag %d)", n, ptdp_tr_data_name(d), peer, tag);
 }
 
 /* Pending: the watchdog runs (the host is waiting for this request), timed from the first test. */

@@ -22,6 +22,7 @@ namespace nccl {
  * last of them has run (NCCL's destroy flushes pending work). */
 struct CommState {
   MPI_Comm mpi = MPI_COMM_NULL;
+  MPI_Op sum_bf16 = MPI_OP_NULL, sum_f16 = MPI_OP_NULL; /* emu_nccl_ops.cc's sums of halves, made on first use */
   int rank = 0, nranks = 0, device = 0;
   bool aborted = false;
   ncclResult_t async_error = ncclSuccess;
@@ -29,7 +30,10 @@ struct CommState {
   ~CommState()
   {
     int fin = 1;
-    if (mpi != MPI_COMM_NULL && MPI_Finalized(&fin) == MPI_SUCCESS && !fin) MPI_Comm_free(&mpi);
+    if (MPI_Finalized(&fin) != MPI_SUCCESS || fin) return;
+    if (mpi != MPI_COMM_NULL) MPI_Comm_free(&mpi);
+    if (sum_bf16 != MPI_OP_NULL) MPI_Op_free(&sum_bf16); /* pending operations keep it alive */
+    if (sum_f16 != MPI_OP_NULL) MPI_Op_free(&sum_f16);
   }
 };
 

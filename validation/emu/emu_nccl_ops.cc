@@ -6,9 +6,18 @@
  * buffers device memory of the needed extent, the in-place layouts) and kept as a Call.  Calls
  * are queued per stream as one Batch (a group's calls on one stream form one batch) with
  * emu::enqueue_async: start() copies each send buffer to host memory (bf16/fp16 widened to fp32
- * when reduced) and posts the nonblocking MPI operation; poll() tests them (MPI_Test) and, once
- * all are done, copies the results into the receive buffers.  Staging in host memory keeps MPI
- * away from device memory, which the host may touch only while queued work runs.
+ * when reduced other than by ncclSum) and posts the nonblocking MPI operation; poll() tests them
+ * (MPI_Test) and, once all are done, copies the results into the receive buffers.  Staging in
+ * host memory keeps MPI away from device memory, which the host may touch only while queued
+ * work runs.
+ *
+ * Sums of bf16 and fp16 round every partial sum, as NCCL's ring does (its buffers hold the
+ * type): they travel as 16-bit patterns reduced by an MPI_Op of the communicator's own that adds
+ * two elements in fp32 and rounds the sum to the type (round to nearest even) -- the same
+ * arithmetic as ptdp's MPI transport (src/parallel/transport_mpi.c), so on 2 ranks both give the
+ * exact sum rounded once, and on more ranks each gives a result within g-1 roundings that
+ * depends on MPI's order of additions.  The other reductions of halves (prod, max, min, avg)
+ * reduce in fp32 and round once (max and min are exact either way).
  *
  * Abort.  ncclCommAbort marks the communicator's state aborted and kills the handle; a batch
  * polled afterwards completes at once without writing its receive buffers, and its calls, whose
@@ -112,8 +121,11 @@ size_t recv_elems(const Call &c)
   }
 }
 
-/* Bytes of one staged element: fp32 for a reduced half, else the element itself. */
-size_t stage_size(const Call &c) { return c.ti.half && reduces(c.kind) ? 4 : c.ti.size; }
+/* A sum of halves: moved as 16-bit patterns, every partial sum rounded (half_sum). */
+bool rounds_each(const Call &c) { return c.ti.half && reduces(c.kind) && c.op == ncclSum; }
+
+/* Bytes of one staged element: fp32 for a half reduced in fp32, else the element itself. */
+size_t stage_size(const Call &c) { return c.ti.half && reduces(c.kind) && !rounds_each(c) ? 4 : c.ti.size; }
 
 /* The in-place layout of each collective (NCCL's documentation), whether the buffers overlap
  * otherwise (refused), given byte ranges [s, s + sn) and [r, r + rn). */
@@ -196,11 +208,44 @@ MPI_Op mpi_op(ncclRedOp_t op)
   }
 }
 
+/* inout[i] = in[i] + inout[i] on 16-bit patterns: added in fp32 (exact for two such values up
+ * to one rounding, fp32 having at least 2p + 2 bits), rounded once to the type. */
+void sum_bf16(void *in, void *inout, int *len, MPI_Datatype *)
+{
+  const uint16_t *a = (const uint16_t *)in;
+  uint16_t *b = (uint16_t *)inout;
+  for (int i = 0; i < *len; i++) b[i] = float_to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
+}
+
+void sum_half(void *in, void *inout, int *len, MPI_Datatype *)
+{
+  const uint16_t *a = (const uint16_t *)in;
+  uint16_t *b = (uint16_t *)inout;
+  for (int i = 0; i < *len; i++) b[i] = float_to_half(half_to_float(a[i]) + half_to_float(b[i]));
+}
+
+/* The communicator's sum of c's half type, created on first use (freed with the state). */
+int half_sum(Call &c, MPI_Op *op)
+{
+  MPI_Op &mine = c.ti.bf16 ? c.comm->sum_bf16 : c.comm->sum_f16;
+  if (mine == MPI_OP_NULL) {
+    int e = MPI_Op_create(c.ti.bf16 ? sum_bf16 : sum_half, 1, &mine);
+    if (e != MPI_SUCCESS) return e;
+  }
+  *op = mine;
+  return MPI_SUCCESS;
+}
+
 int post(Call &c)
 {
   const int n = (int)c.count;
-  const MPI_Datatype rt = c.ti.reduce, mt = c.ti.move;
-  const MPI_Op op = mpi_op(c.op);
+  const bool each = rounds_each(c);
+  const MPI_Datatype rt = each ? c.ti.move : c.ti.reduce, mt = c.ti.move;
+  MPI_Op op = mpi_op(c.op);
+  if (each) {
+    int e = half_sum(c, &op);
+    if (e != MPI_SUCCESS) return e;
+  }
   MPI_Comm m = c.comm->mpi;
   void *s = c.sbuf.data(), *r = c.rbuf.data();
   switch (c.kind) {
