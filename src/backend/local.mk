@@ -23,15 +23,18 @@ src/backend/cuda_kernels.$(OBJEXT) src/backend/cuda_softmax.$(OBJEXT): src/backe
   src/backend/cuda_rng.h include/ptdp/backend.h
 
 # Tests (validation/tests/backend).  test_ops is the conformance suite of every backend (cpu
-# against a double-precision reference, guard and, where a GPU is present, cuda against cpu);
-# test_ops_plant.sh proves it fails on planted mistakes.  validation/emu/ops.mk links the same
-# sources with the CUDA emulation (TEST_OPS_SOURCES).
+# against a double-precision reference, guard and, where a GPU is present, cuda against cpu), in
+# fp32 and through the mixed-precision wrapper in bf16 and fp16; test_ops_plant.sh proves it
+# fails on planted mistakes; test_mixed checks the wrapper's life cycle and work space.
+# validation/emu/ops.mk links the same sources with the CUDA emulation (TEST_OPS_SOURCES).
 TEST_OPS_SOURCES = validation/tests/backend/test_ops.c validation/tests/backend/test_ops.h \
                    validation/tests/backend/test_ops_ref.c validation/tests/backend/test_ops_plant.c
-check_PROGRAMS += validation/tests/backend/test_guard validation/tests/backend/test_ops
+check_PROGRAMS += validation/tests/backend/test_guard validation/tests/backend/test_ops \
+                  validation/tests/backend/test_mixed
 validation_tests_backend_test_guard_SOURCES = validation/tests/backend/test_guard.c
 validation_tests_backend_test_ops_SOURCES = $(TEST_OPS_SOURCES)
+validation_tests_backend_test_mixed_SOURCES = validation/tests/backend/test_mixed.c
 TESTS += validation/tests/backend/test_guard validation/tests/backend/test_ops \
-         validation/tests/backend/test_ops_plant.sh
+         validation/tests/backend/test_ops_plant.sh validation/tests/backend/test_mixed
 TESTS += validation/tests/backend/test_guard_model.sh
 dist_noinst_SCRIPTS += validation/tests/backend/test_guard_model.sh validation/tests/backend/test_ops_plant.sh

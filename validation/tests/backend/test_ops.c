@@ -26,13 +26,31 @@
  * ||x - r|| / ||r|| (absolute when r is all zero); the max norm keeps one wrong element from
  * hiding in a large output.  Any element NaN on one side only is a failure.
  *
- * Data types: the table `groups` has a column of the data types each group runs in (fp32 today,
- * the only type of the model's operations).  The group "mixed" (convert, unscale_check: used by
- * mixed precision, issue 20 section 3, not yet by the model) takes its types as arguments and
- * checks every pair itself, bit for bit on every pair of backends: ptdp/half.h is the definition
- * (ref runs it; validation/tests/core/test_half proves it).  The bounds are multiples of the type's unit roundoff u; a
- * bf16/fp16 path adds its type to `dtypes` (u = 2^-8, 2^-11), a conversion in upload / fetch, and
- * its bit to the groups that have the path.
+ * Data types (the storage type of ptdp/backend.h): every group runs in fp32, bf16 and fp16.  In
+ * bf16 and fp16 the backend under test is the mixed-precision wrapper (ptdp_backend_mixed_create)
+ * around it; ref stays fp32 and runs on the same numbers, widened; the guard's and a device's
+ * reference is the wrapper around cpu.  Inputs of the storage type are drawn, rounded to the
+ * type, and uploaded in each side's own type, so both sides compute on the same numbers.  The
+ * wrapper's arithmetic is fp32 (inner's), so an fp32 output keeps its fp32 bound; an output of
+ * the storage type y = round(a), a the fp32 result within the fp32 bound B of the exact result r
+ * (B relative to max |r|, the max-norm part of the measure above), is checked element by element:
+ *   against ref:   |y - r| <= ulp(y, r) / 2 + B max|r|    (round to nearest: half an ulp of the
+ *                  type beyond the fp32 error; a truncation, off by up to one ulp, fails)
+ *   against cpu's wrapper (a device): |y - y'| <= ulp + B max|y'| (each within half an ulp plus
+ *                  its fp32 error of r; B is already twice the fp32 bound), and the elements that
+ *                  differ at all are at most those the fp32 difference explains: an element can
+ *                  round differently only when a rounding boundary falls within B max|y'| of it,
+ *                  probability <= B max|y'| / ulp, so at most E = sum min(1, B max|y'| / ulp)
+ *                  of them plus 4 sqrt(E) + 4 (a truncating device differs in about half)
+ *   guard against cpu's wrapper: bit for bit.
+ * ulp is the spacing of the type's numbers at the larger magnitude (bf16: 8 significant bits,
+ * fp16: 11 and subnormals below 2^-14).  Measured in ulps beyond the fp32 slack, and printed so.
+ * An output one operation writes and a later one reads (attention's probs) is handed from the
+ * tested side to the reference before the later operation (`share`): two correct roundings may
+ * differ by an ulp, and the later operation would carry that past its fp32 bound.  The group
+ * "mixed" (convert, unscale_check) takes its types as arguments and checks every pair itself, bit
+ * for bit on every pair of backends: ptdp/half.h is the definition (ref runs it;
+ * validation/tests/core/test_half proves it); in bf16 and fp16 it runs through the wrapper.
  *
  * --plant patches each tested backend with the mistakes of test_ops_plant.c and passes only if
  * every one is caught by a failing check of its own operation (the suite proves it can fail).
@@ -57,11 +75,13 @@
 #endif
 
 /* ---- data types ---- */
-typedef enum { DT_F32, DT_COUNT } dtype;
+typedef enum { DT_F32, DT_BF16, DT_F16, DT_COUNT } dtype;
 static const struct {
   const char *name;
-  double u; /* unit roundoff */
-} dtypes[DT_COUNT] = {{"fp32", 0x1p-24}};
+  ptdp_dtype t;
+  int p, emin; /* significant bits, smallest normal exponent */
+} dtypes[DT_COUNT] = {{"fp32", PTDP_F32, 24, -126}, {"bf16", PTDP_BF16, 8, -126}, {"fp16", PTDP_F16, 11, -14}};
+#define ALL_DT ((1u << DT_F32) | (1u << DT_BF16) | (1u << DT_F16))
 
 /* ---- the pair under test ---- */
 typedef enum {
@@ -92,8 +112,9 @@ static void set_shape(const char *fmt, ...)
  * element-wise formula (a few correctly rounded operations, an exponential within a few ulps)
  * gets c u; each c is given where it is used, with what it covers.  Against cpu, a device's
  * result and the cpu's are each within the bound of the exact result, so within twice it of
- * each other.  Measured errors are printed beside the bounds. */
-static double bound_elem(double c) { return c * dtypes[dt].u * (kind == VS_FP32 ? 2 : 1); }
+ * each other.  Measured errors are printed beside the bounds.  The arithmetic is fp32 in every
+ * storage type, so u is fp32's unit roundoff 2^-24 in all of them (see the header for bf16, fp16). */
+static double bound_elem(double c) { return c * 0x1p-24 * (kind == VS_FP32 ? 2 : 1); }
 static double bound_sum(double c, double n) { return bound_elem(c) * sqrt(n > 1 ? n : 1); }
 
 /* ---- results: one row per operation output and data type, the worst check kept ---- */
@@ -101,10 +122,11 @@ typedef struct {
   char name[48];
   dtype dt;
   double err, bound; /* exact checks: elements differing, bound 0 */
+  const char *unit;  /* what err counts: "error" (relative), "ulps", "apart" (elements) */
   char shape[96];
   int checks, fails, exact;
 } result;
-#define MAX_RESULTS 96
+#define MAX_RESULTS 256
 static result results[MAX_RESULTS];
 static int nresults;
 
@@ -128,9 +150,10 @@ static result *result_row(const char *name)
 static double badness(double err, double bound) { return bound > 0 ? err / bound : err > 0 ? INFINITY : 0; }
 
 /* Count the check, and keep it if it is the worst of its row so far. */
-static void record(const char *name, double err, double bound, int ok, int exact)
+static void record_in(const char *unit, const char *name, double err, double bound, int ok, int exact)
 {
   result *r = result_row(name);
+  r->unit = unit;
   r->checks++;
   r->fails += !ok;
   r->exact = exact;
@@ -140,7 +163,11 @@ static void record(const char *name, double err, double bound, int ok, int exact
     snprintf(r->shape, sizeof r->shape, "%s", shape);
   }
   EXPECT(ok, "%s (%s, %s) on %s against %s: %s %.3g, bound %.3g", name, shape, dtypes[dt].name, be[1]->name,
-         be[0]->name, exact ? "elements differing" : "error", err, bound);
+         be[0]->name, exact ? "elements differing" : unit, err, bound);
+}
+static void record(const char *name, double err, double bound, int ok, int exact)
+{
+  record_in("error", name, err, bound, ok, exact);
 }
 
 static void print_results(const char *backend)
@@ -151,18 +178,22 @@ static void print_results(const char *backend)
       printf("  %-6s %-30s %-5s %s: %3.0f elements differ, exactly   (%d shapes; worst %s)\n", backend, r->name,
              dtypes[r->dt].name, r->fails ? "FAIL" : "ok  ", r->err, r->checks, r->shape);
     else
-      printf("  %-6s %-30s %-5s %s: error %8.2e, bound %8.2e (%d shapes; worst %s)\n", backend, r->name,
-             dtypes[r->dt].name, r->fails ? "FAIL" : "ok  ", r->err, r->bound, r->checks, r->shape);
+      printf("  %-6s %-30s %-5s %s: %-5s %8.2e, bound %8.2e (%d shapes; worst %s)\n", backend, r->name,
+             dtypes[r->dt].name, r->fails ? "FAIL" : "ok  ", r->unit, r->err, r->bound, r->checks, r->shape);
   }
 }
 
 /* ---- one buffer on both backends ---- */
 typedef struct {
   void *p[2];
-  size_t bytes;
+  size_t n, elem[2]; /* elements, and bytes per element on each side */
 } twin;
 
+static size_t twin_bytes(const twin *t, int k) { return t->n * t->elem[k]; }
+
 #define F(t, k) ((float *)(t).p[k])
+/* element i of a buffer of the storage type on side k (an (S) argument i elements in) */
+#define AT(t, k, i) ((float *)((char *)(t).p[k] + (size_t)(i) * (t).elem[k]))
 #define I32(t, k) ((int32_t *)(t).p[k])
 #define U8(t, k) ((uint8_t *)(t).p[k])
 
@@ -180,11 +211,39 @@ static void die(const char *what)
   exit(2);
 }
 
-static twin upload(const void *h, size_t bytes)
+/* The same n elements of `elem` bytes on both sides. */
+static twin upload(const void *h, size_t n, size_t elem)
 {
-  twin t = {.bytes = bytes};
+  twin t = {.n = n, .elem = {elem, elem}};
   for (int k = 0; k < 2; k++)
-    if (be[k]->alloc(be[k], &t.p[k], bytes) || be[k]->to_device(be[k], t.p[k], h, bytes)) die("alloc, to_device");
+    if (be[k]->alloc(be[k], &t.p[k], n * elem) || be[k]->to_device(be[k], t.p[k], h, n * elem))
+      die("alloc, to_device");
+  return t;
+}
+
+/* v rounded to the storage type (exactly representable in every side's type) */
+static float rounded(float v)
+{
+  uint16_t h = 0;
+  if (dtypes[dt].t == PTDP_F32) return v;
+  ptdp_half_store(&h, dtypes[dt].t, 0, v);
+  return ptdp_half_load(&h, dtypes[dt].t, 0);
+}
+
+/* n numbers of the storage type, each side's copy in its own type (be[k]->dtype: ref is fp32). */
+static twin upload_stored(const float *h, size_t n)
+{
+  twin t = {.n = n};
+  for (int k = 0; k < 2; k++) {
+    const ptdp_dtype bt = be[k]->dtype;
+    t.elem[k] = ptdp_dtype_size(bt);
+    char *b = malloc(n * t.elem[k] + 1);
+    if (!b) die("malloc");
+    for (size_t i = 0; i < n; i++) ptdp_half_store(b, bt, i, h[i]);
+    if (be[k]->alloc(be[k], &t.p[k], n * t.elem[k]) || be[k]->to_device(be[k], t.p[k], b, n * t.elem[k]))
+      die("alloc, to_device");
+    free(b);
+  }
   return t;
 }
 
@@ -194,11 +253,24 @@ static twin floats(size_t n, float lo, float hi)
   float *h = malloc(n * sizeof(float) + 1);
   if (!h) die("malloc");
   for (size_t i = 0; i < n; i++) h[i] = lo > hi ? NAN : urand(lo, hi);
-  twin t = upload(h, n * sizeof(float));
+  twin t = upload(h, n, sizeof(float));
   free(h);
   return t;
 }
 static twin poison(size_t n) { return floats(n, 1, 0); }
+
+/* The same for an (S) argument: n numbers of the storage type, uniform in [lo, hi) then rounded
+ * to the type (in fp32 the same draws as floats); lo > hi: NaN */
+static twin stored(size_t n, float lo, float hi)
+{
+  float *h = malloc(n * sizeof(float) + 1);
+  if (!h) die("malloc");
+  for (size_t i = 0; i < n; i++) h[i] = lo > hi ? NAN : rounded(urand(lo, hi));
+  twin t = upload_stored(h, n);
+  free(h);
+  return t;
+}
+static twin spoison(size_t n) { return stored(n, 1, 0); }
 
 /* n int32 values uniform in [lo, hi) (tokens, targets) */
 static twin tokens(size_t n, long long lo, long long hi)
@@ -206,7 +278,7 @@ static twin tokens(size_t n, long long lo, long long hi)
   int32_t *h = malloc(n * sizeof(int32_t) + 1);
   if (!h) die("malloc");
   for (size_t i = 0; i < n; i++) h[i] = (int32_t)(lo + (long long)(ptdp_rng_mix(seq++) % (uint64_t)(hi - lo)));
-  twin t = upload(h, n * sizeof(int32_t));
+  twin t = upload(h, n, sizeof(int32_t));
   free(h);
   return t;
 }
@@ -217,18 +289,35 @@ static twin bytes(size_t n, int random)
   uint8_t *h = malloc(n + 1);
   if (!h) die("malloc");
   for (size_t i = 0; i < n; i++) h[i] = random ? (uint8_t)(ptdp_rng_mix(seq++) & 1) : 0xAB;
-  twin t = upload(h, n);
+  twin t = upload(h, n, 1);
   free(h);
   return t;
 }
 
+static char *fetch_side(const twin *t, int k)
+{
+  char *h = malloc(twin_bytes(t, k) + 1);
+  if (!h || be[k]->to_host(be[k], h, t->p[k], twin_bytes(t, k)) || be[k]->synchronize(be[k]))
+    die("to_host, synchronize");
+  return h;
+}
+
 static void fetch(const twin *t, char *h[2])
 {
-  for (int k = 0; k < 2; k++) {
-    h[k] = malloc(t->bytes + 1);
-    if (!h[k] || be[k]->to_host(be[k], h[k], t->p[k], t->bytes) || be[k]->synchronize(be[k]))
-      die("to_host, synchronize");
-  }
+  for (int k = 0; k < 2; k++) h[k] = fetch_side(t, k);
+}
+
+/* The reference gets the tested side's values of an (S) output that a later operation reads
+ * (see the header); a no-op in fp32. */
+static void share(const twin *t)
+{
+  if (dt == DT_F32) return;
+  char *h = fetch_side(t, 1), *b = malloc(twin_bytes(t, 0) + 1);
+  if (!b) die("malloc");
+  for (size_t i = 0; i < t->n; i++) ptdp_half_store(b, be[0]->dtype, i, ptdp_half_load(h, be[1]->dtype, i));
+  if (be[0]->to_device(be[0], t->p[0], b, twin_bytes(t, 0))) die("to_device");
+  free(h);
+  free(b);
 }
 
 static void drop(twin *t)
@@ -249,7 +338,8 @@ static void check_exact(const twin *t, const char *name, size_t elem)
   char *h[2];
   fetch(t, h);
   size_t diff = 0;
-  for (size_t i = 0; i < t->bytes; i += elem) diff += memcmp(h[0] + i, h[1] + i, elem) != 0;
+  if (twin_bytes(t, 0) != twin_bytes(t, 1)) die("an exact comparison of buffers of different sizes");
+  for (size_t i = 0; i < twin_bytes(t, 0); i += elem) diff += memcmp(h[0] + i, h[1] + i, elem) != 0;
   record(name, (double)diff, 0, diff == 0, 1);
   free(h[0]);
   free(h[1]);
@@ -265,7 +355,7 @@ static void check_f32(const twin *t, const char *name, double bound)
   char *h[2];
   fetch(t, h);
   const float *r = (const float *)h[0], *x = (const float *)h[1];
-  size_t n = t->bytes / sizeof(float), nan = 0;
+  size_t n = t->n, nan = 0;
   double d2 = 0, r2 = 0, dmax = 0, rmax = 0;
   for (size_t i = 0; i < n; i++) {
     if (isnan(x[i]) != isnan(r[i])) nan++;
@@ -279,6 +369,85 @@ static void check_f32(const twin *t, const char *name, double bound)
   double e2 = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2), einf = rmax > 0 ? dmax / rmax : dmax;
   double err = nan ? INFINITY : (e2 > einf ? e2 : einf);
   record(name, err, bound, err <= bound, 0);
+  free(h[0]);
+  free(h[1]);
+}
+
+/* The spacing of the storage type's numbers at magnitude v >= 0: 2^(e - p + 1) in the binade
+ * [2^e, 2^(e+1)), that of the smallest normal binade below it (subnormals). */
+static double ulp_at(double v)
+{
+  int e = dtypes[dt].emin;
+  if (v > 0) {
+    frexp(v, &e); /* v = m 2^e, m in [0.5, 1) */
+    e = e - 1 > dtypes[dt].emin ? e - 1 : dtypes[dt].emin;
+  }
+  return ldexp(1.0, e - dtypes[dt].p + 1);
+}
+
+/* An output of a 16-bit storage type against ref or cpu's wrapper: the per-element bounds of the
+ * header, with `bound` the fp32 bound of the operation (for a device, already twice it).  Records
+ * the worst element's error beyond the fp32 slack, in ulps, and against a device also the count
+ * of elements that differ at all. */
+static void check_ulps(const twin *t, const char *name, double bound)
+{
+  char *h[2];
+  fetch(t, h);
+  const size_t n = t->n;
+  double rmax = 0, worst = 0, expect = 0;
+  size_t nan = 0, apart = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double r = ptdp_half_load(h[0], be[0]->dtype, i);
+    if (!isnan(r)) rmax = fabs(r) > rmax ? fabs(r) : rmax;
+  }
+  const double slack = bound * rmax, ulps = kind == VS_EXACT ? 0.5 : 1;
+  for (size_t i = 0; i < n; i++) {
+    const double r = ptdp_half_load(h[0], be[0]->dtype, i), x = ptdp_half_load(h[1], be[1]->dtype, i);
+    if (isnan(r) || isnan(x)) {
+      nan += isnan(r) != isnan(x);
+      continue;
+    }
+    const double big = fmax(fabs(x), fabs(r) + slack), excess = (fabs(x - r) - slack) / ulp_at(big);
+    worst = excess > worst ? excess : worst;
+    apart += x != r;
+    expect += fmin(1, slack / ulp_at(fmin(fabs(x), fabs(r))));
+  }
+  if (nan) worst = INFINITY;
+  record_in("ulps", name, worst, ulps, worst <= ulps, 0);
+  if (kind == VS_FP32) {
+    char row[48];
+    snprintf(row, sizeof row, "%s (elements apart)", name);
+    const double allowed = expect + 4 * sqrt(expect) + 4;
+    record_in("apart", row, (double)apart, allowed, (double)apart <= allowed, 0);
+  }
+  free(h[0]);
+  free(h[1]);
+}
+
+/* An (S) output: an fp32 output's check in fp32, else bit for bit against cpu's wrapper (guard)
+ * or check_ulps. */
+static void check_s(const twin *t, const char *name, double bound)
+{
+  if (dt == DT_F32) check_f32(t, name, bound);
+  else if (kind == VS_BITS) check_exact(t, name, t->elem[1]);
+  else check_ulps(t, name, bound);
+}
+
+/* An (S) output that is a copy of (S) inputs: the same numbers on both sides. */
+static void check_s_copy(const twin *t, const char *name)
+{
+  if (twin_bytes(t, 0) == twin_bytes(t, 1)) {
+    check_exact(t, name, t->elem[1]);
+    return;
+  }
+  char *h[2];
+  fetch(t, h);
+  size_t diff = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    const float r = ptdp_half_load(h[0], be[0]->dtype, i), x = ptdp_half_load(h[1], be[1]->dtype, i);
+    diff += memcmp(&r, &x, sizeof r) != 0;
+  }
+  record(name, (double)diff, 0, diff == 0, 1);
   free(h[0]);
   free(h[1]);
 }
@@ -297,32 +466,38 @@ static void check_memory(void)
   check_exact(&b, "copy", 1);
   /* alloc hands out zeroed memory: the reference's is, so the two must agree byte for byte */
   set_shape("65 floats");
-  twin z = {.bytes = 65 * sizeof(float)};
+  twin z = {.n = 65, .elem = {sizeof(float), sizeof(float)}};
   for (int k = 0; k < 2; k++)
-    if (be[k]->alloc(be[k], &z.p[k], z.bytes)) die("alloc");
+    if (be[k]->alloc(be[k], &z.p[k], twin_bytes(&z, k))) die("alloc");
   check_exact(&z, "alloc (zeroed)", 1);
   DROP_ALL(&a, &b, &z);
 }
 
 /* C = alpha op(A) op(B) + beta C, beta 0.3, 1 and 0 (over NaN, which must not leak: BLAS
  * ignores C then).  lda, ldb, ldc past the columns (the padding must stay as it was: NaN under
- * beta 0, compared as such), A 4 bytes off 16-byte alignment.  Bound: a sum of K + 1 products,
- * c = 4 (cuBLAS and OpenBLAS block K differently; both are random walks of K roundings). */
+ * beta 0, compared as such; in bf16 and fp16 the wrapper converts these strided extents whole),
+ * A one element off 16-byte alignment.  gemm_wgrad (through ptdp_backend_gemm_wgrad: gemm with
+ * beta 1 in fp32) accumulates into an fp32 C.  Bound: a sum of K + 1 products, c = 4 (cuBLAS and
+ * OpenBLAS block K differently; both are random walks of K roundings). */
 static void gemm_case(int M, int N, int K, int ta, int tb)
 {
   const int lda = (ta ? M : K) + 1, ldb = (tb ? K : N) + 2, ldc = N + 3;
   set_shape("M %d N %d K %d ta %d tb %d", M, N, K, ta, tb);
-  twin A = floats((size_t)(ta ? K : M) * lda + 1, -1, 1), B = floats((size_t)(tb ? N : K) * ldb + 1, -1, 1);
-  twin C = floats((size_t)M * ldc, -1, 1), C1 = floats((size_t)M * ldc, -1, 1), C0 = poison((size_t)M * ldc);
+  twin A = stored((size_t)(ta ? K : M) * lda + 1, -1, 1), B = stored((size_t)(tb ? N : K) * ldb + 1, -1, 1);
+  twin C = stored((size_t)M * ldc, -1, 1), C1 = stored((size_t)M * ldc, -1, 1), C0 = spoison((size_t)M * ldc);
+  twin Cw = floats((size_t)M * ldc, -1, 1);
   for (int k = 0; k < 2; k++) {
-    RUN(k, gemm, ta, tb, M, N, K, 0.7f, F(A, k) + 1, lda, F(B, k), ldb, 0.3f, F(C, k), ldc);
+    RUN(k, gemm, ta, tb, M, N, K, 0.7f, AT(A, k, 1), lda, F(B, k), ldb, 0.3f, F(C, k), ldc);
     RUN(k, gemm, ta, tb, M, N, K, -0.7f, F(A, k), lda, F(B, k), ldb, 1.0f, F(C1, k), ldc);
     RUN(k, gemm, ta, tb, M, N, K, 1.0f, F(A, k), lda, F(B, k), ldb, 0.0f, F(C0, k), ldc);
+    EXPECT(!ptdp_backend_gemm_wgrad(be[k], ta, tb, M, N, K, 0.7f, AT(A, k, 1), lda, F(B, k), ldb, F(Cw, k), ldc),
+           "gemm_wgrad (%s) returns an error on %s: %s", shape, be[k]->name, ptdp_error_message());
   }
-  check_f32(&C, "gemm C (beta 0.3)", bound_sum(4, K + 1));
-  check_f32(&C1, "gemm C (beta 1)", bound_sum(4, K + 1));
-  check_f32(&C0, "gemm C (beta 0 over NaN)", bound_sum(4, K + 1));
-  DROP_ALL(&A, &B, &C, &C1, &C0);
+  check_s(&C, "gemm C (beta 0.3)", bound_sum(4, K + 1));
+  check_s(&C1, "gemm C (beta 1)", bound_sum(4, K + 1));
+  check_s(&C0, "gemm C (beta 0 over NaN)", bound_sum(4, K + 1));
+  check_f32(&Cw, "gemm_wgrad C", bound_sum(4, K + 1));
+  DROP_ALL(&A, &B, &C, &C1, &C0, &Cw);
 }
 
 static void check_gemm(void)
@@ -339,19 +514,19 @@ static void check_gemm(void)
 static void layernorm_case(long long rows, int h)
 {
   set_shape("rows %lld h %d", rows, h);
-  twin x = floats((size_t)rows * h, -3, 3), w = floats(h, 0.5f, 1.5f), b = floats(h, -1, 1);
-  twin y = poison((size_t)rows * h), mean = poison(rows), rstd = poison(rows);
-  twin dy = floats((size_t)rows * h, -1, 1), dx = poison((size_t)rows * h);
+  twin x = stored((size_t)rows * h, -3, 3), w = stored(h, 0.5f, 1.5f), b = stored(h, -1, 1);
+  twin y = spoison((size_t)rows * h), mean = poison(rows), rstd = poison(rows);
+  twin dy = stored((size_t)rows * h, -1, 1), dx = spoison((size_t)rows * h);
   twin dw = floats(h, -1, 1), db = floats(h, -1, 1);
   for (int k = 0; k < 2; k++) {
     RUN(k, layernorm_forward, F(x, k), F(w, k), F(b, k), F(y, k), F(mean, k), F(rstd, k), rows, h, 1e-5f);
     RUN(k, layernorm_backward, F(dy, k), F(x, k), F(w, k), F(mean, k), F(rstd, k), F(dx, k), F(dw, k), F(db, k),
         rows, h);
   }
-  check_f32(&y, "layernorm_forward y", bound_elem(8));
+  check_s(&y, "layernorm_forward y", bound_elem(8));
   check_f32(&mean, "layernorm_forward mean", bound_elem(4));
   check_f32(&rstd, "layernorm_forward rstd", bound_elem(4));
-  check_f32(&dx, "layernorm_backward dx", bound_elem(8));
+  check_s(&dx, "layernorm_backward dx", bound_elem(8));
   check_f32(&dw, "layernorm_backward dw", bound_sum(4, rows));
   check_f32(&db, "layernorm_backward db", bound_sum(4, rows));
   DROP_ALL(&x, &w, &b, &y, &mean, &rstd, &dy, &dx, &dw, &db);
@@ -369,29 +544,32 @@ static void check_layernorm(void)
  * absolute error is about u when sigma is near 1, times 2 x du/dx, up to 20 for |x| <= 4: the
  * CPU's formula, run on 8e6 points of [-4, 4], is at most 19 u (of max |gelu'|) from the exact
  * derivative (c = 32).  bias_forward, add, scale are one rounding (c = 1); bias_backward a float
- * sum over the rows (c = 4). */
+ * sum over the rows (c = 4).  gelu_backward runs a second time in place (dx = dy: the model's
+ * habit), which a wrapper must convert once in and once out. */
 static void elementwise_case(long long rows, int cols)
 {
   const size_t n = (size_t)rows * cols;
   set_shape("rows %lld cols %d", rows, cols);
-  twin x = floats(n, -4, 4), y = poison(n), dy = floats(n, -1, 1), dx = poison(n);
-  twin yb = floats(n, -1, 1), bias = floats(cols, -1, 1), db = floats(cols, -1, 1), z = floats(n, -1, 1);
+  twin x = stored(n, -4, 4), y = spoison(n), dy = stored(n, -1, 1), dx = spoison(n), da = stored(n, -1, 1);
+  twin yb = stored(n, -1, 1), bias = stored(cols, -1, 1), db = floats(cols, -1, 1), z = stored(n, -1, 1);
   twin s = floats(n, -1, 1);
   for (int k = 0; k < 2; k++) {
     RUN(k, gelu_forward, F(x, k), F(y, k), n);
     RUN(k, gelu_backward, F(x, k), F(dy, k), F(dx, k), n);
+    RUN(k, gelu_backward, F(x, k), F(da, k), F(da, k), n);
     RUN(k, bias_forward, F(yb, k), F(bias, k), rows, cols);
     RUN(k, bias_backward, F(dy, k), F(db, k), rows, cols);
     RUN(k, add, F(z, k), F(x, k), n);
     RUN(k, scale, F(s, k), 0.37f, n);
   }
-  check_f32(&y, "gelu_forward", bound_elem(8));
-  check_f32(&dx, "gelu_backward", bound_elem(32));
-  check_f32(&yb, "bias_forward", bound_elem(1));
+  check_s(&y, "gelu_forward", bound_elem(8));
+  check_s(&dx, "gelu_backward", bound_elem(32));
+  check_s(&da, "gelu_backward (dx = dy)", bound_elem(32));
+  check_s(&yb, "bias_forward", bound_elem(1));
   check_f32(&db, "bias_backward", bound_sum(4, rows));
-  check_f32(&z, "add", bound_elem(1));
+  check_s(&z, "add", bound_elem(1));
   check_f32(&s, "scale", bound_elem(1));
-  DROP_ALL(&x, &y, &dy, &dx, &yb, &bias, &db, &z, &s);
+  DROP_ALL(&x, &y, &dy, &dx, &da, &yb, &bias, &db, &z, &s);
 }
 
 static void check_elementwise(void)
@@ -408,14 +586,14 @@ static void dropout_case(long long rows, int cols, float p)
   const size_t n = (size_t)rows * cols;
   set_shape("rows %lld cols %d p %g", rows, cols, p);
   const ptdp_dropout_key key = {.seed = 99, .site = 2, .layer = 1, .sample0 = 4, .row0 = 6, .col0 = 80, .b = 3, .p = p};
-  twin x = floats(n, -4, 4), mask = bytes(n, 0), dd = floats(n, -1, 1), dmask = bytes(n, 1);
+  twin x = stored(n, -4, 4), mask = bytes(n, 0), dd = stored(n, -1, 1), dmask = bytes(n, 1);
   for (int k = 0; k < 2; k++) {
     RUN(k, dropout_forward, F(x, k), U8(mask, k), rows, cols, &key);
     RUN(k, dropout_backward, F(dd, k), U8(dmask, k), n, p);
   }
-  check_f32(&x, "dropout_forward x", bound_elem(2));
+  check_s(&x, "dropout_forward x", bound_elem(2));
   check_exact(&mask, "dropout_forward mask", 1);
-  check_f32(&dd, "dropout_backward", bound_elem(2));
+  check_s(&dd, "dropout_backward", bound_elem(2));
   DROP_ALL(&x, &mask, &dd, &dmask);
 }
 
@@ -427,7 +605,8 @@ static void check_dropout(void)
 }
 
 /* Attention forward and backward, with dropout (p > 0) and without (probs_drop aliases probs).
- * The scratch starts poisoned (a backend must not read it before writing it).  Bounds: a
+ * The forward's outputs are checked, then its probabilities handed to the reference (share), then
+ * the backward runs.  The scratch starts poisoned (a backend must not read it before writing it).  Bounds: a
  * probability is the exponential of a dot product of length hd (its rounding error becomes a
  * relative error of the exponential) over a sum of at most s such exponentials, so c = 4 over
  * hd + s terms; ctx and dqkv chain two and three products of length s on top (c = 8). */
@@ -442,21 +621,26 @@ static void attention_case(attn_shape a)
   d.drop = (ptdp_dropout_key){.seed = 5, .site = 3, .layer = 1, .sample0 = 2, .row0 = 0, .col0 = 0, .b = a.b, .p = a.p};
   set_shape("b %d s %d al %d hd %d head0 %d p %g", a.b, a.s, a.al, a.hd, a.head0, a.p);
   const size_t N = (size_t)a.s * a.b, hl = (size_t)a.al * a.hd, ss = (size_t)a.b * a.al * a.s * a.s;
-  twin qkv = floats(N * 3 * hl, -1, 1), probs = poison(ss), mask = bytes(ss, 0), pd = poison(ss);
-  twin ctx = poison(N * hl), dctx = floats(N * hl, -1, 1), dqkv = poison(N * 3 * hl);
+  twin qkv = stored(N * 3 * hl, -1, 1), probs = spoison(ss), mask = bytes(ss, 0), pd = spoison(ss);
+  twin ctx = spoison(N * hl), dctx = stored(N * hl, -1, 1), dqkv = spoison(N * 3 * hl);
   twin scratch = poison((size_t)a.s * a.s);
   for (int k = 0; k < 2; k++) {
     float *probs_drop = a.p > 0 ? F(pd, k) : F(probs, k);
     RUN(k, attention_forward, &d, F(qkv, k), F(probs, k), U8(mask, k), probs_drop, F(ctx, k));
+  }
+  const double len = (double)a.hd + a.s;
+  check_s(&probs, "attention_forward probs", bound_sum(4, len));
+  check_exact(&mask, "attention_forward mask", 1);
+  if (a.p > 0) check_s(&pd, "attention_forward probs_drop", bound_sum(4, len));
+  check_s(&ctx, "attention_forward ctx", bound_sum(8, len));
+  share(&probs);
+  if (a.p > 0) share(&pd);
+  for (int k = 0; k < 2; k++) {
+    float *probs_drop = a.p > 0 ? F(pd, k) : F(probs, k);
     RUN(k, attention_backward, &d, F(qkv, k), F(probs, k), U8(mask, k), probs_drop, F(dctx, k), F(dqkv, k),
         F(scratch, k));
   }
-  const double len = (double)a.hd + a.s;
-  check_f32(&probs, "attention_forward probs", bound_sum(4, len));
-  check_exact(&mask, "attention_forward mask", 1);
-  if (a.p > 0) check_f32(&pd, "attention_forward probs_drop", bound_sum(4, len));
-  check_f32(&ctx, "attention_forward ctx", bound_sum(8, len));
-  check_f32(&dqkv, "attention_backward dqkv", bound_sum(8, len));
+  check_s(&dqkv, "attention_backward dqkv", bound_sum(8, len));
   DROP_ALL(&qkv, &probs, &mask, &pd, &ctx, &dctx, &dqkv, &scratch);
 }
 
@@ -480,13 +664,13 @@ static void embedding_case(vocab_shape v)
 {
   set_shape("rows %lld h %d v0 %lld vl %d tokens [%lld, %lld)", v.rows, v.h, v.v0, v.vl, v.tlo, v.thi);
   twin tok = tokens(v.rows, v.tlo, v.thi);
-  twin wte = floats((size_t)v.vl * v.h, -1, 1), out = poison((size_t)v.rows * v.h);
-  twin dout = floats((size_t)v.rows * v.h, -1, 1), dwte = floats((size_t)v.vl * v.h, -1, 1);
+  twin wte = stored((size_t)v.vl * v.h, -1, 1), out = spoison((size_t)v.rows * v.h);
+  twin dout = stored((size_t)v.rows * v.h, -1, 1), dwte = floats((size_t)v.vl * v.h, -1, 1);
   for (int k = 0; k < 2; k++) {
     RUN(k, embedding_forward, F(wte, k), I32(tok, k), v.v0, v.vl, F(out, k), v.rows, v.h);
     RUN(k, embedding_backward, F(dout, k), I32(tok, k), v.v0, v.vl, F(dwte, k), v.rows, v.h);
   }
-  check_exact(&out, "embedding_forward", sizeof(float));
+  check_s_copy(&out, "embedding_forward");
   check_f32(&dwte, "embedding_backward", bound_sum(4, (double)v.rows));
   DROP_ALL(&tok, &wte, &out, &dout, &dwte);
 }
@@ -498,7 +682,7 @@ static void xent_case(vocab_shape v)
 {
   set_shape("rows %lld vl %d v0 %lld targets [%lld, %lld)", v.rows, v.vl, v.v0, v.tlo, v.thi);
   twin tgt = tokens(v.rows, v.tlo, v.thi);
-  twin logits = floats((size_t)v.rows * v.vl, -5, 5), rowmax = poison(v.rows), tv = poison(v.rows);
+  twin logits = stored((size_t)v.rows * v.vl, -5, 5), rowmax = poison(v.rows), tv = poison(v.rows);
   twin se = poison(v.rows);
   for (int k = 0; k < 2; k++) {
     RUN(k, xent_stats, F(logits, k), I32(tgt, k), v.v0, v.rows, v.vl, F(rowmax, k), F(tv, k));
@@ -508,7 +692,7 @@ static void xent_case(vocab_shape v)
   check_exact(&rowmax, "xent_stats rowmax", sizeof(float));
   check_exact(&tv, "xent_stats tgt", sizeof(float));
   check_f32(&se, "xent_sumexp", bound_sum(4, v.vl));
-  check_f32(&logits, "xent_grad", bound_sum(8, v.vl));
+  check_s(&logits, "xent_grad", bound_sum(8, v.vl));
   DROP_ALL(&tgt, &logits, &rowmax, &tv, &se);
 }
 
@@ -596,7 +780,7 @@ static twin convert_source(ptdp_dtype t, size_t n)
     else if (i % 3 == 1) f[i] = 65504.0f + urand(-40, 40);
     else f[i] = urand(-0x1p-14f, 0x1p-14f);
   }
-  twin s = upload(h, n * ptdp_dtype_size(t));
+  twin s = upload(h, n, ptdp_dtype_size(t));
   free(h);
   return s;
 }
@@ -626,7 +810,7 @@ static void check_same_or_nan(const twin *t, const char *name)
   fetch(t, h);
   const float *r = (const float *)h[0], *x = (const float *)h[1];
   size_t diff = 0;
-  for (size_t i = 0; i < t->bytes / sizeof(float); i++)
+  for (size_t i = 0; i < t->n; i++)
     diff += memcmp(&r[i], &x[i], sizeof(float)) != 0 && !(isnan(r[i]) && isnan(x[i]));
   record(name, (double)diff, 0, diff == 0, 1);
   free(h[0]);
@@ -643,7 +827,7 @@ static void unscale_case(size_t n, float inv_scale, size_t at, float bad)
   if (!h) die("malloc");
   for (size_t i = 0; i < n; i++) h[i] = urand(-3e4f, 3e4f);
   if (at < n) h[at] = bad;
-  twin x = upload(h, n * sizeof(float));
+  twin x = upload(h, n, sizeof(float));
   free(h);
   int found[2] = {-1, -1};
   const int want = at < n;
@@ -679,12 +863,12 @@ static const struct {
   void (*check)(void);
   unsigned dtypes;
 } groups[] = {
-    {"memory", check_memory, 1u << DT_F32},       {"gemm", check_gemm, 1u << DT_F32},
-    {"layernorm", check_layernorm, 1u << DT_F32}, {"elementwise", check_elementwise, 1u << DT_F32},
-    {"dropout", check_dropout, 1u << DT_F32},     {"attention", check_attention, 1u << DT_F32},
-    {"embedding", check_embedding, 1u << DT_F32}, {"xent", check_xent, 1u << DT_F32},
-    {"adamw", check_adamw, 1u << DT_F32},         {"sumsq", check_sumsq, 1u << DT_F32},
-    {"mixed", check_mixed, 1u << DT_F32}, /* every type pair inside */
+    {"memory", check_memory, ALL_DT},       {"gemm", check_gemm, ALL_DT},
+    {"layernorm", check_layernorm, ALL_DT}, {"elementwise", check_elementwise, ALL_DT},
+    {"dropout", check_dropout, ALL_DT},     {"attention", check_attention, ALL_DT},
+    {"embedding", check_embedding, ALL_DT}, {"xent", check_xent, ALL_DT},
+    {"adamw", check_adamw, ALL_DT},         {"sumsq", check_sumsq, ALL_DT},
+    {"mixed", check_mixed, ALL_DT}, /* every type pair inside */
 };
 
 /* ---- backends ---- */
@@ -716,32 +900,78 @@ static int open_backend(const char *name, ptdp_backend **out, char *why, size_t 
   return 0;
 }
 
-/* What the interface says of each backend's table. */
-static void check_table(ptdp_backend *b)
+/* What the interface says of each backend's table; a wrapper keeps its inner backend's name,
+ * host_accessible and stream, and stores the type it was made for. */
+static void check_table(ptdp_backend *b, const char *name)
 {
   if (!strcmp(b->name, "cpu")) EXPECT(b->host_accessible == 1 && !b->stream, "cpu: host_accessible 1, no stream");
   if (!strcmp(b->name, "guard")) EXPECT(b->host_accessible == 0 && !b->stream, "guard: host_accessible 0, no stream");
   if (!strcmp(b->name, "cuda")) EXPECT(b->host_accessible == 0 && b->stream, "cuda: host_accessible 0, a stream");
+  EXPECT(!strcmp(b->name, name), "%s in %s is named '%s'", name, dtypes[dt].name, b->name);
+  EXPECT(b->dtype == dtypes[dt].t && !strcmp(ptdp_dtype_name(b->dtype), dtypes[dt].name),
+         "%s in %s stores %s (dtype %d)", name, dtypes[dt].name, ptdp_dtype_name(b->dtype), (int)b->dtype);
+  EXPECT((b->gemm_wgrad != NULL) == (dt != DT_F32), "%s in %s: gemm_wgrad set exactly when wrapped", name,
+         dtypes[dt].name);
 }
 
-/* Every group (of the --ops list) in every data type, backend `name` against its reference. */
-static int run_backend(const char *name, const char *ops, int plant)
+/* Backend `name` storing the type dt: itself in fp32, else the mixed-precision wrapper around it;
+ * ref always in fp32 (its double arithmetic on the widened numbers is the exact result). */
+static int open_typed(const char *name, ptdp_backend **out, char *why, size_t n)
+{
+  int rc = open_backend(name, out, why, n);
+  if (rc || !strcmp(name, "ref")) return rc;
+  if (ptdp_backend_mixed_create(*out, dtypes[dt].t, out)) {
+    snprintf(why, n, "%s", ptdp_error_message());
+    return 2;
+  }
+  return 0;
+}
+
+/* Each planted mistake of this data type failed a check of its own operation (the first word of
+ * a result name) in this type; prints the checks that caught it. */
+static int plants_caught(const char *name)
+{
+  int all = 1;
+  for (const test_ops_plant *p = test_ops_plants; p->op; p++) {
+    if (!(p->types >> dtypes[dt].t & 1)) continue;
+    char by[256] = "";
+    size_t n = strlen(p->op), len = 0;
+    for (int i = 0; i < nresults; i++) {
+      const char *r = results[i].name;
+      if (results[i].dt == dt && results[i].fails && !strncmp(r, p->op, n) && (r[n] == ' ' || r[n] == '\0') &&
+          len < sizeof by)
+        len += (size_t)snprintf(by + len, sizeof by - len, "%s'%s'", len ? ", " : "", r);
+    }
+    printf("planted in %s %s %s: %s: %s%s\n", name, dtypes[dt].name, p->op, p->mistake,
+           len ? "caught by " : "NOT CAUGHT", by);
+    all &= len > 0;
+  }
+  return all;
+}
+
+/* Every group (of the --ops list) in data type dt, backend `name` against its reference; with
+ * plant, *caught &= every mistake caught. */
+static int run_type(const char *name, const char *ops, int plant, int *caught)
 {
   char why[512] = "";
-  int rc = open_backend(name, &be[1], why, sizeof why);
-  if (rc) return printf("%s %s: %s\n", rc == 77 ? "SKIP" : "FAIL", name, why), rc;
+  int rc = open_typed(name, &be[1], why, sizeof why);
+  if (rc) return printf("%s %s in %s: %s\n", rc == 77 ? "SKIP" : "FAIL", name, dtypes[dt].name, why), rc;
   const char *ref = !strcmp(name, "cpu") ? "ref" : "cpu";
-  if (open_backend(ref, &be[0], why, sizeof why)) return printf("FAIL %s: reference %s: %s\n", name, ref, why), 2;
-  kind = !strcmp(name, "cpu") ? VS_EXACT : !strcmp(name, "guard") ? VS_BITS : VS_FP32;
-  check_table(be[1]);
+  if (open_typed(ref, &be[0], why, sizeof why))
+    return printf("FAIL %s: reference %s: %s\n", name, ref, why), ptdp_backend_destroy(&be[1]), 2;
+  check_table(be[1], name);
   if (plant) test_ops_plant_apply(be[1]);
-  printf("%s against %s%s:\n", name, ref, plant ? " (with the planted mistakes)" : "");
-  nresults = 0;
+  printf("%s against %s in %s%s\n", name, ref, dtypes[dt].name, plant ? " (with the planted mistakes)" : "");
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
-    for (dt = 0; dt < DT_COUNT; dt++)
-      if ((groups[g].dtypes >> dt & 1) && listed(ops, groups[g].name)) groups[g].check();
-  print_results(name);
-  if (plant) test_ops_plant_remove(be[1]);
+    if ((groups[g].dtypes >> dt & 1) && listed(ops, groups[g].name)) groups[g].check();
+  /* after a full run the wrapper keeps its work space (its high-water mark); a plain backend has none */
+  if (dt != DT_F32 && !ops)
+    EXPECT(ptdp_backend_mixed_work_bytes(be[1]) > 0, "%s in %s: no work space kept", name, dtypes[dt].name);
+  if (dt == DT_F32) EXPECT(ptdp_backend_mixed_work_bytes(be[1]) == 0, "%s: work space of a plain backend", name);
+  if (plant) {
+    test_ops_plant_remove(be[1]);
+    *caught &= plants_caught(name);
+  }
   for (int k = 0; k < 2; k++) {
     ptdp_backend_destroy(&be[k]);
     EXPECT(!be[k], "ptdp_backend_destroy sets the pointer to NULL");
@@ -749,23 +979,17 @@ static int run_backend(const char *name, const char *ops, int plant)
   return 0;
 }
 
-/* Each planted mistake failed a check of its own operation (the first word of a result name);
- * prints the checks that caught it. */
-static int plants_caught(const char *name)
+/* Backend `name` in every data type; 77 when it cannot run here. */
+static int run_backend(const char *name, const char *ops, int plant, int *caught)
 {
-  int all = 1;
-  for (const test_ops_plant *p = test_ops_plants; p->op; p++) {
-    char by[256] = "";
-    size_t n = strlen(p->op), len = 0;
-    for (int i = 0; i < nresults; i++) {
-      const char *r = results[i].name;
-      if (results[i].fails && !strncmp(r, p->op, n) && (r[n] == ' ' || r[n] == '\0') && len < sizeof by)
-        len += (size_t)snprintf(by + len, sizeof by - len, "%s'%s'", len ? ", " : "", r);
-    }
-    printf("planted in %s %s: %s: %s%s\n", name, p->op, p->mistake, len ? "caught by " : "NOT CAUGHT", by);
-    all &= len > 0;
+  kind = !strcmp(name, "cpu") ? VS_EXACT : !strcmp(name, "guard") ? VS_BITS : VS_FP32;
+  nresults = 0;
+  for (dt = 0; dt < DT_COUNT; dt++) {
+    int rc = run_type(name, ops, plant, caught);
+    if (rc) return rc;
   }
-  return all;
+  print_results(name);
+  return 0;
 }
 
 static void usage(void)
@@ -788,16 +1012,16 @@ int main(int argc, char **argv)
   if (!list || !*list) list = TEST_OPS_BACKENDS;
   char names[256];
   snprintf(names, sizeof names, "%s", list);
-  int ran = 0, all_ran = 1, caught = 1;
+  int ran = 0, all_ran = 1, caught = 1, caught_here = 1;
   for (char *save = NULL, *n = strtok_r(names, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
     size_t len = strlen(n);
     int optional = len > 1 && n[len - 1] == '?';
     if (optional) n[len - 1] = '\0';
-    int rc = run_backend(n, ops, plant);
+    int rc = run_backend(n, ops, plant, &caught_here);
     EXPECT(rc == 0 || (rc == 77 && optional), "backend %s did not run (exit %d)", n, rc);
     all_ran &= rc == 0 || (rc == 77 && optional);
     ran += rc == 0;
-    if (rc == 0 && plant) caught &= plants_caught(n);
+    if (rc == 0) caught &= caught_here;
   }
   printf("test_ops: %d passed, %d failed%s\n", n_pass, n_fail, plant ? " (failures planted)" : "");
   MPI_Finalize();

@@ -5,26 +5,43 @@
  * fp32 bounds), a mask key off by one column and a slice off by one token (the bit-for-bit
  * checks), a wrong index in one element, a sum of squares one element short (the scalar's
  * bound), a conversion one element short and an unscale that never reports an inf or NaN (the
- * exact checks of mixed precision).  Each calls the backend's own operation with the wrong
- * argument, or moves an element with the backend's own add, so it works on memory the host
- * cannot touch (guard, a GPU). */
+ * exact checks of mixed precision), a strided A read with an ld one short (gemm_wgrad), an
+ * in-place result never written back (bias_forward's y: a wrapper that treats it as an input
+ * only).  In bf16 and fp16 only, mistakes of the mixed-precision wrapper's rounding: add's result
+ * rounded toward zero instead of to nearest even (what dropping the low 16 bits of a float does
+ * for bf16), and embedding_backward's fp32 dwte rounded to the storage type (an fp32 gradient
+ * taken for an (S) argument).  No planted operation reads another's planted output in the suite,
+ * so the check that catches a mistake is that operation's own.  Each calls the backend's own
+ * operations with the wrong argument, or moves data with them (add, convert, copy, to_host,
+ * to_device), so it works on memory the host cannot touch (guard, a GPU). */
 #include "test_ops.h"
 
-#include <stddef.h>
+#include "ptdp/error.h"
+#include "ptdp/half.h"
 
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALL TEST_OPS_ALL_TYPES
 const test_ops_plant test_ops_plants[] = {
-    {"gemm", "the last row of C not computed (M - 1 rows)"},
-    {"layernorm_forward", "the last row not written"},
-    {"bias_backward", "the last row of dy left out of db"},
-    {"dropout_forward", "the mask key's column off by one (col0 + 1)"},
-    {"attention_forward", "ctx[0] += ctx[1] (a wrong index in one element)"},
-    {"embedding_forward", "the vocabulary slice off by one (v0 + 1)"},
-    {"xent_sumexp", "the last row not written"},
-    {"adamw", "the bias corrections of the next step (step + 1)"},
-    {"sumsq", "one element short (n - 1)"},
-    {"convert", "the last element not converted (n - 1)"},
-    {"unscale_check", "found always 0 (an inf or NaN never reported)"},
-    {NULL, NULL},
+    {"gemm", "the last row of C not computed (M - 1 rows)", ALL},
+    {"gemm_wgrad", "lda one short (a strided A read as shorter rows)", ALL},
+    {"layernorm_forward", "the last row not written", ALL},
+    {"bias_backward", "the last row of dy left out of db", ALL},
+    {"dropout_forward", "the mask key's column off by one (col0 + 1)", ALL},
+    {"attention_forward", "ctx[0] += ctx[1] (a wrong index in one element)", ALL},
+    {"embedding_forward", "the vocabulary slice off by one (v0 + 1)", ALL},
+    {"xent_sumexp", "the last row not written", ALL},
+    {"bias_forward", "y left as it was (the in-place result not written back)", ALL},
+    {"adamw", "the bias corrections of the next step (step + 1)", ALL},
+    {"sumsq", "one element short (n - 1)", ALL},
+    {"convert", "the last element not converted (n - 1)", ALL},
+    {"unscale_check", "found always 0 (an inf or NaN never reported)", ALL},
+    {"add", "y rounded toward zero instead of to nearest even", TEST_OPS_16BIT},
+    {"embedding_backward", "the fp32 dwte rounded to the storage type", TEST_OPS_16BIT},
+    {NULL, NULL, 0},
 };
 
 /* The patched backend's own table, before patching (one patched backend at a time). */
@@ -34,6 +51,14 @@ static int bad_gemm(ptdp_backend *be, int ta, int tb, int M, int N, int K, float
                     const float *B, int ldb, float beta, float *C, int ldc)
 {
   return orig.gemm(be, ta, tb, M > 1 ? M - 1 : M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+static int bad_gemm_wgrad(ptdp_backend *be, int ta, int tb, int M, int N, int K, float alpha, const float *A,
+                          int lda, const float *B, int ldb, float *C, int ldc)
+{
+  const int short_lda = lda > 1 ? lda - 1 : lda;
+  if (orig.gemm_wgrad) return orig.gemm_wgrad(be, ta, tb, M, N, K, alpha, A, short_lda, B, ldb, C, ldc);
+  return orig.gemm(be, ta, tb, M, N, K, alpha, A, short_lda, B, ldb, 1.0f, C, ldc);
 }
 
 static int bad_layernorm_forward(ptdp_backend *be, const float *x, const float *w, const float *b, float *y,
@@ -79,6 +104,53 @@ static int bad_adamw(ptdp_backend *be, float *p, const float *g, float *m, float
   return orig.adamw(be, p, g, m, v, n, lr, beta1, beta2, eps, wd, step + 1);
 }
 
+/* The result computed on a copy, the copy dropped. */
+static int bad_bias_forward(ptdp_backend *be, float *y, const float *bias, long long rows, int cols)
+{
+  const size_t bytes = (size_t)rows * (size_t)cols * ptdp_dtype_size(be->dtype);
+  void *copy = NULL;
+  int err = be->alloc(be, &copy, bytes) || be->copy(be, copy, y, bytes) ||
+            orig.bias_forward(be, copy, bias, rows, cols);
+  be->free(be, copy);
+  return err;
+}
+
+/* v in type t rounded toward zero: to nearest, then one step back toward zero if that went past v. */
+static void store_truncated(void *p, ptdp_dtype t, size_t i, float v)
+{
+  ptdp_half_store(p, t, i, v);
+  if (fabsf(ptdp_half_load(p, t, i)) > fabsf(v)) ((uint16_t *)p)[i]--; /* sign and magnitude: one ulp less */
+}
+
+/* y + x in fp32 on the host (what the inner add computes), stored truncated. */
+static int bad_add(ptdp_backend *be, float *y, const float *x, size_t n)
+{
+  const ptdp_dtype t = be->dtype;
+  const size_t bytes = n * ptdp_dtype_size(t);
+  char *hy = malloc(bytes + 1), *hx = malloc(bytes + 1);
+  int err = !hy || !hx ? ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory") : 0;
+  err = err || be->to_host(be, hy, y, bytes) || be->to_host(be, hx, x, bytes) || be->synchronize(be);
+  for (size_t i = 0; !err && i < n; i++)
+    store_truncated(hy, t, i, ptdp_half_load(hy, t, i) + ptdp_half_load(hx, t, i));
+  err = err || be->to_device(be, y, hy, bytes) || be->synchronize(be);
+  free(hy);
+  free(hx);
+  return err;
+}
+
+/* dwte through the storage type and back (a round trip that rounds it). */
+static int bad_embedding_backward(ptdp_backend *be, const float *dout, const int32_t *tok, long long v0, long long vl,
+                                  float *dwte, long long rows, int h)
+{
+  const size_t n = (size_t)vl * (size_t)h;
+  void *tmp = NULL;
+  int err = orig.embedding_backward(be, dout, tok, v0, vl, dwte, rows, h) ||
+            be->alloc(be, &tmp, n * ptdp_dtype_size(be->dtype)) || be->convert(be, tmp, be->dtype, dwte, PTDP_F32, n) ||
+            be->convert(be, dwte, PTDP_F32, tmp, be->dtype, n);
+  be->free(be, tmp);
+  return err;
+}
+
 static double bad_sumsq(ptdp_backend *be, const float *x, size_t n) { return orig.sumsq(be, x, n > 1 ? n - 1 : n); }
 
 static int bad_convert(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n)
@@ -95,20 +167,37 @@ static int bad_unscale_check(ptdp_backend *be, float *x, size_t n, float inv_sca
 
 /* The backends' operations reach their state through be->ctx only, so the patched table, with
  * the same ctx, still drives them. */
+/* Operation op is planted in a backend storing t. */
+static int planted(const char *op, ptdp_dtype t)
+{
+  for (const test_ops_plant *p = test_ops_plants; p->op; p++)
+    if (!strcmp(p->op, op)) return p->types >> t & 1;
+  return 0;
+}
+
+#define PLANT(be, op)                                     \
+  do {                                                    \
+    if (planted(#op, (be)->dtype)) (be)->op = bad_##op; \
+  } while (0)
+
 void test_ops_plant_apply(ptdp_backend *be)
 {
   orig = *be;
-  be->gemm = bad_gemm;
-  be->layernorm_forward = bad_layernorm_forward;
-  be->bias_backward = bad_bias_backward;
-  be->dropout_forward = bad_dropout_forward;
-  be->attention_forward = bad_attention_forward;
-  be->embedding_forward = bad_embedding_forward;
-  be->xent_sumexp = bad_xent_sumexp;
-  be->adamw = bad_adamw;
-  be->sumsq = bad_sumsq;
-  be->convert = bad_convert;
-  be->unscale_check = bad_unscale_check;
+  PLANT(be, gemm);
+  PLANT(be, gemm_wgrad);
+  PLANT(be, layernorm_forward);
+  PLANT(be, bias_forward);
+  PLANT(be, bias_backward);
+  PLANT(be, add);
+  PLANT(be, dropout_forward);
+  PLANT(be, attention_forward);
+  PLANT(be, embedding_forward);
+  PLANT(be, embedding_backward);
+  PLANT(be, xent_sumexp);
+  PLANT(be, adamw);
+  PLANT(be, sumsq);
+  PLANT(be, convert);
+  PLANT(be, unscale_check);
 }
 
 void test_ops_plant_remove(ptdp_backend *be) { *be = orig; }
