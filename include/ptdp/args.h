@@ -68,6 +68,7 @@ typedef struct ptdp_args {
   double distributed_timeout_minutes;
   /* outputs and diagnostics */
   char debug_dump[PTDP_OPT_STRLEN];
+  long long debug_inject_inf;
   long long num_threads;
 } ptdp_args;
 

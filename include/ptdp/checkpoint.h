@@ -38,7 +38,8 @@ typedef struct {
   long long iteration;      /* completed iterations */
   long long consumed_train; /* training samples consumed */
   long long consumed_valid; /* validation samples consumed */
-  long long opt_step;       /* AdamW steps taken (bias correction) */
+  long long opt_step;       /* AdamW steps taken (bias correction; skipped steps do not count) */
+  ptdp_grad_scaler scaler;  /* loss scaling state (fp16): scale, growth and hysteresis trackers */
   double lr;                /* learning rate of the last iteration (for the record) */
   const ptdp_args *args;    /* saving: every key's value, stored as text under /args */
   int keep;                 /* saving: keep this many newest checkpoints (<= 0: all) */

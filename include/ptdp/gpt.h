@@ -40,9 +40,10 @@ typedef struct {
   int dp_size;            /* d */
   int distributed_optimizer;
   int inference;          /* 1: parameters only, no gradient or optimizer buffers (ptdp-generate) */
+  ptdp_dtype dtype;       /* storage type of weights and activations (--bf16, --fp16): be->dtype */
 } ptdp_gpt_config;
 
-/* Pointers to one layer's parameters (or gradients). */
+/* Pointers to one layer's parameters (storage type: into wt) or gradients (fp32: into grad). */
 typedef struct {
   float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b, *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
 } ptdp_layer_params;
@@ -127,7 +128,13 @@ typedef struct {
   int nparams;
   ptdp_param_info *params; /* the parameter table (ptdp/params.h) */
   ptdp_grad_layout layout; /* where they sit in param and grad; buckets (ptdp/grad_buffer.h) */
-  float *param, *grad;     /* flat buffers of layout.total elements */
+  /* Flat buffers of layout.total elements.  param: the fp32 weights the optimizer updates and
+   * checkpoints save (the master weights in bf16/fp16); wt: the weights the layers compute with,
+   * in the storage type (wt == param in fp32; in bf16/fp16 each is the rounding of its master,
+   * ptdp_gpt_sync_weights); grad: fp32 (Megatron's main_grad). */
+  float *param, *grad;
+  void *wt;
+  size_t es;               /* bytes per element of the storage type */
   ptdp_gpt_param_ref wte, wte_copy, wpe, lnf_w, lnf_b;
   int nchunks;
   ptdp_chunk *chunks;
@@ -149,9 +156,14 @@ ptdp_plan_config ptdp_gpt_plan_config(const ptdp_gpt_config *cfg, const ptdp_par
 ptdp_model_shape ptdp_gpt_shape(const ptdp_gpt_config *cfg);
 /* Set every parameter from its global-index key (layout independent). */
 int ptdp_gpt_init_params(ptdp_gpt *m);
-/* Device pointers to parameter i's local buffer (ptdp_param_info lrows x lcols) and gradient. */
+/* Device pointers to parameter i's local buffer (ptdp_param_info lrows x lcols): fp32 (the
+ * master weights in bf16/fp16), its gradient (fp32), and its weights in the storage type. */
 float *ptdp_gpt_param_data(const ptdp_gpt *m, int i);
 float *ptdp_gpt_grad_data(const ptdp_gpt *m, int i);
+void *ptdp_gpt_weight_data(const ptdp_gpt *m, int i);
+/* wt[lo, hi) = param[lo, hi) rounded to the storage type (flat offsets; a no-op in fp32):
+ * after anything writes param (initialisation, a checkpoint, an optimizer step). */
+int ptdp_gpt_sync_weights(ptdp_gpt *m, long long lo, long long hi);
 /* Elements of the largest local parameter buffer (host staging for copies). */
 long long ptdp_gpt_max_param_elems(const ptdp_gpt *m);
 /* Number of real-vocabulary columns of this rank's logits (its slice of the vocabulary). */

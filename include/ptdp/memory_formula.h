@@ -7,8 +7,10 @@
  *   + sequence parallel      s b h (34/t + 5 a s / (h t))
  *   selective recompute      drops the 5 a s / (h t) term
  *   full recompute           2 s b h (the layer input only)
- * ptdp stores the same tensors in fp32 (4 bytes), masks as 1 byte, plus LayerNorm mean and
- * 1/std (4 floats per token, which the paper neglects).  With dropout on and f = 4h:
+ * ptdp stores the same tensors in its storage type (bytes: 2 in bf16/fp16, as the paper, 4 in
+ * fp32), masks as 1 byte, plus LayerNorm mean and 1/std (4 fp32 numbers per token, which the paper
+ * neglects).  In bf16/fp16 that is the paper's count plus 16 s b (16 s b / t with SP).
+ * In fp32, with dropout on and f = 4h:
  *   ptdp                     s b h (18 + 48/t + 9 a s / (h t)) + 16 s b          (TP)
  *                            s b h (66/t + 9 a s / (h t)) + 16 s b / t           (TP + SP)
  * i.e. twice the paper's bytes for every 2-byte tensor, the same for every 1-byte mask
@@ -23,9 +25,10 @@ typedef struct {
   int sequence_parallel;
   int hidden_dropout, attention_dropout; /* 1 if > 0 */
   int recompute;                         /* 0 none, 1 full (layer stores its input), 2 selective */
+  int bytes;                             /* of one stored element: 4 fp32, 2 bf16/fp16 (0: 4) */
 } ptdp_layer_shape;
 
-/* ptdp's fp32 bytes for one layer of a micro-batch (exactly what the arena allocates). */
+/* ptdp's bytes for one layer of a micro-batch (exactly what the arena allocates). */
 double ptdp_layer_bytes_ptdp(const ptdp_layer_shape *l);
 /* The paper's bytes (2-byte activations) for the same setting. */
 double ptdp_layer_bytes_paper(const ptdp_layer_shape *l);

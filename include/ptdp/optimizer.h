@@ -6,12 +6,19 @@
  * clip / (norm + 1e-6) when that is below 1.  AdamW (Loshchilov & Hutter) updates this rank's
  * shard of every bucket (ptdp_ddp_shard: the whole bucket without the distributed optimizer),
  * with no weight decay on biases and LayerNorm parameters; with the distributed optimizer the
- * updated shards are then all-gathered over DP. */
+ * updated shards are then all-gathered over DP.
+ *
+ * Mixed precision (Megatron's Float16OptimizerWithFloat16Params): the gradients are fp32 main
+ * gradients, AdamW updates the fp32 master weights (the model's param buffer), and the model's
+ * bf16/fp16 weights are their rounding.  With the distributed optimizer the moments are sharded
+ * and the updated fp32 master shards are all-gathered (every rank holds the whole master copy;
+ * Megatron shards it and gathers the 16-bit weights instead: 4 bytes per parameter more here). */
 #ifndef PTDP_OPTIMIZER_H
 #define PTDP_OPTIMIZER_H
 
 #include "ptdp/ddp.h"
 #include "ptdp/gpt.h"
+#include "ptdp/grad_scaler.h"
 #include "ptdp/lr_schedule.h"
 
 typedef struct {
@@ -24,14 +31,18 @@ typedef struct {
   ptdp_gpt *model;
   ptdp_ddp *ddp;
   float *m, *v;          /* Adam moments of this rank's shard (planned buffers adam_m, adam_v) */
-  long long step;
-  size_t state_bytes;    /* optimizer state held by this rank */
+  long long step;        /* updates taken (skipped steps do not count): Adam's t, the schedule's */
+  size_t state_bytes;    /* optimizer state held by this rank (moments; master weights in bf16/fp16) */
+  ptdp_grad_scaler scaler; /* loss scaling (fp16): set after create; kind NONE by default */
 } ptdp_optimizer;
 
 int ptdp_optimizer_create(ptdp_optimizer *o, const ptdp_optim_config *cfg, ptdp_gpt *model, ptdp_ddp *ddp);
 void ptdp_optimizer_destroy(ptdp_optimizer *o);
 /* Norm, clip and AdamW at learning rate lr; *grad_norm is the norm before clipping.  Call after
- * ptdp_ddp_sync. */
-int ptdp_optimizer_update(ptdp_optimizer *o, double lr, double *grad_norm);
+ * ptdp_ddp_sync.  With an active scaler the gradients are first multiplied by 1 / scale and
+ * checked for inf/NaN over every rank (the scaler is then updated); a step that finds one sets
+ * *skipped = 1, *grad_norm = NaN and changes no weight.  In bf16/fp16 the updated master
+ * weights are rounded into the model's weights (ptdp_gpt_sync_weights). */
+int ptdp_optimizer_update(ptdp_optimizer *o, double lr, double *grad_norm, int *skipped);
 
 #endif

@@ -24,7 +24,8 @@ typedef struct {
   int m;            /* micro-batches per iteration */
   int p, stage, v;  /* pipeline stages, this rank's stage, model chunks per stage */
   int slots;        /* activation slots per chunk (ptdp_gpt_num_slots): at least the schedule's peak */
-  size_t msg_elems; /* floats per message: an activation or its gradient, [Nl, h] */
+  size_t msg_elems; /* elements per message: an activation or its gradient, [Nl, h] */
+  ptdp_dtype dtype; /* their type: the model's storage type */
   int batch_tokens; /* N = s b: tokens (and targets) of a micro-batch */
   ptdp_comm *pp;    /* the pipeline-parallel group: its rank r runs stage r */
   ptdp_backend *be; /* the model's: copies gradients into send buffers, allocates them */

@@ -12,6 +12,12 @@
  *   p2p           pipeline gradient send and receive buffers;
  *   parameters, gradients (flat buffers, ptdp/grad_buffer.h), optimizer state (Adam moments, of
  *                 the shard with the distributed optimizer) and the reduce-scatter target.
+ * Bytes by type (Megatron's accounting): weights, activations and their gradients in the storage
+ * type (cfg.dtype: 4 bytes in fp32, 2 in bf16/fp16); LayerNorm and cross-entropy statistics, the
+ * attention backward's scratch, the gradients of the parameters (main grads), the optimizer's
+ * moments in fp32.  In bf16/fp16 an fp32 copy of the weights, the master weights
+ * (master_params), joins the optimizer state: weights 2 + main grads 4 + master 4 + moments 8
+ * bytes per parameter.  Dropout masks are one byte per element.
  * The peak of held activations follows the schedule (ptdp/schedule.h): a slot's held bytes count
  * from its forward to its backward, walked item by item. */
 #ifndef PTDP_PLAN_H
@@ -40,6 +46,7 @@ typedef enum {
   PTDP_BUF_P2P_GRAD_SEND, PTDP_BUF_P2P_GRAD_RECV,
   /* parameters and optimizer */
   PTDP_BUF_PARAMS, PTDP_BUF_GRADS, PTDP_BUF_ADAM_M, PTDP_BUF_ADAM_V, PTDP_BUF_GRAD_SHARD,
+  PTDP_BUF_MASTER_PARAMS, /* mixed precision: the fp32 master weights (class optimizer) */
   PTDP_BUF_KINDS
 } ptdp_buffer_kind;
 
@@ -78,6 +85,7 @@ typedef struct {
   int d;                                   /* data-parallel size */
   int distributed_optimizer;
   int inference;                           /* 1: no gradients, no optimizer state */
+  int dtype;                               /* storage type (ptdp_dtype of ptdp/backend.h): 0 fp32 */
 } ptdp_plan_config;
 
 typedef struct {

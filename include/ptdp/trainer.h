@@ -42,6 +42,7 @@ typedef struct {
   long long saved_iteration; /* iteration of the last checkpoint saved or loaded (-1: none) */
   int resumed;              /* loaded a checkpoint to continue (not finetune) */
   int sampled;              /* the last iteration's timeline was recorded */
+  int skipped;              /* the last iteration's update was skipped (inf/NaN gradients: loss scaling) */
   struct ptdp_runfile *runfile; /* NULL: run-file = none */
 } ptdp_trainer;
 

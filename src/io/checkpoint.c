@@ -295,6 +295,17 @@ static int save_args(hid_t file, const ptdp_args *a)
   return 0;
 }
 
+/* The loss scaler under /optimizer (Megatron keeps its grad_scaler in the optimizer's state). */
+static int save_scaler(hid_t og, const ptdp_grad_scaler *s)
+{
+  static const char *kinds[] = {"none", "constant", "dynamic"};
+  PTDP_CALL(ckpt_attr_write_str(og, "loss_scaler", kinds[s->kind]));
+  PTDP_CALL(ckpt_attr_write_f64(og, "loss_scale", s->scale));
+  PTDP_CALL(ckpt_attr_write_i64(og, "growth_tracker", s->growth_tracker));
+  PTDP_CALL(ckpt_attr_write_i64(og, "hysteresis_tracker", s->hysteresis_tracker));
+  return 0;
+}
+
 static int save_attributes(const ckpt_io *io, const ptdp_checkpoint_info *info)
 {
   const ptdp_gpt *m = io->m;
@@ -305,7 +316,7 @@ static int save_attributes(const ckpt_io *io, const ptdp_checkpoint_info *info)
   PTDP_CALL(ckpt_attr_write_i64(f, "consumed_train_samples", info->consumed_train));
   PTDP_CALL(ckpt_attr_write_i64(f, "consumed_valid_samples", info->consumed_valid));
   PTDP_CALL(ckpt_attr_write_f64(f, "learning_rate", info->lr));
-  PTDP_CALL(ckpt_attr_write_i64(f, "lr_schedule_iterations", info->iteration));
+  PTDP_CALL(ckpt_attr_write_i64(f, "lr_schedule_iterations", info->opt_step));
   const ptdp_grid *g = m->grid;
   PTDP_CALL(ckpt_attr_write_i64(f, "saved_world_size", g->layout.world));
   PTDP_CALL(ckpt_attr_write_i64(f, "saved_tensor_model_parallel_size", g->layout.t));
@@ -314,6 +325,8 @@ static int save_attributes(const ckpt_io *io, const ptdp_checkpoint_info *info)
   PTDP_CALL(ckpt_attr_write_i64(f, "saved_data_parallel_size", g->layout.d));
   PTDP_CALL(ckpt_attr_write_i64(f, "saved_sequence_parallel", m->cfg.sequence_parallel));
   PTDP_CALL(ckpt_attr_write_i64(f, "saved_distributed_optimizer", m->cfg.distributed_optimizer));
+  /* the tensors are fp32 whatever the run's precision: in bf16/fp16 the master weights */
+  PTDP_CALL(ckpt_attr_write_str(f, "saved_precision", ptdp_dtype_name(m->cfg.dtype)));
   hid_t mg = H5Gopen2(f, "/model", H5P_DEFAULT);
   PTDP_CALL_HDF5(mg);
   PTDP_CALL(ckpt_attr_write_i64(mg, "num_layers", m->cfg.num_layers));
@@ -328,6 +341,7 @@ static int save_attributes(const ckpt_io *io, const ptdp_checkpoint_info *info)
     PTDP_CALL_HDF5(og);
     PTDP_CALL(ckpt_attr_write_i64(og, "step", info->opt_step));
     PTDP_CALL(ckpt_attr_write_str(og, "kind", "adamw"));
+    PTDP_CALL(save_scaler(og, &info->scaler));
     PTDP_CALL_HDF5(H5Gclose(og));
   }
   return save_args(f, info->args);

@@ -42,6 +42,13 @@ static int attr_read(hid_t obj, const char *name, hid_t type, void *v)
   if (!has) return 0;
   hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
   PTDP_CALL_HDF5(a);
+  hid_t sp = H5Aget_space(a); /* one element, or H5Aread would write past v */
+  hssize_t npts = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+  if (sp >= 0) H5Sclose(sp);
+  if (npts != 1) {
+    H5Aclose(a);
+    PTDP_CHECK(0, "attribute '%s' holds %lld elements where one number belongs", name, (long long)npts);
+  }
   herr_t rc = H5Aread(a, type, v);
   PTDP_CALL_HDF5(H5Aclose(a));
   PTDP_CALL_HDF5(rc);
@@ -50,6 +57,7 @@ static int attr_read(hid_t obj, const char *name, hid_t type, void *v)
 
 int ckpt_attr_read_i64(hid_t obj, const char *name, long long *v) { return attr_read(obj, name, H5T_NATIVE_LLONG, v); }
 int ckpt_attr_read_u64(hid_t obj, const char *name, uint64_t *v) { return attr_read(obj, name, H5T_NATIVE_UINT64, v); }
+int ckpt_attr_read_f64(hid_t obj, const char *name, double *v) { return attr_read(obj, name, H5T_NATIVE_DOUBLE, v); }
 
 int ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t n)
 {

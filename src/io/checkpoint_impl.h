@@ -55,6 +55,7 @@ int ckpt_attr_write_u64(hid_t obj, const char *name, uint64_t v);
 /* 1 and the value if the attribute exists, 0 if not, < 0 on a library failure. */
 int ckpt_attr_read_i64(hid_t obj, const char *name, long long *v);
 int ckpt_attr_read_u64(hid_t obj, const char *name, uint64_t *v);
+int ckpt_attr_read_f64(hid_t obj, const char *name, double *v);
 int ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t n);
 /* One string attribute per ptdp-train key, named as the key, holding its value as text (reals
  * with 17 significant digits, so they read back exactly). */

@@ -4,6 +4,7 @@
 
 #include "ptdp/error.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,6 +268,28 @@ static int verify_checksums(ckpt_io *io, int nk, const char *file, MPI_Comm comm
   return 0;
 }
 
+/* A dynamic scaler continues from a checkpoint that saved one (Megatron's grad_scaler state);
+ * any other pair (an fp32 or bf16 checkpoint, a constant scale) keeps the run's own start. */
+static int load_scaler(hid_t og, ptdp_grad_scaler *s)
+{
+  char kind[16] = "";
+  int has = ckpt_attr_read_str(og, "loss_scaler", kind, sizeof kind);
+  PTDP_CALL_HDF5(has);
+  if (!has || strcmp(kind, "dynamic") || s->kind != PTDP_SCALER_DYNAMIC) return 0;
+  double scale = 0;
+  long long growth = 0, hyst = 0;
+  PTDP_CALL_HDF5(ckpt_attr_read_f64(og, "loss_scale", &scale));
+  PTDP_CALL_HDF5(ckpt_attr_read_i64(og, "growth_tracker", &growth));
+  PTDP_CALL_HDF5(ckpt_attr_read_i64(og, "hysteresis_tracker", &hyst));
+  PTDP_CHECK(isfinite(scale) && scale > 0 && growth >= 0 && hyst >= -1000000 && hyst <= 1000000,
+             "the checkpoint's loss scaler state is invalid (scale %g, growth tracker %lld, hysteresis tracker %lld)",
+             scale, growth, hyst);
+  s->scale = scale;
+  s->growth_tracker = growth;
+  s->hysteresis_tracker = (int)hyst;
+  return 0;
+}
+
 static int load_all(ckpt_io *io, const ptdp_checkpoint_ref *ref, ptdp_optimizer *opt, ptdp_checkpoint_info *info,
                     MPI_Comm comm)
 {
@@ -326,10 +349,14 @@ static int load_all(ckpt_io *io, const ptdp_checkpoint_ref *ref, ptdp_optimizer 
     hid_t og = H5Gopen2(io->file, "/optimizer", H5P_DEFAULT);
     PTDP_CALL_HDF5(og);
     int has = ckpt_attr_read_i64(og, "step", &in.opt_step);
+    int rc = has < 0 ? has : load_scaler(og, &opt->scaler);
     PTDP_CALL_HDF5(H5Gclose(og));
     PTDP_CALL_HDF5(has);
+    PTDP_CALL(rc);
     opt->step = in.opt_step;
+    in.scaler = opt->scaler;
   }
+  PTDP_CALL(ptdp_gpt_sync_weights(io->m, 0, io->m->layout.total)); /* bf16/fp16: round the master weights */
   if (info) *info = in;
   PTDP_CALL_HDF5(H5Fclose(io->file));
   io->file = -1;

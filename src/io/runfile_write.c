@@ -33,9 +33,10 @@ static void analytical_volume(const ptdp_trainer *tr, double *out)
   double factor = 8; /* per layer and micro-batch, in units of b s h (t-1)/t elements */
   if (m->cfg.sequence_parallel) factor = 10;
   if (m->cfg.recompute == PTDP_RECOMPUTE_FULL) factor += 4; /* the forward's two collectives again */
-  out[RF_COMM_TP_LAYERS] = t > 1 ? factor * b * s * h * (t - 1) / t * 4 * layers * mb : 0;
+  const double E = (double)m->es; /* activations move in the storage type; gradients in fp32 */
+  out[RF_COMM_TP_LAYERS] = t > 1 ? factor * b * s * h * (t - 1) / t * E * layers * mb : 0;
   out[RF_COMM_TP_OTHER] = t > 1 ? 0.0 / 0.0 : 0;
-  out[RF_COMM_PP] = (fwd_sends + bwd_sends) * mb * (double)m->Nl * h * 4;
+  out[RF_COMM_PP] = (fwd_sends + bwd_sends) * mb * (double)m->Nl * h * E;
   out[RF_COMM_DP] = d > 1 ? 2 * (d - 1) / d * (double)m->layout.total * 4 : 0;
   double emb = 0; /* the tied embedding's gradient, summed by its two holders */
   if (p * v > 1)

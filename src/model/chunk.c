@@ -103,7 +103,7 @@ static int gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float l
     PTDP_CALL(ready_one(m, &m->lnf_b));
     PTDP_CALL(ready_one(m, &m->wte_copy));
   } else
-    PTDP_CALL(be->copy(be, dcur, dout, nlh * sizeof(float)));
+    PTDP_CALL(be->copy(be, dcur, dout, nlh * m->es));
   for (int i = ch->nlayers - 1; i >= 0; i--) {
     int g0, g1;
     if (ptdp_gpt_recompute_group(m, c, i, &g0, &g1)) {

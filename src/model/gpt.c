@@ -27,12 +27,21 @@ ptdp_plan_config ptdp_gpt_plan_config(const ptdp_gpt_config *c, const ptdp_param
                          .recompute = c->recompute, .recompute_method = c->recompute_method,
                          .recompute_num_layers = c->recompute_num_layers, .schedule = c->schedule, .m = c->m,
                          .bucket_elems = c->bucket_elems, .d = c->dp_size,
-                         .distributed_optimizer = c->distributed_optimizer, .inference = c->inference};
+                         .distributed_optimizer = c->distributed_optimizer, .inference = c->inference,
+                         .dtype = (int)c->dtype};
   return pc;
 }
 
 float *ptdp_gpt_param_data(const ptdp_gpt *m, int i) { return m->param + m->layout.offset[i]; }
 float *ptdp_gpt_grad_data(const ptdp_gpt *m, int i) { return m->grad ? m->grad + m->layout.offset[i] : NULL; }
+void *ptdp_gpt_weight_data(const ptdp_gpt *m, int i) { return (char *)m->wt + (size_t)m->layout.offset[i] * m->es; }
+
+int ptdp_gpt_sync_weights(ptdp_gpt *m, long long lo, long long hi)
+{
+  if (m->wt == (void *)m->param || hi <= lo) return 0;
+  return m->be->convert(m->be, (char *)m->wt + (size_t)lo * m->es, m->cfg.dtype, m->param + lo, PTDP_F32,
+                        (size_t)(hi - lo));
+}
 
 long long ptdp_gpt_max_param_elems(const ptdp_gpt *m)
 {
@@ -89,7 +98,7 @@ int ptdp_gpt_init_params(ptdp_gpt *m)
                            (size_t)ptdp_param_local_elems(&m->params[i]) * sizeof(float));
   }
   free(host);
-  return err;
+  return err ? err : ptdp_gpt_sync_weights(m, 0, m->layout.total);
 }
 
 /* Chunk c of this stage holds virtual stage c p + stage: layers [k L/(p v), (k+1) L/(p v)). */
@@ -135,6 +144,10 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
   m->tp_rank = grid->me.tp;
   m->p = grid->layout.p;
   m->stage = grid->me.pp;
+  PTDP_CHECK(be->dtype == cfg->dtype, "internal: the model stores %s on a backend storing %s",
+             ptdp_dtype_name(cfg->dtype), ptdp_dtype_name(be->dtype));
+  PTDP_CHECK(cfg->dtype == PTDP_F32 || !cfg->inference, "internal: inference runs in fp32");
+  m->es = ptdp_dtype_size(cfg->dtype);
   PTDP_CHECK(cfg->heads % m->t == 0 && cfg->hidden % cfg->heads == 0 && cfg->ffn % m->t == 0 &&
                  cfg->num_layers % (m->p * cfg->chunks) == 0,
              "model dimensions do not divide over the grid (internal check)");

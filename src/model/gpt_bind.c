@@ -99,7 +99,7 @@ static void bind_params(ptdp_gpt *m)
   m->wte = m->wte_copy = m->wpe = m->lnf_w = m->lnf_b = none;
   for (int i = 0; i < m->nparams; i++) {
     const ptdp_param_info *p = &m->params[i];
-    ptdp_gpt_param_ref ref = {.index = i, .w = ptdp_gpt_param_data(m, i), .g = ptdp_gpt_grad_data(m, i)};
+    ptdp_gpt_param_ref ref = {.index = i, .w = ptdp_gpt_weight_data(m, i), .g = ptdp_gpt_grad_data(m, i)};
     if (p->layer >= 0) {
       ptdp_chunk *ch = &m->chunks[p->chunk];
       ptdp_gpt_layer_ref *lr = &ch->layers[p->layer - ch->layer0];
@@ -143,7 +143,8 @@ static int bind_record(ptdp_gpt *m, const ptdp_mem_record *r)
   }
   if (b->chunk < 0 && b->kind < PTDP_BUF_CHUNK_OUTPUT) return bind_act(&m->work.recomp[b->index], b->kind, r->ptr);
   if (bind_work(&m->work, b->kind, r->ptr)) return 1;
-  if (b->kind == PTDP_BUF_PARAMS) m->param = r->ptr;
+  if (b->kind == PTDP_BUF_PARAMS) m->wt = r->ptr;
+  if (b->kind == PTDP_BUF_MASTER_PARAMS) m->param = r->ptr;
   if (b->kind == PTDP_BUF_GRADS) m->grad = r->ptr;
   return 1; /* p2p and optimizer buffers: found by their users (ptdp_memory_find) */
 }
@@ -172,6 +173,7 @@ int ptdp_gpt_bind(ptdp_gpt *m)
       }
   for (int j = 0; j < nrec; j++)
     if (m->work.recomp[j].probs && !m->work.recomp[j].probs_drop) m->work.recomp[j].probs_drop = m->work.recomp[j].probs;
+  if (m->cfg.dtype == PTDP_F32) m->param = m->wt; /* fp32: the weights are their own master */
   PTDP_CHECK_LOCAL(m->param && (m->grad || m->cfg.inference), "internal: the plan has no parameter or gradient buffer");
   bind_params(m);
   return set_positions(m);

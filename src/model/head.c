@@ -14,9 +14,11 @@
 #include "model_internal.h"
 
 #include "ptdp/error.h"
+#include "ptdp/half.h"
 #include "ptdp/rng.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #define EMBED_DROPOUT_LAYER 0xffffu
 
@@ -52,6 +54,21 @@ int ptdp_embedding_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *dx)
   return be->embedding_backward(be, dE, sl->tokens, m->v0, m->vl, wte_of(m)->g, m->N, h);
 }
 
+/* The logits to m->debug_logits (host fp32), widened from the storage type; then clears it. */
+static int copy_debug_logits(ptdp_gpt *m, const float *logits, size_t n)
+{
+  ptdp_backend *be = m->be;
+  void *host = m->debug_logits;
+  if (m->es != sizeof(float)) PTDP_ALLOC(host, n * m->es > 0 ? n * m->es : 1);
+  int err = be->to_host(be, host, logits, n * m->es);
+  if (!err) err = be->synchronize(be);
+  for (size_t i = 0; !err && host != m->debug_logits && i < n; i++)
+    m->debug_logits[i] = ptdp_half_load(host, m->cfg.dtype, i);
+  if (host != m->debug_logits) free(host);
+  m->debug_logits = NULL;
+  return err;
+}
+
 int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
 {
   ptdp_backend *be = m->be;
@@ -63,11 +80,7 @@ int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
     G = m->work.full_a;
   }
   PTDP_CALL(be->gemm(be, 0, 1, N, vl, h, 1.0f, G, h, wte_of(m)->w, h, 0.0f, sl->logits, vl > 0 ? vl : 1)); /* [N, vv] */
-  if (m->debug_logits) { /* host memory */
-    PTDP_CALL(be->to_host(be, m->debug_logits, sl->logits, (size_t)N * vl * sizeof(float)));
-    PTDP_CALL(be->synchronize(be));
-    m->debug_logits = NULL;
-  }
+  if (m->debug_logits) PTDP_CALL(copy_debug_logits(m, sl->logits, (size_t)N * vl));
   float *mx = m->work.xent, *se = mx + N, *tg = mx + 2 * N;
   PTDP_CALL(be->xent_stats(be, sl->logits, sl->targets, m->v0, N, vl, mx, tg));
   PTDP_CALL(ptdp_comm_allreduce_max(&m->grid->tp, mx, (size_t)N, PTDP_TAG_LOSS));
@@ -96,7 +109,7 @@ int ptdp_head_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float loss_scale, float
     PTDP_CALL(ptdp_tp_gather(m, sl->lnf_out, m->work.full_a, h, PTDP_TAG_EMBED));
     G = m->work.full_a;
   }
-  PTDP_CALL(be->gemm(be, 1, 0, vl, h, N, k, sl->logits, vl > 0 ? vl : 1, G, h, 1.0f, wte_of(m)->g, h));
+  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, vl, h, N, k, sl->logits, vl > 0 ? vl : 1, G, h, wte_of(m)->g, h));
   float *dG = m->work.full_b;
   PTDP_CALL(be->gemm(be, 0, 0, N, h, vl, k, sl->logits, vl > 0 ? vl : 1, wte_of(m)->w, h, 0.0f, dG, h));
   float *dln = m->work.shard_c;

@@ -16,15 +16,16 @@
 
 int ptdp_tp_gather(ptdp_gpt *m, const float *shard, float *full, int cols, int tag)
 {
-  return ptdp_comm_allgather(&m->grid->tp, shard, full, (size_t)m->Nl * cols, (ptdp_comm_tag)tag);
+  return ptdp_comm_allgather_t(&m->grid->tp, shard, full, (size_t)m->Nl * cols, m->cfg.dtype, (ptdp_comm_tag)tag);
 }
 
 int ptdp_tp_reduce(ptdp_gpt *m, float *full, float *shard, int cols, int tag)
 {
   if (m->cfg.sequence_parallel)
-    return ptdp_comm_reduce_scatter(&m->grid->tp, full, shard, (size_t)m->Nl * cols, (ptdp_comm_tag)tag);
-  PTDP_CALL(ptdp_comm_allreduce_sum(&m->grid->tp, full, (size_t)m->N * cols, (ptdp_comm_tag)tag));
-  if (shard != full) PTDP_CALL(m->be->copy(m->be, shard, full, (size_t)m->N * cols * sizeof(float)));
+    return ptdp_comm_reduce_scatter_t(&m->grid->tp, full, shard, (size_t)m->Nl * cols, m->cfg.dtype,
+                                      (ptdp_comm_tag)tag);
+  PTDP_CALL(ptdp_comm_allreduce_sum_t(&m->grid->tp, full, (size_t)m->N * cols, m->cfg.dtype, (ptdp_comm_tag)tag));
+  if (shard != full) PTDP_CALL(m->be->copy(m->be, shard, full, (size_t)m->N * cols * m->es));
   return 0;
 }
 
@@ -101,7 +102,7 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   const size_t nlh = (size_t)Nl * h;
 
   /* MLP block: out = x2 + dropout(fc2(gelu(fc1(LN2(x2)))) + b2) */
-  PTDP_CALL(be->copy(be, dz, dout, nlh * sizeof(float)));
+  PTDP_CALL(be->copy(be, dz, dout, nlh * m->es));
   PTDP_CALL(be->dropout_backward(be, dz, a->mask2, nlh, m->cfg.hidden_dropout));
   PTDP_CALL(be->bias_backward(be, dz, g.fc2_b, Nl, h));
   const float *dT = dz; /* gradient of the row-parallel output, full rows */
@@ -109,7 +110,7 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     PTDP_CALL(ptdp_tp_gather(m, dz, fa, h, PTDP_TAG_LAYER));
     dT = fa;
   }
-  PTDP_CALL(be->gemm(be, 1, 0, h, m->fl, N, 1.0f, dT, h, a->gelu, m->fl, 1.0f, g.fc2_w, m->fl)); /* dW2 += dT^T G */
+  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->fl, N, 1.0f, dT, h, a->gelu, m->fl, g.fc2_w, m->fl)); /* dW2 += dT^T G */
   PTDP_CALL(be->gemm(be, 0, 0, N, m->fl, h, 1.0f, dT, h, w.fc2_w, m->fl, 0.0f, m->work.dfc, m->fl));
   PTDP_CALL(be->gelu_backward(be, a->fc1, m->work.dfc, m->work.dfc, (size_t)N * m->fl));
   PTDP_CALL(be->bias_backward(be, m->work.dfc, g.fc1_b, N, m->fl));
@@ -118,14 +119,14 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, h, PTDP_TAG_LAYER));
     in = fb;
   }
-  PTDP_CALL(be->gemm(be, 1, 0, m->fl, h, N, 1.0f, m->work.dfc, m->fl, in, h, 1.0f, g.fc1_w, h)); /* dW1 += dF^T in */
+  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, m->fl, h, N, 1.0f, m->work.dfc, m->fl, in, h, g.fc1_w, h)); /* dW1 += dF^T in */
   PTDP_CALL(be->gemm(be, 0, 0, N, h, m->fl, 1.0f, m->work.dfc, m->fl, w.fc1_w, h, 0.0f, fa, h));  /* partial dIn */
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
   PTDP_CALL(be->layernorm_backward(be, dln, a->x2, w.ln2_w, a->ln2_mean, a->ln2_rstd, dx2, g.ln2_w, g.ln2_b, Nl, h));
   PTDP_CALL(be->add(be, dx2, dout, nlh)); /* residual */
 
   /* attention block: x2 = x + dropout(proj(attn(QKV(LN1(x)))) + bp) */
-  PTDP_CALL(be->copy(be, dz, dx2, nlh * sizeof(float)));
+  PTDP_CALL(be->copy(be, dz, dx2, nlh * m->es));
   PTDP_CALL(be->dropout_backward(be, dz, a->mask1, nlh, m->cfg.hidden_dropout));
   PTDP_CALL(be->bias_backward(be, dz, g.proj_b, Nl, h));
   dT = dz;
@@ -133,7 +134,7 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     PTDP_CALL(ptdp_tp_gather(m, dz, fa, h, PTDP_TAG_LAYER));
     dT = fa;
   }
-  PTDP_CALL(be->gemm(be, 1, 0, h, m->hl, N, 1.0f, dT, h, a->ctx, m->hl, 1.0f, g.proj_w, m->hl));
+  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->hl, N, 1.0f, dT, h, a->ctx, m->hl, g.proj_w, m->hl));
   PTDP_CALL(be->gemm(be, 0, 0, N, m->hl, h, 1.0f, dT, h, w.proj_w, m->hl, 0.0f, m->work.dctx, m->hl));
   ptdp_attn_desc d = ptdp_layer_attn_desc(m, layer, sample0);
   PTDP_CALL(be->attention_backward(be, &d, a->qkv, a->probs, a->attn_mask, a->probs_drop, m->work.dctx, m->work.dqkv,
@@ -148,7 +149,7 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     PTDP_CALL(ptdp_tp_gather(m, a->ln1_out, fb, h, PTDP_TAG_LAYER));
     in = fb;
   }
-  PTDP_CALL(be->gemm(be, 1, 0, 3 * m->hl, h, N, 1.0f, m->work.dqkv, 3 * m->hl, in, h, 1.0f, g.qkv_w, h));
+  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, 3 * m->hl, h, N, 1.0f, m->work.dqkv, 3 * m->hl, in, h, g.qkv_w, h));
   PTDP_CALL(be->gemm(be, 0, 0, N, h, 3 * m->hl, 1.0f, m->work.dqkv, 3 * m->hl, w.qkv_w, h, 0.0f, fa, h));
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
   PTDP_CALL(be->layernorm_backward(be, dln, a->x, w.ln1_w, a->ln1_mean, a->ln1_rstd, dx, g.ln1_w, g.ln1_b, Nl, h));

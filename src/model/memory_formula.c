@@ -5,13 +5,14 @@ double ptdp_layer_bytes_ptdp(const ptdp_layer_shape *l)
 {
   const double N = (double)l->s * l->b, Nl = l->sequence_parallel ? N / l->t : N, h = (double)l->h;
   const double hl = h / l->t, fl = (double)l->f / l->t, att = (double)l->b * (l->a / l->t) * l->s * l->s;
-  if (l->recompute == 1) return 4 * Nl * h; /* the layer input */
-  double bytes = 4 * (4 * Nl * h)            /* x, LN1 out, x2, LN2 out */
-                 + 4 * Nl * 4                /* LN mean and 1/std, two LayerNorms */
-                 + 4 * (3 * N * hl + N * hl) /* QKV, attention context */
-                 + 4 * (2 * N * fl)          /* fc1 out (GELU input), GELU out */
+  const double E = l->bytes > 0 ? l->bytes : 4; /* the storage type's element */
+  if (l->recompute == 1) return E * Nl * h; /* the layer input */
+  double bytes = E * (4 * Nl * h)            /* x, LN1 out, x2, LN2 out */
+                 + 4 * Nl * 4                /* LN mean and 1/std, two LayerNorms (fp32) */
+                 + E * (3 * N * hl + N * hl) /* QKV, attention context */
+                 + E * (2 * N * fl)          /* fc1 out (GELU input), GELU out */
                  + (l->hidden_dropout ? 2 * Nl * h : 0); /* two residual dropout masks */
-  if (l->recompute != 2) bytes += att * (4 + (l->attention_dropout ? 5 : 0)); /* softmax; mask + dropout out */
+  if (l->recompute != 2) bytes += att * (E + (l->attention_dropout ? E + 1 : 0)); /* softmax; mask + dropout out */
   return bytes;
 }
 

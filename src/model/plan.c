@@ -2,6 +2,7 @@
  * big they are; the model binds the allocations to its fields by kind (gpt_alloc.c). */
 #include "ptdp/plan.h"
 
+#include "ptdp/backend.h"
 #include "ptdp/error.h"
 #include "ptdp/grad_buffer.h"
 #include "ptdp/shard_map.h"
@@ -16,7 +17,7 @@ static const char *kind_names[PTDP_BUF_KINDS] = {
   "mlp_resid_mask", "chunk_output", "tokens", "targets", "embedding_dropout_mask", "final_ln_mean", "final_ln_rstd",
   "final_ln_out", "logits", "work_full_a", "work_full_b", "work_shard_a", "work_shard_b", "work_shard_c", "work_dqkv",
   "work_dctx", "work_dfc", "work_attn", "work_xent", "work_grad_a", "work_grad_b", "work_positions", "p2p_grad_send",
-  "p2p_grad_recv", "params", "grads", "adam_m", "adam_v", "grad_shard"};
+  "p2p_grad_recv", "params", "grads", "adam_m", "adam_v", "grad_shard", "master_params"};
 
 const char *ptdp_buffer_kind_name(ptdp_buffer_kind k) { return k >= 0 && k < PTDP_BUF_KINDS ? kind_names[k] : "?"; }
 
@@ -50,6 +51,7 @@ static int add(ptdp_plan *pl, ptdp_buffer_kind kind, int chunk, int slot, int la
 /* Sizes of one micro-batch on this rank: N = s b tokens, Nl = N/t under SP; local widths. */
 typedef struct {
   long long N, Nl, h, hl, fl, vl, att, s;
+  size_t S; /* bytes of one element of the storage type */
 } sizes;
 
 static sizes sizes_of(const ptdp_plan_config *c)
@@ -64,6 +66,7 @@ static sizes sizes_of(const ptdp_plan_config *c)
   z.vl = ptdp_padded_vocab(c->shape.vocab, c->shape.vocab_divisible_by, t) / t;
   z.att = (long long)c->micro_batch * (c->shape.heads / t) * c->seq * c->seq;
   z.s = c->seq;
+  z.S = ptdp_dtype_size((ptdp_dtype)c->dtype);
   return z;
 }
 
@@ -74,31 +77,31 @@ static int add_layer(ptdp_plan *pl, layer_part what, int chunk, int slot, int la
 {
   const ptdp_plan_config *c = &pl->cfg;
   const sizes z = sizes_of(c);
-  const size_t F = sizeof(float), M = sizeof(uint8_t);
+  const size_t F = sizeof(float), M = sizeof(uint8_t), S = z.S;
   const int in = what != LAYER_ATTN_CORE_ONLY, core = what == LAYER_ALL || what == LAYER_ATTN_CORE_ONLY;
   const int rest = what == LAYER_ALL || what == LAYER_NO_ATTN_CORE;
 #define A(kind, n, unit) PTDP_CALL(add(pl, kind, chunk, slot, layer, index, held, (size_t)(n) * (unit)))
-  if (in) A(PTDP_BUF_LAYER_INPUT, z.Nl * z.h, F);
+  if (in) A(PTDP_BUF_LAYER_INPUT, z.Nl * z.h, S);
   if (core) {
-    A(PTDP_BUF_ATTN_PROBS, z.att, F);
+    A(PTDP_BUF_ATTN_PROBS, z.att, S);
     if (c->attention_dropout) {
       A(PTDP_BUF_ATTN_MASK, z.att, M);
-      A(PTDP_BUF_ATTN_PROBS_DROPPED, z.att, F);
+      A(PTDP_BUF_ATTN_PROBS_DROPPED, z.att, S);
     }
   }
   if (rest) {
     A(PTDP_BUF_LN1_MEAN, z.Nl, F);
     A(PTDP_BUF_LN1_RSTD, z.Nl, F);
-    A(PTDP_BUF_LN1_OUT, z.Nl * z.h, F);
-    A(PTDP_BUF_QKV, z.N * 3 * z.hl, F);
-    A(PTDP_BUF_ATTN_CONTEXT, z.N * z.hl, F);
+    A(PTDP_BUF_LN1_OUT, z.Nl * z.h, S);
+    A(PTDP_BUF_QKV, z.N * 3 * z.hl, S);
+    A(PTDP_BUF_ATTN_CONTEXT, z.N * z.hl, S);
     if (c->hidden_dropout) A(PTDP_BUF_ATTN_RESID_MASK, z.Nl * z.h, M);
-    A(PTDP_BUF_LN2_INPUT, z.Nl * z.h, F);
+    A(PTDP_BUF_LN2_INPUT, z.Nl * z.h, S);
     A(PTDP_BUF_LN2_MEAN, z.Nl, F);
     A(PTDP_BUF_LN2_RSTD, z.Nl, F);
-    A(PTDP_BUF_LN2_OUT, z.Nl * z.h, F);
-    A(PTDP_BUF_FC1_OUT, z.N * z.fl, F);
-    A(PTDP_BUF_GELU_OUT, z.N * z.fl, F);
+    A(PTDP_BUF_LN2_OUT, z.Nl * z.h, S);
+    A(PTDP_BUF_FC1_OUT, z.N * z.fl, S);
+    A(PTDP_BUF_GELU_OUT, z.N * z.fl, S);
     if (c->hidden_dropout) A(PTDP_BUF_MLP_RESID_MASK, z.Nl * z.h, M);
   }
 #undef A
@@ -124,7 +127,7 @@ static int add_slot(ptdp_plan *pl, int ch, int slot)
   }
   /* the chunk output: held on the head chunk (final LN input); elsewhere only the send buffer
    * (Korthikanti et al. App. B: freed once sent), not held */
-  PTDP_CALL(add(pl, PTDP_BUF_CHUNK_OUTPUT, ch, slot, none, 0, head, (size_t)(z.Nl * z.h) * sizeof(float)));
+  PTDP_CALL(add(pl, PTDP_BUF_CHUNK_OUTPUT, ch, slot, none, 0, head, (size_t)(z.Nl * z.h) * z.S));
   if (emb || head) {
     PTDP_CALL(add(pl, PTDP_BUF_TOKENS, ch, slot, none, 0, 0, (size_t)z.N * sizeof(int32_t)));
     PTDP_CALL(add(pl, PTDP_BUF_TARGETS, ch, slot, none, 0, 0, (size_t)z.N * sizeof(int32_t)));
@@ -134,8 +137,8 @@ static int add_slot(ptdp_plan *pl, int ch, int slot)
   if (head) {
     PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_MEAN, ch, slot, none, 0, 1, (size_t)z.Nl * sizeof(float)));
     PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_RSTD, ch, slot, none, 0, 1, (size_t)z.Nl * sizeof(float)));
-    PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_OUT, ch, slot, none, 0, 1, (size_t)(z.Nl * z.h) * sizeof(float)));
-    PTDP_CALL(add(pl, PTDP_BUF_LOGITS, ch, slot, none, 0, 1, (size_t)(z.N * z.vl) * sizeof(float)));
+    PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_OUT, ch, slot, none, 0, 1, (size_t)(z.Nl * z.h) * z.S));
+    PTDP_CALL(add(pl, PTDP_BUF_LOGITS, ch, slot, none, 0, 1, (size_t)(z.N * z.vl) * z.S));
   }
   return 0;
 }
@@ -146,14 +149,14 @@ static int add_work(ptdp_plan *pl)
   const ptdp_plan_config *c = &pl->cfg;
   const sizes z = sizes_of(c);
   const int none = PTDP_PLAN_NONE;
-  const size_t F = sizeof(float);
+  const size_t F = sizeof(float), S = z.S;
   const struct { ptdp_buffer_kind k; long long n; size_t unit; } w[] = {
-    {PTDP_BUF_WORK_FULL_A, z.N * z.h, F},     {PTDP_BUF_WORK_FULL_B, z.N * z.h, F},
-    {PTDP_BUF_WORK_SHARD_A, z.Nl * z.h, F},   {PTDP_BUF_WORK_SHARD_B, z.Nl * z.h, F},
-    {PTDP_BUF_WORK_SHARD_C, z.Nl * z.h, F},   {PTDP_BUF_WORK_DQKV, z.N * 3 * z.hl, F},
-    {PTDP_BUF_WORK_DCTX, z.N * z.hl, F},      {PTDP_BUF_WORK_DFC, z.N * z.fl, F},
+    {PTDP_BUF_WORK_FULL_A, z.N * z.h, S},     {PTDP_BUF_WORK_FULL_B, z.N * z.h, S},
+    {PTDP_BUF_WORK_SHARD_A, z.Nl * z.h, S},   {PTDP_BUF_WORK_SHARD_B, z.Nl * z.h, S},
+    {PTDP_BUF_WORK_SHARD_C, z.Nl * z.h, S},   {PTDP_BUF_WORK_DQKV, z.N * 3 * z.hl, S},
+    {PTDP_BUF_WORK_DCTX, z.N * z.hl, S},      {PTDP_BUF_WORK_DFC, z.N * z.fl, S},
     {PTDP_BUF_WORK_ATTN, z.s * z.s, F},       {PTDP_BUF_WORK_XENT, 3 * z.N, F},
-    {PTDP_BUF_WORK_GRAD_A, z.Nl * z.h, F},    {PTDP_BUF_WORK_GRAD_B, z.Nl * z.h, F},
+    {PTDP_BUF_WORK_GRAD_A, z.Nl * z.h, S},    {PTDP_BUF_WORK_GRAD_B, z.Nl * z.h, S},
     {PTDP_BUF_WORK_POSITIONS, z.Nl, sizeof(int32_t)}};
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
     PTDP_CALL(add(pl, w[i].k, none, none, none, 0, 0, (size_t)w[i].n * w[i].unit));
@@ -165,8 +168,8 @@ static int add_work(ptdp_plan *pl)
   if (c->pos.p > 1) {
     for (int ch = 0; ch < c->pos.v; ch++)
       for (int s = 0; s < pl->slots; s++)
-        PTDP_CALL(add(pl, PTDP_BUF_P2P_GRAD_SEND, ch, s, none, 0, 0, (size_t)(z.Nl * z.h) * F));
-    for (int b = 0; b < 2; b++) PTDP_CALL(add(pl, PTDP_BUF_P2P_GRAD_RECV, none, none, none, b, 0, (size_t)(z.Nl * z.h) * F));
+        PTDP_CALL(add(pl, PTDP_BUF_P2P_GRAD_SEND, ch, s, none, 0, 0, (size_t)(z.Nl * z.h) * S));
+    for (int b = 0; b < 2; b++) PTDP_CALL(add(pl, PTDP_BUF_P2P_GRAD_RECV, none, none, none, b, 0, (size_t)(z.Nl * z.h) * S));
   }
   return 0;
 }
@@ -183,12 +186,13 @@ static int add_state(ptdp_plan *pl)
   int err = ptdp_grad_layout_build(params, n, c->bucket_elems, c->d, &L);
   free(params);
   PTDP_CALL(err);
-  const size_t flat = (size_t)L.total * sizeof(float);
+  const size_t flat = (size_t)L.total * sizeof(float), wt = (size_t)L.total * ptdp_dtype_size((ptdp_dtype)c->dtype);
   const int dist = c->distributed_optimizer && c->d > 1;
   const size_t state = (size_t)ptdp_shard_state_elems(&L, dist, c->d) * sizeof(float);
   ptdp_grad_layout_free(&L);
-  PTDP_CALL(add(pl, PTDP_BUF_PARAMS, none, none, none, 0, 0, flat));
+  PTDP_CALL(add(pl, PTDP_BUF_PARAMS, none, none, none, 0, 0, wt)); /* the model's weights */
   if (c->inference) return 0;
+  if (c->dtype != PTDP_F32) PTDP_CALL(add(pl, PTDP_BUF_MASTER_PARAMS, none, none, none, 0, 0, flat));
   PTDP_CALL(add(pl, PTDP_BUF_GRADS, none, none, none, 0, 0, flat));
   PTDP_CALL(add(pl, PTDP_BUF_ADAM_M, none, none, none, 0, 0, state));
   PTDP_CALL(add(pl, PTDP_BUF_ADAM_V, none, none, none, 0, 0, state));

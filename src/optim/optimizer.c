@@ -18,6 +18,8 @@ int ptdp_optimizer_create(ptdp_optimizer *o, const ptdp_optim_config *cfg, ptdp_
   PTDP_CHECK_LOCAL(o->m && o->v, "internal: the memory plan has no optimizer state");
   o->state_bytes = 2 * (size_t)ptdp_shard_state_elems(&model->layout, ddp->distributed, model->grid->dp.size) *
                    sizeof(float);
+  if (model->cfg.dtype != PTDP_F32) o->state_bytes += (size_t)model->layout.total * sizeof(float); /* master */
+  ptdp_grad_scaler_none(&o->scaler);
   return 0;
 }
 
@@ -58,11 +60,43 @@ static int adam_shard(ptdp_optimizer *o, const ptdp_shard *s, double lr)
   return 0;
 }
 
-int ptdp_optimizer_update(ptdp_optimizer *o, double lr, double *grad_norm)
+/* Multiply this rank's gradient shards by 1 / scale and tell whether any rank saw inf or NaN
+ * (over the model-parallel group, and the data-parallel one where the shards differ). */
+static int unscale_and_check(ptdp_optimizer *o, int *found)
+{
+  ptdp_gpt *m = o->model;
+  ptdp_grid *g = m->grid;
+  const float inv = (float)(1.0 / o->scaler.scale);
+  double any = 0;
+  for (int b = 0; b < m->layout.nbuckets; b++) {
+    ptdp_shard s;
+    ptdp_ddp_shard(o->ddp, b, &s);
+    int f = 0;
+    PTDP_CALL(m->be->unscale_check(m->be, m->grad + s.lo, (size_t)(s.hi - s.lo), inv, &f));
+    any = f ? 1 : any;
+  }
+  PTDP_CALL(ptdp_comm_allreduce_max_f64(&g->mp, &any, 1, PTDP_TAG_MISC));
+  if (o->ddp->distributed) PTDP_CALL(ptdp_comm_allreduce_max_f64(&g->dp, &any, 1, PTDP_TAG_MISC));
+  *found = any > 0;
+  return 0;
+}
+
+int ptdp_optimizer_update(ptdp_optimizer *o, double lr, double *grad_norm, int *skipped)
 {
   ptdp_gpt *m = o->model;
   ptdp_grid *g = m->grid;
   const int nb = m->layout.nbuckets;
+  *skipped = 0;
+  if (ptdp_grad_scaler_active(&o->scaler)) {
+    int found;
+    PTDP_CALL(unscale_and_check(o, &found));
+    ptdp_grad_scaler_update(&o->scaler, found);
+    if (found) {
+      *skipped = 1;
+      *grad_norm = 0.0 / 0.0;
+      return 0;
+    }
+  }
   double ss = 0;
   for (int b = 0; b < nb; b++) {
     ptdp_shard s;
@@ -82,9 +116,13 @@ int ptdp_optimizer_update(ptdp_optimizer *o, double lr, double *grad_norm)
     ptdp_ddp_shard(o->ddp, b, &s);
     if (coeff < 1.0f) PTDP_CALL(m->be->scale(m->be, m->grad + s.lo, coeff, (size_t)(s.hi - s.lo)));
     PTDP_CALL(adam_shard(o, &s, lr));
-    if (o->ddp->distributed) /* in place: this rank's shard sits at its block of the bucket */
-      PTDP_CALL(ptdp_comm_allgather(&g->dp, m->param + s.lo, m->param + m->layout.buckets[b].lo, (size_t)(s.hi - s.lo),
-                                    PTDP_TAG_PARAM));
+    const ptdp_bucket_range *bk = &m->layout.buckets[b];
+    if (o->ddp->distributed) { /* in place: this rank's shard sits at its block of the bucket */
+      PTDP_CALL(ptdp_comm_allgather(&g->dp, m->param + s.lo, m->param + bk->lo, (size_t)(s.hi - s.lo), PTDP_TAG_PARAM));
+      PTDP_CALL(ptdp_gpt_sync_weights(m, bk->lo, bk->hi));
+    } else {
+      PTDP_CALL(ptdp_gpt_sync_weights(m, s.lo, s.hi));
+    }
   }
   return 0;
 }

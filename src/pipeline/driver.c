@@ -34,6 +34,7 @@ void ptdp_pipeline_config_from_model(const ptdp_gpt *model, ptdp_schedule_kind k
                                 .v = model->nchunks,
                                 .slots = ptdp_gpt_num_slots(model),
                                 .msg_elems = (size_t)model->Nl * model->cfg.hidden,
+                                .dtype = model->cfg.dtype,
                                 .batch_tokens = model->N,
                                 .pp = &model->grid->pp,
                                 .be = model->be};
@@ -151,7 +152,7 @@ static int post_recv(ptdp_pipeline *pl, int it, posted_recv *r, int *posted)
     pl->next_grad_buf ^= 1;
     buf = pl->grad_recv[r->buf];
   }
-  PTDP_CALL(ptdp_comm_irecv(pl->cfg.pp, buf, pl->cfg.msg_elems, from.stage, msg_tag(pl, w.microbatch, from.chunk, w.kind),
+  PTDP_CALL(ptdp_comm_irecv_t(pl->cfg.pp, buf, pl->cfg.msg_elems, pl->cfg.dtype, from.stage, msg_tag(pl, w.microbatch, from.chunk, w.kind),
                             PTDP_TAG_P2P, &r->req));
   r->valid = 1;
   *posted = 1;
@@ -216,7 +217,7 @@ static int run_forward(ptdp_pipeline *pl, ptdp_work w, posted_recv *cur, ptdp_ba
   PTDP_CALL(ptdp_gpt_forward(m, c, slot, emb ? pl->tokens : NULL, head ? pl->targets : NULL, sample0));
   ptdp_work_dep to;
   if (sends(pl, w, &to))
-    PTDP_CALL(ptdp_comm_isend(pp, ptdp_gpt_output(m, c, slot), pl->cfg.msg_elems, to.stage, msg_tag(pl, mb, c, w.kind),
+    PTDP_CALL(ptdp_comm_isend_t(pp, ptdp_gpt_output(m, c, slot), pl->cfg.msg_elems, pl->cfg.dtype, to.stage, msg_tag(pl, mb, c, w.kind),
                               PTDP_TAG_P2P, &pl->act_req[c * slots + slot]));
   if (head) pl->loss_sum += ptdp_gpt_slot_loss(m, c, slot);
   if (forward_only) {
@@ -247,8 +248,8 @@ static int run_backward(ptdp_pipeline *pl, int it, ptdp_work w, posted_recv *cur
     ptdp_comm_req *rq = &pl->grad_req[c * slots + slot];
     PTDP_CALL(ptdp_comm_wait(pp, rq));
     float *buf = pl->grad_send[c * slots + slot];
-    PTDP_CALL(pl->cfg.be->copy(pl->cfg.be, buf, dinput, pl->cfg.msg_elems * sizeof(float)));
-    PTDP_CALL(ptdp_comm_isend(pp, buf, pl->cfg.msg_elems, to.stage, msg_tag(pl, mb, c, w.kind), PTDP_TAG_P2P, rq));
+    PTDP_CALL(pl->cfg.be->copy(pl->cfg.be, buf, dinput, pl->cfg.msg_elems * ptdp_dtype_size(pl->cfg.dtype)));
+    PTDP_CALL(ptdp_comm_isend_t(pp, buf, pl->cfg.msg_elems, pl->cfg.dtype, to.stage, msg_tag(pl, mb, c, w.kind), PTDP_TAG_P2P, rq));
   }
   return 0;
 }

@@ -88,7 +88,8 @@ int ptdp_trainer_save(ptdp_trainer *tr)
   const ptdp_args *a = &tr->args;
   ptdp_checkpoint_info info = {.iteration = tr->iteration, .consumed_train = tr->consumed,
                                .consumed_valid = tr->consumed_valid, .opt_step = tr->opt.step,
-                               .lr = ptdp_lr_at(&tr->opt.cfg.lr, tr->iteration > 0 ? tr->iteration - 1 : 0),
+                               .scaler = tr->opt.scaler,
+                               .lr = ptdp_lr_at(&tr->opt.cfg.lr, tr->opt.step > 0 ? tr->opt.step - 1 : 0),
                                .args = a, .keep = (int)a->keep_checkpoints};
   ptdp_checkpoint_stats st;
   PTDP_CALL(ptdp_events_begin(tr->events, tr->ev.checkpoint));

@@ -95,6 +95,18 @@ static int choose_transport(ptdp_trainer *tr, const ptdp_args *a, const ptdp_bac
   return PTDP_OK;
 }
 
+/* Megatron's choice: fp16 scales the loss (a fixed loss-scale, else dynamically); bf16 only
+ * when loss-scale is given; fp32 never. */
+static void set_scaler(ptdp_grad_scaler *s, const ptdp_args *a)
+{
+  if ((a->fp16 || a->bf16) && a->loss_scale > 0)
+    ptdp_grad_scaler_constant(s, a->loss_scale);
+  else if (a->fp16)
+    ptdp_grad_scaler_dynamic(s, a->initial_loss_scale, a->min_loss_scale, a->loss_scale_window, (int)a->hysteresis);
+  else
+    ptdp_grad_scaler_none(s);
+}
+
 int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_options *bopt)
 {
   memset(tr, 0, sizeof *tr);
@@ -121,6 +133,8 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
   PTDP_CALL(ptdp_batch_open(&tr->data, &tr->args, tr->vocab, MPI_COMM_WORLD));
   static const char *backend_names[] = {"cpu", "guard", "cuda"}; /* in the order of ptdp_backend_kind */
   PTDP_CALL(ptdp_backend_create(backend_names[a->backend], bopt, &tr->be));
+  const ptdp_dtype dt = a->bf16 ? PTDP_BF16 : a->fp16 ? PTDP_F16 : PTDP_F32;
+  PTDP_CALL(ptdp_backend_mixed_create(tr->be, dt, &tr->be)); /* bf16/fp16 storage; fp32: the backend itself */
   PTDP_CALL(ptdp_grid_attach_backend(&tr->grid, tr->be)); /* float messages are backend memory */
   PTDP_CALL(choose_transport(tr, a, bopt));
 
@@ -135,7 +149,7 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
     .chunks = v, .schedule = sk, .m = tr->m,
     .recompute = a->recompute_granularity, .recompute_method = a->recompute_method,
     .recompute_num_layers = (int)a->recompute_num_layers, .bucket_elems = a->ddp_bucket_size, .dp_size = (int)d,
-    .distributed_optimizer = a->use_distributed_optimizer};
+    .distributed_optimizer = a->use_distributed_optimizer, .dtype = dt};
   /* the resolved model shape is what checkpoints record (use-checkpoint-args reads it back) */
   tr->args.vocab_size = tr->vocab;
   tr->args.ffn_hidden_size = mc.ffn;
@@ -149,6 +163,7 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
            .decay_iters = a->lr_decay_iters ? a->lr_decay_iters : a->train_iters,
            .style = a->lr_decay_style}};
   PTDP_CALL(ptdp_optimizer_create(&tr->opt, &oc, &tr->model, &tr->ddp));
+  set_scaler(&tr->opt.scaler, a);
   PTDP_CALL(ptdp_pipeline_create(&tr->pipe, &tr->model, sk, tr->m));
   PTDP_CALL(register_timers(tr));
   tr->pipe.log = tr->events;
@@ -172,6 +187,16 @@ static int global_loss(ptdp_trainer *tr, double *loss)
   return 0;
 }
 
+/* debug-inject-inf: one gradient element of world rank 0 becomes +inf (a test of the overflow
+ * check: the step must be skipped, and count as one overflow of the loss scaler). */
+static int inject_inf(ptdp_trainer *tr)
+{
+  ptdp_gpt *m = &tr->model;
+  if (tr->grid.world_rank != 0 || m->layout.total == 0) return 0;
+  const float inf = INFINITY;
+  return m->be->to_device(m->be, m->grad, &inf, sizeof inf);
+}
+
 int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double *lr)
 {
   ptdp_gpt *m = &tr->model;
@@ -184,21 +209,23 @@ int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double 
   PTDP_CALL(ptdp_events_iteration_begin(tr->events, n, tr->sampled));
   const double tp0 = tr->grid.tp.stats.wait_seconds;
   PTDP_CALL(ptdp_events_begin(tr->events, tr->ev.fwd_bwd));
-  PTDP_CALL(ptdp_pipeline_run(&tr->pipe, feed, tr, 1.0f / (float)tr->m, 0));
+  /* the loss of each micro-batch counts 1/m, times the loss scale (1 unless fp16) */
+  PTDP_CALL(ptdp_pipeline_run(&tr->pipe, feed, tr, (float)(tr->opt.scaler.scale / tr->m), 0));
   PTDP_CALL(ptdp_events_end(tr->events, tr->ev.fwd_bwd));
   PTDP_CALL(ptdp_events_add(tr->events, tr->ev.pp_wait, tr->pipe.wait_seconds));
   PTDP_CALL(ptdp_events_add(tr->events, tr->ev.forward, tr->pipe.forward_seconds));
   PTDP_CALL(ptdp_events_add(tr->events, tr->ev.backward, tr->pipe.backward_seconds));
   PTDP_CALL(global_loss(tr, loss));
-  /* Megatron: iteration n + 1 runs with the rate after n completed iterations */
-  *lr = ptdp_lr_at(&tr->opt.cfg.lr, tr->iteration);
+  /* Megatron: the step after n updates runs with the rate after n (skipped steps do not count) */
+  *lr = ptdp_lr_at(&tr->opt.cfg.lr, tr->opt.step);
   PTDP_CALL(ptdp_events_begin(tr->events, tr->ev.grads_sync));
   PTDP_CALL(ptdp_ddp_sync(&tr->ddp));
   PTDP_CALL(ptdp_events_end(tr->events, tr->ev.grads_sync));
   PTDP_CALL(ptdp_events_add(tr->events, tr->ev.dp_wait, tr->ddp.wait_seconds));
   if (tr->dump && tr->iteration == 0) PTDP_CALL(ptdp_dump_grads(tr->dump, tr));
   PTDP_CALL(ptdp_events_begin(tr->events, tr->ev.optimizer));
-  PTDP_CALL(ptdp_optimizer_update(&tr->opt, *lr, grad_norm));
+  if (tr->args.debug_inject_inf == tr->iteration + 1) PTDP_CALL(inject_inf(tr));
+  PTDP_CALL(ptdp_optimizer_update(&tr->opt, *lr, grad_norm, &tr->skipped));
   PTDP_CALL(ptdp_events_end(tr->events, tr->ev.optimizer));
   PTDP_CALL(ptdp_events_add(tr->events, tr->ev.tp_comm, tr->grid.tp.stats.wait_seconds - tp0));
   tr->iteration++;
@@ -243,13 +270,18 @@ int ptdp_trainer_run(ptdp_trainer *tr)
   const double flops = ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size, tr->model.padded_vocab);
   const double t_start = MPI_Wtime();
   double t_last = t_start, loss_acc = 0, bubble_acc = 0, iter_acc = 0;
-  int n_acc = 0, nan_iters = 0, memory_written = 0;
+  int n_iter = 0; /* iterations of this log interval (n_acc: those not skipped) */
+  int n_acc = 0, nan_iters = 0, skipped_iters = 0, memory_written = 0;
   while (tr->iteration < a->train_iters) {
     double loss, norm, lr;
     PTDP_CALL(ptdp_trainer_step(tr, &loss, &norm, &lr));
     if (!isfinite(loss)) nan_iters++;
-    loss_acc += loss;
-    n_acc++;
+    skipped_iters += tr->skipped;
+    if (!tr->skipped) { /* Megatron averages the loss over the iterations that updated */
+      loss_acc += loss;
+      n_acc++;
+    }
+    n_iter++;
     if (!memory_written) { /* after the first iteration of this launch */
       PTDP_CALL(print_memory(tr));
       PTDP_CALL(ptdp_runfile_memory(tr->runfile, tr));
@@ -263,31 +295,36 @@ int ptdp_trainer_run(ptdp_trainer *tr)
     bubble_acc += tr->pipe.wait_seconds;
     iter_acc += tr->pipe.busy_seconds;
     if (tr->iteration % a->log_interval == 0 || tr->iteration == a->train_iters) {
-      double now = MPI_Wtime(), per_iter = (now - t_last) / n_acc;
+      double now = MPI_Wtime(), per_iter = (now - t_last) / n_iter;
+      /* Megatron: the loss averaged over the iterations that updated (0 if none did); the loss
+       * scale after the last step; the grad norm of the last step, left out when it was skipped */
+      const double lm = n_acc ? loss_acc / n_acc : 0.0, lr_now = ptdp_lr_at(&tr->opt.cfg.lr, tr->opt.step);
       if (rank0) {
+        char gn[64] = "";
+        if (!tr->skipped) snprintf(gn, sizeof gn, " grad norm: %.3f |", norm);
         printf(" iteration %8lld/%8lld | consumed samples: %12lld | elapsed time per iteration (ms): %.1f |"
                " throughput per GPU (TFLOP/s/GPU): %.1f | learning rate: %.6E | global batch size: %5lld |"
-               " lm loss: %.6E | loss scale: 1.0 | grad norm: %.3f | number of skipped iterations: %3d |"
+               " lm loss: %.6E | loss scale: %.1f |%s number of skipped iterations: %3d |"
                " number of nan iterations: %3d |\n",
                tr->iteration, a->train_iters, tr->consumed, per_iter * 1000.0,
-               flops / per_iter / 1e12 / tr->grid.layout.world, ptdp_lr_at(&tr->opt.cfg.lr, tr->iteration), tr->gbs,
-               loss_acc / n_acc, norm, 0, nan_iters);
+               flops / per_iter / 1e12 / tr->grid.layout.world, lr_now, tr->gbs, lm, tr->opt.scaler.scale, gn,
+               skipped_iters, nan_iters);
         fflush(stdout);
       }
-      PTDP_CALL(print_timers(tr, n_acc));
+      PTDP_CALL(print_timers(tr, n_iter));
       if (tr->runfile) {
         ptdp_events_summary sum;
         ptdp_events_last(tr->events, &sum);
         const double tflops = flops / per_iter / 1e12 / tr->grid.layout.world;
         ptdp_runfile_metrics row = {
-            .iteration = tr->iteration, .consumed_samples = tr->consumed, .skipped = 0, .nan_iterations = nan_iters,
-            .lm_loss = loss_acc / n_acc, .learning_rate = ptdp_lr_at(&tr->opt.cfg.lr, tr->iteration), .grad_norm = norm,
-            .loss_scale = 1.0, .ms_per_iteration = per_iter * 1000.0,
+            .iteration = tr->iteration, .consumed_samples = tr->consumed, .skipped = skipped_iters,
+            .nan_iterations = nan_iters, .lm_loss = lm, .learning_rate = lr_now, .grad_norm = norm,
+            .loss_scale = tr->opt.scaler.scale, .ms_per_iteration = per_iter * 1000.0,
             .tokens_per_second = (double)tr->gbs * a->seq_length / per_iter, .tflops_per_rank = tflops,
             .mfu = a->peak_tflops > 0 ? tflops / a->peak_tflops : 0.0 / 0.0};
         PTDP_CALL(ptdp_runfile_interval(tr->runfile, tr, &row, &sum));
       }
-      print_comm(tr, n_acc);
+      print_comm(tr, n_iter);
       if (tr->grid.layout.p > 1) {
         /* pipeline bubble as Narayanan et al. define it: idle time over ideal (compute) time,
          * t_pb / t_id = (p - 1) / m for 1F1B; idle = this rank's time blocked in receives */
@@ -305,8 +342,8 @@ int ptdp_trainer_run(ptdp_trainer *tr)
       }
       bubble_acc = iter_acc = 0;
       loss_acc = 0;
-      n_acc = 0;
-      nan_iters = 0;
+      n_acc = n_iter = 0;
+      nan_iters = skipped_iters = 0;
       t_last = MPI_Wtime();
     }
     if (a->eval_iters > 0 && tr->iteration % a->eval_interval == 0 && ptdp_batch_has_split(tr->data, PTDP_SPLIT_VALID)) {
@@ -348,18 +385,22 @@ static int print_memory(ptdp_trainer *tr)
   ptdp_layer_shape ls = {.s = a->seq_length, .b = a->micro_batch_size, .h = a->hidden_size, .a = a->num_attention_heads,
                          .f = ptdp_args_ffn(a), .t = tr->grid.layout.t, .sequence_parallel = m->cfg.sequence_parallel,
                          .hidden_dropout = a->hidden_dropout > 0, .attention_dropout = a->attention_dropout > 0,
-                         .recompute = (int)m->cfg.recompute};
+                         .recompute = (int)m->cfg.recompute, .bytes = (int)m->es};
   /* a layer that keeps everything (under full recompute: the first of a group keeps its input) */
   size_t layer = m->chunks[0].nlayers ? ptdp_memory_held(&m->mem, 0, 0, m->chunks[0].layer0) : 0;
   double ours = ptdp_layer_bytes_ptdp(&ls), paper = ptdp_layer_bytes_paper(&ls);
   int layers = 0;
   for (int c = 0; c < m->nchunks; c++) layers += m->chunks[c].nlayers;
-  printf("[memory] activations per layer per micro-batch: measured %zu bytes, ptdp fp32 count %.0f bytes, "
-         "Korthikanti et al. (2-byte activations) %.0f bytes\n", layer, ours, paper);
+  printf("[memory] activations per layer per micro-batch: measured %zu bytes, ptdp %s count %.0f bytes, "
+         "Korthikanti et al. (2-byte activations) %.0f bytes\n", layer, ptdp_dtype_name(m->cfg.dtype), ours, paper);
   const ptdp_plan *pl = &m->plan;
   printf("[memory] peak held activations: rank 0 %.0f bytes (max over ranks %.0f, min %.0f); rank 0 holds %d layers x "
-         "up to %d micro-batches in flight; parameters %zu bytes, gradients %zu bytes, optimizer state %zu bytes\n",
-         peak, maxp, minp, layers, pl->slots, pl->total[PTDP_MEM_PARAMS], pl->total[PTDP_MEM_GRADS], tr->opt.state_bytes);
+         "up to %d micro-batches in flight; parameters %zu bytes, gradients %zu bytes, optimizer state %zu bytes%s\n",
+         peak, maxp, minp, layers, pl->slots, pl->total[PTDP_MEM_PARAMS], pl->total[PTDP_MEM_GRADS], tr->opt.state_bytes,
+         m->cfg.dtype == PTDP_F32 ? "" : " (fp32 master weights and moments)");
+  if (m->cfg.dtype != PTDP_F32) /* outside the plan: the mixed-precision wrapper's fp32 work space */
+    printf("[memory] %s: fp32 work space of the conversions %zu bytes (rank 0, high-water mark)\n",
+           ptdp_dtype_name(m->cfg.dtype), ptdp_backend_mixed_work_bytes(m->be));
   printf("[memory] rank 0 plan: activations held at peak %zu bytes (of %zu allocated for %d slots), work space %zu, "
          "per-slot buffers %zu, pipeline buffers %zu, optimizer %zu; at peak %zu bytes, allocated %zu bytes\n",
          pl->peak_activations, pl->total[PTDP_MEM_ACTIVATIONS], pl->slots, pl->total[PTDP_MEM_WORK],

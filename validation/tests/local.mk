@@ -2,8 +2,10 @@
 # compare_dumps.py is a helper of the equivalence tests, not a test itself.
 TESTS += validation/tests/test_bad_input.sh \
   validation/tests/test_equivalence_tp_dp.sh \
-  validation/tests/test_equivalence_pp.sh
+  validation/tests/test_equivalence_pp.sh \
+  validation/tests/test_mixed_precision.sh
 dist_noinst_SCRIPTS += validation/tests/test_bad_input.sh \
   validation/tests/test_equivalence_tp_dp.sh \
   validation/tests/test_equivalence_pp.sh \
+  validation/tests/test_mixed_precision.sh \
   validation/tests/compare_dumps.py validation/tests/equivalence_lib.sh

@@ -7,6 +7,7 @@
 # Each equals the CPU backend's one-rank run: every loss and the first step's gradients within
 # 1e-5 relative, parameters after the last step within 1e-4 (equivalence_lib.sh says why).
 # The vocabulary (256) pads to the same size for t = 1 and 2, so one reference serves all.
+# Then bf16 and fp16 (below).
 . "$top_srcdir/validation/tests/common.sh"
 TRAIN="$top_builddir/validation/emu/ptdp-train-emu"
 DECK="$TMPD/emu.in"
@@ -51,5 +52,18 @@ nccl_t2_sp    2 2 final,init,step1/grads --tensor-model-parallel-size 2 --sequen
 nccl_d2       2 2 final,init             --use-distributed-optimizer
 nccl_p2       2 2 final,init,step1/grads --pipeline-model-parallel-size 2
 LAYOUTS
+# bf16 and fp16: the CUDA backend under the mixed-precision wrapper (its convert kernels, its
+# ops on fp32 work space) against the CPU backend's, one rank and t=2 + SP over NCCL (16-bit
+# collectives).  Tolerances of bf16 and fp16 runs (validation/tests/test_mixed_precision.sh says
+# why): losses 5e-4 relative and first-step gradients 3e-2 of the tensor's largest entry: the
+# CUDA and CPU fp32 results differ at 1e-6, and a value near a rounding boundary of the 16-bit
+# type then lands one ulp (2^-8 in bf16) apart; the initial weights exactly.
+CMP="$PYTHON3 $top_srcdir/validation/tests/compare_dumps.py --loss-rtol 5e-4 --grad-tol 3e-2 --param-tol 0"
+for prec in bf16 fp16; do
+  train "cpu_$prec" 1 --backend cpu --$prec || continue
+  train "cuda_$prec" 1 --backend cuda --$prec && compare "cuda_$prec" "cpu_$prec" init,step1/grads
+  PTDP_EMU_DEVICES=2 train "nccl_t2_sp_$prec" 2 --backend cuda --$prec --tensor-model-parallel-size 2 \
+    --sequence-parallel && compare "nccl_t2_sp_$prec" "cpu_$prec" init,step1/grads
+done
 cat "$TMPD/worst"
 finish

@@ -108,7 +108,8 @@ static int run(const layout *L, ptdp_backend *be)
   int N = c.seq * c.micro_batch;
   if (ptdp_pipeline_run(&pl, feed, &N, 1.0f / L->m, 0) || ptdp_ddp_sync(&ddp)) return 1;
   double norm;
-  if (ptdp_optimizer_update(&opt, 1e-3, &norm)) return 1;
+  int skipped;
+  if (ptdp_optimizer_update(&opt, 1e-3, &norm, &skipped)) return 1;
   check(m.mem.peak_busy_bytes == m.plan.peak_activations, L->name, "measured peak of held activations vs the plan",
         (long long)m.mem.peak_busy_bytes, (long long)m.plan.peak_activations);
   check(m.mem.peak_busy_bytes > 0, L->name, "the peak is not empty", (long long)m.mem.peak_busy_bytes, 1);
