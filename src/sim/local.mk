@@ -14,6 +14,9 @@ TESTS += validation/tests/sim/test_sim
 check_PROGRAMS += validation/tests/sim/test_sim_cpu
 validation_tests_sim_test_sim_cpu_SOURCES = validation/tests/sim/test_sim_cpu.c
 TESTS += validation/tests/sim/test_sim_cpu
+# ptdp-sim's memory against ptdp-train's [memory] plan lines (bf16, fp16, fp32), exact
+TESTS += validation/tests/sim/test_sim_plan.sh
+dist_noinst_SCRIPTS += validation/tests/sim/test_sim_plan.sh
 # The papers' rows as a regression test (Narayanan et al. Table 1, Korthikanti et al. Table 5)
 TESTS += validation/sim/test_papers.sh
 dist_noinst_SCRIPTS += validation/sim/test_papers.sh validation/sim/validate_papers.py

@@ -34,6 +34,10 @@ void ptdp_sim_print(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_op
   double peak = 0;
   for (int k = 0; k < 3; k++) peak = r->stage_mem[k][0] > peak ? r->stage_mem[k][0] : peak;
   fprintf(out, "memory peak activations, largest stage (bytes): %.0f\n", peak);
+  /* exact, for comparison with ptdp-train's "[memory] rank 0 plan" line (stage 0's) */
+  const double *s0 = r->stage_mem[0];
+  fprintf(out, "memory stage 0 (bytes): weights %.0f, gradients %.0f, optimizer %.0f, activations %.0f, total %.0f\n",
+          s0[1], s0[2], s0[3], s0[0], s0[4]);
   for (int c = 0; c < PTDP_SIM_COMPONENTS; c++)
     fprintf(out, "time %s (s): %.6g exposed, %.6g hidden\n", ptdp_sim_component_name(c), r->comp[c], r->hidden[c]);
   fprintf(out, "time recomputation (s): %.6g\n", r->recompute);

@@ -1,37 +1,25 @@
 /* ptdp-sim: memory per GPU from ptdp-train's plan, and what follows the pipeline (DP reduction,
- * tied-embedding all-reduce, optimizer step). */
+ * tied-embedding all-reduce, optimizer step).  The plan is built in the precision modelled and
+ * counts bytes by type itself (ptdp/plan.h); the implementation modelled (--fusion) decides
+ * whether its classes are taken as they are (ptdp-train's) or adjusted to Megatron's. */
+#include "ptdp/backend.h"
 #include "ptdp/error.h"
 #include "ptdp/plan.h"
 #include "sim_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
-
-/* Which held buffers keep their width in 16-bit training: 1-byte dropout masks, fp32
- * LayerNorm statistics and fp32 logits (Korthikanti et al. Sec. 4.3 count 4 s b v / t); every
- * other activation is stored in 16 bits, half the CPU plan's fp32 bytes. */
-static double bytes_16bit(const ptdp_buffer *b)
-{
-  switch (b->kind) {
-  case PTDP_BUF_ATTN_MASK: case PTDP_BUF_ATTN_RESID_MASK: case PTDP_BUF_MLP_RESID_MASK: case PTDP_BUF_EMBEDDING_MASK:
-  case PTDP_BUF_LN1_MEAN: case PTDP_BUF_LN1_RSTD: case PTDP_BUF_LN2_MEAN: case PTDP_BUF_LN2_RSTD:
-  case PTDP_BUF_FINAL_LN_MEAN: case PTDP_BUF_FINAL_LN_RSTD: case PTDP_BUF_LOGITS: case PTDP_BUF_TOKENS:
-  case PTDP_BUF_TARGETS: case PTDP_BUF_WORK_POSITIONS:
-    return (double)b->bytes;
-  default:
-    return (double)b->bytes / 2;
-  }
-}
 
 typedef struct {
   double weights, grads, optimizer, activations, other, total, params, plan_act;
 } stage_mem;
 
-/* One stage's memory: the plan's bytes (CPU layout, fp32) converted to the precision modelled.
- * Mixed precision (Megatron): 16-bit weights, fp32 main gradients (fp16: 16-bit), fp32 master
- * weights beside Adam's two fp32 moments (sharded over d with the distributed optimizer, as the
- * plan already shards the moments). */
-static int stage_memory(const ptdp_args *a, const ptdp_sim_result *r, ptdp_schedule_kind kind, int stage, stage_mem *sm)
+/* The storage type modelled (ptdp-sim's --bf16/--fp16 keys, as ptdp-train's). */
+static ptdp_dtype dtype_of(const ptdp_args *a) { return a->bf16 ? PTDP_BF16 : a->fp16 ? PTDP_F16 : PTDP_F32; }
+
+/* The plan ptdp-train would build for one stage of r's layout (ptdp_gpt_plan_config's fields). */
+static ptdp_plan_config plan_config(const ptdp_args *a, const ptdp_sim_result *r, ptdp_schedule_kind kind, int stage)
 {
   ptdp_plan_config pc = {
     .shape = {.num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size, .heads = (int)a->num_attention_heads,
@@ -43,43 +31,102 @@ static int stage_memory(const ptdp_args *a, const ptdp_sim_result *r, ptdp_sched
     .seq = (int)a->seq_length, .micro_batch = (int)a->micro_batch_size, .hidden_dropout = a->hidden_dropout > 0,
     .attention_dropout = a->attention_dropout > 0, .recompute = a->recompute_granularity,
     .recompute_method = a->recompute_method, .recompute_num_layers = (int)a->recompute_num_layers, .schedule = kind,
-    .m = r->m, .bucket_elems = a->ddp_bucket_size, .d = r->d, .distributed_optimizer = a->use_distributed_optimizer};
+    .m = r->m, .bucket_elems = a->ddp_bucket_size, .d = r->d, .distributed_optimizer = a->use_distributed_optimizer,
+    .dtype = (int)dtype_of(a)};
+  return pc;
+}
+
+/* Bytes of the plan's buffers of one kind. */
+static double kind_bytes(const ptdp_plan *pl, ptdp_buffer_kind k)
+{
+  double s = 0;
+  for (int i = 0; i < pl->n; i++)
+    if (pl->buf[i].kind == k) s += (double)pl->buf[i].bytes;
+  return s;
+}
+
+/* Held activations at peak when Megatron keeps the logits in fp32 (Korthikanti et al. Sec. 4.3
+ * count 4 s b v / t: the cross entropy saves its fp32 softmax) where the plan stores them in the
+ * storage type: the plan's walk (plan.c, walk_schedule) with each head-chunk slot holding
+ * (4 - S) more bytes per logit.  In fp32 nothing is added and this is the plan's peak. */
+static int peak_fp32_logits(const ptdp_plan *pl, double *peak)
+{
+  const ptdp_plan_config *c = &pl->cfg;
+  const double S = (double)ptdp_dtype_size((ptdp_dtype)c->dtype);
+  double *held;
+  PTDP_CALLOC(held, c->pos.v, sizeof *held);
+  for (int ch = 0; ch < c->pos.v; ch++) held[ch] = (double)ptdp_plan_held_per_slot(pl, ch);
+  for (int i = 0; i < pl->n; i++) {
+    const ptdp_buffer *b = &pl->buf[i];
+    if (b->kind == PTDP_BUF_LOGITS && b->held && b->slot == 0) held[b->chunk] += (double)b->bytes * (4 - S) / S;
+  }
+  ptdp_schedule s;
+  int err = ptdp_schedule_build(c->schedule, c->pos.stage, c->pos.p, c->pos.v, c->m, &s);
+  double busy = 0, most = 0;
+  for (int i = 0; !err && i < s.count; i++) {
+    busy += s.items[i].kind == PTDP_WORK_FORWARD ? held[s.items[i].chunk] : -held[s.items[i].chunk];
+    most = busy > most ? busy : most;
+  }
+  if (!err) ptdp_schedule_free(&s);
+  free(held);
+  PTDP_CALL(err);
+  *peak = most;
+  return 0;
+}
+
+/* ptdp-train's memory (--fusion none or cpu): the plan's classes as they are, bytes by type
+ * (ptdp/plan.h), so that the total is the plan's peak, the [memory] "rank 0 plan" line's. */
+static void ptdp_memory(const ptdp_plan *pl, stage_mem *sm)
+{
+  sm->weights = (double)pl->total[PTDP_MEM_PARAMS];
+  sm->grads = (double)pl->total[PTDP_MEM_GRADS];
+  sm->optimizer = (double)pl->total[PTDP_MEM_OPTIMIZER];
+  sm->activations = (double)pl->peak_activations;
+  sm->other = (double)(pl->total[PTDP_MEM_TRANSIENT] + pl->total[PTDP_MEM_WORK] + pl->total[PTDP_MEM_P2P]);
+}
+
+/* Megatron's memory (--fusion megatron): the plan's bytes by type (weights and activations in
+ * the storage type, fp32 main gradients, moments and master weights: 2 + 4 + 12 bytes per
+ * parameter in 16 bits, as Megatron counts), adjusted where Megatron's implementation differs
+ * from ptdp's:
+ *   - fp16 keeps 16-bit main gradients (the 2021 stack of Narayanan et al.: gradients
+ *     accumulated and all-reduced in fp16), 2 bytes where the plan has 4;
+ *   - the distributed optimizer shards the fp32 master weights over d like the moments (ptdp
+ *     keeps the master whole on every rank) and reduce-scatters into the gradient buffer itself
+ *     (no separate shard buffer): 2 + 4 + 12/d bytes per parameter in bf16;
+ *   - logits in fp32 (peak_fp32_logits);
+ *   - no per-slot send buffers, tokens or pipeline buffers of ptdp's: Megatron frees a slot's
+ *     output once sent (Korthikanti et al. App. B); the work space, and one message of b s h
+ *     elements in each direction. */
+static int megatron_memory(const ptdp_args *a, const ptdp_plan *pl, stage_mem *sm)
+{
+  const int dist = pl->cfg.distributed_optimizer && pl->cfg.d > 1;
+  const double S = (double)ptdp_dtype_size((ptdp_dtype)pl->cfg.dtype);
+  const double moment = kind_bytes(pl, PTDP_BUF_ADAM_M), master = kind_bytes(pl, PTDP_BUF_MASTER_PARAMS);
+  sm->weights = (double)pl->total[PTDP_MEM_PARAMS];
+  sm->grads = (double)pl->total[PTDP_MEM_GRADS] * (a->fp16 ? 0.5 : 1);
+  sm->optimizer = moment + kind_bytes(pl, PTDP_BUF_ADAM_V) + (dist && master > 0 ? moment : master);
+  PTDP_CALL(peak_fp32_logits(pl, &sm->activations));
+  sm->other = (double)pl->total[PTDP_MEM_WORK] + 2.0 * (double)a->micro_batch_size * a->seq_length * a->hidden_size * S;
+  return 0;
+}
+
+/* One stage's memory, from the plan in the precision modelled. */
+static int stage_memory(const ptdp_args *a, const ptdp_sim_options *o, const ptdp_sim_result *r,
+                        ptdp_schedule_kind kind, int stage, stage_mem *sm)
+{
+  const ptdp_plan_config pc = plan_config(a, r, kind, stage);
   ptdp_plan pl;
   PTDP_CALL(ptdp_plan_build(&pc, &pl));
-  const int half = a->fp16 || a->bf16;
   memset(sm, 0, sizeof *sm);
-  sm->params = (double)pl.total[PTDP_MEM_PARAMS] / 4;
+  sm->params = (double)pl.total[PTDP_MEM_PARAMS] / (double)ptdp_dtype_size((ptdp_dtype)pc.dtype);
   sm->plan_act = (double)pl.peak_activations;
-  if (!half) {
-    sm->weights = (double)pl.total[PTDP_MEM_PARAMS];
-    sm->grads = (double)pl.total[PTDP_MEM_GRADS];
-    sm->optimizer = (double)pl.total[PTDP_MEM_OPTIMIZER];
-    sm->activations = (double)pl.peak_activations;
-    sm->other = (double)(pl.total[PTDP_MEM_TRANSIENT] + pl.total[PTDP_MEM_WORK] + pl.total[PTDP_MEM_P2P]);
-  } else {
-    double ratio = 0.5;
-    for (int c = 0; c < r->v; c++) { /* held bytes of a slot, 16-bit over fp32: the largest chunk's ratio */
-      double full = 0, narrow = 0;
-      for (int i = 0; i < pl.n; i++)
-        if (pl.buf[i].held && pl.buf[i].chunk == c && pl.buf[i].slot == 0) {
-          full += (double)pl.buf[i].bytes;
-          narrow += bytes_16bit(&pl.buf[i]);
-        }
-      if (full > 0 && narrow / full > ratio) ratio = narrow / full;
-    }
-    /* Megatron frees a slot's output once sent (Korthikanti et al. App. B) and keeps no per-slot
-     * send buffers: the work space, and a message in each direction */
-    for (int i = 0; i < pl.n; i++)
-      if (ptdp_buffer_class(&pl.buf[i]) == PTDP_MEM_WORK) sm->other += bytes_16bit(&pl.buf[i]);
-    sm->other += 2.0 * (double)a->micro_batch_size * a->seq_length * a->hidden_size * 2;
-    sm->weights = sm->params * 2;
-    sm->grads = sm->params * (a->fp16 ? 2 : 4);
-    sm->optimizer = (double)pl.total[PTDP_MEM_OPTIMIZER] * 1.5;
-    sm->activations = (double)pl.peak_activations * ratio;
-  }
+  int err = 0;
+  if (o->fusion == PTDP_SIM_FUSION_MEGATRON) err = megatron_memory(a, &pl, sm);
+  else ptdp_memory(&pl, sm);
   sm->total = sm->weights + sm->grads + sm->optimizer + sm->activations + sm->other;
   ptdp_plan_free(&pl);
-  return 0;
+  return err;
 }
 
 /* Stages 0 (most activations in flight), p - 1 (the head) and one in the middle: the others
@@ -91,7 +138,7 @@ int ptdp_sim_memory(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_op
   stage_mem sm[3];
   for (int i = 0; i < 3; i++) {
     if (i > 0 && pick[i] == pick[i - 1]) sm[i] = sm[i - 1];
-    else PTDP_CALL(stage_memory(a, r, kind, pick[i], &sm[i]));
+    else PTDP_CALL(stage_memory(a, o, r, kind, pick[i], &sm[i]));
   }
   for (int i = 0; i < 3; i++) {
     const double v[5] = {sm[i].activations, sm[i].weights, sm[i].grads, sm[i].optimizer, sm[i].total};

@@ -4,7 +4,7 @@
  *   /config       one string attribute per ptdp-train key; the int64 and f64 layout attributes
  *   /metrics/NAME one row (iteration 1): ms_per_iteration, tokens_per_second, tflops_per_rank,
  *                 mfu; what only training measures (losses, norms) NaN or -1
- *   /memory/X_bytes  int64 [W] per rank (16-bit where modelled), from the plan
+ *   /memory/X_bytes  int64 [W] per rank, from the plan in the precision modelled (sim_mem.c)
  *   /pipeline/iteration [1]; /pipeline/events [1, W, I]: every rank's work items as replayed
  *                 (start: the end of the rank's previous item; wait: the time it then waits for
  *                 its input; end), kind, microbatch, chunk; /pipeline/bubble_measured [1, W]: the
