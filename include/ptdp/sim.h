@@ -156,7 +156,7 @@ typedef struct {
   double stage_mem[3][5];           /* stages 0, p/2, p-1: peak activations, weights, gradients, optimizer, total */
   int worst_stage;
   int fits;
-  double plan_peak_activations;     /* the plan's held activations at peak (CPU layout bytes), stage 0 */
+  double plan_peak_activations;     /* the plan's held activations at peak, in the precision modelled, stage 0 */
   double train_days_sim, train_days_eq4; /* for o.train_tokens */
   ptdp_sim_oplist layer, embedding, head;
 } ptdp_sim_result;

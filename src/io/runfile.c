@@ -234,9 +234,10 @@ static int create_memory_pipeline(struct ptdp_runfile *rf, const ptdp_trainer *t
   ptdp_layer_shape ls = {.s = a->seq_length, .b = a->micro_batch_size, .h = a->hidden_size, .a = a->num_attention_heads,
                          .f = ptdp_args_ffn(a), .t = tr->grid.layout.t, .sequence_parallel = tr->model.cfg.sequence_parallel,
                          .hidden_dropout = a->hidden_dropout > 0, .attention_dropout = a->attention_dropout > 0,
-                         .recompute = (int)tr->model.cfg.recompute};
+                         .recompute = (int)tr->model.cfg.recompute, .bytes = (int)tr->model.es};
   hid_t g = H5Gopen2(f, "/memory", H5P_DEFAULT);
   PTDP_CALL_HDF5(g);
+  PTDP_CALL(ckpt_attr_write_str(g, "precision", ptdp_dtype_name(tr->model.cfg.dtype)));
   PTDP_CALL(ckpt_attr_write_f64(g, "formula_layer_bytes_paper", ptdp_layer_bytes_paper(&ls)));
   PTDP_CALL(ckpt_attr_write_f64(g, "formula_layer_bytes_ptdp", ptdp_layer_bytes_ptdp(&ls)));
   PTDP_CALL_HDF5(H5Gclose(g));
