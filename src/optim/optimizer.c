@@ -61,7 +61,7 @@ static int adam_shard(ptdp_optimizer *o, const ptdp_shard *s, double lr)
 }
 
 /* Multiply this rank's gradient shards by 1 / scale and tell whether any rank saw inf or NaN
- * (over the model-parallel group, and the data-parallel one where the shards differ). */
+ * (over the model-parallel and the data-parallel groups). */
 static int unscale_and_check(ptdp_optimizer *o, int *found)
 {
   ptdp_gpt *m = o->model;
@@ -75,8 +75,11 @@ static int unscale_and_check(ptdp_optimizer *o, int *found)
     PTDP_CALL(m->be->unscale_check(m->be, m->grad + s.lo, (size_t)(s.hi - s.lo), inv, &f));
     any = f ? 1 : any;
   }
+  /* over DP too, also where the replicas hold the same reduced gradients: one double buys the
+   * certainty that every replica skips the same steps (an inf written after the reduction, as
+   * debug-inject-inf does, reaches one replica only) */
   PTDP_CALL(ptdp_comm_allreduce_max_f64(&g->mp, &any, 1, PTDP_TAG_MISC));
-  if (o->ddp->distributed) PTDP_CALL(ptdp_comm_allreduce_max_f64(&g->dp, &any, 1, PTDP_TAG_MISC));
+  PTDP_CALL(ptdp_comm_allreduce_max_f64(&g->dp, &any, 1, PTDP_TAG_MISC));
   *found = any > 0;
   return 0;
 }
