@@ -3,6 +3,7 @@ libptdp_a_SOURCES += src/core/error.c
 libptdp_a_SOURCES += src/core/options.c src/core/args.c
 libptdp_a_SOURCES += src/core/rng.c src/core/half.c
 libptdp_a_SOURCES += src/core/events.c src/core/program.c
+libptdp_a_SOURCES += src/core/checked.c
 
 # Unit test of the option parser and ptdp-train's key table (1 rank).
 check_PROGRAMS += validation/tests/core/test_options
@@ -20,3 +21,8 @@ dist_noinst_SCRIPTS += validation/tests/core/test_events.sh
 check_PROGRAMS += validation/tests/core/test_half
 validation_tests_core_test_half_SOURCES = validation/tests/core/test_half.c
 TESTS += validation/tests/core/test_half
+
+# Unit test of the checked integer arithmetic (ptdp/checked.h, issue 22).
+check_PROGRAMS += validation/tests/core/test_checked
+validation_tests_core_test_checked_SOURCES = validation/tests/core/test_checked.c
+TESTS += validation/tests/core/test_checked

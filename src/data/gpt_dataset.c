@@ -12,6 +12,7 @@
 
 #include "gpt_cache.h"
 #include "gpt_index.h"
+#include "ptdp/checked.h"
 #include "ptdp/error.h"
 #include "ptdp/indexed_dataset.h"
 
@@ -108,11 +109,17 @@ static int build_arrays(gpt_arrays *g, const ptdp_indexed_dataset *ds, int64_t b
   PTDP_ALLOC(g->lengths, (size_t)nd * 4 + 4);
   int64_t tokens = 0;
   for (int64_t i = 0; i < nd; i++) tokens += g->lengths[i] = ptdp_mmidx_length(ix, begin + i);
-  PTDP_CHECK(ptdp_gpt_plan_make(&g->plan, tokens, want, seq_length) == 0,
-             "%s: the split has %lld tokens, too few for a single sample", what, (long long)tokens);
-  PTDP_CHECK(g->plan.num_epochs * nd < INT32_MAX, "%s: %lld epochs of %lld documents is too many", what,
-             (long long)g->plan.num_epochs, (long long)nd);
-  g->n_doc_index = g->plan.num_epochs * nd;
+  int planned = ptdp_gpt_plan_make(&g->plan, tokens, want, seq_length);
+  PTDP_CHECK(planned != -1, "%s: the split has %lld tokens, too few for a single sample", what, (long long)tokens);
+  PTDP_CHECK(planned == 0, "%s: %lld samples of %d tokens overflow 64-bit token counts", what, (long long)want,
+             seq_length);
+  int64_t ndi;
+  PTDP_CHECK(!ptdp_mul_i64(g->plan.num_epochs, nd, &ndi) && ndi < INT32_MAX,
+             "%s: %lld epochs of %lld documents is too many", what, (long long)g->plan.num_epochs, (long long)nd);
+  g->n_doc_index = ndi;
+  /* 16 bytes per sample (sample index and shuffle) must fit a size_t */
+  PTDP_CHECK(g->plan.total_samples < (INT64_MAX >> 5), "%s: %lld samples is too many", what,
+             (long long)g->plan.total_samples);
   const size_t ns = (size_t)g->plan.total_samples;
   PTDP_ALLOC(g->doc_index, (size_t)g->n_doc_index * 4 + 4);
   PTDP_ALLOC(g->sample_index, 2 * (ns + 1) * 4);

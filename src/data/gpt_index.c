@@ -1,10 +1,13 @@
 /* Index builders of Megatron's GPTDataset and blending (see gpt_index.h). */
 #include "gpt_index.h"
 
+#include "ptdp/checked.h"
+
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -76,33 +79,69 @@ void ptdp_shuffle_i32(ptdp_rng *r, int32_t *a, int64_t n) { FISHER_YATES(int32_t
 
 void ptdp_shuffle_i64(ptdp_rng *r, int64_t *a, int64_t n) { FISHER_YATES(int64_t, r, a, n); }
 
+/* One weight of a split string: Megatron takes each run of [.0-9]+ and calls float() on it, so
+ * a weight is digits with at most one '.', and at least one digit.  The run is checked by hand
+ * and only then given to strtod, which therefore never sees an exponent, a hex prefix, "inf"
+ * or "nan"; a run of hundreds of digits can still round to infinity, which the caller refuses.
+ * Returns the characters used, 0 if the run is not a number. */
+static size_t split_weight(const char *p, double *w)
+{
+  size_t n = 0, digits = 0, dots = 0;
+  for (; isdigit((unsigned char)p[n]) || p[n] == '.'; n++) {
+    if (p[n] == '.') dots++;
+    else digits++;
+  }
+  if (digits == 0 || dots > 1) return 0;
+  char buf[512];
+  if (n >= sizeof buf) {
+    *w = HUGE_VAL; /* more than 500 digits: beyond any double */
+    return n;
+  }
+  memcpy(buf, p, n);
+  buf[n] = '\0';
+  *w = strtod(buf, NULL);
+  return n;
+}
+
 int ptdp_split_bounds(const char *split, int64_t n, int64_t bounds[4], char *err, int errlen)
 {
-  /* Megatron reads the numbers with re.findall(r"[.0-9]+"): any other character separates */
+  /* Megatron (parse_and_normalize_split) reads re.findall(r"[.0-9]+"), any other character
+   * separating; we accept only ',', '/' and ' ' between weights (its documented forms "969,30,1"
+   * and "98/2/0"), so a typo is an error rather than two weights */
   double w[3] = {0, 0, 0}, sum = 0;
   int k = 0;
   const char *p = split;
   while (*p) {
-    if (!(isdigit((unsigned char)*p) || *p == '.')) {
-      if (*p != ',' && *p != ' ' && *p != '/') {
-        snprintf(err, (size_t)errlen, "split '%s': unexpected character '%c'", split, *p);
-        return -1;
-      }
+    if (*p == ',' || *p == ' ' || *p == '/') {
       p++;
       continue;
     }
-    char *end;
-    double v = strtod(p, &end);
-    if (end == p || k == 3) {
-      snprintf(err, (size_t)errlen, "split '%s': expected at most 3 non-negative numbers", split);
+    if (!(isdigit((unsigned char)*p) || *p == '.')) {
+      snprintf(err, (size_t)errlen, "split '%.64s': unexpected character '%c' (expected weights like 969,30,1)",
+               split, isprint((unsigned char)*p) ? *p : '?');
+      return -1;
+    }
+    double v;
+    size_t used = split_weight(p, &v);
+    if (used == 0) {
+      snprintf(err, (size_t)errlen, "split '%.64s': '%.*s' is not a number", split, (int)strspn(p, ".0123456789"), p);
+      return -1;
+    }
+    if (k == 3) {
+      snprintf(err, (size_t)errlen, "split '%.64s': expected at most 3 non-negative numbers", split);
+      return -1;
+    }
+    if (!isfinite(v)) {
+      snprintf(err, (size_t)errlen, "split '%.64s': weight %d is too large to be a finite number", split, k + 1);
       return -1;
     }
     w[k++] = v;
     sum += v;
-    p = end;
+    p += used;
   }
-  if (k == 0 || !(sum > 0)) {
-    snprintf(err, (size_t)errlen, "split '%s': needs at least one positive weight, e.g. 969,30,1", split);
+  if (k == 0 || !(sum > 0) || !isfinite(sum)) {
+    snprintf(err, (size_t)errlen, "split '%.64s': needs at least one positive weight and a finite sum, e.g. 969,30,1",
+             split);
     return -1;
   }
   bounds[0] = 0;
@@ -120,10 +159,14 @@ int ptdp_gpt_plan_make(ptdp_gpt_plan *p, int64_t tokens_per_epoch, int64_t num_s
   p->num_epochs = 1;
   p->separate_final_epoch = 0;
   if (tokens_per_epoch <= 1) return num_samples > 0 ? -1 : (p->total_samples = 0, p->num_samples_sans_final = 0, 0);
-  /* the +1: a sample needs one token beyond its s (the label of its last position) */
-  int64_t need = num_samples * seq_length + 1, have = tokens_per_epoch;
-  while (have < need) have += tokens_per_epoch, p->num_epochs++;
-  p->total_samples = (p->num_epochs * tokens_per_epoch - 1) / seq_length;
+  /* the +1: a sample needs one token beyond its s (the label of its last position).  E is the
+   * least number of epochs with E T >= need, by division: counting up one epoch at a time took
+   * need / T steps, years for a hostile num_samples */
+  int64_t need, have;
+  if (ptdp_mul_i64(num_samples, seq_length, &need) || ptdp_add_i64(need, 1, &need)) return -2;
+  p->num_epochs = need <= tokens_per_epoch ? 1 : (need - 1) / tokens_per_epoch + 1;
+  if (ptdp_mul_i64(p->num_epochs, tokens_per_epoch, &have)) return -2;
+  p->total_samples = (have - 1) / seq_length;
   p->num_samples_sans_final = p->total_samples;
   if (p->num_epochs > 1) {
     int64_t sans = ((p->num_epochs - 1) * tokens_per_epoch - 1) / seq_length;

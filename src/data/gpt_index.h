@@ -39,7 +39,8 @@ typedef struct {
   int separate_final_epoch;
 } ptdp_gpt_plan;
 
-/* Returns 0, or -1 if the split cannot supply a sample (T <= 1) although num_samples > 0. */
+/* Returns 0, -1 if the split cannot supply a sample (T <= 1) although num_samples > 0, or -2 if
+ * num_samples s or the tokens of E epochs overflow 64 bits. */
 int ptdp_gpt_plan_make(ptdp_gpt_plan *p, int64_t tokens_per_epoch, int64_t num_samples, int seq_length);
 
 /* doc_index (E * ndocs entries): documents begin..end-1 repeated per epoch, shuffled as one

@@ -3,10 +3,12 @@
  * optimizer; memory from the plan of ptdp-train. */
 #include "ptdp/sim.h"
 
+#include "ptdp/checked.h"
 #include "ptdp/error.h"
 #include "ptdp/trainer.h"
 #include "sim_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +38,13 @@ static int layout(const ptdp_args *a, const ptdp_sim_options *o, ptdp_sim_result
 {
   r->t = (int)a->tensor_model_parallel_size;
   r->p = (int)a->pipeline_model_parallel_size;
-  r->world = o->world_size > 0 ? (int)o->world_size : r->t * r->p;
+  /* t and p are each at most 2^16, so t p can pass an int (65536 x 65536 wrapped to 0 and
+   * was reported as a world size not divisible by t x p) */
+  long long tp;
+  PTDP_CHECK(!ptdp_mul_ll_max(a->tensor_model_parallel_size, a->pipeline_model_parallel_size, INT_MAX, &tp),
+             "tensor-model-parallel-size x pipeline-model-parallel-size = %lld x %lld is more ranks than ptdp-sim "
+             "models (at most %d)", a->tensor_model_parallel_size, a->pipeline_model_parallel_size, INT_MAX);
+  r->world = o->world_size > 0 ? (int)o->world_size : (int)tp;
   ptdp_args chk = *a; /* the trainer's checks, without its data and CPU-backend ones */
   chk.mock_data = 1;
   chk.data_path[0] = 0;
@@ -47,7 +55,7 @@ static int layout(const ptdp_args *a, const ptdp_sim_options *o, ptdp_sim_result
   chk.use_checkpoint_args = 0;
   PTDP_CALL(ptdp_args_validate(&chk, r->world));
   PTDP_CHECK(!(a->fp16 && a->bf16), "fp16 and bf16 are both set; choose one");
-  r->d = r->world / (r->t * r->p);
+  r->d = (int)(r->world / tp);
   r->gbs = a->global_batch_size ? a->global_batch_size : a->micro_batch_size * r->d;
   r->m = (int)(r->gbs / (a->micro_batch_size * r->d));
   r->v = a->num_layers_per_virtual_pipeline_stage ? (int)(a->num_layers / r->p / a->num_layers_per_virtual_pipeline_stage) : 1;

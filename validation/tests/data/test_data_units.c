@@ -266,6 +266,27 @@ static void test_split(void)
   EXPECT(ptdp_split_bounds("98,2", 233, b, err, 200) == 0 && b[1] == 228 && b[2] == 233, "98,2 over 233");
   EXPECT(ptdp_split_bounds("1,x", 10, b, err, 200) != 0, "malformed split");
   EXPECT(ptdp_split_bounds("0,0,0", 10, b, err, 200) != 0, "all-zero split");
+  /* Megatron's forms: ',' or '/' between weights, decimals, fewer than three weights */
+  EXPECT(ptdp_split_bounds("98/2/0", 100, b, err, 200) == 0 && b[1] == 98 && b[2] == 100 && b[3] == 100, "98/2/0");
+  EXPECT(ptdp_split_bounds("0.5, .25,0.25", 100, b, err, 200) == 0 && b[1] == 50 && b[2] == 75, "decimals");
+  /* issue 22 item 5: strtod's exponents, hex, inf and nan are not weights; 1e999 was 100/0/0 */
+  const char *bad[] = {"1e999", "1e2,1", "0x10,1", "inf", "nan", "1.2.3", ".", "1,2,3,4", "-1,2", "1,+2"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    err[0] = 0;
+    EXPECT(ptdp_split_bounds(bad[i], 10, b, err, 200) != 0 && strstr(err, "split '"), "'%s' refused, got '%s'", bad[i],
+           err);
+  }
+  /* 400 nines: each weight finite-looking digits but beyond any double; 300 nines x 3: finite */
+  char big[1300];
+  memset(big, '9', 400);
+  big[400] = 0;
+  EXPECT(ptdp_split_bounds(big, 10, b, err, 200) != 0 && strstr(err, "too large"), "400 digits: %s", err);
+  memset(big, '9', 902);
+  big[300] = big[601] = ',';
+  big[902] = 0;
+  EXPECT(ptdp_split_bounds(big, 9, b, err, 200) == 0 && b[1] == 3 && b[2] == 6 && b[3] == 9,
+         "three weights of 300 nines: a finite sum, thirds (%s; %lld %lld %lld)", err, (long long)b[1], (long long)b[2],
+         (long long)b[3]);
 }
 
 static void test_plan(void)
@@ -278,6 +299,12 @@ static void test_plan(void)
   EXPECT(ptdp_gpt_plan_make(&p, 100, 27, 10) == 0 && p.num_epochs == 3 && !p.separate_final_epoch,
          "3 epochs, last one supplies 8 >= 7: not separate");
   EXPECT(ptdp_gpt_plan_make(&p, 1, 1, 10) != 0, "one token cannot make a sample");
+  /* issue 22 item 6: num_samples s overflowing 64 bits is refused (it wrapped), and a count of
+   * epochs far beyond the split is found by division at once (counting took need/T steps) */
+  EXPECT(ptdp_gpt_plan_make(&p, 100, INT64_MAX / 2, 4) == -2, "num_samples x s overflows: -2");
+  EXPECT(ptdp_gpt_plan_make(&p, 2, INT64_C(1) << 40, 1 << 20) == 0 && p.num_epochs == (INT64_C(1) << 59) + 1,
+         "2^60 + 1 tokens from 2-token epochs: 2^59 + 1 epochs, got %lld", (long long)p.num_epochs);
+  EXPECT(ptdp_gpt_plan_make(&p, INT64_MAX / 2 + 1, INT64_MAX / 2 + 1, 1) == -2, "E T = 2 (2^62) overflows: -2");
 }
 
 /* Every sample starts at stream token i*s (documents laid end to end in doc_index order). */

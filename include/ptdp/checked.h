@@ -1,0 +1,26 @@
+/* Checked integer arithmetic for sizes a user or a file chose (issue 22, item 6).
+ *
+ * Products of sizes that are each in range (t = p = 65536, a vocabulary times a hidden size,
+ * a sample count times a sequence length) can overflow.  Signed overflow is undefined
+ * behaviour in C, and the wrapped result passes later checks with a misleading message, so
+ * every such product goes through these helpers and the caller reports the sizes involved:
+ *
+ *   long long n;
+ *   PTDP_CHECK(!ptdp_mul_ll(t, p, &n), "tensor x pipeline = %lld x %lld overflows", t, p);
+ *
+ * Each returns 0 and stores the exact result, or returns 1 on overflow (*out unspecified). */
+#ifndef PTDP_CHECKED_H
+#define PTDP_CHECKED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int ptdp_mul_ll(long long a, long long b, long long *out);
+int ptdp_add_ll(long long a, long long b, long long *out);
+int ptdp_mul_i64(int64_t a, int64_t b, int64_t *out);
+int ptdp_add_i64(int64_t a, int64_t b, int64_t *out);
+int ptdp_mul_size(size_t a, size_t b, size_t *out);
+/* a * b, also refused when the product exceeds limit (e.g. INT_MAX for a count kept in an int). */
+int ptdp_mul_ll_max(long long a, long long b, long long limit, long long *out);
+
+#endif
