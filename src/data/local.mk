@@ -34,3 +34,6 @@ dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_cache.sh
 # issue 9: list-valued JSON fields (Megatron's pre-split sentences)
 TESTS += validation/tests/data/test_preprocess_lists.sh
 dist_noinst_SCRIPTS += validation/tests/data/test_preprocess_lists.sh
+# issue 22: crafted tokenizer files with one defect each (duplicated id, gap, byte alphabet, merges)
+TESTS += validation/tests/data/test_tokenizer_files.sh
+dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_files.sh validation/tests/data/write_vocab.py

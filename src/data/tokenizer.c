@@ -171,12 +171,21 @@ static int load_merges(bpe_tables *t, const char *path, const int cp_to_byte[512
                            "merge file '%s' line %zu: expected two tokens 'a b' in GPT-2's byte alphabet", path, lineno);
       break;
     }
+    /* both parts and their concatenation must be tokens (GPT-2's 50,000 merges all are): the
+     * merge's result is looked up as a token */
     int64_t ia, ib, im;
-    if (!ptdp_strmap_get(vocab, raw, (size_t)na, &ia) || !ptdp_strmap_get(vocab, raw + na, (size_t)nb, &ib) ||
-        !ptdp_strmap_get(vocab, raw, (size_t)(na + nb), &im)) {
-      rc = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
-                           "merge file '%s' line %zu: '%.*s' or its parts are not in the vocabulary file", path,
-                           lineno, (int)ll, line);
+    int part = !ptdp_strmap_get(vocab, raw, (size_t)na, &ia) ? 1 : !ptdp_strmap_get(vocab, raw + na, (size_t)nb, &ib) ? 2
+               : !ptdp_strmap_get(vocab, raw, (size_t)(na + nb), &im) ? 3 : 0;
+    if (part) {
+      int la = (int)(sp - line), lb = (int)ll - la - 1, show = ll > 80 ? 80 : (int)ll;
+      if (part < 3)
+        rc = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                             "merge file '%s' line %zu: merge '%.*s': '%.*s' is not a token of the vocabulary file",
+                             path, lineno, show, line, part == 1 ? la : lb, part == 1 ? line : sp + 1);
+      else
+        rc = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
+                             "merge file '%s' line %zu: merge '%.*s': its result '%.*s%.*s' is not a token of the "
+                             "vocabulary file", path, lineno, show, line, la, line, lb, sp + 1);
       break;
     }
     if (ptdp_bpe_merge_find(t, (int32_t)ia, (int32_t)ib)) continue; /* a repeated merge keeps its first rank */
@@ -214,6 +223,66 @@ static void tables_free(bpe_tables *t)
   free(t);
 }
 
+/* A token's raw bytes for a message: printable ASCII as is, other bytes as \xNN, cut at 40. */
+static const char *token_text(const char *raw, size_t len, char out[200])
+{
+  size_t k = 0;
+  for (size_t i = 0; i < len && i < 40; i++) {
+    unsigned char ch = (unsigned char)raw[i];
+    if (ch >= 0x20 && ch < 0x7f && ch != '\\' && ch != '"') out[k++] = (char)ch;
+    else k += (size_t)snprintf(out + k, 5, "\\x%02x", ch);
+  }
+  if (len > 40) out[k++] = '.', out[k++] = '.', out[k++] = '.';
+  out[k] = '\0';
+  return out;
+}
+
+/* The first id below n that no token has (one exists when the largest id is n or more: n tokens,
+ * at least one of them not below n). */
+static int first_missing_id(const ptdp_strmap *vocab, size_t n, int64_t *missing)
+{
+  unsigned char *seen;
+  PTDP_CALLOC(seen, n, 1);
+  for (size_t s = 0; s < vocab->cap; s++)
+    if (vocab->slots[s].used && (uint64_t)vocab->slots[s].val < n) seen[vocab->slots[s].val] = 1;
+  size_t m = 0;
+  while (m < n && seen[m]) m++;
+  free(seen);
+  *missing = (int64_t)m;
+  return 0;
+}
+
+/* Ids must be a permutation of 0..n-1: checked before sizing the id tables by the largest id,
+ * so a tiny file with id 2^30 - 1 is refused instead of allocating 12 GB; a duplicated id made
+ * one token unreachable and another decode wrongly (issue 22: "abba cab" encoded as a's). */
+static int fill_id_tables(bpe_tables *t, const char *vocab_file, const vocab_ctx *c)
+{
+  const ptdp_strmap *v = c->vocab;
+  char a[200], b[200];
+  if ((size_t)c->max_id + 1 > v->count) {
+    int64_t m = 0;
+    PTDP_CALL(first_missing_id(v, v->count, &m));
+    PTDP_CHECK(0, "vocabulary file '%s': ids must be 0..%zu, one per token, but no token has id %lld (largest id %d)",
+               vocab_file, v->count - 1, (long long)m, (int)c->max_id);
+  }
+  t->vocab_size = c->max_id + 1;
+  PTDP_CALLOC(t->tok_off, (size_t)t->vocab_size, sizeof *t->tok_off);
+  PTDP_CALLOC(t->tok_len, (size_t)t->vocab_size, sizeof *t->tok_len);
+  PTDP_ALLOC(t->tok_bytes, v->pool_len + 1);
+  memcpy(t->tok_bytes, v->pool, v->pool_len);
+  for (size_t s = 0; s < v->cap; s++) {
+    const ptdp_strmap_slot *sl = &v->slots[s];
+    if (!sl->used) continue;
+    /* every token has at least one byte (vocab_member), so a length of 0 marks a free id */
+    PTDP_CHECK(t->tok_len[sl->val] == 0, "vocabulary file '%s': id %lld is given to two tokens, \"%s\" and \"%s\"",
+               vocab_file, (long long)sl->val, token_text(t->tok_bytes + t->tok_off[sl->val],
+               (size_t)t->tok_len[sl->val], a), token_text(v->pool + sl->off, sl->len, b));
+    t->tok_off[sl->val] = sl->off;
+    t->tok_len[sl->val] = (int32_t)sl->len;
+  }
+  return 0;
+}
+
 static int load_vocab(bpe_tables *t, const char *vocab_file, vocab_ctx *c)
 {
   char *text;
@@ -225,24 +294,13 @@ static int load_vocab(bpe_tables *t, const char *vocab_file, vocab_ctx *c)
   PTDP_CHECK(rc != -1, "vocabulary file '%s' is not a JSON object: %s at byte %zu", vocab_file, jerr.msg, jerr.at);
   PTDP_CHECK(rc == 0, "vocabulary file '%s': %s", vocab_file, c->bad);
   PTDP_CHECK(c->vocab->count > 0, "vocabulary file '%s' is empty", vocab_file);
-  PTDP_CHECK((size_t)c->max_id + 1 == c->vocab->count,
-             "vocabulary file '%s': ids are not 0..%zu without gaps (largest id %d)", vocab_file,
-             c->vocab->count - 1, (int)c->max_id);
-  t->vocab_size = c->max_id + 1;
-  PTDP_CALLOC(t->tok_off, (size_t)t->vocab_size, sizeof *t->tok_off);
-  PTDP_CALLOC(t->tok_len, (size_t)t->vocab_size, sizeof *t->tok_len);
-  PTDP_ALLOC(t->tok_bytes, c->vocab->pool_len + 1);
-  memcpy(t->tok_bytes, c->vocab->pool, c->vocab->pool_len);
-  for (size_t s = 0; s < c->vocab->cap; s++) {
-    const ptdp_strmap_slot *sl = &c->vocab->slots[s];
-    if (!sl->used) continue;
-    t->tok_off[sl->val] = sl->off;
-    t->tok_len[sl->val] = (int32_t)sl->len;
-  }
+  PTDP_CALL(fill_id_tables(t, vocab_file, c));
+  /* the byte alphabet: BPE starts every piece from one-byte tokens, so all 256 must be there */
   for (int b = 0; b < 256; b++) {
     char ch = (char)b;
     int64_t id;
-    PTDP_CHECK(ptdp_strmap_get(c->vocab, &ch, 1, &id), "vocabulary file '%s' lacks the one-byte token for byte 0x%02x",
+    PTDP_CHECK(ptdp_strmap_get(c->vocab, &ch, 1, &id),
+               "vocabulary file '%s' lacks the one-byte token for byte 0x%02x (GPT-2's byte alphabet needs all 256)",
                vocab_file, b);
     t->byte_id[b] = (int32_t)id;
   }
