@@ -135,6 +135,11 @@ typedef struct {
   float *param, *grad;
   void *wt;
   size_t es;               /* bytes per element of the storage type */
+  /* bf16/fp16 with the distributed optimizer (d > 1): the fp32 master weights are sharded as the
+   * moments are (ptdp_shard_of, distributed), this rank's shard of bucket b at master + s.state;
+   * param is then NULL: no rank holds the whole fp32 copy (ptdp_gpt_gather_master makes one). */
+  int master_sharded;
+  float *master;
   ptdp_gpt_param_ref wte, wte_copy, wpe, lnf_w, lnf_b;
   int nchunks;
   ptdp_chunk *chunks;
@@ -162,8 +167,19 @@ float *ptdp_gpt_param_data(const ptdp_gpt *m, int i);
 float *ptdp_gpt_grad_data(const ptdp_gpt *m, int i);
 void *ptdp_gpt_weight_data(const ptdp_gpt *m, int i);
 /* wt[lo, hi) = param[lo, hi) rounded to the storage type (flat offsets; a no-op in fp32):
- * after anything writes param (initialisation, a checkpoint, an optimizer step). */
+ * after anything writes param (initialisation, a checkpoint, an optimizer step).  Not with
+ * master_sharded (use ptdp_gpt_sync_shard). */
 int ptdp_gpt_sync_weights(ptdp_gpt *m, long long lo, long long hi);
+/* The same for this rank's shard s of a bucket (ptdp_shard_of, distributed) where the master is
+ * sharded: wt[s.lo, s.hi) = master[s.state ...] rounded, then the bucket's weights all-gathered
+ * over DP in the storage type.  Collective over DP. */
+int ptdp_gpt_sync_shard(ptdp_gpt *m, int bucket);
+/* Every weight from its master: ptdp_gpt_sync_weights over everything, or ptdp_gpt_sync_shard
+ * over every bucket (collective over DP then). */
+int ptdp_gpt_sync_all(ptdp_gpt *m);
+/* The fp32 weights whole in flat (device memory of layout.total floats): a copy of param, or
+ * with master_sharded the shards all-gathered over DP (collective then). */
+int ptdp_gpt_gather_master(ptdp_gpt *m, float *flat);
 /* Elements of the largest local parameter buffer (host staging for copies). */
 long long ptdp_gpt_max_param_elems(const ptdp_gpt *m);
 /* Number of real-vocabulary columns of this rank's logits (its slice of the vocabulary). */

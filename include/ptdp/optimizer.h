@@ -9,10 +9,10 @@
  * updated shards are then all-gathered over DP.
  *
  * Mixed precision (Megatron's Float16OptimizerWithFloat16Params): the gradients are fp32 main
- * gradients, AdamW updates the fp32 master weights (the model's param buffer), and the model's
- * bf16/fp16 weights are their rounding.  With the distributed optimizer the moments are sharded
- * and the updated fp32 master shards are all-gathered (every rank holds the whole master copy;
- * Megatron shards it and gathers the 16-bit weights instead: 4 bytes per parameter more here). */
+ * gradients, AdamW updates the fp32 master weights, and the model's bf16/fp16 weights are their
+ * rounding.  With the distributed optimizer the master weights are sharded as the moments are
+ * (ptdp_gpt's master_sharded) and the rounded 16-bit shards are all-gathered, as Megatron does:
+ * 2 + 4 + 12/d bytes per parameter. */
 #ifndef PTDP_OPTIMIZER_H
 #define PTDP_OPTIMIZER_H
 

@@ -17,7 +17,8 @@
  * attention backward's scratch, the gradients of the parameters (main grads), the optimizer's
  * moments in fp32.  In bf16/fp16 an fp32 copy of the weights, the master weights
  * (master_params), joins the optimizer state: weights 2 + main grads 4 + master 4 + moments 8
- * bytes per parameter.  Dropout masks are one byte per element.
+ * bytes per parameter; the distributed optimizer shards master and moments over d (2 + 4 + 12/d,
+ * as Megatron).  Dropout masks are one byte per element.
  * The peak of held activations follows the schedule (ptdp/schedule.h): a slot's held bytes count
  * from its forward to its backward, walked item by item. */
 #ifndef PTDP_PLAN_H

@@ -221,8 +221,14 @@ int ckpt_transfer_chunk(hid_t ds, const ptdp_param_info *p, long long c0, long l
 /* Device address of local element k of parameter i for kind. */
 float *ckpt_element(const ckpt_io *io, int kind, int i, long long k)
 {
-  const long long flat = io->m->layout.offset[i] + k;
-  if (kind == KIND_MODEL) return io->m->param + flat;
+  const ptdp_gpt *m = io->m;
+  const long long flat = m->layout.offset[i] + k;
+  if (kind == KIND_MODEL && m->master_sharded) { /* this rank's master shard: only its own pieces move */
+    ptdp_shard s;
+    ptdp_shard_of(&m->layout, m->layout.bucket[i], 1, m->grid->dp.size, m->grid->dp.rank, &s);
+    return m->master + s.state + (flat - s.lo);
+  }
+  if (kind == KIND_MODEL) return m->param + flat;
   long long at = flat; /* without the distributed optimizer the state mirrors the flat buffers */
   if (io->ddp->distributed) {
     ptdp_shard s;

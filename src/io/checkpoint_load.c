@@ -190,7 +190,7 @@ static int gather_replicated(ckpt_io *io, int nk)
   ptdp_gpt *m = io->m;
   ptdp_comm *dp = &m->grid->dp;
   for (int k = 0; k < nk; k++) {
-    if (!replicated(io, k)) continue;
+    if (!replicated(io, k) || (k == KIND_MODEL && m->master_sharded)) continue; /* ptdp_gpt_sync_all gathers */
     float *base = k == KIND_MODEL ? m->param : k == KIND_EXP_AVG ? io->st_m : io->st_v; /* the state mirrors the flat buffers */
     for (int b = 0; b < m->layout.nbuckets; b++) {
       ptdp_shard s;
@@ -349,14 +349,14 @@ static int load_all(ckpt_io *io, const ptdp_checkpoint_ref *ref, ptdp_optimizer 
     hid_t og = H5Gopen2(io->file, "/optimizer", H5P_DEFAULT);
     PTDP_CALL_HDF5(og);
     int has = ckpt_attr_read_i64(og, "step", &in.opt_step);
-    int rc = has < 0 ? has : load_scaler(og, &opt->scaler);
+    int rs = has < 0 ? has : load_scaler(og, &opt->scaler);
     PTDP_CALL_HDF5(H5Gclose(og));
     PTDP_CALL_HDF5(has);
-    PTDP_CALL(rc);
+    PTDP_CALL(rs);
     opt->step = in.opt_step;
     in.scaler = opt->scaler;
   }
-  PTDP_CALL(ptdp_gpt_sync_weights(io->m, 0, io->m->layout.total)); /* bf16/fp16: round the master weights */
+  PTDP_CALL(ptdp_gpt_sync_all(io->m)); /* bf16/fp16: the weights are the rounding of the master weights */
   if (info) *info = in;
   PTDP_CALL_HDF5(H5Fclose(io->file));
   io->file = -1;

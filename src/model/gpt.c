@@ -6,6 +6,7 @@
 
 #include "ptdp/error.h"
 #include "ptdp/rng.h"
+#include "ptdp/shard_map.h"
 #include "model_internal.h"
 
 #include <math.h>
@@ -32,12 +33,13 @@ ptdp_plan_config ptdp_gpt_plan_config(const ptdp_gpt_config *c, const ptdp_param
   return pc;
 }
 
-float *ptdp_gpt_param_data(const ptdp_gpt *m, int i) { return m->param + m->layout.offset[i]; }
+float *ptdp_gpt_param_data(const ptdp_gpt *m, int i) { return m->param ? m->param + m->layout.offset[i] : NULL; }
 float *ptdp_gpt_grad_data(const ptdp_gpt *m, int i) { return m->grad ? m->grad + m->layout.offset[i] : NULL; }
 void *ptdp_gpt_weight_data(const ptdp_gpt *m, int i) { return (char *)m->wt + (size_t)m->layout.offset[i] * m->es; }
 
 int ptdp_gpt_sync_weights(ptdp_gpt *m, long long lo, long long hi)
 {
+  PTDP_CHECK_LOCAL(!m->master_sharded, "internal: ptdp_gpt_sync_weights on sharded master weights");
   if (m->wt == (void *)m->param || hi <= lo) return 0;
   return m->be->convert(m->be, (char *)m->wt + (size_t)lo * m->es, m->cfg.dtype, m->param + lo, PTDP_F32,
                         (size_t)(hi - lo));
@@ -87,8 +89,66 @@ static void init_values(const ptdp_gpt *m, const ptdp_param_info *p, float *w)
   }
 }
 
+int ptdp_gpt_sync_shard(ptdp_gpt *m, int bucket)
+{
+  ptdp_comm *dp = &m->grid->dp;
+  ptdp_shard s;
+  ptdp_shard_of(&m->layout, bucket, 1, dp->size, dp->rank, &s);
+  const ptdp_bucket_range *bk = &m->layout.buckets[bucket];
+  char *wt = m->wt;
+  PTDP_CALL(m->be->convert(m->be, wt + (size_t)s.lo * m->es, m->cfg.dtype, m->master + s.state, PTDP_F32,
+                           (size_t)(s.hi - s.lo)));
+  return ptdp_comm_allgather_t(dp, wt + (size_t)s.lo * m->es, wt + (size_t)bk->lo * m->es, (size_t)(s.hi - s.lo),
+                               m->cfg.dtype, PTDP_TAG_PARAM);
+}
+
+int ptdp_gpt_sync_all(ptdp_gpt *m)
+{
+  if (!m->master_sharded) return ptdp_gpt_sync_weights(m, 0, m->layout.total);
+  for (int b = 0; b < m->layout.nbuckets; b++) PTDP_CALL(ptdp_gpt_sync_shard(m, b));
+  return 0;
+}
+
+int ptdp_gpt_gather_master(ptdp_gpt *m, float *flat)
+{
+  if (!m->master_sharded) return m->be->copy(m->be, flat, m->param, (size_t)m->layout.total * sizeof(float));
+  ptdp_comm *dp = &m->grid->dp;
+  for (int b = 0; b < m->layout.nbuckets; b++) {
+    ptdp_shard s;
+    ptdp_shard_of(&m->layout, b, 1, dp->size, dp->rank, &s);
+    PTDP_CALL(m->be->copy(m->be, flat + s.lo, m->master + s.state, (size_t)(s.hi - s.lo) * sizeof(float)));
+    PTDP_CALL(ptdp_comm_allgather(dp, flat + s.lo, flat + m->layout.buckets[b].lo, (size_t)(s.hi - s.lo),
+                                  PTDP_TAG_PARAM));
+  }
+  return 0;
+}
+
+/* Parameter i's initial values (host, fp32) into this rank's master shards: the pieces of it
+ * inside each shard of its bucket that this rank owns. */
+static int init_master_shard(ptdp_gpt *m, int i, const float *host)
+{
+  ptdp_comm *dp = &m->grid->dp;
+  ptdp_shard s;
+  ptdp_shard_of(&m->layout, m->layout.bucket[i], 1, dp->size, dp->rank, &s);
+  const long long off = m->layout.offset[i], n = ptdp_param_local_elems(&m->params[i]);
+  const long long a = off > s.lo ? off : s.lo, b = off + n < s.hi ? off + n : s.hi;
+  if (b <= a) return 0;
+  return m->be->to_device(m->be, m->master + s.state + (a - s.lo), host + (a - off), (size_t)(b - a) * sizeof(float));
+}
+
 int ptdp_gpt_init_params(ptdp_gpt *m)
 {
+  if (m->master_sharded) { /* each rank sets its master shards; the weights come from them */
+    float *host;
+    PTDP_ALLOC(host, (size_t)ptdp_gpt_max_param_elems(m) * sizeof(float));
+    int err = 0;
+    for (int i = 0; i < m->nparams && !err; i++) {
+      init_values(m, &m->params[i], host);
+      err = init_master_shard(m, i, host);
+    }
+    free(host);
+    return err ? err : ptdp_gpt_sync_all(m);
+  }
   float *host;
   PTDP_ALLOC(host, (size_t)ptdp_gpt_max_param_elems(m) * sizeof(float));
   int err = 0;
@@ -148,6 +208,7 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
              ptdp_dtype_name(cfg->dtype), ptdp_dtype_name(be->dtype));
   PTDP_CHECK(cfg->dtype == PTDP_F32 || !cfg->inference, "internal: inference runs in fp32");
   m->es = ptdp_dtype_size(cfg->dtype);
+  m->master_sharded = cfg->dtype != PTDP_F32 && !cfg->inference && cfg->distributed_optimizer && cfg->dp_size > 1;
   PTDP_CHECK(cfg->heads % m->t == 0 && cfg->hidden % cfg->heads == 0 && cfg->ffn % m->t == 0 &&
                  cfg->num_layers % (m->p * cfg->chunks) == 0,
              "model dimensions do not divide over the grid (internal check)");

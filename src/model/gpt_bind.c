@@ -144,7 +144,7 @@ static int bind_record(ptdp_gpt *m, const ptdp_mem_record *r)
   if (b->chunk < 0 && b->kind < PTDP_BUF_CHUNK_OUTPUT) return bind_act(&m->work.recomp[b->index], b->kind, r->ptr);
   if (bind_work(&m->work, b->kind, r->ptr)) return 1;
   if (b->kind == PTDP_BUF_PARAMS) m->wt = r->ptr;
-  if (b->kind == PTDP_BUF_MASTER_PARAMS) m->param = r->ptr;
+  if (b->kind == PTDP_BUF_MASTER_PARAMS) m->master = r->ptr;
   if (b->kind == PTDP_BUF_GRADS) m->grad = r->ptr;
   return 1; /* p2p and optimizer buffers: found by their users (ptdp_memory_find) */
 }
@@ -174,7 +174,8 @@ int ptdp_gpt_bind(ptdp_gpt *m)
   for (int j = 0; j < nrec; j++)
     if (m->work.recomp[j].probs && !m->work.recomp[j].probs_drop) m->work.recomp[j].probs_drop = m->work.recomp[j].probs;
   if (m->cfg.dtype == PTDP_F32) m->param = m->wt; /* fp32: the weights are their own master */
-  PTDP_CHECK_LOCAL(m->param && (m->grad || m->cfg.inference), "internal: the plan has no parameter or gradient buffer");
+  else if (!m->master_sharded) m->param = m->master; /* whole; sharded: no rank holds it whole */
+  PTDP_CHECK_LOCAL((m->param || m->master) && (m->grad || m->cfg.inference), "internal: the plan has no parameter or gradient buffer");
   bind_params(m);
   return set_positions(m);
 }

@@ -189,10 +189,12 @@ static int add_state(ptdp_plan *pl)
   const size_t flat = (size_t)L.total * sizeof(float), wt = (size_t)L.total * ptdp_dtype_size((ptdp_dtype)c->dtype);
   const int dist = c->distributed_optimizer && c->d > 1;
   const size_t state = (size_t)ptdp_shard_state_elems(&L, dist, c->d) * sizeof(float);
+  /* bf16/fp16: the fp32 master weights, sharded like the moments by the distributed optimizer */
+  const size_t master = dist ? state : flat;
   ptdp_grad_layout_free(&L);
   PTDP_CALL(add(pl, PTDP_BUF_PARAMS, none, none, none, 0, 0, wt)); /* the model's weights */
   if (c->inference) return 0;
-  if (c->dtype != PTDP_F32) PTDP_CALL(add(pl, PTDP_BUF_MASTER_PARAMS, none, none, none, 0, 0, flat));
+  if (c->dtype != PTDP_F32) PTDP_CALL(add(pl, PTDP_BUF_MASTER_PARAMS, none, none, none, 0, 0, master));
   PTDP_CALL(add(pl, PTDP_BUF_GRADS, none, none, none, 0, 0, flat));
   PTDP_CALL(add(pl, PTDP_BUF_ADAM_M, none, none, none, 0, 0, state));
   PTDP_CALL(add(pl, PTDP_BUF_ADAM_V, none, none, none, 0, 0, state));

@@ -18,7 +18,8 @@ int ptdp_optimizer_create(ptdp_optimizer *o, const ptdp_optim_config *cfg, ptdp_
   PTDP_CHECK_LOCAL(o->m && o->v, "internal: the memory plan has no optimizer state");
   o->state_bytes = 2 * (size_t)ptdp_shard_state_elems(&model->layout, ddp->distributed, model->grid->dp.size) *
                    sizeof(float);
-  if (model->cfg.dtype != PTDP_F32) o->state_bytes += (size_t)model->layout.total * sizeof(float); /* master */
+  if (model->cfg.dtype != PTDP_F32) /* the master weights: sharded like the moments, or whole */
+    o->state_bytes += model->master_sharded ? o->state_bytes / 2 : (size_t)model->layout.total * sizeof(float);
   ptdp_grad_scaler_none(&o->scaler);
   return 0;
 }
@@ -53,7 +54,8 @@ static int adam_shard(ptdp_optimizer *o, const ptdp_shard *s, double lr)
     b = b < s->hi ? b : s->hi;
     if (b <= a) continue;
     const long long st = s->state + (a - s->lo);
-    PTDP_CALL(m->be->adamw(m->be, m->param + a, m->grad + a, o->m + st, o->v + st, (size_t)(b - a), (float)lr,
+    float *w = m->master_sharded ? m->master + st : m->param + a; /* fp32: the weights, else their master */
+    PTDP_CALL(m->be->adamw(m->be, w, m->grad + a, o->m + st, o->v + st, (size_t)(b - a), (float)lr,
                            (float)c->beta1, (float)c->beta2, (float)c->eps, p->weight_decay ? (float)c->wd : 0.0f,
                            o->step));
   }
@@ -91,7 +93,7 @@ int ptdp_optimizer_update(ptdp_optimizer *o, double lr, double *grad_norm, int *
   const int nb = m->layout.nbuckets;
   *skipped = 0;
   if (ptdp_grad_scaler_active(&o->scaler)) {
-    int found;
+    int found = 0;
     PTDP_CALL(unscale_and_check(o, &found));
     ptdp_grad_scaler_update(&o->scaler, found);
     if (found) {
@@ -120,7 +122,9 @@ int ptdp_optimizer_update(ptdp_optimizer *o, double lr, double *grad_norm, int *
     if (coeff < 1.0f) PTDP_CALL(m->be->scale(m->be, m->grad + s.lo, coeff, (size_t)(s.hi - s.lo)));
     PTDP_CALL(adam_shard(o, &s, lr));
     const ptdp_bucket_range *bk = &m->layout.buckets[b];
-    if (o->ddp->distributed) { /* in place: this rank's shard sits at its block of the bucket */
+    if (m->master_sharded) { /* the 16-bit weights of the shard, all-gathered (Megatron's way) */
+      PTDP_CALL(ptdp_gpt_sync_shard(m, b));
+    } else if (o->ddp->distributed) { /* in place: this rank's shard sits at its block of the bucket */
       PTDP_CALL(ptdp_comm_allgather(&g->dp, m->param + s.lo, m->param + bk->lo, (size_t)(s.hi - s.lo), PTDP_TAG_PARAM));
       PTDP_CALL(ptdp_gpt_sync_weights(m, bk->lo, bk->hi));
     } else {

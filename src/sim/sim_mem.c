@@ -91,21 +91,20 @@ static void ptdp_memory(const ptdp_plan *pl, stage_mem *sm)
  * from ptdp's:
  *   - fp16 keeps 16-bit main gradients (the 2021 stack of Narayanan et al.: gradients
  *     accumulated and all-reduced in fp16), 2 bytes where the plan has 4;
- *   - the distributed optimizer shards the fp32 master weights over d like the moments (ptdp
- *     keeps the master whole on every rank) and reduce-scatters into the gradient buffer itself
- *     (no separate shard buffer): 2 + 4 + 12/d bytes per parameter in bf16;
+ *   - the distributed optimizer reduce-scatters into the gradient buffer itself (no separate
+ *     shard buffer); its master weights are sharded over d like the moments, as the plan has
+ *     them too: 2 + 4 + 12/d bytes per parameter in bf16;
  *   - logits in fp32 (peak_fp32_logits);
  *   - no per-slot send buffers, tokens or pipeline buffers of ptdp's: Megatron frees a slot's
  *     output once sent (Korthikanti et al. App. B); the work space, and one message of b s h
  *     elements in each direction. */
 static int megatron_memory(const ptdp_args *a, const ptdp_plan *pl, stage_mem *sm)
 {
-  const int dist = pl->cfg.distributed_optimizer && pl->cfg.d > 1;
   const double S = (double)ptdp_dtype_size((ptdp_dtype)pl->cfg.dtype);
   const double moment = kind_bytes(pl, PTDP_BUF_ADAM_M), master = kind_bytes(pl, PTDP_BUF_MASTER_PARAMS);
   sm->weights = (double)pl->total[PTDP_MEM_PARAMS];
   sm->grads = (double)pl->total[PTDP_MEM_GRADS] * (a->fp16 ? 0.5 : 1);
-  sm->optimizer = moment + kind_bytes(pl, PTDP_BUF_ADAM_V) + (dist && master > 0 ? moment : master);
+  sm->optimizer = moment + kind_bytes(pl, PTDP_BUF_ADAM_V) + master;
   PTDP_CALL(peak_fp32_logits(pl, &sm->activations));
   sm->other = (double)pl->total[PTDP_MEM_WORK] + 2.0 * (double)a->micro_batch_size * a->seq_length * a->hidden_size * S;
   return 0;

@@ -74,11 +74,12 @@ static int write_block(hid_t ds, hid_t type, const void *buf, hsize_t r0, hsize_
   return 0;
 }
 
-/* Fetch parameter i (or its gradient) to host and write its slice into dataset ds. */
-static int write_slice(hid_t ds, ptdp_gpt *m, int i, int grads, float *host)
+/* Fetch parameter i (from the flat buffer base: the gradients or the fp32 weights) to host and
+ * write its slice into dataset ds. */
+static int write_slice(hid_t ds, ptdp_gpt *m, int i, const float *base, float *host)
 {
   const ptdp_param_info *p = &m->params[i];
-  const float *dev = grads ? ptdp_gpt_grad_data(m, i) : ptdp_gpt_param_data(m, i);
+  const float *dev = base + m->layout.offset[i];
   PTDP_CALL(m->be->to_host(m->be, host, dev, (size_t)(p->rows * p->lcols) * sizeof(float)));
   PTDP_CALL(m->be->synchronize(m->be));
   if (p->rows == 0) return 0;
@@ -97,7 +98,7 @@ static int write_slice(hid_t ds, ptdp_gpt *m, int i, int grads, float *host)
 }
 
 /* Global tensor g of group: created by every rank (collective), written by the slices' owners. */
-static int write_global(ptdp_dump *d, ptdp_trainer *tr, const char *group, int g, int grads, float *host)
+static int write_global(ptdp_dump *d, ptdp_trainer *tr, const char *group, int g, const float *base, float *host)
 {
   ptdp_gpt *m = &tr->model;
   const ptdp_param_info *gp = &d->global[g];
@@ -110,7 +111,7 @@ static int write_global(ptdp_dump *d, ptdp_trainer *tr, const char *group, int g
     const ptdp_param_info *p = &m->params[i];
     if (strcmp(p->name, gp->name) != 0 || p->tied_copy || tr->grid.me.dp != 0) continue;
     if (p->tp_replicated && m->tp_rank != 0) continue;
-    PTDP_CALL(write_slice(ds, m, i, grads, host));
+    PTDP_CALL(write_slice(ds, m, i, base, host));
   }
   PTDP_CALL_HDF5(H5Dclose(ds));
   return 0;
@@ -118,11 +119,23 @@ static int write_global(ptdp_dump *d, ptdp_trainer *tr, const char *group, int g
 
 static int write_params(ptdp_dump *d, ptdp_trainer *tr, const char *group, int grads)
 {
+  ptdp_gpt *m = &tr->model;
+  const float *base = grads ? m->grad : m->param;
+  float *gathered = NULL; /* sharded master weights: gathered whole for the dump (collective) */
+  if (!grads && m->master_sharded) {
+    PTDP_CALL(m->be->alloc(m->be, (void **)&gathered, (size_t)m->layout.total * sizeof(float) + sizeof(float)));
+    int err = ptdp_gpt_gather_master(m, gathered);
+    if (err) m->be->free(m->be, gathered);
+    PTDP_CALL(err);
+    base = gathered;
+  }
   float *host; /* one parameter's local buffer at a time */
-  PTDP_ALLOC(host, (size_t)ptdp_gpt_max_param_elems(&tr->model) * sizeof(float));
   int err = 0;
-  for (int g = 0; g < d->nglobal && !err; g++) err = write_global(d, tr, group, g, grads, host);
+  host = malloc((size_t)ptdp_gpt_max_param_elems(m) * sizeof(float));
+  if (!host) err = ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory (debug dump)");
+  for (int g = 0; g < d->nglobal && !err; g++) err = write_global(d, tr, group, g, base, host);
   free(host);
+  if (gathered) m->be->free(m->be, gathered);
   return err;
 }
 

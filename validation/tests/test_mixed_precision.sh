@@ -13,7 +13,9 @@
 #     on a skipped step (the schedule counts updates).
 #  3. Checkpoints hold the fp32 master weights: a bf16 run saved at iteration 4 and resumed to 8
 #     gives the uninterrupted bf16 run's log lines exactly (the 16-bit weights are the rounding
-#     of the master, so nothing is lost); an fp32 checkpoint resumes in bf16 and a bf16 one in fp32.
+#     of the master, so nothing is lost), also on t2 d2 with the distributed optimizer, whose
+#     master weights are sharded (and that checkpoint resumes on t2); an fp32 checkpoint resumes
+#     in bf16 and a bf16 one in fp32.
 # Tolerances.  bf16 keeps 8 significant bits: one rounding moves a number by up to 2^-9 of itself.
 # Another layout rounds at other places (a tensor-parallel GEMM's partial sums are each rounded,
 # then summed and rounded again, where one rank rounds the whole sum once), so single values
@@ -157,6 +159,18 @@ lines "$TMPD/resumed.log" > "$TMPD/b"
 [ "$(wc -l < "$TMPD/a")" -eq 4 ] && cmp -s "$TMPD/a" "$TMPD/b"
 ok $? "bf16 saved at 4 and resumed: iterations 5..8 equal the uninterrupted run's, digit for digit"
 [ $ptdp_fail -eq 0 ] || diff "$TMPD/a" "$TMPD/b"
+# the distributed optimizer shards the master weights: each replica saves and loads its shard
+runck dstraight 4 --bf16 --tensor-model-parallel-size 2 --use-distributed-optimizer
+runck dfirst 4 --bf16 --tensor-model-parallel-size 2 --use-distributed-optimizer --save "$TMPD/ckd" --exit-interval 4
+runck dresumed 4 --bf16 --tensor-model-parallel-size 2 --use-distributed-optimizer --load "$TMPD/ckd"
+lines "$TMPD/dstraight.log" > "$TMPD/a"
+lines "$TMPD/dresumed.log" > "$TMPD/b"
+[ "$(wc -l < "$TMPD/a")" -eq 4 ] && cmp -s "$TMPD/a" "$TMPD/b"
+ok $? "bf16 t2 d2 with sharded master weights, saved at 4 and resumed: iterations 5..8 digit for digit"
+grep -q "optimizer state [0-9]* bytes (fp32 master weights and moments)" "$TMPD/dstraight.log"
+ok $? "the [memory] line counts the master weights with the optimizer state"
+# and the sharded checkpoint loads on another layout (t2, no distributed optimizer): the same run
+runck dto_t2 2 --bf16 --tensor-model-parallel-size 2 --load "$TMPD/ckd"
 $PYTHON3 - "$TMPD/ck16/iter_0000004/checkpoint.h5" <<'PY'
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")
@@ -175,6 +189,13 @@ runck fp32_straight 2 --tensor-model-parallel-size 2
 runck to_bf16 2 --bf16 --tensor-model-parallel-size 2 --load "$TMPD/ck32"
 runck to_fp32 2 --tensor-model-parallel-size 2 --load "$TMPD/ck16"
 loss5() { sed -n 's/^ iteration \+5\/.*lm loss: \([^ ]*\) .*/\1/p' "$1"; }
+$PYTHON3 - "$(loss5 "$TMPD/dto_t2.log")" "$(loss5 "$TMPD/straight.log")" "$BF16_LOSS_TOL" <<'PY'
+import sys
+a, b, tol = map(float, sys.argv[1:])
+print(f"iteration 5: d2 sharded checkpoint resumed on t2 {a} vs t2 {b}")
+sys.exit(0 if abs(a - b) / b <= tol else 1)
+PY
+ok $? "a checkpoint of sharded master weights resumes on another layout (iteration 5 within BF16_LOSS_TOL)"
 $PYTHON3 - "$(loss5 "$TMPD/to_bf16.log")" "$(loss5 "$TMPD/fp32_straight.log")" "$(loss5 "$TMPD/to_fp32.log")" \
   "$(loss5 "$TMPD/straight.log")" "$BF16_LOSS_TOL" <<'PY'
 import sys
