@@ -72,7 +72,9 @@ typedef struct ptdp_args {
   long long num_threads;
 } ptdp_args;
 
-/* Fill args from argv (after the program name).  Collective-safe: every rank parses the same
+/* a at its defaults and o over ptdp-train's key table (for a program's ptdp_cmdline). */
+int ptdp_args_init(ptdp_args *a, ptdp_options *o);
+/* Fill args from argv (after the program name): ptdp-train's keys alone.  Collective-safe: every rank parses the same
  * text and reaches the same verdict. */
 int ptdp_args_parse(ptdp_args *a, ptdp_options *o, int argc, char **argv);
 /* Refuse inconsistent settings before any work starts; world is the number of ranks. */

@@ -237,10 +237,16 @@ static const ptdp_option table[] = {
 
 #define NOPT ((int)(sizeof table / sizeof table[0]))
 
-int ptdp_args_parse(ptdp_args *a, ptdp_options *o, int argc, char **argv)
+int ptdp_args_init(ptdp_args *a, ptdp_options *o)
 {
   memset(a, 0, sizeof *a);
-  PTDP_CALL(ptdp_options_init(o, table, NOPT, a));
+  return ptdp_options_init(o, table, NOPT, a);
+}
+
+int ptdp_args_parse(ptdp_args *a, ptdp_options *o, int argc, char **argv)
+{
+  PTDP_CALL(ptdp_args_init(a, o));
+  o->program = "ptdp-train";
   PTDP_CALL(ptdp_options_parse_args(o, argc, argv));
   return 0;
 }
@@ -250,10 +256,7 @@ void ptdp_args_print_help(FILE *out)
   ptdp_args a;
   ptdp_options o;
   memset(&a, 0, sizeof a);
-  memset(&o, 0, sizeof o);
-  o.table = table;
-  o.count = NOPT;
-  o.target = &a;
+  ptdp_args_view(&a, &o);
   ptdp_options_print_help(&o, out);
 }
 

@@ -1,8 +1,7 @@
 /* The main() of every MPI executable of ptdp (see ptdp/error.h: ptdp_main). */
 #include "ptdp/cpu_threads.h"
 #include "ptdp/error.h"
-
-#include "ptdp/config.h"
+#include "ptdp/options.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,17 +9,14 @@
 /* --help or --version anywhere among the arguments: rank 0 answers, and nothing else runs. */
 static int answered(int argc, char **argv, const char *name, void (*usage)(FILE *out))
 {
+  const ptdp_cmdline_ask ask = ptdp_cmdline_asks(argc - 1, argv + 1);
   int rank = 0;
-  for (int i = 1; i < argc; i++) {
-    const int help = !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"), version = !strcmp(argv[i], "--version");
-    if (!help && !version) continue;
-    if (MPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS && rank == 0) {
-      if (help) usage(stdout);
-      else printf("%s %s\n", name, PACKAGE_VERSION);
-    }
-    return 1;
+  if (ask == PTDP_ASK_NOTHING) return 0;
+  if (MPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS && rank == 0) {
+    if (ask == PTDP_ASK_HELP) usage(stdout);
+    else ptdp_cmdline_print_version(name, stdout);
   }
-  return 0;
+  return 1;
 }
 
 int ptdp_main(int argc, char **argv, const char *name, void (*usage)(FILE *out), int (*run)(int argc, char **argv))

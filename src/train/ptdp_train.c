@@ -17,13 +17,27 @@
 #include <string.h>
 #include <unistd.h>
 
+static const char synopsis[] =
+  "usage: mpirun -np N ptdp-train DECK [--key value ...]\n"
+  "       ptdp-train --help | --version\n\n"
+  "DECK is a file of 'key = value' lines ('#' starts a comment); --key value overrides it.\n"
+  "Keys are Megatron-LM's argument names; booleans may be given bare (--sequence-parallel).\n\n";
+
+/* ptdp-train's command line: the deck and its key table, o (initialised by ptdp_args_init). */
+static void train_cmdline(ptdp_cmdline *c, ptdp_options *o)
+{
+  ptdp_cmdline_init(c, "ptdp-train", synopsis, 1);
+  ptdp_cmdline_add(c, o, NULL);
+}
+
 static void usage(FILE *out)
 {
-  fprintf(out, "usage: mpirun -np N ptdp-train DECK [--key value ...]\n"
-               "       ptdp-train --help | --version\n\n"
-               "DECK is a file of 'key = value' lines ('#' starts a comment); --key value overrides it.\n"
-               "Keys are Megatron-LM's argument names; booleans may be given bare (--sequence-parallel).\n\n");
-  ptdp_args_print_help(out);
+  ptdp_args a;
+  ptdp_options o;
+  ptdp_cmdline c;
+  ptdp_args_view(&a, &o);
+  train_cmdline(&c, &o);
+  ptdp_cmdline_print_help(&c, out);
 }
 
 /* use-checkpoint-args: the model's shape and tokenizer come from the checkpoint in load (a load
@@ -45,8 +59,11 @@ static int run(int argc, char **argv)
   PTDP_CALL_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
   ptdp_args a;
   ptdp_options o;
+  ptdp_cmdline c;
   PTDP_CHECK(argc > 1, "no input deck: usage: mpirun -np N ptdp-train DECK [--key value ...] (--help lists the keys)");
-  int err = ptdp_args_parse(&a, &o, argc - 1, argv + 1);
+  int err = ptdp_args_init(&a, &o);
+  train_cmdline(&c, &o);
+  if (!err) err = ptdp_cmdline_parse(&c, argc - 1, argv + 1);
   if (!err && a.use_checkpoint_args && a.load[0]) err = checkpoint_args(&o);
   if (!err) err = ptdp_args_validate(&a, world);
   if (err) {
@@ -72,7 +89,7 @@ static int run(int argc, char **argv)
     ptdp_blas_describe(threads, blas, sizeof blas);
     printf("ptdp-train %s: %d rank(s); %s\n", PACKAGE_VERSION, world, blas);
     ptdp_args_print(&o, stdout);
-    ptdp_args_warn_unused(&o, &a, world, stderr);
+    ptdp_cmdline_warn_unused(&c, world, stderr);
   }
   ptdp_options_free(&o);
   ptdp_trainer tr;

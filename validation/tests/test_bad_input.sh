@@ -121,6 +121,13 @@ bad fractional-integer 1 "invalid value '2.5' for micro-batch-size (command line
   "$BASE" --micro-batch-size 2.5
 bad integer-overflow 1 "invalid value '99999999999999999999999' for train-iters (command line): expected an integer" \
   "$BASE" --train-iters 99999999999999999999999
+# integers are read as integers, never through a double (issue 22, item 4: 1e22 and 1e232 were
+# converted to long long before the range check, which is undefined behaviour)
+bad int-exponent-huge 1 "invalid value '1e22' for device (command line): expected an integer in [-1, 1024] (an integer key takes digits, not an exponent or a fraction)" \
+  "$BASE" --device 1e22
+D=$(echo "lr-decay-iters = 1e232" | deck int-exponent-deck)
+bad int-exponent-deck 1 "invalid value '1e232' for lr-decay-iters ($D $(line 1)): expected an integer" "$D"
+bad int-exponent-hint 1 "(an integer key takes digits, not an exponent or a fraction: write 1000)" "$BASE" --train-iters 1e3
 bad equals-form 1 "invalid value 'abc' for hidden-size (command line): expected an integer in [1, 1048576]" \
   "$BASE" --hidden-size=abc
 bad non-number 1 "invalid value '1e-3x' for lr (command line): expected a number in [0, 10]" "$BASE" --lr 1e-3x

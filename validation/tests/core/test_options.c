@@ -5,7 +5,13 @@
  *   every choice of every ENUM key of ptdp-train round-trips, and the named keys land on the
  *   module enums (schedule, grid order, recompute, lr decay, flat dtype, tokenizer, backend);
  *   the "given but has no effect" warnings come from the table: only for keys given, only when
- *   the effect does not apply, with the reason. */
+ *   the effect does not apply, with the reason;
+ *   integers are read as integers (issue 22, item 4): Python int()'s spellings (sign, '_' between
+ *   digits) are taken, the ends of long long exactly, one past them refused, and an exponent or
+ *   a fraction refused with a message naming the key (1e22 and 1e232 went through a double);
+ *   a program's command line (ptdp_cmdline) sends each key to the table that has it, reads a
+ *   deck of keys of both tables, suggests the nearest key of any table, names its program, and
+ *   takes a list key's several arguments. */
 #include "ptdp/args.h"
 #include "ptdp/error.h"
 #include "ptdp/options.h"
@@ -19,7 +25,7 @@
 
 typedef enum { COLOUR_RED, COLOUR_GREEN, COLOUR_BLUE } colour;
 typedef struct {
-  long long count;
+  long long count, big;
   colour c;
   int flag;
   char name[PTDP_OPT_STRLEN];
@@ -34,7 +40,9 @@ static const ptdp_option toy_table[] = {
   {"colour", PTDP_OPT_ENUM, offsetof(toy, c), "green", 0, 0, "red|green|blue", "a colour", NULL},
   {"flag", PTDP_OPT_BOOL, offsetof(toy, flag), "false", 0, 0, NULL, "a flag", NULL},
   {"name", PTDP_OPT_STRING, offsetof(toy, name), "", 0, 0, NULL, "a name", NULL},
+  {"big", PTDP_OPT_INT, offsetof(toy, big), "0", -9223372036854775808.0, 9223372036854775807.0, NULL, "any", NULL},
 };
+#define NTOY ((int)(sizeof toy_table / sizeof toy_table[0]))
 
 static void check_choices(void)
 {
@@ -74,7 +82,7 @@ static void check_toy(void)
   toy t;
   ptdp_options o;
   memset(&t, 0, sizeof t);
-  EXPECT(ptdp_options_init(&o, toy_table, 4, &t) == 0, "init");
+  EXPECT(ptdp_options_init(&o, toy_table, NTOY, &t) == 0, "init");
   EXPECT(t.c == COLOUR_GREEN && t.count == 3, "defaults: colour %d, count %lld", (int)t.c, t.count);
   char w[1024], v[PTDP_OPT_STRLEN];
   warnings(&o, 1, w, sizeof w);
@@ -100,6 +108,134 @@ static void check_toy(void)
   warnings(&o, 1, w, sizeof w);
   EXPECT(w[0] == '\0', "count with flag: no warning, got '%s'", w);
   ptdp_options_free(&o);
+}
+
+/* set key = value in o; rc and the message (empty on success) */
+static int try_set(ptdp_options *o, const char *key, const char *value, char *msg, size_t n)
+{
+  ptdp_error_set_quiet(1);
+  ptdp_error_clear();
+  const int rc = ptdp_options_set(o, key, value, PTDP_SRC_DECK, "d.in line 1");
+  snprintf(msg, n, "%s", rc ? ptdp_error_message() : "");
+  ptdp_error_clear();
+  ptdp_error_set_quiet(0);
+  return rc;
+}
+
+static void check_integers(void)
+{
+  toy t;
+  ptdp_options o;
+  char m[1024];
+  memset(&t, 0, sizeof t);
+  EXPECT(ptdp_options_init(&o, toy_table, NTOY, &t) == 0, "init");
+  const struct {
+    const char *text;
+    long long want;
+  } good[] = {{"0", 0}, {"-0", 0}, {"+7", 7}, {"40_000_000", 40000000}, {"-12", -12},
+              {"9223372036854775807", 9223372036854775807LL}, {"-9223372036854775808", -9223372036854775807LL - 1},
+              {"007", 7}};
+  for (size_t k = 0; k < sizeof good / sizeof good[0]; k++)
+    EXPECT(try_set(&o, "big", good[k].text, m, sizeof m) == 0 && t.big == good[k].want, "big = %s reads %lld (%s)",
+           good[k].text, t.big, m);
+  /* not integers as int() reads them: refused, value kept */
+  const char *bad[] = {"1e3", "2.0", "1_", "_1", "1__0", "0x10", "", "-", "1 2", "12a", "inf", "nan", "--1"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    t.big = 99;
+    EXPECT(try_set(&o, "big", bad[k], m, sizeof m) == PTDP_ERR_INPUT && t.big == 99 &&
+               strstr(m, "for big (d.in line 1): expected an integer in"),
+           "big = '%s' refused naming the key: '%s'", bad[k], m);
+  }
+  EXPECT(try_set(&o, "big", "9223372036854775808", m, sizeof m) == PTDP_ERR_INPUT && strstr(m, "beyond 64 bits"),
+         "2^63 refused as beyond 64 bits: '%s'", m);
+  EXPECT(try_set(&o, "big", "-9223372036854775809", m, sizeof m) == PTDP_ERR_INPUT && strstr(m, "beyond 64 bits"),
+         "-2^63 - 1 refused as beyond 64 bits: '%s'", m);
+  /* the inputs of issue 22: a double's range, then the hint for a whole number written with an exponent */
+  EXPECT(try_set(&o, "count", "1e22", m, sizeof m) == PTDP_ERR_INPUT &&
+             strstr(m, "invalid value '1e22' for count (d.in line 1): expected an integer in [0, 10] (an integer key "
+                       "takes digits, not an exponent or a fraction)"),
+         "count = 1e22: '%s'", m);
+  EXPECT(try_set(&o, "count", "1e232", m, sizeof m) == PTDP_ERR_INPUT && strstr(m, "not an exponent"),
+         "count = 1e232: '%s'", m);
+  EXPECT(try_set(&o, "count", "1e1", m, sizeof m) == PTDP_ERR_INPUT && strstr(m, "fraction: write 10)"),
+         "count = 1e1 suggests 10: '%s'", m);
+  EXPECT(try_set(&o, "count", "2.5", m, sizeof m) == PTDP_ERR_INPUT && !strstr(m, "write"),
+         "count = 2.5 suggests nothing: '%s'", m);
+  EXPECT(try_set(&o, "count", "11", m, sizeof m) == PTDP_ERR_INPUT && strstr(m, "value 11 for count (d.in line 1) is out of range [0, 10]"),
+         "count = 11 out of range: '%s'", m);
+  ptdp_options_free(&o);
+}
+
+/* A second program's own table, shared with the toy's: a list key and a bool. */
+typedef struct {
+  char keys[PTDP_OPT_STRLEN];
+  int verbose;
+} prog;
+static const ptdp_option prog_table[] = {
+  {"json-keys", PTDP_OPT_LIST, offsetof(prog, keys), "text", 0, 0, NULL, "keys", NULL},
+  {"verbose", PTDP_OPT_BOOL, offsetof(prog, verbose), "false", 0, 0, NULL, "talk", NULL},
+};
+
+/* parse argv with the toy and prog tables under program "ptdp-toy"; rc and message */
+static int parse_both(toy *t, prog *p, int argc, const char **argv, char *msg, size_t n)
+{
+  ptdp_options ot, op;
+  ptdp_cmdline c;
+  memset(t, 0, sizeof *t);
+  memset(p, 0, sizeof *p);
+  EXPECT(ptdp_options_init(&op, prog_table, 2, p) == 0 && ptdp_options_init(&ot, toy_table, NTOY, t) == 0, "init");
+  ptdp_cmdline_init(&c, "ptdp-toy", "usage: ptdp-toy\n", 1);
+  ptdp_cmdline_add(&c, &op, "ptdp-toy's keys:");
+  ptdp_cmdline_add(&c, &ot, "the toy's keys:");
+  ptdp_error_set_quiet(1);
+  ptdp_error_clear();
+  const int rc = ptdp_cmdline_parse(&c, argc, (char **)argv);
+  snprintf(msg, n, "%s", rc ? ptdp_error_message() : "");
+  ptdp_error_clear();
+  ptdp_error_set_quiet(0);
+  ptdp_options_free(&ot);
+  ptdp_options_free(&op);
+  return rc;
+}
+
+static void check_cmdline(void)
+{
+  toy t;
+  prog p;
+  char m[1024];
+  const char *path = "test_options_deck.in";
+  FILE *f = fopen(path, "w");
+  fprintf(f, "count = 4  # the toy's\njson_keys = a b\n");
+  fclose(f);
+  const char *mixed[] = {path, "--colour", "red", "--verbose", "--json-keys", "text", "title", "--flag", "false"};
+  EXPECT(parse_both(&t, &p, 9, mixed, m, sizeof m) == 0 && t.count == 4 && t.c == COLOUR_RED && p.verbose &&
+             !strcmp(p.keys, "text title") && !t.flag,
+         "a deck and flags of both tables: count %lld colour %d verbose %d keys '%s' flag %d (%s)", t.count, (int)t.c,
+         p.verbose, p.keys, t.flag, m);
+  const char *deck_only[] = {path};
+  EXPECT(parse_both(&t, &p, 1, deck_only, m, sizeof m) == 0 && !strcmp(p.keys, "a b"), "a deck's list: '%s'", p.keys);
+  const char *typo[] = {"--json-key", "x"};
+  EXPECT(parse_both(&t, &p, 2, typo, m, sizeof m) == PTDP_ERR_INPUT &&
+             strstr(m, "unknown key 'json-key' (command line); did you mean 'json-keys'? (ptdp-toy --help lists every key)"),
+         "a typo of the first table's key: '%s'", m);
+  const char *typo2[] = {"--colur", "red"};
+  EXPECT(parse_both(&t, &p, 2, typo2, m, sizeof m) == PTDP_ERR_INPUT && strstr(m, "did you mean 'colour'? (ptdp-toy"),
+         "a typo of the second table's key: '%s'", m);
+  const char *far[] = {"--frobnicate", "1"};
+  EXPECT(parse_both(&t, &p, 2, far, m, sizeof m) == PTDP_ERR_INPUT &&
+             strstr(m, "unknown key 'frobnicate' (command line); ptdp-toy --help lists every key"),
+         "no close key: '%s'", m);
+  const char *empty_list[] = {"--json-keys", "--verbose"};
+  EXPECT(parse_both(&t, &p, 2, empty_list, m, sizeof m) == PTDP_ERR_INPUT && strstr(m, "key 'json-keys' (command line) needs a value"),
+         "a list key without values: '%s'", m);
+  const char *stray[] = {"--count", "1", "2"};
+  EXPECT(parse_both(&t, &p, 3, stray, m, sizeof m) == PTDP_ERR_INPUT && strstr(m, "unexpected argument '2'"),
+         "a stray argument: '%s'", m);
+  const char *helpv[] = {"--count", "1", "-h"}, *ver[] = {"--version"}, *neither[] = {"--count", "1"};
+  EXPECT(ptdp_cmdline_asks(3, (char **)helpv) == PTDP_ASK_HELP && ptdp_cmdline_asks(1, (char **)ver) == PTDP_ASK_VERSION &&
+             ptdp_cmdline_asks(2, (char **)neither) == PTDP_ASK_NOTHING,
+         "--help, -h and --version found anywhere");
+  remove(path);
 }
 
 /* Parse ptdp-train's keys from a command line (a deck-less argv). */
@@ -200,6 +336,8 @@ int main(int argc, char **argv)
   MPI_Init(&argc, &argv);
   check_choices();
   check_toy();
+  check_integers();
+  check_cmdline();
   check_args_enums();
   check_args_warnings();
   printf("test_options: %d checks passed, %d failed\n", n_pass, n_fail);
