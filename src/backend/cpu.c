@@ -400,13 +400,30 @@ static double cpu_sumsq(ptdp_backend *be, const float *x, size_t n)
 }
 
 /* Used by mixed precision (issue 20 section 3), not yet by the model: ptdp/half.h's rounding. */
+/* One loop per pair that mixed precision uses every step (the conversions inline: they
+ * vectorise), the general load/store loop for the others. */
+#define CONVERT_LOOP(DT, ST, EXPR)                                  \
+  do {                                                              \
+    DT *restrict d_ = dst;                                          \
+    const ST *restrict s_ = src;                                    \
+    _Pragma("omp parallel for simd schedule(static)")               \
+    for (size_t i = 0; i < n; i++) d_[i] = EXPR(s_[i]);             \
+  } while (0)
+
 static int cpu_convert(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n)
 {
   if (dt == st) return cpu_copy(be, dst, src, n * ptdp_dtype_size(st));
+  if (dt == PTDP_F32 && st == PTDP_BF16) CONVERT_LOOP(float, uint16_t, ptdp_bf16_to_float);
+  else if (dt == PTDP_BF16 && st == PTDP_F32) CONVERT_LOOP(uint16_t, float, ptdp_float_to_bf16);
+  else if (dt == PTDP_F32 && st == PTDP_F16) CONVERT_LOOP(float, uint16_t, ptdp_f16_to_float);
+  else if (dt == PTDP_F16 && st == PTDP_F32) CONVERT_LOOP(uint16_t, float, ptdp_float_to_f16);
+  else {
 #pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; i++) ptdp_half_store(dst, dt, i, ptdp_half_load(src, st, i));
+    for (size_t i = 0; i < n; i++) ptdp_half_store(dst, dt, i, ptdp_half_load(src, st, i));
+  }
   return 0;
 }
+#undef CONVERT_LOOP
 
 /* x *= inv_scale; *found = any x was inf or NaN (tested before the multiply, which could
  * overflow a finite x to inf: that is not the gradients' overflow). */
