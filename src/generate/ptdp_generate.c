@@ -2,9 +2,11 @@
  *
  *   mpirun -np N ptdp-generate --load DIR --prompt TEXT [--num-tokens-to-generate K --temperature T
  *                              --top-k K --top-p P --seed S] [--prompt-file F] [--num-threads N]
+ *                              [--tensor-model-parallel-size N]
  *
  * The N ranks are the tensor-parallel size t (p = 1, d = 1): any t that divides the heads and the
- * MLP width, whatever layout saved the checkpoint.  The model's shape and tokenizer come from the
+ * MLP width, whatever layout saved the checkpoint.  Megatron's text generation server takes
+ * --tensor-model-parallel-size and needs it to equal its ranks; so does this.  The model's shape and tokenizer come from the
  * checkpoint; its weights are read by ptdp_checkpoint_load (each rank its own TP slice of the
  * global tensors).  Set-up is collective, so bad input is one message from rank 0 and a non-zero
  * exit; rank 0 reads the prompt and holds the tokenizer, and broadcasts the prompt's tokens.
@@ -30,7 +32,7 @@
 
 typedef struct {
   char load[PTDP_OPT_STRLEN], prompt[PTDP_OPT_STRLEN], prompt_file[PTDP_OPT_STRLEN];
-  long long tokens, top_k, seed, num_threads;
+  long long tokens, top_k, seed, num_threads, tensor_model_parallel_size;
   double temperature, top_p;
   int kv_cache;
   char vocab_file[PTDP_OPT_STRLEN], merge_file[PTDP_OPT_STRLEN];
@@ -38,6 +40,14 @@ typedef struct {
 } gen_args;
 
 #define OFF(f) offsetof(gen_args, f)
+
+/* seed matters only when a draw is random: not greedy (temperature 0, or top-k 1) */
+static int samples(const void *target, int world)
+{
+  const gen_args *g = target;
+  return g->temperature > 0 && g->top_k != 1;
+}
+static const ptdp_opt_effect if_sampling = {samples, "decoding is greedy (temperature 0 or top-k 1)"};
 
 /* name, type, offset, default, min, max, choices, help (Megatron's text-generation names) */
 static const ptdp_option table[] = {
@@ -55,7 +65,7 @@ static const ptdp_option table[] = {
   {"top-p", PTDP_OPT_REAL, OFF(top_p), "0", 0, 1, NULL,
    "sample among the most probable tokens holding probability p (nucleus); 0 off", NULL},
   {"seed", PTDP_OPT_INT, OFF(seed), "1234", 0, 4294967295.0, NULL,
-   "seed of the draws: step i draws from (seed, i), on every rank alike", NULL},
+   "seed of the draws: step i draws from (seed, i), on every rank alike", &if_sampling},
   {"kv-cache", PTDP_OPT_BOOL, OFF(kv_cache), "true", 0, 0, NULL,
    "cache keys and values; false runs the whole sequence at every step (for tests and timing)", NULL},
   {"vocab-file", PTDP_OPT_STRING, OFF(vocab_file), "", 0, 0, NULL,
@@ -66,55 +76,59 @@ static const ptdp_option table[] = {
    "device backend: cpu; guard (tests only: memory the host cannot touch)", NULL},
   {"num-threads", PTDP_OPT_INT, OFF(num_threads), "0", 0, 1024, NULL,
    "OpenMP/BLAS threads per rank; 0 means OMP_NUM_THREADS or all cores / ranks", NULL},
+  {"tensor-model-parallel-size", PTDP_OPT_INT, OFF(tensor_model_parallel_size), "0", 0, 1 << 16, NULL,
+   "tensor-parallel ranks t: must equal the number of ranks (p = d = 1, as Megatron's text generation server); "
+   "0: the number of ranks", NULL},
 };
 #define NOPT ((int)(sizeof table / sizeof table[0]))
+
+static const char synopsis[] =
+  "usage: mpirun -np N ptdp-generate --load DIR --prompt TEXT [--key value ...]\n"
+  "       ptdp-generate --help | --version\n\n"
+  "N ranks split the model tensor-parallel (N must divide the heads).  The model's shape and\n"
+  "tokenizer come from the checkpoint.  The continuation goes to stdout, the rest to stderr.\n\n";
+
+static void generate_cmdline(ptdp_cmdline *c, ptdp_options *o)
+{
+  ptdp_cmdline_init(c, "ptdp-generate", synopsis, 0);
+  ptdp_cmdline_add(c, o, NULL);
+}
 
 static void usage(FILE *out)
 {
   ptdp_options o = {.table = table, .count = NOPT};
-  gen_args a;
-  memset(&a, 0, sizeof a);
-  o.target = &a;
-  fprintf(out, "usage: mpirun -np N ptdp-generate --load DIR --prompt TEXT [--key value ...]\n"
-               "       ptdp-generate --help | --version\n\n"
-               "N ranks split the model tensor-parallel (N must divide the heads).  The model's shape and\n"
-               "tokenizer come from the checkpoint.  The continuation goes to stdout, the rest to stderr.\n\n");
-  ptdp_options_print_help(&o, out);
+  ptdp_cmdline c;
+  generate_cmdline(&c, &o);
+  ptdp_cmdline_print_help(&c, out);
 }
 
-/* The options parser's own messages point at ptdp-train's key table; check the keys here first. */
-static int check_keys(const ptdp_options *o, int argc, char **argv)
+static int check_args(const gen_args *a, int world)
 {
-  PTDP_CHECK(argc < 1 || strncmp(argv[0], "--", 2) == 0,
-             "unexpected argument '%s': ptdp-generate takes --key value pairs (--help lists the keys)", argv[0]);
-  for (int i = 0; i < argc; i++) {
-    if (strncmp(argv[i], "--", 2) != 0) continue;
-    char key[256];
-    snprintf(key, sizeof key, "%s", argv[i] + 2);
-    char *eq = strchr(key, '=');
-    if (eq) *eq = '\0';
-    if (ptdp_options_find(o, key) >= 0) continue;
-    const char *s = ptdp_options_suggest(o, key);
-    PTDP_CHECK(!s, "unknown key '%s' (command line); did you mean '%s'? (ptdp-generate --help lists every key)", key, s);
-    PTDP_CHECK(0, "unknown key '%s' (command line); ptdp-generate --help lists every key", key);
-  }
-  return 0;
-}
-
-static int parse(gen_args *a, int argc, char **argv)
-{
-  ptdp_options o;
-  memset(a, 0, sizeof *a);
-  PTDP_CALL(ptdp_options_init(&o, table, NOPT, a));
-  int err = check_keys(&o, argc, argv);
-  if (!err) err = ptdp_options_parse_args(&o, argc, argv);
-  ptdp_options_free(&o);
-  PTDP_CALL(err);
   PTDP_CHECK(a->load[0], "no checkpoint to load: give --load DIR (a save directory of ptdp-train)");
   PTDP_CHECK(!(a->prompt[0] && a->prompt_file[0]), "both prompt and prompt-file are given; give one");
   PTDP_CHECK(a->prompt[0] || a->prompt_file[0], "the prompt is empty: give --prompt TEXT or --prompt-file FILE");
+  PTDP_CHECK(!a->tensor_model_parallel_size || a->tensor_model_parallel_size == world,
+             "tensor-model-parallel-size %lld is not the number of ranks %d: ptdp-generate runs the model "
+             "tensor-parallel over all its ranks (pipeline and data-parallel size 1, as Megatron's text generation "
+             "server); run on %lld ranks, or leave the key out",
+             a->tensor_model_parallel_size, world, a->tensor_model_parallel_size);
   const ptdp_sampling s = {a->temperature, a->top_k, a->top_p, (uint64_t)a->seed};
   return ptdp_sampling_check(&s, 0);
+}
+
+/* The keys from argv, checked; rank 0 warns about keys given without effect. */
+static int parse(gen_args *a, int argc, char **argv, int rank, int world)
+{
+  ptdp_options o;
+  ptdp_cmdline c;
+  memset(a, 0, sizeof *a);
+  PTDP_CALL(ptdp_options_init(&o, table, NOPT, a));
+  generate_cmdline(&c, &o);
+  int err = ptdp_cmdline_parse(&c, argc, argv);
+  if (!err) err = check_args(a, world);
+  if (!err && rank == 0) ptdp_cmdline_warn_unused(&c, world, stderr);
+  ptdp_options_free(&o);
+  return err;
 }
 
 /* ---------------------------------------------------------------- the checkpoint's model */
@@ -124,7 +138,7 @@ static int parse(gen_args *a, int argc, char **argv)
 static int model_args(const gen_args *g, const ptdp_checkpoint_ref *ref, ptdp_args *a)
 {
   ptdp_options o;
-  int err = ptdp_args_parse(a, &o, 0, NULL);
+  int err = ptdp_args_init(a, &o);
   if (!err)
     err = ptdp_checkpoint_read_model_keys(ref, &o, MPI_COMM_WORLD);
   if (!err && g->vocab_file[0]) err = ptdp_options_set(&o, "vocab-file", g->vocab_file, PTDP_SRC_CMDLINE, "command line");
@@ -371,7 +385,7 @@ static int run(int argc, char **argv)
   PTDP_CALL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   PTDP_CALL_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
   gen_args g;
-  PTDP_CALL(parse(&g, argc - 1, argv + 1));
+  PTDP_CALL(parse(&g, argc - 1, argv + 1, rank, world));
   ptdp_checkpoint_ref ref;
   int found = 0;
   PTDP_CALL(ptdp_checkpoint_locate(g.load, MPI_COMM_WORLD, &ref, &found));

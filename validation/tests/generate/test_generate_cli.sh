@@ -3,6 +3,8 @@
 #  - the same text at t = 1, 2 and 4 from a checkpoint saved at t = 2 (greedy, top-k, top-p), and
 #    at t = 2 under the guard backend; KV cache on and off give the same greedy text;
 #  - a checkpoint saved by a pipeline (p = 2) loads on t = 1 and t = 2 alike;
+#  - Megatron's --tensor-model-parallel-size is taken when it equals the ranks, refused otherwise;
+#    a seed given to greedy decoding is reported as without effect (the shared options layer);
 #  - bad input: one clear message from rank 0 and a non-zero exit, no hang.
 # The model: 2 layers, h 64, 4 heads, the byte-level tokenizer (vocabulary 257), trained 10
 # iterations on mock data (its text is noise; what matters is that every layout computes it alike).
@@ -74,11 +76,17 @@ done
 spawn gen greedy_guard 2 $CK --top-k 1 --backend guard
 spawn gen greedy_nocache 1 $CK --top-k 1 --kv-cache false
 spawn gen greedy_t0 2 $CK --temperature 0
+spawn gen greedy_tpkey 2 $CK --top-k 1 --tensor-model-parallel-size 2
+spawn gen greedy_seed 1 $CK --top-k 1 --seed 3
 spawn gen seed7 2 $CK --top-k 10 --seed 7
 spawn gen file2 2 --load "$TMPD/tp2" --prompt-file "$TMPD/prompt.txt" --num-tokens-to-generate 40 --top-k 1
 drain
 same "greedy: the same text at t = 1, 2, 4, under the guard backend, without the KV cache, with temperature 0" \
   greedy1 greedy2 greedy4 greedy_guard greedy_nocache greedy_t0
+same "greedy: --tensor-model-parallel-size 2 on 2 ranks and a seed change nothing" greedy2 greedy_tpkey greedy_seed
+w="ptdp: warning: seed is given but has no effect: decoding is greedy (temperature 0 or top-k 1)"
+[ "$(grep -cxF "$w" "$TMPD/greedy_seed.err")" -eq 1 ] && ! grep -q "warning" "$TMPD/greedy_tpkey.err" "$TMPD/seed7.err"
+ok $? "a seed with greedy decoding is warned about once, a seed with sampling and the t key are not"
 same "top-k 10: the same text at t = 1, 2, 4" topk1 topk2 topk4
 same "top-p 0.9, temperature 0.7: the same text at t = 1, 2, 4" topp1 topp2 topp4
 cmp -s "$TMPD/greedy1.txt" "$TMPD/topk1.txt"
@@ -148,6 +156,10 @@ bad three-ranks 3 "3 ranks cannot split the model's 4 attention heads" $L --prom
 bad unknown-key 2 "unknown key 'top-z' (command line); did you mean 'top-k'? (ptdp-generate --help lists every key)" \
   $L --prompt hi --top-z 3
 bad positional 2 "unexpected argument 'deck.in'" deck.in $L --prompt hi
+bad tp-not-ranks 2 "tensor-model-parallel-size 4 is not the number of ranks 2: ptdp-generate runs the model tensor-parallel over all its ranks" \
+  $L --prompt hi --tensor-model-parallel-size 4
+bad tp-exponent 2 "invalid value '2e0' for tensor-model-parallel-size (command line): expected an integer" \
+  $L --prompt hi --tensor-model-parallel-size 2e0
 bad no-vocab-file 2 "names no vocab-file or merge-file" --load "$TMPD/gpt2type" --prompt hi
 bad vocab-mismatch 2 "the tokenizer (ByteLevel, 257 tokens) does not fit the model's vocabulary of 300 tokens" \
   --load "$TMPD/v300" --prompt hi
