@@ -27,41 +27,20 @@ static const ptdp_option sweep_table[] = {
      "write the best top layouts as a job array's table (jobs/slurm/sweep.sbatch)", NULL},
 };
 
-static void usage(FILE *out)
-{
-  fprintf(out, "usage: ptdp-sweep DECK --hardware FILE --world-size N [--global-batch-size B] [--top K] [--out FILE.h5]\n"
-               "                 [--emit-tsv FILE] [--key value ...]\n"
-               "ptdp-sweep's keys, ptdp-sim's (out: every prediction as HDF5 columns under /sweep), then ptdp-train's:\n");
-}
+static const char synopsis[] =
+  "usage: ptdp-sweep DECK --hardware FILE --world-size N [--global-batch-size B] [--top K] [--out FILE.h5]\n"
+  "                  [--emit-tsv FILE] [--key value ...]\n"
+  "       ptdp-sweep --help | --version\n\n"
+  "DECK is a file of 'key = value' lines of any key below; --key value overrides it.\n";
 
-/* Is argv[i] a key of o; does it take the next argument as its value. */
-static int takes(const ptdp_options *o, char **argv, int argc, int i, int *with_value)
+/* ptdp-sweep's command line: its own keys, ptdp-sim's (out: every prediction as HDF5 columns
+ * under /sweep), then ptdp-train's. */
+static void sweep_cmdline(ptdp_cmdline *c, ptdp_options *swopt, ptdp_options *sopt, ptdp_options *topt)
 {
-  char key[256];
-  const char *arg = argv[i], *eq = strchr(arg, '=');
-  snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - arg - 2) : (int)strlen(arg + 2), arg + 2);
-  const int idx = ptdp_options_find(o, key);
-  if (idx < 0) return 0;
-  const int is_bool = o->table[idx].type == PTDP_OPT_BOOL;
-  *with_value = !eq && i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0 &&
-                (!is_bool || !strcmp(argv[i + 1], "true") || !strcmp(argv[i + 1], "false"));
-  return 1;
-}
-
-/* Split argv into the sweep's keys, ptdp-sim's and the rest (deck and ptdp-train's keys). */
-static void split_args(const ptdp_options *sw, const ptdp_options *sim, int argc, char **argv, char **to[3], int n[3])
-{
-  n[0] = n[1] = n[2] = 0;
-  for (int i = 0; i < argc; i++) {
-    int which = 2, val = 0;
-    if (!strncmp(argv[i], "--", 2)) {
-      if (takes(sw, argv, argc, i, &val)) which = 0;
-      else if (takes(sim, argv, argc, i, &val)) which = 1;
-      else val = 0;
-    }
-    to[which][n[which]++] = argv[i];
-    if (val) to[which][n[which]++] = argv[++i];
-  }
+  ptdp_cmdline_init(c, "ptdp-sweep", synopsis, 1);
+  ptdp_cmdline_add(c, swopt, "ptdp-sweep's keys:");
+  ptdp_cmdline_add(c, sopt, "ptdp-sim's keys (out: every prediction as HDF5 columns under /sweep):");
+  ptdp_cmdline_add(c, topt, "ptdp-train's keys (the model and everything the sweep does not vary):");
 }
 
 static int report(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *so, const sweep_options *sw,
@@ -85,53 +64,53 @@ static int report(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_opti
   return 0;
 }
 
+/* The keys from argv; *done when --help or --version answered. */
+static int parse(ptdp_cmdline *c, int argc, char **argv, const ptdp_sim_options *so, int *done)
+{
+  *done = ptdp_cmdline_answer(c, argc - 1, argv + 1, stdout);
+  if (*done) return 0;
+  PTDP_CHECK(argc > 1, "no deck: usage: ptdp-sweep DECK --hardware FILE --world-size N (--help lists the keys)");
+  PTDP_CALL(ptdp_cmdline_parse(c, argc - 1, argv + 1));
+  PTDP_CHECK(so->hardware[0], "no hardware file: give --hardware FILE (inputs/hw/*.hw)");
+  return 0;
+}
+
+/* Every layout, the report, and the files asked for. */
+static int sweep(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *so, const sweep_options *sw)
+{
+  ptdp_sweep_result res = {0};
+  int err = ptdp_sweep_run(a, hw, so, a->global_batch_size, &res);
+  if (!err) err = report(a, hw, so, sw, &res);
+  if (!err && so->out[0]) err = ptdp_sweep_write_h5(so->out, &res, hw, a->global_batch_size);
+  if (!err && so->out[0]) printf("[sweep file] %s: %d predictions under /sweep\n", so->out, res.n);
+  if (!err && sw->emit_tsv[0]) err = ptdp_sweep_write_tsv(sw->emit_tsv, &res, (int)sw->top, a->global_batch_size);
+  const int tasks = res.n < sw->top ? res.n : (int)sw->top;
+  if (!err && sw->emit_tsv[0])
+    printf("[tsv] %s: %d tasks: sbatch --array=0-%d -n %lld jobs/slurm/sweep.sbatch %s\n", sw->emit_tsv, tasks,
+           tasks - 1, so->world_size, sw->emit_tsv);
+  ptdp_sweep_free(&res);
+  return err;
+}
+
 static int run(int argc, char **argv)
 {
   sweep_options sw;
   ptdp_sim_options so;
-  ptdp_options swopt, sopt, topt;
-  PTDP_CALL(ptdp_options_init(&swopt, sweep_table, (int)(sizeof sweep_table / sizeof sweep_table[0]), &sw));
-  PTDP_CALL(ptdp_sim_options_init(&sopt, &so));
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      ptdp_options_print_help(&swopt, stdout);
-      ptdp_options_print_help(&sopt, stdout);
-      printf("\nptdp-train keys:\n");
-      ptdp_args_print_help(stdout);
-      ptdp_options_free(&swopt);
-      ptdp_options_free(&sopt);
-      return 0;
-    }
-  char **lists[3];
-  int n[3];
-  for (int k = 0; k < 3; k++) lists[k] = calloc((size_t)argc + 1, sizeof *lists[k]);
-  PTDP_CHECK(lists[0] && lists[1] && lists[2], "out of memory");
-  split_args(&swopt, &sopt, argc - 1, argv + 1, lists, n);
+  ptdp_options swopt = {0}, sopt = {0}, topt = {0};
+  ptdp_cmdline c;
   ptdp_args a;
-  int err = n[2] > 0 ? 0 : ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "no deck: usage: ptdp-sweep DECK --hardware FILE --world-size N");
-  if (!err) err = ptdp_options_parse_args(&swopt, n[0], lists[0]);
-  if (!err) err = ptdp_options_parse_args(&sopt, n[1], lists[1]);
-  if (!err) err = ptdp_args_parse(&a, &topt, n[2], lists[2]);
-  const int fusion_given = !err && sopt.source[ptdp_options_find(&sopt, "fusion")] != PTDP_SRC_DEFAULT;
-  for (int k = 0; k < 3; k++) free(lists[k]);
+  ptdp_sim_hw hw;
+  int done = 0, err = ptdp_options_init(&swopt, sweep_table, (int)(sizeof sweep_table / sizeof sweep_table[0]), &sw);
+  if (!err) err = ptdp_sim_options_init(&sopt, &so);
+  if (!err) err = ptdp_args_init(&a, &topt);
+  sweep_cmdline(&c, &swopt, &sopt, &topt);
+  if (!err) err = parse(&c, argc, argv, &so, &done);
+  if (!err && !done) err = ptdp_sim_hw_read(so.hardware, &hw);
+  /* a CPU node's file describes ptdp's CPU backend: model it unless told otherwise, as ptdp-sim does */
+  if (!err && !done && !ptdp_options_given(&sopt, "fusion") && ptdp_sim_hw_is_cpu(&hw)) so.fusion = PTDP_SIM_FUSION_CPU;
+  if (!err && !done) err = sweep(&a, &hw, &so, &sw);
   ptdp_options_free(&swopt);
   ptdp_options_free(&sopt);
-  PTDP_CALL(err);
-  ptdp_sim_hw hw;
-  ptdp_sweep_result res = {0};
-  if (!so.hardware[0]) err = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "no hardware file: give --hardware FILE (inputs/hw/*.hw)");
-  if (!err) err = ptdp_sim_hw_read(so.hardware, &hw);
-  if (!err && !fusion_given && ptdp_sim_hw_is_cpu(&hw)) so.fusion = PTDP_SIM_FUSION_CPU; /* as ptdp-sim */
-  if (!err) err = ptdp_sweep_run(&a, &hw, &so, a.global_batch_size, &res);
-  if (!err) err = report(&a, &hw, &so, &sw, &res);
-  if (!err && so.out[0]) err = ptdp_sweep_write_h5(so.out, &res, &hw, a.global_batch_size);
-  if (!err && so.out[0]) printf("[sweep file] %s: %d predictions under /sweep\n", so.out, res.n);
-  if (!err && sw.emit_tsv[0]) err = ptdp_sweep_write_tsv(sw.emit_tsv, &res, (int)sw.top, a.global_batch_size);
-  if (!err && sw.emit_tsv[0])
-    printf("[tsv] %s: %d tasks: sbatch --array=0-%d -n %lld jobs/slurm/sweep.sbatch %s\n", sw.emit_tsv,
-           res.n < sw.top ? res.n : (int)sw.top, (res.n < sw.top ? res.n : (int)sw.top) - 1, so.world_size, sw.emit_tsv);
-  ptdp_sweep_free(&res);
   ptdp_options_free(&topt);
   return err;
 }

@@ -4,6 +4,9 @@
 # the HDF5 file holds as many predictions as it says fit, the best layout keeps tensor
 # parallelism within a node, and each row of the job-array table, given to ptdp-sim, predicts
 # the time the table says (the sweep predicts with ptdp-sim's code, nothing else).
+# Last, the command line both share with every program (ptdp_cmdline): each names itself in its
+# messages and --version, --help prints every table, a deck holds ptdp-sim's keys too (a fusion
+# given there counts as given), and keys without effect are reported by ptdp-sim.
 . "$top_srcdir/validation/tests/common.sh"
 SWEEP="$top_builddir/ptdp-sweep"
 SIM="$top_builddir/ptdp-sim"
@@ -59,4 +62,35 @@ ok $? "every row of the table reproduced by ptdp-sim"
 "$SWEEP" "$DECK" --hardware "$HW" --world-size 3 > "$TMPD/bad" 2>&1
 [ $? -ne 0 ] && grep -q "no layout" "$TMPD/bad"
 ok $? "no layout fits on 3 GPUs: one message, exit 1 ($(head -c 120 "$TMPD/bad"))"
+
+# ---- the command line (ptdp_cmdline) ----
+CPU_HW="$top_srcdir/inputs/hw/cpu-local.hw"
+MOCK="$top_srcdir/inputs/gpt-mock.in"
+[ "$("$SIM" --version)" = "$("$TRAIN" --version | sed 's/^ptdp-train/ptdp-sim/')" ] &&
+  [ "$("$SWEEP" --version | cut -d' ' -f1)" = ptdp-sweep ]
+ok $? "--version names the program: $("$SIM" --version), $("$SWEEP" --version)"
+"$SWEEP" --help > "$TMPD/help"
+grep -q "^ptdp-sweep's keys:" "$TMPD/help" && grep -q "^ptdp-sim's keys" "$TMPD/help" &&
+  grep -q "^ptdp-train's keys" "$TMPD/help" && grep -q "^emit-tsv " "$TMPD/help" && grep -q "^fusion " "$TMPD/help" &&
+  grep -q "^num-layers " "$TMPD/help"
+ok $? "ptdp-sweep --help prints its, ptdp-sim's and ptdp-train's tables"
+"$SIM" "$MOCK" --hardware "$CPU_HW" --fusio megatron > "$TMPD/e1" 2>&1
+[ $? -ne 0 ] && grep -qxF "ptdp: error: unknown key 'fusio' (command line); did you mean 'fusion'? (ptdp-sim --help lists every key)" "$TMPD/e1"
+ok $? "ptdp-sim: an unknown key names ptdp-sim: $(head -1 "$TMPD/e1")"
+"$SWEEP" "$DECK" --hardware "$HW" --world-size 8 --topp 3 > "$TMPD/e2" 2>&1
+[ $? -ne 0 ] && grep -qxF "ptdp: error: unknown key 'topp' (command line); did you mean 'top'? (ptdp-sweep --help lists every key)" "$TMPD/e2"
+ok $? "ptdp-sweep: an unknown key names ptdp-sweep: $(head -1 "$TMPD/e2")"
+"$SIM" "$MOCK" --hardware "$CPU_HW" --world-size 1e1 > "$TMPD/e3" 2>&1
+[ $? -ne 0 ] && grep -qF "invalid value '1e1' for world-size (command line): expected an integer in [0, 1000000000] (an integer key takes digits, not an exponent or a fraction: write 10)" "$TMPD/e3"
+ok $? "ptdp-sim: an integer key with an exponent is refused: $(head -1 "$TMPD/e3")"
+# a CPU node's file makes fusion cpu the default unless fusion is given, in the deck as well
+t_default=$("$SIM" "$MOCK" --hardware "$CPU_HW" 2>&1 | sed -n 's/^iteration time (s): //p')
+t_flag=$("$SIM" "$MOCK" --hardware "$CPU_HW" --fusion megatron 2>&1 | sed -n 's/^iteration time (s): //p')
+{ cat "$MOCK"; echo "fusion = megatron"; echo "hardware = $CPU_HW"; } > "$TMPD/simkeys.in"
+t_deck=$("$SIM" "$TMPD/simkeys.in" 2>&1 | sed -n 's/^iteration time (s): //p')
+[ -n "$t_default" ] && [ -n "$t_flag" ] && [ "$t_flag" = "$t_deck" ] && [ "$t_flag" != "$t_default" ]
+ok $? "fusion and hardware in the deck act as on the command line: $t_deck s = $t_flag s (default on a CPU file: $t_default s)"
+"$SIM" "$MOCK" --hardware "$CPU_HW" --sequence-parallel > "$TMPD/w" 2>&1
+[ $? -eq 0 ] && [ "$(grep -cxF "ptdp: warning: sequence-parallel is given but has no effect: tensor-model-parallel-size is 1" "$TMPD/w")" -eq 1 ]
+ok $? "ptdp-sim reports a ptdp-train key without effect, as ptdp-train does"
 finish
