@@ -45,6 +45,7 @@ ptdp $PACKAGE_VERSION configured
   NCCL           : $ptdp_nccl_where (PTDP_HAVE_NCCL=$ptdp_have_nccl)
   python3 (tests): $PYTHON3
   CUDA emulation (tests): $ptdp_emu_why
+  fuzzing        : $ptdp_fuzz_why
   install prefix : $prefix
 
 PTDP_EOF

@@ -23,9 +23,6 @@ AM_TESTS_ENVIRONMENT = \
   ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=0}; export ASAN_OPTIONS;
 
 dist_noinst_SCRIPTS += validation/tests/launch.sh validation/tests/common.sh
-# the .idx validator's fuzzer (libFuzzer; not run by make check)
-dist_noinst_SCRIPTS += validation/fuzz/run_fuzz.sh
-EXTRA_DIST += validation/fuzz/fuzz_mmidx.c
 EXTRA_DIST += validation/test_bundle.sh
 EXTRA_DIST += validation/compare_builds.sh validation/run_suite.sh validation/gen_readme_keys.sh .ci/run validation/tests/expect.h
 TESTS += validation/tests/docs/test_readme.sh validation/tests/docs/test_default_job.sh

@@ -1,0 +1,27 @@
+# validation/fuzz: one libFuzzer harness per reader of files ptdp did not write (README there).
+# Default build: each harness gets replay_main.c, and test_fuzz_replay.sh runs it over its seed
+# corpus (corpus/READER) and the reproducers of past findings (regress/READER) in make check.
+# --enable-fuzzing (autotools/ptdp_fuzz.m4): libFuzzer's main instead, for campaign.sh.
+FUZZ_COMMON = validation/fuzz/fuzz.h validation/fuzz/fuzz_util.c
+check_PROGRAMS += validation/fuzz/fuzz_json validation/fuzz/fuzz_gpt2 validation/fuzz/fuzz_mmidx \
+                  validation/fuzz/fuzz_hw validation/fuzz/fuzz_deck
+validation_fuzz_fuzz_json_SOURCES = validation/fuzz/fuzz_json.c src/data/preprocess.c src/data/preprocess.h $(FUZZ_COMMON)
+validation_fuzz_fuzz_gpt2_SOURCES = validation/fuzz/fuzz_gpt2.c $(FUZZ_COMMON)
+validation_fuzz_fuzz_mmidx_SOURCES = validation/fuzz/fuzz_mmidx.c $(FUZZ_COMMON)
+validation_fuzz_fuzz_hw_SOURCES = validation/fuzz/fuzz_hw.c $(FUZZ_COMMON)
+validation_fuzz_fuzz_deck_SOURCES = validation/fuzz/fuzz_deck.c $(FUZZ_COMMON)
+if !PTDP_FUZZING
+validation_fuzz_fuzz_json_SOURCES += validation/fuzz/replay_main.c
+validation_fuzz_fuzz_gpt2_SOURCES += validation/fuzz/replay_main.c
+validation_fuzz_fuzz_mmidx_SOURCES += validation/fuzz/replay_main.c
+validation_fuzz_fuzz_hw_SOURCES += validation/fuzz/replay_main.c
+validation_fuzz_fuzz_deck_SOURCES += validation/fuzz/replay_main.c
+endif
+validation_fuzz_fuzz_json_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
+validation_fuzz_fuzz_gpt2_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
+validation_fuzz_fuzz_mmidx_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
+validation_fuzz_fuzz_hw_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
+validation_fuzz_fuzz_deck_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
+TESTS += validation/fuzz/test_fuzz_replay.sh
+dist_noinst_SCRIPTS += validation/fuzz/test_fuzz_replay.sh validation/fuzz/campaign.sh
+EXTRA_DIST += validation/fuzz/README validation/fuzz/corpus validation/fuzz/regress validation/fuzz/dict
