@@ -98,6 +98,8 @@ typedef struct {
   const char *program;  /* "ptdp-sim": in messages, --help and --version */
   const char *synopsis; /* the usage lines --help prints above the tables */
   int deck;             /* 1: a first argument not starting with "--" is a deck (of any table's keys) */
+  int abbrev;           /* 1: a unique prefix of a key stands for it (argparse's allow_abbrev, which
+                           Megatron's preprocess_data.py keeps and its training arguments turn off) */
   int ngroups;
   ptdp_options *group[PTDP_CMDLINE_GROUPS]; /* searched in order: a key belongs to the first that has it */
   const char *heading[PTDP_CMDLINE_GROUPS]; /* the line above each table in --help */

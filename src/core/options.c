@@ -425,10 +425,30 @@ void ptdp_cmdline_add(ptdp_cmdline *c, ptdp_options *o, const char *heading)
   c->group[c->ngroups++] = o;
 }
 
+/* The keys of c's tables that start with k (canonical): how many, and the first two. */
+static int prefixed(const ptdp_cmdline *c, const char *k, ptdp_options **o, int *index, const char **second)
+{
+  int n = 0;
+  const size_t len = strlen(k);
+  for (int g = 0; g < c->ngroups; g++)
+    for (int i = 0; i < c->group[g]->count; i++) {
+      if (strncmp(c->group[g]->table[i].name, k, len) != 0) continue;
+      if (n == 0) *o = c->group[g], *index = i;
+      if (n == 1) *second = c->group[g]->table[i].name;
+      n++;
+    }
+  return n;
+}
+
 ptdp_options *ptdp_cmdline_find(const ptdp_cmdline *c, const char *key, int *index)
 {
   for (int g = 0; g < c->ngroups; g++)
     if ((*index = ptdp_options_find(c->group[g], key)) >= 0) return c->group[g];
+  char k[256];
+  canon_key(key, k, sizeof k);
+  ptdp_options *o = NULL;
+  const char *second = NULL;
+  if (c->abbrev && k[0] && prefixed(c, k, &o, index, &second) == 1) return o;
   *index = -1;
   return NULL;
 }
@@ -437,8 +457,17 @@ int ptdp_cmdline_set(ptdp_cmdline *c, const char *key, const char *value, ptdp_o
 {
   int i;
   ptdp_options *o = ptdp_cmdline_find(c, key, &i);
+  if (!o && c->abbrev) {
+    char k[256];
+    canon_key(key, k, sizeof k);
+    ptdp_options *first = NULL;
+    const char *second = NULL;
+    const int n = k[0] ? prefixed(c, k, &first, &i, &second) : 0;
+    PTDP_CHECK(n < 2, "ambiguous key '%s' (%s): it abbreviates %s, %s%s", k, where, first->table[i].name, second,
+               n > 2 ? " and others" : "");
+  }
   if (!o) return unknown_key(c, key, where);
-  return ptdp_options_set(o, key, value, src, where);
+  return ptdp_options_set(o, o->table[i].name, value, src, where); /* the full name: key may abbreviate it */
 }
 
 ptdp_cmdline_ask ptdp_cmdline_asks(int argc, char **argv)

@@ -10,12 +10,13 @@
  * bounded word caches, whatever the size of the input. */
 #include "ptdp/error.h"
 #include "ptdp/indexed_dataset.h"
+#include "ptdp/options.h"
 #include "ptdp/tokenizer.h"
 #include "preprocess.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,53 +25,52 @@
 #include <time.h>
 #include <unistd.h>
 
-/* One option: name, argument, default, help.  --help prints this table. */
+/* The keys, Megatron's preprocess_data.py names (input-format, skip-bad-lines and window-bytes are
+ * ptdp's); --help prints this table. */
 typedef struct {
-  const char *name, *arg, *def, *help;
-} opt_doc;
+  char input[PTDP_OPT_STRLEN], output_prefix[PTDP_OPT_STRLEN], tokenizer_type[PTDP_OPT_STRLEN];
+  char vocab_file[PTDP_OPT_STRLEN], merge_file[PTDP_OPT_STRLEN], json_keys[PTDP_OPT_STRLEN];
+  int text_input, append_eod, skip_bad_lines;
+  long long workers, log_interval, window_bytes;
+} pp_keys;
 
-static const opt_doc opt_docs[] = {
-    {"input", "FILE", NULL, "input: JSON lines, or plain text (see --input-format)"},
-    {"output-prefix", "PREFIX", NULL, "writes PREFIX_{key}_document.bin and .idx"},
-    {"tokenizer-type", "NAME", "GPT2BPETokenizer", "GPT2BPETokenizer or ByteLevel (no files needed)"},
-    {"vocab-file", "FILE", NULL, "GPT-2 encoder.json (GPT2BPETokenizer)"},
-    {"merge-file", "FILE", NULL, "GPT-2 vocab.bpe merges (GPT2BPETokenizer)"},
-    {"json-keys", "K[,K...]", "text", "JSON fields (strings, or lists of strings) to tokenize, one output per key"},
-    {"input-format", "jsonl|text", "jsonl", "jsonl: one JSON object per line; text: documents are blocks "
-                                            "of lines separated by blank lines (key name 'text')"},
-    {"append-eod", NULL, "off", "append the end-of-document token to every non-empty document"},
-    {"skip-bad-lines", NULL, "off", "skip (and count) malformed JSON lines instead of stopping"},
-    {"workers", "N", "1", "encoding threads; the output does not depend on N"},
-    {"log-interval", "SECONDS", "2", "seconds between progress lines on stderr (0: none)"},
-    {"window-bytes", "N", "16777216", "input bytes read per round; grows only to hold one longer document"},
-    {"help", NULL, NULL, "print this help and exit"},
+#define OFF(f) offsetof(pp_keys, f)
+#define WINDOW_DEFAULT "16777216"
+_Static_assert(PP_ROUND_BYTES == 16777216, "WINDOW_DEFAULT is PP_ROUND_BYTES written out");
+static const ptdp_option table[] = {
+  {"input", PTDP_OPT_STRING, OFF(input), "", 0, 0, NULL, "input: JSON lines, or plain text (see input-format)", NULL},
+  {"output-prefix", PTDP_OPT_STRING, OFF(output_prefix), "", 0, 0, NULL,
+   "writes PREFIX_{key}_document.bin and .idx", NULL},
+  {"tokenizer-type", PTDP_OPT_STRING, OFF(tokenizer_type), "GPT2BPETokenizer", 0, 0, NULL,
+   "GPT2BPETokenizer or ByteLevel (no files needed)", NULL},
+  {"vocab-file", PTDP_OPT_STRING, OFF(vocab_file), "", 0, 0, NULL, "GPT-2 encoder.json (GPT2BPETokenizer)", NULL},
+  {"merge-file", PTDP_OPT_STRING, OFF(merge_file), "", 0, 0, NULL, "GPT-2 vocab.bpe merges (GPT2BPETokenizer)", NULL},
+  {"json-keys", PTDP_OPT_LIST, OFF(json_keys), "text", 0, 0, NULL,
+   "JSON fields (strings, or lists of strings) to tokenize, one output per key: one or more arguments, "
+   "or one with commas", NULL},
+  {"input-format", PTDP_OPT_ENUM, OFF(text_input), "jsonl", 0, 0, "jsonl|text",
+   "jsonl: one JSON object per line; text: documents are blocks of lines separated by blank lines (key name 'text')",
+   NULL},
+  {"append-eod", PTDP_OPT_BOOL, OFF(append_eod), "false", 0, 0, NULL,
+   "append the end-of-document token to every non-empty document", NULL},
+  {"skip-bad-lines", PTDP_OPT_BOOL, OFF(skip_bad_lines), "false", 0, 0, NULL,
+   "skip (and count) malformed JSON lines instead of stopping", NULL},
+  {"workers", PTDP_OPT_INT, OFF(workers), "1", 1, 256, NULL, "encoding threads; the output does not depend on N", NULL},
+  {"log-interval", PTDP_OPT_INT, OFF(log_interval), "2", 0, 1000000, NULL,
+   "seconds between progress lines on stderr (0: none)", NULL},
+  {"window-bytes", PTDP_OPT_INT, OFF(window_bytes), WINDOW_DEFAULT, 1, 1LL << 40, NULL,
+   "input bytes read per round; grows only to hold one longer document", NULL},
 };
+#define NOPT ((int)(sizeof table / sizeof table[0]))
 
-static void usage(FILE *f)
-{
-  fprintf(f, "usage: ptdp-preprocess --input FILE --output-prefix PREFIX [options]\n"
-             "Tokenize documents into a Megatron-LM indexed dataset (MMIDIDX .bin/.idx).\n\noptions:\n");
-  for (size_t i = 0; i < sizeof opt_docs / sizeof opt_docs[0]; i++) {
-    char left[64];
-    snprintf(left, sizeof left, "--%s%s%s", opt_docs[i].name, opt_docs[i].arg ? " " : "",
-             opt_docs[i].arg ? opt_docs[i].arg : "");
-    fprintf(f, "  %-32s %s", left, opt_docs[i].help);
-    if (opt_docs[i].def) fprintf(f, " [default: %s]", opt_docs[i].def);
-    fprintf(f, "\n");
-  }
-}
+static const char synopsis[] =
+  "usage: ptdp-preprocess --input FILE --output-prefix PREFIX [--key value ...]\n"
+  "       ptdp-preprocess --help | --version\n\n"
+  "Tokenize documents into a Megatron-LM indexed dataset (MMIDIDX .bin/.idx).  The keys are\n"
+  "preprocess_data.py's, and as there a unique prefix of a key stands for it (--output);\n"
+  "booleans may be given bare (--append-eod).\n\n";
 
-static int parse_int(const char *s, const char *opt, long lo, long hi, long *v)
-{
-  char *end;
-  errno = 0;
-  *v = strtol(s, &end, 10);
-  PTDP_CHECK(!errno && end != s && !*end && *v >= lo && *v <= hi, "--%s wants an integer in [%ld, %ld], got '%s'", opt,
-             lo, hi, s);
-  return 0;
-}
-
-/* Split --json-keys on commas and spaces. */
+/* Split json-keys on commas and spaces. */
 static int parse_keys(pp_args *a, const char *s)
 {
   a->nkeys = 0;
@@ -88,58 +88,42 @@ static int parse_keys(pp_args *a, const char *s)
   return 0;
 }
 
-static int parse_args(int argc, char **argv, pp_args *a, int *help)
+/* pp_args from the parsed keys k (which it points into). */
+static int to_args(const pp_keys *k, pp_args *a)
 {
-  static const struct option longopts[] = {
-      {"input", required_argument, 0, 'i'},       {"output-prefix", required_argument, 0, 'o'},
-      {"tokenizer-type", required_argument, 0, 't'}, {"vocab-file", required_argument, 0, 'v'},
-      {"merge-file", required_argument, 0, 'm'},  {"json-keys", required_argument, 0, 'k'},
-      {"input-format", required_argument, 0, 'f'}, {"append-eod", no_argument, 0, 'e'},
-      {"skip-bad-lines", no_argument, 0, 's'},    {"workers", required_argument, 0, 'w'},
-      {"log-interval", required_argument, 0, 'l'}, {"window-bytes", required_argument, 0, 'b'},
-      {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+  PTDP_CHECK(k->input[0], "--input FILE is required (see --help)");
+  PTDP_CHECK(k->output_prefix[0], "--output-prefix PREFIX is required (see --help)");
   memset(a, 0, sizeof *a);
-  a->tokenizer_type = "GPT2BPETokenizer";
-  a->workers = 1;
-  a->log_interval = 2;
-  a->window_bytes = (long)PP_ROUND_BYTES;
-  strcpy(a->keys[0], "text");
-  a->nkeys = 1;
-  *help = 0;
-  opterr = 0;
-  int c;
-  long v;
-  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-    switch (c) {
-    case 'i': a->input = optarg; break;
-    case 'o': a->output_prefix = optarg; break;
-    case 't': a->tokenizer_type = optarg; break;
-    case 'v': a->vocab_file = optarg; break;
-    case 'm': a->merge_file = optarg; break;
-    case 'k': PTDP_CALL(parse_keys(a, optarg)); break;
-    case 'f':
-      PTDP_CHECK(!strcmp(optarg, "jsonl") || !strcmp(optarg, "text"), "--input-format is jsonl or text, not '%s'", optarg);
-      a->text_input = !strcmp(optarg, "text");
-      break;
-    case 'e': a->append_eod = 1; break;
-    case 's': a->skip_bad_lines = 1; break;
-    case 'w': PTDP_CALL(parse_int(optarg, "workers", 1, 256, &v)); a->workers = (int)v; break;
-    case 'l': PTDP_CALL(parse_int(optarg, "log-interval", 0, 1000000, &v)); a->log_interval = (int)v; break;
-    case 'b': PTDP_CALL(parse_int(optarg, "window-bytes", 1, 1L << 40, &a->window_bytes)); break;
-    case 'h': *help = 1; return 0;
-    default:
-      PTDP_CHECK(0, "unknown or incomplete option '%s' (see --help)", argv[optind - 1]);
-    }
-  }
-  PTDP_CHECK(optind == argc, "unexpected argument '%s' (see --help)", argv[optind]);
-  PTDP_CHECK(a->input, "--input FILE is required (see --help)");
-  PTDP_CHECK(a->output_prefix, "--output-prefix PREFIX is required (see --help)");
-  if (a->text_input) {
-    a->nkeys = 1;
-    strcpy(a->keys[0], "text");
-  }
+  a->input = k->input;
+  a->output_prefix = k->output_prefix;
+  a->tokenizer_type = k->tokenizer_type;
+  a->vocab_file = k->vocab_file[0] ? k->vocab_file : NULL;
+  a->merge_file = k->merge_file[0] ? k->merge_file : NULL;
+  a->text_input = k->text_input;
+  a->append_eod = k->append_eod;
+  a->skip_bad_lines = k->skip_bad_lines;
+  a->workers = (int)k->workers;
+  a->log_interval = (int)k->log_interval;
+  a->window_bytes = (long)k->window_bytes;
+  PTDP_CALL(parse_keys(a, k->text_input ? "text" : k->json_keys)); /* text input: one key named text */
   return 0;
+}
+
+/* argv into k and a; *done when --help or --version answered. */
+static int parse_args(int argc, char **argv, pp_keys *k, pp_args *a, int *done)
+{
+  ptdp_options o;
+  ptdp_cmdline c;
+  memset(k, 0, sizeof *k);
+  PTDP_CALL(ptdp_options_init(&o, table, NOPT, k));
+  ptdp_cmdline_init(&c, "ptdp-preprocess", synopsis, 0);
+  c.abbrev = 1; /* preprocess_data.py's argparse takes --output for --output-prefix */
+  ptdp_cmdline_add(&c, &o, NULL);
+  *done = ptdp_cmdline_answer(&c, argc - 1, argv + 1, stdout);
+  int err = *done ? 0 : ptdp_cmdline_parse(&c, argc - 1, argv + 1);
+  ptdp_options_free(&o);
+  PTDP_CALL(err);
+  return *done ? 0 : to_args(k, a);
 }
 
 static double now(void)
@@ -294,12 +278,9 @@ static int run(const pp_args *a)
 
 int main(int argc, char **argv)
 {
+  static pp_keys k; /* a's strings point into it; static: some 6 KiB of text */
   pp_args a;
-  int help;
-  if (parse_args(argc, argv, &a, &help)) return 2;
-  if (help) {
-    usage(stdout);
-    return 0;
-  }
-  return run(&a) ? 1 : 0;
+  int done;
+  if (parse_args(argc, argv, &k, &a, &done)) return 2; /* a usage error, as argparse's exit status */
+  return done ? 0 : run(&a) ? 1 : 0;
 }

@@ -101,11 +101,29 @@ bl --input "$TMPD/in.jsonl" --output-prefix "$TMPD/no/such/dir/x" 2> "$TMPD/err"
 ok $? "unwritable output: $(head -c 120 "$TMPD/err")"
 "$PP" --input x --output-prefix y --tokenizer-type GPT2BPETokenizer 2> "$TMPD/err"; [ $? -ne 0 ] && grep -q "vocab-file" "$TMPD/err"
 ok $? "GPT2BPETokenizer without --vocab-file"
-"$PP" --bogus 2> /dev/null; [ $? -ne 0 ]; ok $? "unknown option fails"
+"$PP" --bogus 2> /dev/null; [ $? -eq 2 ]; ok $? "unknown option fails with argparse's exit status 2"
+"$PP" --input x --output-prefix y --workers 1e1 2> "$TMPD/err"; [ $? -eq 2 ] &&
+  grep -qF "invalid value '1e1' for workers (command line): expected an integer in [1, 256] (an integer key takes digits, not an exponent or a fraction: write 10)" "$TMPD/err"
+ok $? "an integer with an exponent is refused naming the key: $(head -c 150 "$TMPD/err")"
+"$PP" --input x --output-prefix y --wrokers 2 2> "$TMPD/err"; [ $? -eq 2 ] &&
+  grep -qF "unknown key 'wrokers' (command line); did you mean 'workers'? (ptdp-preprocess --help lists every key)" "$TMPD/err"
+ok $? "a misspelt key names ptdp-preprocess and the nearest key: $(head -c 150 "$TMPD/err")"
+"$PP" --input x --output-prefix y --input-format csv 2> "$TMPD/err"; [ $? -eq 2 ] &&
+  grep -qF "invalid value 'csv' for input-format (command line): expected one of jsonl|text" "$TMPD/err"
+ok $? "input-format is a choice: $(head -c 150 "$TMPD/err")"
+bl --input "$TMPD/in.jsonl" --output "$TMPD/abbr" --append --workers 1 && cmp -s "$TMPD/w1_text_document.bin" "$TMPD/abbr_text_document.bin" &&
+  cmp -s "$TMPD/w1_text_document.idx" "$TMPD/abbr_text_document.idx"
+ok $? "unique prefixes stand for their keys, as argparse takes them (--output, --append)"
+"$PP" --in x --output-prefix y 2> "$TMPD/err"; [ $? -eq 2 ] &&
+  grep -qF "ambiguous key 'in' (command line): it abbreviates input, input-format" "$TMPD/err"
+ok $? "an ambiguous prefix is refused naming its keys: $(head -c 150 "$TMPD/err")"
+"$PP" --output-prefix y 2> "$TMPD/err"; [ $? -eq 2 ] && grep -qF -- "--input FILE is required" "$TMPD/err"
+ok $? "--input is required"
+[ "$("$PP" --version | cut -d' ' -f1)" = ptdp-preprocess ]; ok $? "--version: $("$PP" --version)"
 "$PP" --help > "$TMPD/help"
 for o in input output-prefix tokenizer-type vocab-file merge-file json-keys input-format append-eod skip-bad-lines workers \
-  log-interval window-bytes help; do
-  grep -q -- "--$o" "$TMPD/help" || { echo "--help lacks --$o"; false; } || break
+  log-interval window-bytes; do
+  grep -q "^$o " "$TMPD/help" || { echo "--help lacks $o"; false; } || break
 done
 ok $? "--help lists every option"
 

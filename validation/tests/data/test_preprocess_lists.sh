@@ -76,6 +76,10 @@ ok $? "document index: 3 sequences, 1 (empty items dropped), 0 (empty list), 0 (
 bl --input "$TMPD/in.jsonl" --output-prefix "$TMPD/one" --json-keys title --append-eod &&
   same "$TMPD/one_title_document" "$TMPD/want1title"
 ok $? "one key of two: the same files as with both keys"
+# Megatron's spelling: --json-keys takes one or more arguments (argparse nargs='+')
+bl --input "$TMPD/in.jsonl" --output-prefix "$TMPD/nargs" --json-keys text title --append-eod &&
+  same "$TMPD/nargs_text_document" "$TMPD/want1text" && same "$TMPD/nargs_title_document" "$TMPD/want1title"
+ok $? "--json-keys text title (Megatron's nargs='+'): the same files as text,title"
 
 # GPT-2, every distinct text encoded by the reference JavaScript encoder
 D=${PTDP_DATA_DIR:-$top_srcdir/data}
