@@ -4,6 +4,7 @@
 #ifndef PTDP_ARGS_H
 #define PTDP_ARGS_H
 
+#include "ptdp/backend.h"     /* ptdp_backend_kind */
 #include "ptdp/batch.h"       /* ptdp_flat_dtype */
 #include "ptdp/grid.h"        /* ptdp_grid_order, ptdp_comm_backend (comm.h) */
 #include "ptdp/lr_schedule.h" /* ptdp_lr_decay_style */
@@ -11,11 +12,6 @@
 #include "ptdp/recompute.h" /* ptdp_recompute, ptdp_recompute_method */
 #include "ptdp/schedule.h"  /* ptdp_schedule_kind */
 #include "ptdp/tokenizer.h" /* ptdp_tokenizer_type */
-
-/* Where the model computes (key backend, in the order of its choices): the CPU (OpenBLAS +
- * OpenMP), or, for tests only, the CPU backend with device memory the host cannot touch, so that
- * code reading device data on the host is caught, or one NVIDIA GPU per rank (ptdp/cuda.h). */
-typedef enum { PTDP_BACKEND_CPU = 0, PTDP_BACKEND_GUARD = 1, PTDP_BACKEND_CUDA = 2 } ptdp_backend_kind;
 
 /* The signal exit-signal-handler catches (key exit-signal, in the order of its choices). */
 typedef enum { PTDP_EXIT_SIGTERM = 0, PTDP_EXIT_SIGINT, PTDP_EXIT_SIGUSR1, PTDP_EXIT_SIGUSR2 } ptdp_exit_signal;

@@ -152,8 +152,11 @@ typedef struct {
   int device;        /* key device: a GPU index for every rank of the node; -1: from local_rank */
 } ptdp_backend_options;
 
-/* The valid names of ptdp_backend_create, for messages. */
-#define PTDP_BACKEND_NAMES "cpu, guard, cuda"
+/* The backends, the one place their names are written: PTDP_BACKEND_CHOICES lists them in the
+ * order of ptdp_backend_kind, as the option parser's choices ("a|b|c", the position of a name
+ * being its kind: ptdp/options.h), so a key of type choice stores a ptdp_backend_kind. */
+typedef enum { PTDP_BACKEND_CPU = 0, PTDP_BACKEND_GUARD = 1, PTDP_BACKEND_CUDA = 2 } ptdp_backend_kind;
+#define PTDP_BACKEND_CHOICES "cpu|guard|cuda"
 
 /* A backend by name:
  *   "cpu"    OpenBLAS + OpenMP on the host;
@@ -163,6 +166,8 @@ typedef struct {
  *            GPU, is a PTDP_ERR_INPUT error saying which;
  * opt NULL means {0, 1, 0, 0, -1}.  An unknown name is a PTDP_ERR_INPUT error listing the valid ones. */
 int ptdp_backend_create(const char *name, const ptdp_backend_options *opt, ptdp_backend **be);
+/* The same by kind (a choice key's value). */
+int ptdp_backend_create_kind(ptdp_backend_kind kind, const ptdp_backend_options *opt, ptdp_backend **be);
 /* The CPU backend alone, leaving the process's threads as they are. */
 int ptdp_backend_cpu_create(ptdp_backend **be);
 /* Mixed precision: a backend storing dtype t (PTDP_BF16 or PTDP_F16) on top of inner, a backend

@@ -4,11 +4,12 @@
 #include "ptdp/cpu_threads.h"
 #include "ptdp/cuda.h"
 #include "ptdp/error.h"
+#include "ptdp/options.h"
 
 #include "guard.h"
 
+#include <assert.h>
 #include <stdlib.h>
-#include <string.h>
 
 static int cpu_create(const ptdp_backend_options *opt, ptdp_backend **be) { return ptdp_backend_cpu_create(be); }
 static int guard_create(const ptdp_backend_options *opt, ptdp_backend **be)
@@ -16,29 +17,35 @@ static int guard_create(const ptdp_backend_options *opt, ptdp_backend **be)
   return ptdp_backend_guard_create(PTDP_GUARD_RESERVE, be);
 }
 
-/* uses_cpu_threads: the backend computes with OpenMP and OpenBLAS on this process's cores */
+/* Indexed by ptdp_backend_kind (the names: PTDP_BACKEND_CHOICES).  uses_cpu_threads: the backend
+ * computes with OpenMP and OpenBLAS on this process's cores. */
 static const struct {
-  const char *name;
   int (*create)(const ptdp_backend_options *opt, ptdp_backend **be);
   int uses_cpu_threads;
 } backends[] = {
-  {"cpu", cpu_create, 1},
-  {"guard", guard_create, 1},
-  {"cuda", ptdp_backend_cuda_create, 0},
+  [PTDP_BACKEND_CPU] = {cpu_create, 1},
+  [PTDP_BACKEND_GUARD] = {guard_create, 1},
+  [PTDP_BACKEND_CUDA] = {ptdp_backend_cuda_create, 0},
 };
 
-int ptdp_backend_create(const char *name, const ptdp_backend_options *opt, ptdp_backend **be)
+int ptdp_backend_create_kind(ptdp_backend_kind kind, const ptdp_backend_options *opt, ptdp_backend **be)
 {
   static const ptdp_backend_options defaults = {.num_threads = 0, .ranks_on_node = 1, .report = 0,
                                                  .local_rank = 0, .device = -1};
   *be = NULL;
   if (!opt) opt = &defaults;
-  size_t k = 0, n = sizeof backends / sizeof backends[0];
-  while (k < n && !(name && !strcmp(name, backends[k].name))) k++;
-  PTDP_CHECK(k < n, "unknown backend '%s': the backends are %s", name ? name : "(none)", PTDP_BACKEND_NAMES);
-  if (backends[k].uses_cpu_threads) ptdp_cpu_threads_setup(opt->num_threads, opt->ranks_on_node, opt->report);
-  PTDP_CALL(backends[k].create(opt, be));
+  assert((size_t)kind < sizeof backends / sizeof backends[0]);
+  if (backends[kind].uses_cpu_threads) ptdp_cpu_threads_setup(opt->num_threads, opt->ranks_on_node, opt->report);
+  PTDP_CALL(backends[kind].create(opt, be));
   return 0;
+}
+
+int ptdp_backend_create(const char *name, const ptdp_backend_options *opt, ptdp_backend **be)
+{
+  *be = NULL;
+  const int kind = name ? ptdp_options_choice_index(PTDP_BACKEND_CHOICES, name) : -1;
+  PTDP_CHECK(kind >= 0, "unknown backend '%s': the backends are %s", name ? name : "(none)", PTDP_BACKEND_CHOICES);
+  return ptdp_backend_create_kind((ptdp_backend_kind)kind, opt, be);
 }
 
 /* A backend storing fp32 has no gemm_wgrad: its gemm with beta 1 is the same operation. */

@@ -211,7 +211,7 @@ static const ptdp_option table[] = {
   {"hysteresis", PTDP_OPT_INT, OFF(hysteresis), "2", 1, BIG, NULL,
    "fp16, dynamic: overflows tolerated before the scale halves", &if_fp16},
   /* device */
-  {"backend", PTDP_OPT_ENUM, ENUM_OFF(backend), "cpu", 0, 0, "cpu|guard|cuda",
+  {"backend", PTDP_OPT_ENUM, ENUM_OFF(backend), "cpu", 0, 0, PTDP_BACKEND_CHOICES,
    "device backend: cpu (OpenBLAS + OpenMP); guard (tests only: the CPU backend with memory the host cannot touch); "
    "cuda (one NVIDIA GPU per rank)",
    ALWAYS},

@@ -72,8 +72,8 @@ static const ptdp_option table[] = {
    "GPT-2 encoder.json; empty: the checkpoint's vocab-file", NULL},
   {"merge-file", PTDP_OPT_STRING, OFF(merge_file), "", 0, 0, NULL,
    "GPT-2 merges (vocab.bpe); empty: the checkpoint's merge-file", NULL},
-  {"backend", PTDP_OPT_ENUM, OFF(backend), "cpu", 0, 0, "cpu|guard",
-   "device backend: cpu; guard (tests only: memory the host cannot touch)", NULL},
+  {"backend", PTDP_OPT_ENUM, OFF(backend), "cpu", 0, 0, PTDP_BACKEND_CHOICES,
+   "device backend: cpu; guard (tests only: memory the host cannot touch); not yet cuda", NULL},
   {"num-threads", PTDP_OPT_INT, OFF(num_threads), "0", 0, 1024, NULL,
    "OpenMP/BLAS threads per rank; 0 means OMP_NUM_THREADS or all cores / ranks", NULL},
   {"tensor-model-parallel-size", PTDP_OPT_INT, OFF(tensor_model_parallel_size), "0", 0, 1 << 16, NULL,
@@ -105,6 +105,7 @@ static void usage(FILE *out)
 static int check_args(const gen_args *a, int world)
 {
   PTDP_CHECK(a->load[0], "no checkpoint to load: give --load DIR (a save directory of ptdp-train)");
+  PTDP_CHECK(a->backend != PTDP_BACKEND_CUDA, "backend cuda: ptdp-generate does not run on GPUs yet; use cpu");
   PTDP_CHECK(!(a->prompt[0] && a->prompt_file[0]), "both prompt and prompt-file are given; give one");
   PTDP_CHECK(a->prompt[0] || a->prompt_file[0], "the prompt is empty: give --prompt TEXT or --prompt-file FILE");
   PTDP_CHECK(!a->tensor_model_parallel_size || a->tensor_model_parallel_size == world,
@@ -325,7 +326,7 @@ static int build(session *s, const gen_args *g, const ptdp_args *a, const ptdp_c
 {
   ptdp_backend_options bopt;
   PTDP_CALL(backend_options(g, rank, &bopt));
-  PTDP_CALL(ptdp_backend_create(g->backend == PTDP_BACKEND_GUARD ? "guard" : "cpu", &bopt, &s->be));
+  PTDP_CALL(ptdp_backend_create_kind(g->backend, &bopt, &s->be));
   PTDP_CALL(ptdp_grid_create(MPI_COMM_WORLD, world, 1, PTDP_ORDER_TP_DP_PP, &s->grid));
   s->have_grid = 1;
   PTDP_CALL(ptdp_grid_attach_backend(&s->grid, s->be));

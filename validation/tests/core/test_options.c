@@ -13,6 +13,7 @@
  *   deck of keys of both tables, suggests the nearest key of any table, names its program, and
  *   takes a list key's several arguments. */
 #include "ptdp/args.h"
+#include "ptdp/backend.h"
 #include "ptdp/error.h"
 #include "ptdp/options.h"
 
@@ -294,6 +295,12 @@ static void check_args_enums(void)
   EXPECT(strstr(ptdp_error_message(), "invalid value 'tpu' for backend (command line): expected one of cpu|guard|cuda"),
          "message lists the backends: '%s'", ptdp_error_message());
   ptdp_options_free(&o);
+  ptdp_error_clear();
+  /* the backend layer refuses the same name with the same list (the names are written once) */
+  ptdp_backend *be = NULL;
+  EXPECT(ptdp_backend_create("tpu", NULL, &be) == PTDP_ERR_INPUT && !be &&
+             strstr(ptdp_error_message(), "unknown backend 'tpu': the backends are cpu|guard|cuda"),
+         "ptdp_backend_create lists the backends: '%s'", ptdp_error_message());
   ptdp_error_clear();
   ptdp_error_set_quiet(0);
 }

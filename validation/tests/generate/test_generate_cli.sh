@@ -158,6 +158,7 @@ bad unknown-key 2 "unknown key 'top-z' (command line); did you mean 'top-k'? (pt
 bad positional 2 "unexpected argument 'deck.in'" deck.in $L --prompt hi
 bad tp-not-ranks 2 "tensor-model-parallel-size 4 is not the number of ranks 2: ptdp-generate runs the model tensor-parallel over all its ranks" \
   $L --prompt hi --tensor-model-parallel-size 4
+bad backend-cuda 1 "backend cuda: ptdp-generate does not run on GPUs yet" $L --prompt hi --backend cuda
 bad tp-exponent 2 "invalid value '2e0' for tensor-model-parallel-size (command line): expected an integer" \
   $L --prompt hi --tensor-model-parallel-size 2e0
 bad no-vocab-file 2 "names no vocab-file or merge-file" --load "$TMPD/gpt2type" --prompt hi
