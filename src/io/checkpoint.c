@@ -166,12 +166,26 @@ uint64_t ckpt_checksum(const ptdp_param_info *p, const float *x, long long lo, l
   return s;
 }
 
-/* The file bytes that nrects rectangles (row-major) of a dataset of gcols columns span. */
+/* Whether the dataset's elements, from the address its header states, lie inside the file: a
+ * damaged or hostile header must not send a direct read outside it (issue 22, item 1). */
+static int inside_file(hid_t ds, haddr_t base)
+{
+  hsize_t size = 0;
+  hid_t f = H5Iget_file_id(ds), sp = H5Dget_space(ds);
+  const int got = f >= 0 && H5Fget_filesize(f, &size) >= 0;
+  const hssize_t n = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+  if (f >= 0) H5Fclose(f);
+  if (sp >= 0) H5Sclose(sp);
+  return got && n >= 0 && base < size && (hsize_t)n <= (size - base) / 4;
+}
+
+/* The file bytes that nrects rectangles (row-major) of a dataset of gcols columns span; len 0 when
+ * the dataset has no contiguous place inside the file. */
 static void rects_span(hid_t ds, long long gcols, const ptdp_shard_rect *rect, int nrects, long long *off, long long *len)
 {
   *off = *len = 0;
   haddr_t base = H5Dget_offset(ds); /* contiguous datasets (ckpt_dataset_create) have one */
-  if (nrects == 0 || base == HADDR_UNDEF) return;
+  if (nrects == 0 || base == HADDR_UNDEF || !inside_file(ds, base)) return; /* HDF5 reads it (and says what is wrong) */
   const ptdp_shard_rect *a = &rect[0], *b = &rect[nrects - 1]; /* row-major: first and last */
   const long long first = a->row0 * gcols + a->col0, last = (b->row0 + b->rows - 1) * gcols + b->col0 + b->cols;
   *off = (long long)base + 4 * first;

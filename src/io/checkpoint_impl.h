@@ -53,10 +53,16 @@ int ckpt_attr_write_f64(hid_t obj, const char *name, double v);
 int ckpt_attr_write_str(hid_t obj, const char *name, const char *s);
 int ckpt_attr_write_u64(hid_t obj, const char *name, uint64_t v);
 /* 1 and the value if the attribute exists, 0 if not, < 0 on a library failure. */
-int ckpt_attr_read_i64(hid_t obj, const char *name, long long *v);
-int ckpt_attr_read_u64(hid_t obj, const char *name, uint64_t *v);
-int ckpt_attr_read_f64(hid_t obj, const char *name, double *v);
-int ckpt_attr_read_str(hid_t obj, const char *name, char *buf, size_t n);
+/* Validated reads of attributes (a file may be damaged or hostile): *present = 0 when absent;
+ * present, it must be exactly one element of the expected class (an integer for i64 and u64, a
+ * real for f64, a fixed-length string shorter than n bytes for str), else an input error naming
+ * the file, the object and the attribute.  Return 0 or an error code. */
+int ckpt_attr_get_i64(hid_t obj, const char *name, long long *v, int *present);
+int ckpt_attr_get_u64(hid_t obj, const char *name, uint64_t *v, int *present);
+int ckpt_attr_get_f64(hid_t obj, const char *name, double *v, int *present);
+int ckpt_attr_get_str(hid_t obj, const char *name, char *buf, size_t n, int *present);
+/* The same where the attribute must be there (its absence is an error naming it). */
+int ckpt_attr_need_i64(hid_t obj, const char *name, long long *v);
 /* One string attribute per ptdp-train key, named as the key, holding its value as text (reals
  * with 17 significant digits, so they read back exactly). */
 int ckpt_attr_write_args(hid_t obj, const ptdp_args *a);

@@ -219,9 +219,9 @@ static int check_shape(const ckpt_io *io, const char *file)
   int rc = 0;
   for (size_t i = 0; i < sizeof k / sizeof k[0] && !rc; i++) {
     long long there = 0;
-    int has = ckpt_attr_read_i64(mg, k[i].attr, &there);
-    if (has < 0) rc = has;
-    else if (has && there != k[i].here)
+    int has = 0;
+    rc = ckpt_attr_get_i64(mg, k[i].attr, &there, &has);
+    if (!rc && has && there != k[i].here)
       rc = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
                            "checkpoint '%s' has %s = %lld, the model here %lld (use-checkpoint-args takes the model's "
                            "shape from the checkpoint)", file, k[i].key, there, k[i].here);
@@ -238,8 +238,8 @@ static int open_checked(ckpt_io *io, const char *file, MPI_Comm comm)
   PTDP_CALL_HDF5(H5Pclose(fapl));
   PTDP_CHECK(io->file >= 0, "cannot open checkpoint '%s': the file is truncated or is not an HDF5 file", file);
   long long version = 0;
-  int has = ckpt_attr_read_i64(io->file, "format_version", &version);
-  PTDP_CALL_HDF5(has);
+  int has = 0;
+  PTDP_CALL(ckpt_attr_get_i64(io->file, "format_version", &version, &has));
   PTDP_CHECK(has, "'%s' has no format_version attribute: it is not a ptdp checkpoint", file);
   PTDP_CHECK(version >= 1 && version <= PTDP_CHECKPOINT_FORMAT,
              "checkpoint '%s' has format version %lld; this ptdp reads version %d (a newer ptdp wrote it?)", file,
@@ -257,9 +257,10 @@ static int verify_checksums(ckpt_io *io, int nk, const char *file, MPI_Comm comm
     hid_t ds = H5Dopen2(io->file, path, H5P_DEFAULT);
     PTDP_CALL_HDF5(ds);
     uint64_t stored = 0;
-    int has = ckpt_attr_read_u64(ds, "checksum", &stored);
+    int has = 0;
+    int rc = ckpt_attr_get_u64(ds, "checksum", &stored, &has);
     PTDP_CALL_HDF5(H5Dclose(ds));
-    PTDP_CALL_HDF5(has);
+    PTDP_CALL(rc);
     PTDP_CHECK(has, "checkpoint '%s': dataset %s has no checksum: the checkpoint is incomplete", file, path);
     PTDP_CHECK(stored == io->sum[d],
                "checkpoint '%s' is damaged: dataset %s does not match its checksum (stored %016llx, read %016llx)",
@@ -273,14 +274,15 @@ static int verify_checksums(ckpt_io *io, int nk, const char *file, MPI_Comm comm
 static int load_scaler(hid_t og, ptdp_grad_scaler *s)
 {
   char kind[16] = "";
-  int has = ckpt_attr_read_str(og, "loss_scaler", kind, sizeof kind);
-  PTDP_CALL_HDF5(has);
+  int has = 0, h1 = 0;
+  PTDP_CALL(ckpt_attr_get_str(og, "loss_scaler", kind, sizeof kind, &has));
   if (!has || strcmp(kind, "dynamic") || s->kind != PTDP_SCALER_DYNAMIC) return 0;
   double scale = 0;
   long long growth = 0, hyst = 0;
-  PTDP_CALL_HDF5(ckpt_attr_read_f64(og, "loss_scale", &scale));
-  PTDP_CALL_HDF5(ckpt_attr_read_i64(og, "growth_tracker", &growth));
-  PTDP_CALL_HDF5(ckpt_attr_read_i64(og, "hysteresis_tracker", &hyst));
+  PTDP_CALL(ckpt_attr_get_f64(og, "loss_scale", &scale, &h1));
+  PTDP_CALL(ckpt_attr_need_i64(og, "growth_tracker", &growth));
+  PTDP_CALL(ckpt_attr_need_i64(og, "hysteresis_tracker", &hyst));
+  PTDP_CHECK(h1, "the checkpoint's loss scaler has no loss_scale");
   PTDP_CHECK(isfinite(scale) && scale > 0 && growth >= 0 && hyst >= -1000000 && hyst <= 1000000,
              "the checkpoint's loss scaler state is invalid (scale %g, growth tracker %lld, hysteresis tracker %lld)",
              scale, growth, hyst);
@@ -342,17 +344,20 @@ static int load_all(ckpt_io *io, const ptdp_checkpoint_ref *ref, ptdp_optimizer 
   PTDP_CALL(verify_checksums(io, nk, ref->file, comm));
   PTDP_CALL(gather_replicated(io, nk));
   ptdp_checkpoint_info in = {0};
-  PTDP_CALL_HDF5(ckpt_attr_read_i64(io->file, "iteration", &in.iteration));
-  PTDP_CALL_HDF5(ckpt_attr_read_i64(io->file, "consumed_train_samples", &in.consumed_train));
-  PTDP_CALL_HDF5(ckpt_attr_read_i64(io->file, "consumed_valid_samples", &in.consumed_valid));
+  PTDP_CALL(ckpt_attr_need_i64(io->file, "iteration", &in.iteration));
+  PTDP_CALL(ckpt_attr_need_i64(io->file, "consumed_train_samples", &in.consumed_train));
+  PTDP_CALL(ckpt_attr_need_i64(io->file, "consumed_valid_samples", &in.consumed_valid));
+  PTDP_CHECK(in.iteration >= 0 && in.consumed_train >= 0 && in.consumed_valid >= 0,
+             "checkpoint '%s': iteration %lld, consumed_train_samples %lld, consumed_valid_samples %lld: negative",
+             ref->file, in.iteration, in.consumed_train, in.consumed_valid);
   if (opt) {
     hid_t og = H5Gopen2(io->file, "/optimizer", H5P_DEFAULT);
     PTDP_CALL_HDF5(og);
-    int has = ckpt_attr_read_i64(og, "step", &in.opt_step);
-    int rs = has < 0 ? has : load_scaler(og, &opt->scaler);
+    int rs = ckpt_attr_need_i64(og, "step", &in.opt_step);
+    if (!rs) rs = load_scaler(og, &opt->scaler);
     PTDP_CALL_HDF5(H5Gclose(og));
-    PTDP_CALL_HDF5(has);
     PTDP_CALL(rs);
+    PTDP_CHECK(in.opt_step >= 0, "checkpoint '%s': the optimizer's step %lld is negative", ref->file, in.opt_step);
     opt->step = in.opt_step;
     in.scaler = opt->scaler;
   }
@@ -427,9 +432,9 @@ int ptdp_checkpoint_read_keys(const ptdp_checkpoint_ref *ref, ptdp_options *o, c
   char where[PTDP_OPT_STRLEN + 16], v[PTDP_OPT_STRLEN];
   snprintf(where, sizeof where, "checkpoint %s", ref->file);
   for (int k = 0; k < nkeys && !rc; k++) {
-    int has = ckpt_attr_read_str(g, keys[k], v, sizeof v);
-    if (has < 0) rc = has;
-    else if (has) rc = ptdp_options_set(o, keys[k], v, PTDP_SRC_CHECKPOINT, where);
+    int has = 0;
+    rc = ckpt_attr_get_str(g, keys[k], v, sizeof v, &has);
+    if (!rc && has) rc = ptdp_options_set(o, keys[k], v, PTDP_SRC_CHECKPOINT, where);
   }
   if (g >= 0) H5Gclose(g);
   H5Fclose(f);

@@ -341,8 +341,9 @@ static int open_file(struct ptdp_runfile *rf, int create)
                                "open, `h5clear -s %s` clears the mark)", rf->path, rf->path);
   char fmt[64] = "";
   long long version = 0;
-  PTDP_CALL_HDF5(ckpt_attr_read_str(rf->file, "format", fmt, sizeof fmt));
-  PTDP_CALL_HDF5(ckpt_attr_read_i64(rf->file, "format_version", &version));
+  int has_fmt = 0, has_version = 0;
+  PTDP_CALL(ckpt_attr_get_str(rf->file, "format", fmt, sizeof fmt, &has_fmt));
+  PTDP_CALL(ckpt_attr_get_i64(rf->file, "format_version", &version, &has_version));
   PTDP_CHECK(!strcmp(fmt, "ptdp-run") && version == PTDP_RUNFILE_FORMAT,
              "'%s' is not a ptdp run file of format version %d (format '%s', version %lld): name another run-file",
              rf->path, PTDP_RUNFILE_FORMAT, fmt, version);
