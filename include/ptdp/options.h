@@ -89,6 +89,9 @@ void ptdp_options_choice_text(const char *choices, int index, char *buf, size_t 
 /* Print one warning line to out for each option given in the deck or on the command line whose
  * effect does not apply to the parsed values with world ranks. */
 void ptdp_options_warn_unused(const ptdp_options *o, int world, FILE *out);
+/* The warning line for a key given without effect, why being the reason (for effects a program
+ * knows beyond its tables: ptdp-sweep varies ptdp-train's layout keys). */
+void ptdp_options_warn(const char *key, const char *why, FILE *out);
 
 /* ---- a program's command line: its own table and the tables it shares ---- */
 

@@ -538,6 +538,11 @@ void ptdp_options_warn_unused(const ptdp_options *o, int world, FILE *out)
   for (int i = 0; i < o->count; i++) {
     const ptdp_opt_effect *e = o->table[i].effect;
     if (e && (o->source[i] == PTDP_SRC_DECK || o->source[i] == PTDP_SRC_CMDLINE) && !e->applies(o->target, world))
-      fprintf(out, "ptdp: warning: %s is given but has no effect: %s\n", o->table[i].name, e->why);
+      ptdp_options_warn(o->table[i].name, e->why, out);
   }
+}
+
+void ptdp_options_warn(const char *key, const char *why, FILE *out)
+{
+  fprintf(out, "ptdp: warning: %s is given but has no effect: %s\n", key, why);
 }

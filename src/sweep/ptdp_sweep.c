@@ -64,6 +64,19 @@ static int report(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_opti
   return 0;
 }
 
+/* ptdp-train's keys the sweep sets itself for every layout (ptdp_sweep_apply): given, they have
+ * no effect, which is said as ptdp-train says it of its keys. */
+static void warn_varied(const ptdp_options *topt, const ptdp_options *sopt, FILE *out)
+{
+  static const char *varied[] = {"tensor-model-parallel-size", "pipeline-model-parallel-size", "micro-batch-size",
+                                 "num-layers-per-virtual-pipeline-stage", "sequence-parallel",
+                                 "use-distributed-optimizer", "recompute-granularity", "recompute-method",
+                                 "recompute-num-layers"};
+  for (size_t k = 0; k < sizeof varied / sizeof varied[0]; k++)
+    if (ptdp_options_given(topt, varied[k])) ptdp_options_warn(varied[k], "ptdp-sweep varies it", out);
+  if (ptdp_options_given(sopt, "explain")) ptdp_options_warn("explain", "ptdp-sweep prints no iteration tree", out);
+}
+
 /* The keys from argv; *done when --help or --version answered. */
 static int parse(ptdp_cmdline *c, int argc, char **argv, const ptdp_sim_options *so, int *done)
 {
@@ -72,6 +85,7 @@ static int parse(ptdp_cmdline *c, int argc, char **argv, const ptdp_sim_options 
   PTDP_CHECK(argc > 1, "no deck: usage: ptdp-sweep DECK --hardware FILE --world-size N (--help lists the keys)");
   PTDP_CALL(ptdp_cmdline_parse(c, argc - 1, argv + 1));
   PTDP_CHECK(so->hardware[0], "no hardware file: give --hardware FILE (inputs/hw/*.hw)");
+  warn_varied(c->group[2], c->group[1], stderr);
   return 0;
 }
 

@@ -93,4 +93,11 @@ ok $? "fusion and hardware in the deck act as on the command line: $t_deck s = $
 "$SIM" "$MOCK" --hardware "$CPU_HW" --sequence-parallel > "$TMPD/w" 2>&1
 [ $? -eq 0 ] && [ "$(grep -cxF "ptdp: warning: sequence-parallel is given but has no effect: tensor-model-parallel-size is 1" "$TMPD/w")" -eq 1 ]
 ok $? "ptdp-sim reports a ptdp-train key without effect, as ptdp-train does"
+"$SWEEP" "$DECK" --hardware "$HW" --world-size 8 --top 1 --tensor-model-parallel-size 2 --sequence-parallel \
+  --global-batch-size 16 > "$TMPD/w" 2>&1
+[ $? -eq 0 ] && [ "$(grep -c "^ptdp: warning" "$TMPD/w")" -eq 3 ] &&
+  grep -qxF "ptdp: warning: micro-batch-size is given but has no effect: ptdp-sweep varies it" "$TMPD/w" &&
+  grep -qxF "ptdp: warning: tensor-model-parallel-size is given but has no effect: ptdp-sweep varies it" "$TMPD/w" &&
+  grep -qxF "ptdp: warning: sequence-parallel is given but has no effect: ptdp-sweep varies it" "$TMPD/w"
+ok $? "ptdp-sweep reports the layout keys it varies as without effect (the deck's micro-batch-size too), and only those"
 finish
