@@ -151,6 +151,9 @@ static void check_integers(void)
          "2^63 refused as beyond 64 bits: '%s'", m);
   EXPECT(try_set(&o, "big", "-9223372036854775809", m, sizeof m) == PTDP_ERR_INPUT && strstr(m, "beyond 64 bits"),
          "-2^63 - 1 refused as beyond 64 bits: '%s'", m);
+  /* 2^64 + 1 wraps to 1 in 64-bit arithmetic: the digits must be checked as they accumulate */
+  EXPECT(try_set(&o, "big", "18446744073709551617", m, sizeof m) == PTDP_ERR_INPUT && strstr(m, "beyond 64 bits"),
+         "2^64 + 1 refused as beyond 64 bits, not wrapped to 1: '%s'", m);
   /* the inputs of issue 22: a double's range, then the hint for a whole number written with an exponent */
   EXPECT(try_set(&o, "count", "1e22", m, sizeof m) == PTDP_ERR_INPUT &&
              strstr(m, "invalid value '1e22' for count (d.in line 1): expected an integer in [0, 10] (an integer key "
