@@ -27,7 +27,14 @@
 
 /* LIST: text from one or more arguments (Megatron's nargs='+': `--json-keys text title`), joined
  * by single spaces; in a deck, the text after '='. */
-typedef enum { PTDP_OPT_INT, PTDP_OPT_REAL, PTDP_OPT_BOOL, PTDP_OPT_STRING, PTDP_OPT_ENUM, PTDP_OPT_LIST } ptdp_opt_type;
+typedef enum {
+  PTDP_OPT_INT,
+  PTDP_OPT_REAL,
+  PTDP_OPT_BOOL,
+  PTDP_OPT_STRING,
+  PTDP_OPT_ENUM,
+  PTDP_OPT_LIST
+} ptdp_opt_type;
 
 /* When an option has an effect: applies(target, world) is nonzero when the parsed values (the
  * target struct) and the number of ranks make the option matter; otherwise a given option is

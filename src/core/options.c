@@ -261,7 +261,8 @@ int ptdp_options_init(ptdp_options *o, const ptdp_option *table, int count, void
   o->count = count;
   o->target = target;
   PTDP_CALLOC(o->source, count, sizeof *o->source);
-  for (int i = 0; i < count; i++) PTDP_CALL(ptdp_options_set(o, table[i].name, table[i].deflt, PTDP_SRC_DEFAULT, "default"));
+  for (int i = 0; i < count; i++)
+    PTDP_CALL(ptdp_options_set(o, table[i].name, table[i].deflt, PTDP_SRC_DEFAULT, "default"));
   return 0;
 }
 
@@ -340,7 +341,8 @@ int ptdp_cmdline_read_deck(ptdp_cmdline *c, const char *path)
   for (int g = 0; g < c->ngroups; g++) snprintf(c->group[g]->deck, sizeof c->group[g]->deck, "%s", path);
   int *seen_line = calloc((size_t)flat_count(c) + 1, sizeof(int));
   int err = seen_line ? read_lines(c, f, path, seen_line)
-                      : ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory reading deck '%s'", path);
+                      : ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory reading deck '%s'",
+                                        path);
   free(seen_line);
   fclose(f);
   return err;
@@ -378,8 +380,9 @@ int ptdp_cmdline_parse(ptdp_cmdline *c, int argc, char **argv)
   if (c->deck && a < argc && strncmp(argv[a], "--", 2) != 0) PTDP_CALL(ptdp_cmdline_read_deck(c, argv[a++]));
   for (; a < argc; a++) {
     const char *arg = argv[a];
-    PTDP_CHECK(strncmp(arg, "--", 2) == 0 && arg[2], "unexpected argument '%s' on the command line: expected --key value%s",
-               arg, c->deck ? " (the deck, if any, comes first)" : "");
+    PTDP_CHECK(strncmp(arg, "--", 2) == 0 && arg[2],
+               "unexpected argument '%s' on the command line: expected --key value%s", arg,
+               c->deck ? " (the deck, if any, comes first)" : "");
     char key[256], list[4 * PTDP_OPT_STRLEN];
     const char *eq = strchr(arg, '='), *val;
     if (eq) { /* --key=value */
