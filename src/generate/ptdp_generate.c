@@ -8,8 +8,9 @@
  * MLP width, whatever layout saved the checkpoint.  Megatron's text generation server takes
  * --tensor-model-parallel-size and needs it to equal its ranks; so does this.  The model's shape
  * and tokenizer come from the checkpoint; its weights are read by ptdp_checkpoint_load (each rank
- * its own TP slice of the global tensors).  Set-up is collective, so bad input is one message from rank 0 and a non-zero
- * exit; rank 0 reads the prompt and holds the tokenizer, and broadcasts the prompt's tokens.
+ * its own TP slice of the global tensors).  Set-up is collective, so bad input is one message
+ * from rank 0 and a non-zero exit; rank 0 reads the prompt and holds the tokenizer, and
+ * broadcasts the prompt's tokens.
  *
  * Output: the decoded continuation alone on stdout (so it can be piped); the set-up and timing
  * lines on stderr. */
