@@ -75,8 +75,6 @@ int ptdp_args_init(ptdp_args *a, ptdp_options *o);
 int ptdp_args_parse(ptdp_args *a, ptdp_options *o, int argc, char **argv);
 /* Refuse inconsistent settings before any work starts; world is the number of ranks. */
 int ptdp_args_validate(const ptdp_args *a, int world);
-/* The option table (for --help and the README). */
-void ptdp_args_print_help(FILE *out);
 /* o views a (the key table over a, no sources): for writing every key's value as text. */
 void ptdp_args_view(ptdp_args *a, ptdp_options *o);
 /* Echo every input, marking the ones set by the deck or command line. */

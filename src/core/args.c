@@ -251,15 +251,6 @@ int ptdp_args_parse(ptdp_args *a, ptdp_options *o, int argc, char **argv)
   return 0;
 }
 
-void ptdp_args_print_help(FILE *out)
-{
-  ptdp_args a;
-  ptdp_options o;
-  memset(&a, 0, sizeof a);
-  ptdp_args_view(&a, &o);
-  ptdp_options_print_help(&o, out);
-}
-
 void ptdp_args_view(ptdp_args *a, ptdp_options *o)
 {
   memset(o, 0, sizeof *o);
