@@ -313,6 +313,12 @@ int ptdp_data_open(ptdp_data **dp, const ptdp_data_args *a, MPI_Comm comm)
   const double t0 = MPI_Wtime();
   PTDP_CHECK(a->seq_length >= 1, "seq-length must be positive, got %d", a->seq_length);
   for (int s = 0; s < 3; s++) PTDP_CHECK(a->num_samples[s] >= 0, "negative sample count for the %s split", split_names[s]);
+  /* 16 bytes of index per sample, and Megatron's blend count n w 1.005 taken through a double:
+   * 2^50 samples (10^15) is beyond any run and keeps both exact and in range */
+  for (int s = 0; s < 3; s++)
+    PTDP_CHECK(a->num_samples[s] <= (1LL << 50),
+               "%lld samples wanted for the %s split: more than 2^50 (train-iters x global-batch-size too large?)",
+               a->num_samples[s], split_names[s]);
   int rank;
   PTDP_CALL_MPI(MPI_Comm_rank(comm, &rank));
   ptdp_data *d;

@@ -37,3 +37,6 @@ dist_noinst_SCRIPTS += validation/tests/data/test_preprocess_lists.sh
 # issue 22: crafted tokenizer files with one defect each (duplicated id, gap, byte alphabet, merges)
 TESTS += validation/tests/data/test_tokenizer_files.sh
 dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_files.sh validation/tests/data/write_vocab.py
+# issue 22: hostile split strings and sample counts reach the GPT dataset as clear errors
+TESTS += validation/tests/data/test_data_hostile.sh
+dist_noinst_SCRIPTS += validation/tests/data/test_data_hostile.sh
