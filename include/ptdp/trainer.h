@@ -8,6 +8,7 @@
 #include "ptdp/batch.h"
 #include "ptdp/ddp.h"
 #include "ptdp/events.h"
+#include "ptdp/flops.h"
 #include "ptdp/gpt.h"
 #include "ptdp/grid.h"
 #include "ptdp/optimizer.h"
@@ -66,8 +67,5 @@ int ptdp_trainer_save(ptdp_trainer *tr);
 /* After an iteration: save at save-interval; *stop = 1 when exit-interval, exit-duration-in-mins
  * (counted from t_start, MPI_Wtime) or the exit signal ends the run (after a save, with save). */
 int ptdp_trainer_after_iteration(ptdp_trainer *tr, double t_start, int *stop);
-/* Model FLOPs per iteration (Narayanan et al. eq. 3 without the recomputation pass):
- * 72 B s l h^2 (1 + s / (6 h) + V / (12 l h)). */
-double ptdp_model_flops(long long B, long long s, long long l, long long h, long long V);
 
 #endif

@@ -5,7 +5,7 @@
 
 #include "ptdp/checked.h"
 #include "ptdp/error.h"
-#include "ptdp/trainer.h"
+#include "ptdp/flops.h"
 #include "sim_internal.h"
 
 #include <limits.h>

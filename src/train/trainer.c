@@ -13,13 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-double ptdp_model_flops(long long B, long long s, long long l, long long h, long long V)
-{
-  double hh = (double)h;
-  return 72.0 * (double)B * (double)s * (double)l * hh * hh *
-         (1.0 + (double)s / (6.0 * hh) + (double)V / (12.0 * (double)l * hh));
-}
-
 /* The vocabulary the run uses: the tokenizer's unless vocab-size is given. */
 static int resolve_vocab(const ptdp_args *a, long long *vocab)
 {
@@ -27,14 +20,16 @@ static int resolve_vocab(const ptdp_args *a, long long *vocab)
     *vocab = a->vocab_size;
     return 0;
   }
-  if (a->tokenizer_type == PTDP_TOKENIZER_BYTE_LEVEL) {
-    *vocab = 257;
+  ptdp_tokenizer *tok = NULL;
+  if (a->tokenizer_type == PTDP_TOKENIZER_BYTE_LEVEL) { /* the tokenizer says its size (256 bytes + EOD) */
+    PTDP_CALL(ptdp_tokenizer_create_bytes(&tok));
+    *vocab = ptdp_tokenizer_vocab_size(tok);
+    ptdp_tokenizer_destroy(&tok);
     return 0;
   }
   PTDP_CHECK(a->vocab_file[0], "the vocabulary is unknown: give vocab-size, or vocab-file (and merge-file) for "
                                "GPT2BPETokenizer, or tokenizer-type = ByteLevel");
   PTDP_CHECK(a->merge_file[0], "vocab-file is given but merge-file is not (GPT2BPETokenizer needs both)");
-  ptdp_tokenizer *tok = NULL;
   PTDP_CALL(ptdp_tokenizer_create_gpt2(&tok, a->vocab_file, a->merge_file));
   *vocab = ptdp_tokenizer_vocab_size(tok);
   ptdp_tokenizer_destroy(&tok);
@@ -131,8 +126,7 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
   PTDP_CALL(resolve_vocab(a, &tr->vocab));
   PTDP_CALL(ptdp_grid_create(MPI_COMM_WORLD, (int)t, (int)p, a->parallel_order, &tr->grid));
   PTDP_CALL(ptdp_batch_open(&tr->data, &tr->args, tr->vocab, MPI_COMM_WORLD));
-  static const char *backend_names[] = {"cpu", "guard", "cuda"}; /* in the order of ptdp_backend_kind */
-  PTDP_CALL(ptdp_backend_create(backend_names[a->backend], bopt, &tr->be));
+  PTDP_CALL(ptdp_backend_create_kind(a->backend, bopt, &tr->be));
   const ptdp_dtype dt = a->bf16 ? PTDP_BF16 : a->fp16 ? PTDP_F16 : PTDP_F32;
   PTDP_CALL(ptdp_backend_mixed_create(tr->be, dt, &tr->be)); /* bf16/fp16 storage; fp32: the backend itself */
   PTDP_CALL(ptdp_grid_attach_backend(&tr->grid, tr->be)); /* float messages are backend memory */
