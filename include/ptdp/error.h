@@ -28,7 +28,8 @@ typedef enum {
   PTDP_ERR_LIB = 2,   /* a library (MPI, HDF5, BLAS, CUDA, ...) reported failure */
   PTDP_ERR_MEM = 3,   /* out of memory */
   PTDP_ERR_IO = 4,    /* the operating system refused a file operation */
-  PTDP_ERR_NUM = 5    /* non-finite numbers where they must not be */
+  PTDP_ERR_NUM = 5,   /* non-finite numbers where they must not be */
+  PTDP_ERR_INTERNAL = 6 /* an invariant of ptdp failed: a bug in ptdp, not the user's input */
 } ptdp_err;
 
 #if defined(__GNUC__)
@@ -77,6 +78,19 @@ _Noreturn void ptdp_error_exit(int code);
       return ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, __VA_ARGS__); \
     }                                                                      \
   } while (0)
+
+/* An invariant of ptdp itself (PETSc's PETSC_ERR_PLIB): reported by the rank that saw it as
+ * "internal error: ..., a bug in ptdp". */
+#define PTDP_CHECK_INTERNAL(cond, ...)                                     \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      ptdp_error_set_collective(0);                                        \
+      return ptdp_error_push(PTDP_ERR_INTERNAL, __FILE__, __LINE__, __func__, __VA_ARGS__); \
+    }                                                                      \
+  } while (0)
+
+/* Push an error of kind code with its place: return PTDP_FAIL(PTDP_ERR_IO, "...", ...). */
+#define PTDP_FAIL(code, ...) ptdp_error_push((code), __FILE__, __LINE__, __func__, __VA_ARGS__)
 
 #define PTDP_CHECK_IO(cond, ...)                                                      \
   do {                                                                                \

@@ -13,7 +13,7 @@
   do {                                                                                     \
     cudaError_t ptdp_c_ = (x);                                                             \
     if (ptdp_c_ != cudaSuccess)                                                            \
-      return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "CUDA error %s: %s (in %s)", \
+      return PTDP_FAIL(PTDP_ERR_LIB, "CUDA error %s: %s (in %s)", \
                              cudaGetErrorName(ptdp_c_), cudaGetErrorString(ptdp_c_), #x); \
   } while (0)
 
@@ -21,7 +21,7 @@
   do {                                                                                    \
     cublasStatus_t ptdp_b_ = (x);                                                         \
     if (ptdp_b_ != CUBLAS_STATUS_SUCCESS)                                                 \
-      return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "cuBLAS error %s: %s (in %s)", \
+      return PTDP_FAIL(PTDP_ERR_LIB, "cuBLAS error %s: %s (in %s)", \
                              cublasGetStatusName(ptdp_b_), cublasGetStatusString(ptdp_b_), #x); \
   } while (0)
 
@@ -30,7 +30,7 @@
   do {                                                                                        \
     ncclResult_t ptdp_n_ = (x);                                                               \
     if (ptdp_n_ != ncclSuccess)                                                               \
-      return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "NCCL error: %s (in %s)", \
+      return PTDP_FAIL(PTDP_ERR_LIB, "NCCL error: %s (in %s)", \
                              ncclGetErrorString(ptdp_n_), #x);                               \
   } while (0)
 #endif /* PTDP_HAVE_NCCL */

@@ -41,7 +41,7 @@ static int cpu_alloc(ptdp_backend *be, void **p, size_t bytes)
   /* 64-byte alignment for vector loads; zeroed so unused tails are defined */
   size_t rounded = (bytes + 63) / 64 * 64;
   void *q = aligned_alloc(64, rounded);
-  if (!q) return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory allocating %zu bytes", bytes);
+  if (!q) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory allocating %zu bytes", bytes);
   memset(q, 0, rounded);
   *p = q;
   return 0;
@@ -92,7 +92,7 @@ static int cpu_gemm(ptdp_backend *be, int ta, int tb, int M, int N, int K, float
   /* CBLAS reports argument errors through xerbla and returns nothing: check them here. */
   if (M < 0 || N < 0 || K < 0 || lda < (ta ? (M > 1 ? M : 1) : (K > 1 ? K : 1)) ||
       ldb < (tb ? (K > 1 ? K : 1) : (N > 1 ? N : 1)) || ldc < (N > 1 ? N : 1))
-    return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
+    return PTDP_FAIL(PTDP_ERR_LIB,
                            "invalid sgemm arguments M=%d N=%d K=%d lda=%d ldb=%d ldc=%d (ta=%d tb=%d)", M, N, K, lda,
                            ldb, ldc, ta, tb);
   if (M == 0 || N == 0) return 0;

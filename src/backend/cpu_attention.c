@@ -101,7 +101,7 @@ int ptdp_cpu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const
   nt = omp_get_max_threads();
 #endif
   float *work = nt > 1 ? ptdp_cpu_scratch(be, (size_t)nt * s * s) : scratch;
-  if (!work) return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory for attention scratch");
+  if (!work) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for attention scratch");
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (int t = 0; t < b * al; t++) {
     const int bi = t / al, hh = t % al;

@@ -63,7 +63,7 @@ double ptdp_cuda_clock(void)
 int ptdp_cuda_wait_check_add(ptdp_cuda_wait_check fn, void *ctx)
 {
   if (nchecks == WAIT_CHECKS)
-    return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
+    return PTDP_FAIL(PTDP_ERR_LIB,
                            "cuda: more than %d wait checkers (internal limit)", WAIT_CHECKS);
   checks[nchecks].fn = fn;
   checks[nchecks].ctx = ctx;
@@ -128,7 +128,7 @@ static int wait_poll(cudaStream_t stream, int idle, const char *what)
   for (;;) {
     cudaError_t e = query_stream(stream);
     if (e != cudaSuccess && e != cudaErrorNotReady)
-      return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "CUDA error %s: %s (waiting for %s)",
+      return PTDP_FAIL(PTDP_ERR_LIB, "CUDA error %s: %s (waiting for %s)",
                              cudaGetErrorName(e), cudaGetErrorString(e), what);
     const double waited = ptdp_cuda_clock() - t0;
     int pending = 0;
@@ -185,9 +185,9 @@ static int cu_alloc(ptdp_backend *be, void **p, size_t bytes)
     size_t free_b = 0, total = 0;
     cudaGetLastError(); /* the allocation's error, reported below */
     if (cudaMemGetInfo(&free_b, &total) != cudaSuccess)
-      return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "GPU %d out of memory allocating %zu bytes",
+      return PTDP_FAIL(PTDP_ERR_MEM, "GPU %d out of memory allocating %zu bytes",
                              c->device, bytes);
-    return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__,
+    return PTDP_FAIL(PTDP_ERR_MEM,
                            "GPU %d out of memory allocating %zu bytes (%zu of %zu bytes free)", c->device, bytes,
                            free_b, total);
   }
@@ -409,7 +409,7 @@ static double cu_sumsq(ptdp_backend *be, const float *x, size_t n)
   if (e == cudaSuccess) e = cudaMemcpyAsync(c->red_host, c->red + PTDP_CUK_RED_BLOCKS, sizeof(double),
                                             cudaMemcpyDeviceToHost, c->stream);
   if (e != cudaSuccess) {
-    ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "CUDA error %s: %s (in sumsq)", cudaGetErrorName(e),
+    PTDP_FAIL(PTDP_ERR_LIB, "CUDA error %s: %s (in sumsq)", cudaGetErrorName(e),
                     cudaGetErrorString(e));
     return NAN;
   }

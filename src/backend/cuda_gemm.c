@@ -92,7 +92,7 @@ static int plan_build(ptdp_cu_ctx *c, ptdp_cu_plan *p, const ptdp_cu_gemm_cm *g)
   int found = 0;
   PTDP_CALL(plan_algo(c, p, &res, &found));
   if (!found)
-    return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
+    return PTDP_FAIL(PTDP_ERR_LIB,
                            "cuBLASLt has no algorithm for C[%d,%d] = op(A) op(B), K %d, ld %d %d %d, align %d",
                            p->M, p->N, p->K, p->lda, p->ldb, p->ldc, p->align);
   p->algo = res.algo;

@@ -253,7 +253,7 @@ int ptdp_backend_guard_create(size_t reserve, ptdp_backend **out)
   ptdp_backend *be;
   PTDP_CALLOC(be, 1, sizeof *be);
   guard_ctx *g = calloc(1, sizeof *g);
-  int err = g ? 0 : ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory for the guard backend");
+  int err = g ? 0 : PTDP_FAIL(PTDP_ERR_MEM, "out of memory for the guard backend");
   if (!err) {
     be->ctx = g;
     guard_fill_table(be);

@@ -29,7 +29,7 @@ int guard_arena_init(guard_arena *a, size_t reserve)
   size_t len = reserve + GUARD_STEP;
   void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
-    return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__,
+    return PTDP_FAIL(PTDP_ERR_MEM,
                            "guard backend: cannot reserve %zu bytes of address space: %s", len, strerror(errno));
   a->map = p;
   a->map_len = len;
@@ -59,7 +59,7 @@ static int reserve_lists(guard_arena *a)
     if (l) a->live = l;
     if (h) a->hole = h;
     if (!l || !h)
-      return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory for guard bookkeeping");
+      return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for guard bookkeeping");
     a->cap_live = cap;
     a->cap_hole = cap + 1;
   }
@@ -106,7 +106,7 @@ static int place(guard_arena *a, size_t len, size_t bytes, size_t *off)
     return 0;
   }
   if (len > a->reserve - a->top)
-    return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__,
+    return PTDP_FAIL(PTDP_ERR_MEM,
                            "guard backend: out of memory allocating %zu bytes: %zu of its %zu reserved bytes are in "
                            "use, %zu free at the top",
                            bytes, a->in_use, a->reserve, a->reserve - a->top);
@@ -165,7 +165,7 @@ int guard_arena_open(guard_arena *a)
   size_t need = round_step(a->top);
   if (need > a->opened) {
     if (mprotect(a->base + a->opened, need - a->opened, PROT_READ | PROT_WRITE))
-      return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "guard backend: mprotect(%zu bytes, RW): %s",
+      return PTDP_FAIL(PTDP_ERR_LIB, "guard backend: mprotect(%zu bytes, RW): %s",
                              need - a->opened, strerror(errno));
     a->opened = need;
   }
@@ -178,7 +178,7 @@ int guard_arena_close(guard_arena *a)
   assert(a->depth > 0);
   if (--a->depth > 0 || !a->opened) return 0;
   if (mprotect(a->base, a->opened, PROT_NONE))
-    return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "guard backend: mprotect(%zu bytes, none): %s",
+    return PTDP_FAIL(PTDP_ERR_LIB, "guard backend: mprotect(%zu bytes, none): %s",
                            a->opened, strerror(errno));
   a->opened = 0;
   return 0;

@@ -474,7 +474,7 @@ static int wrap(ptdp_backend *inner, ptdp_dtype t, ptdp_backend **out)
   c = calloc(1, sizeof *c);
   if (!c) {
     free(be);
-    return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory for the mixed-precision table");
+    return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for the mixed-precision table");
   }
   *c = (mixed_ctx){.inner = inner, .t = t};
   *be = (ptdp_backend){.name = inner->name, .ctx = c, .dtype = t, .host_accessible = inner->host_accessible,

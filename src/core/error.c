@@ -55,7 +55,10 @@ int ptdp_error_push(int code, const char *file, int line, const char *func, cons
   if (err_state.have_error) return ptdp_error_trace(code, file, line, func);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err_state.message, sizeof err_state.message, fmt, ap);
+  size_t at = 0;
+  if (code == PTDP_ERR_INTERNAL) /* the kind says whose it is to fix */
+    at = (size_t)snprintf(err_state.message, sizeof err_state.message, "internal error (a bug in ptdp): ");
+  vsnprintf(err_state.message + at, sizeof err_state.message - at, fmt, ap);
   va_end(ap);
   err_state.have_error = 1;
   if (should_print()) {

@@ -42,7 +42,7 @@ struct ptdp_events {
 /* Out of memory for something grown with realloc (PTDP_ALLOC covers fresh allocations). */
 #define CHECK_MEM(p, ...) \
   do { \
-    if (!(p)) return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, __VA_ARGS__); \
+    if (!(p)) return PTDP_FAIL(PTDP_ERR_MEM, __VA_ARGS__); \
   } while (0)
 
 /* The array p of *cap elements of size elem, grown (doubling, first allocation `first`) to hold
@@ -88,7 +88,7 @@ void ptdp_events_destroy(ptdp_events **log)
 
 int ptdp_events_register(ptdp_events *log, const char *name, int *id)
 {
-  PTDP_CHECK_LOCAL(name && name[0], "internal: event registered without a name");
+  PTDP_CHECK_INTERNAL(name && name[0], "event registered without a name");
   for (int i = 0; i < log->nev; i++)
     if (strcmp(log->ev[i].name, name) == 0) {
       *id = i;
@@ -114,13 +114,13 @@ const char *ptdp_events_name(const ptdp_events *log, int id)
 }
 
 #define CHECK_ID(log, id) \
-  PTDP_CHECK_LOCAL((id) >= 0 && (id) < (log)->nev, "internal: unknown event id %d (%d registered)", (id), (log)->nev)
+  PTDP_CHECK_INTERNAL((id) >= 0 && (id) < (log)->nev, "unknown event id %d (%d registered)", (id), (log)->nev)
 
 int ptdp_events_begin(ptdp_events *log, int id)
 {
   CHECK_ID(log, id);
   event *e = &log->ev[id];
-  PTDP_CHECK_LOCAL(!e->open, "internal: event '%s' begun twice without an end", e->name);
+  PTDP_CHECK_INTERNAL(!e->open, "event '%s' begun twice without an end", e->name);
   e->open = 1;
   e->t_begin = MPI_Wtime();
   return 0;
@@ -131,7 +131,7 @@ int ptdp_events_end(ptdp_events *log, int id)
   double t = MPI_Wtime();
   CHECK_ID(log, id);
   event *e = &log->ev[id];
-  PTDP_CHECK_LOCAL(e->open, "internal: event '%s' ended without a begin", e->name);
+  PTDP_CHECK_INTERNAL(e->open, "event '%s' ended without a begin", e->name);
   e->open = 0;
   /* the same t1 - t0 the trainer added to its timers, added to both sums */
   double dt = t - e->t_begin;
@@ -146,7 +146,7 @@ int ptdp_events_add(ptdp_events *log, int id, double seconds)
 {
   CHECK_ID(log, id);
   event *e = &log->ev[id];
-  PTDP_CHECK_LOCAL(isfinite(seconds), "internal: %g seconds added to event '%s'", seconds, e->name);
+  PTDP_CHECK_INTERNAL(isfinite(seconds), "%g seconds added to event '%s'", seconds, e->name);
   e->seconds += seconds;
   e->total_seconds += seconds;
   e->count++;
@@ -194,8 +194,8 @@ static int reserve_summary(ptdp_events *log, int n, int g)
 
 int ptdp_events_reduce(ptdp_events *log, ptdp_comm *world, int iters, ptdp_events_summary *summary)
 {
-  PTDP_CHECK_LOCAL(iters > 0, "internal: events reduced over %d iterations", iters);
-  PTDP_CHECK_LOCAL(world->size > 0, "internal: events reduced over a group this rank is not in");
+  PTDP_CHECK_INTERNAL(iters > 0, "events reduced over %d iterations", iters);
+  PTDP_CHECK_INTERNAL(world->size > 0, "events reduced over a group this rank is not in");
   const int n = log->nev, g = world->size, r = world->rank, row = n + 1;
   PTDP_CALL(reserve_summary(log, n, g));
   /* buf [g][n + 1]: this rank's ms and signature in row r, -inf elsewhere; max over ranks of
@@ -222,7 +222,7 @@ int ptdp_events_reduce(ptdp_events *log, ptdp_comm *world, int iters, ptdp_event
   free(buf);
   PTDP_CALL(err);
   /* every rank sees the same gathered signatures, so all agree on this check */
-  PTDP_CHECK(same, "internal: ranks registered different events (check the order of ptdp_events_register)");
+  PTDP_CHECK_INTERNAL(same, "ranks registered different events (check the order of ptdp_events_register)");
   log->last = (ptdp_events_summary){n, g, iters, ms, mx, mn, all};
   for (int e = 0; e < n; e++) {
     log->ev[e].seconds = 0;
@@ -237,14 +237,14 @@ void ptdp_events_last(const ptdp_events *log, ptdp_events_summary *summary) { *s
 int ptdp_events_format(const ptdp_events *log, char *buf, size_t n)
 {
   const ptdp_events_summary *s = &log->last;
-  PTDP_CHECK_LOCAL(s->iters > 0, "internal: timer line asked for before any reduction");
-  PTDP_CHECK_LOCAL(n > 0, "internal: no room for the timer line");
+  PTDP_CHECK_INTERNAL(s->iters > 0, "timer line asked for before any reduction");
+  PTDP_CHECK_INTERNAL(n > 0, "no room for the timer line");
   /* the trainer's print_timers, field for field */
   size_t used = (size_t)snprintf(buf, n, "[timers] ms per iteration (max, min over ranks):");
   for (int e = 0; e < s->nevents && used < n; e++)
     used += (size_t)snprintf(buf + used, n - used, " %s %.1f, %.1f |", log->ev[e].name, s->max[e], s->min[e]);
   if (used < n) used += (size_t)snprintf(buf + used, n - used, "\n");
-  PTDP_CHECK_LOCAL(used < n, "internal: the timer line needs more than the %zu chars given", n);
+  PTDP_CHECK_INTERNAL(used < n, "the timer line needs more than the %zu chars given", n);
   return 0;
 }
 
@@ -279,8 +279,8 @@ int ptdp_events_record(ptdp_events *log, const ptdp_event_record *rec)
   if (rec->kind == PTDP_RECORD_EVENT)
     CHECK_ID(log, rec->event);
   else
-    PTDP_CHECK_LOCAL(rec->kind == PTDP_RECORD_FORWARD || rec->kind == PTDP_RECORD_BACKWARD,
-                     "internal: record of unknown kind %d", rec->kind);
+    PTDP_CHECK_INTERNAL(rec->kind == PTDP_RECORD_FORWARD || rec->kind == PTDP_RECORD_BACKWARD,
+                     "record of unknown kind %d", rec->kind);
   ptdp_event_record *recs = grow(tl->recs, &tl->cap, tl->n, sizeof *recs, 64);
   CHECK_MEM(recs, "out of memory for %d records of iteration %lld", tl->n + 1, tl->iteration);
   tl->recs = recs;
@@ -293,7 +293,7 @@ int ptdp_events_timelines(const ptdp_events *log) { return log->nkept; }
 int ptdp_events_timeline(const ptdp_events *log, int k, long long *iteration, const ptdp_event_record **recs,
                          int *nrecs)
 {
-  PTDP_CHECK_LOCAL(k >= 0 && k < log->nkept, "internal: timeline %d asked for, %d kept", k, log->nkept);
+  PTDP_CHECK_INTERNAL(k >= 0 && k < log->nkept, "timeline %d asked for, %d kept", k, log->nkept);
   const timeline *tl = &log->ring[(log->head + k) % log->n_sampled];
   if (iteration) *iteration = tl->iteration;
   *recs = tl->recs;

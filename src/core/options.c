@@ -327,7 +327,7 @@ static int read_lines(ptdp_cmdline *c, FILE *f, const char *path, int *seen_line
     if (hash) *hash = '\0';
     PTDP_CALL(deck_line(c, line, lineno, where, seen_line));
   }
-  if (ferror(f)) return ptdp_error_push(PTDP_ERR_IO, __FILE__, __LINE__, __func__, "error reading deck '%s'", path);
+  if (ferror(f)) return PTDP_FAIL(PTDP_ERR_IO, "error reading deck '%s'", path);
   return 0;
 }
 
@@ -341,7 +341,7 @@ int ptdp_cmdline_read_deck(ptdp_cmdline *c, const char *path)
   for (int g = 0; g < c->ngroups; g++) snprintf(c->group[g]->deck, sizeof c->group[g]->deck, "%s", path);
   int *seen_line = calloc((size_t)flat_count(c) + 1, sizeof(int));
   int err = seen_line ? read_lines(c, f, path, seen_line)
-                      : ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory reading deck '%s'",
+                      : PTDP_FAIL(PTDP_ERR_MEM, "out of memory reading deck '%s'",
                                         path);
   free(seen_line);
   fclose(f);

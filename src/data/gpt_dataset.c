@@ -333,7 +333,7 @@ int ptdp_data_open(ptdp_data **dp, const ptdp_data_args *a, MPI_Comm comm)
   if (!rc && rank == 0) status = open_local(d, a, prefixes, 1);
   if (!rc) PTDP_CALL(bcast_status(&status, rank, comm));
   if (!rc && status && rank != 0)
-    status = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "opening the data failed on rank 0");
+    status = PTDP_FAIL(PTDP_ERR_INPUT, "opening the data failed on rank 0");
   if (!rc && !status && rank != 0) {
     int coll = ptdp_error_collective();
     ptdp_error_set_collective(0); /* a failure here is this rank's alone: print it */

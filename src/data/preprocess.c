@@ -326,7 +326,7 @@ int pp_write_round(pp_state *st, int nslices)
     for (size_t d = s->d0; d < s->d1 && !rc; d++) {
       if (st->bad[d]) {
         if (!a->skip_bad_lines) {
-          rc = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "input '%s' %s (use --skip-bad-lines to skip such lines)",
+          rc = PTDP_FAIL(PTDP_ERR_INPUT, "input '%s' %s (use --skip-bad-lines to skip such lines)",
                                a->input, st->bad[d]);
           break;
         }

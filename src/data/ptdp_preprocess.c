@@ -213,7 +213,7 @@ static int encode_round(pp_state *st, int workers, size_t ndocs)
   for (int t = 1; t < nth; t++)
     if (pthread_create(&th[t], NULL, worker_main, &st->slices[t]) != 0) {
       for (int u = 1; u < t; u++) pthread_join(th[u], NULL);
-      return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "cannot start worker thread %d", t);
+      return PTDP_FAIL(PTDP_ERR_LIB, "cannot start worker thread %d", t);
     }
   worker_main(&st->slices[0]);
   for (int t = 1; t < nth; t++) pthread_join(th[t], NULL);

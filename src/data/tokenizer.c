@@ -64,7 +64,7 @@ static int read_file(const char *path, const char *what, char **data, size_t *le
       if (!nd) {
         free(d);
         fclose(f);
-        return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory reading '%s'", path);
+        return PTDP_FAIL(PTDP_ERR_MEM, "out of memory reading '%s'", path);
       }
       d = nd;
     }
@@ -167,7 +167,7 @@ static int load_merges(bpe_tables *t, const char *path, const int cp_to_byte[512
       if (na > 0) nb = unalphabet(cp_to_byte, sp + 1, ll - (size_t)(sp - line) - 1, raw + na);
     }
     if (na <= 0 || nb <= 0) {
-      rc = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
+      rc = PTDP_FAIL(PTDP_ERR_INPUT,
                            "merge file '%s' line %zu: expected two tokens 'a b' in GPT-2's byte alphabet", path, lineno);
       break;
     }
@@ -179,11 +179,11 @@ static int load_merges(bpe_tables *t, const char *path, const int cp_to_byte[512
     if (part) {
       int la = (int)(sp - line), lb = (int)ll - la - 1, show = ll > 80 ? 80 : (int)ll;
       if (part < 3)
-        rc = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
+        rc = PTDP_FAIL(PTDP_ERR_INPUT,
                              "merge file '%s' line %zu: merge '%.*s': '%.*s' is not a token of the vocabulary file",
                              path, lineno, show, line, part == 1 ? la : lb, part == 1 ? line : sp + 1);
       else
-        rc = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
+        rc = PTDP_FAIL(PTDP_ERR_INPUT,
                              "merge file '%s' line %zu: merge '%.*s': its result '%.*s%.*s' is not a token of the "
                              "vocabulary file", path, lineno, show, line, la, line, lb, sp + 1);
       break;

@@ -65,7 +65,7 @@ int ptdp_ddp_create(ptdp_ddp *o, ptdp_gpt *model, int distributed_optimizer)
   PTDP_CALLOC(o->req, nb, sizeof *o->req);
   if (o->distributed) {
     o->grad_shard = ptdp_memory_find(&model->mem, PTDP_BUF_GRAD_SHARD, PTDP_PLAN_NONE, PTDP_PLAN_NONE, PTDP_PLAN_NONE, 0);
-    PTDP_CHECK_LOCAL(o->grad_shard, "internal: the memory plan has no gradient shard buffer");
+    PTDP_CHECK_INTERNAL(o->grad_shard, "the memory plan has no gradient shard buffer");
   }
   model->grads_ready = on_grads_ready;
   model->grads_ready_ctx = o;

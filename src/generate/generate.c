@@ -37,9 +37,9 @@ int ptdp_generator_create(ptdp_generator *g, ptdp_gpt *m, int capacity)
 {
   memset(g, 0, sizeof *g);
   g->m = m;
-  PTDP_CHECK_LOCAL(m->p == 1 && m->nchunks == 1 && m->chunks[0].has_embedding && m->chunks[0].has_head,
-                   "internal: generation needs the whole model on one pipeline stage (p = 1, one chunk)");
-  PTDP_CHECK_LOCAL(!m->cfg.sequence_parallel, "internal: generation runs without sequence parallelism");
+  PTDP_CHECK_INTERNAL(m->p == 1 && m->nchunks == 1 && m->chunks[0].has_embedding && m->chunks[0].has_head,
+                   "generation needs the whole model on one pipeline stage (p = 1, one chunk)");
+  PTDP_CHECK_INTERNAL(!m->cfg.sequence_parallel, "generation runs without sequence parallelism");
   PTDP_CHECK(capacity > 0 && capacity <= m->cfg.max_pos,
              "%d positions do not fit the position table of max-position-embeddings %d", capacity, m->cfg.max_pos);
   g->cap = capacity;
@@ -117,7 +117,7 @@ int ptdp_generate(ptdp_generator *g, const ptdp_sampling *s, const int32_t *prom
   logits = malloc(sizeof(float) * (size_t)vocab);
   if (!logits) {
     free(seq);
-    return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory for %lld logits", vocab);
+    return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for %lld logits", vocab);
   }
   memcpy(seq, prompt, sizeof(int32_t) * (size_t)np);
   ptdp_generator_reset(g);

@@ -159,7 +159,7 @@ static int head(ptdp_generator *g, int r0, int rows, float *out)
 
 int ptdp_generator_forward(ptdp_generator *g, const int32_t *tokens, int n, int all_rows, float *logits)
 {
-  PTDP_CHECK_LOCAL(n > 0 && g->len + n <= g->cap, "internal: %d tokens at position %d overflow the cache of %d", n,
+  PTDP_CHECK_INTERNAL(n > 0 && g->len + n <= g->cap, "%d tokens at position %d overflow the cache of %d", n,
                    g->len, g->cap);
   if (g->len > 0 && n > 1) { /* a filled cache takes one token at a time */
     for (int i = 0; i < n; i++) {

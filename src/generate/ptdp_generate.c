@@ -198,11 +198,11 @@ static int read_file(const char *path, char **text, size_t *n)
   PTDP_CHECK(f, "cannot open prompt-file '%s'", path);
   size_t cap = 4096, len = 0;
   char *buf = malloc(cap + 1);
-  int err = buf ? 0 : ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory reading '%s'", path);
+  int err = buf ? 0 : PTDP_FAIL(PTDP_ERR_MEM, "out of memory reading '%s'", path);
   while (!err) {
     if (len == cap) {
       char *b = realloc(buf, 2 * cap + 1);
-      if (!b) err = ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory reading '%s'", path);
+      if (!b) err = PTDP_FAIL(PTDP_ERR_MEM, "out of memory reading '%s'", path);
       else buf = b, cap *= 2;
       if (err) break;
     }
@@ -210,7 +210,7 @@ static int read_file(const char *path, char **text, size_t *n)
     len += r;
     if (r == 0) break;
   }
-  if (!err && ferror(f)) err = ptdp_error_push(PTDP_ERR_IO, __FILE__, __LINE__, __func__, "error reading '%s'", path);
+  if (!err && ferror(f)) err = PTDP_FAIL(PTDP_ERR_IO, "error reading '%s'", path);
   fclose(f);
   if (err) {
     free(buf);
@@ -364,7 +364,7 @@ static int generate(const gen_args *g, const ptdp_args *a, const ptdp_checkpoint
   int err = prompt_tokens(g, a, rank, &s.tok, &s.prompt, &h);
   const long long maxpos = a->max_position_embeddings ? a->max_position_embeddings : a->seq_length;
   if (!err && h.n + g->tokens > maxpos)
-    err = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
+    err = PTDP_FAIL(PTDP_ERR_INPUT,
                           "the prompt (%d tokens) and num-tokens-to-generate %lld make %lld positions, more than the "
                           "model's max-position-embeddings %lld", h.n, g->tokens, h.n + g->tokens, maxpos);
   if (!err) err = build(&s, g, a, ref, rank, world, (int)(h.n + g->tokens));
@@ -373,7 +373,7 @@ static int generate(const gen_args *g, const ptdp_args *a, const ptdp_checkpoint
     const ptdp_sampling sp = {g->temperature, g->top_k, g->top_p, (uint64_t)g->seed};
     ptdp_generate_stats st;
     s.out = malloc(sizeof(int32_t) * (size_t)g->tokens);
-    err = s.out ? 0 : ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory for the tokens");
+    err = s.out ? 0 : PTDP_FAIL(PTDP_ERR_MEM, "out of memory for the tokens");
     if (!err) err = ptdp_generate(&s.gen, &sp, s.prompt, h.n, (int)g->tokens, h.eod, g->kv_cache, s.out, &st);
     if (!err && rank == 0) err = print_result(&s, g, &h, &st, world);
   }

@@ -94,7 +94,7 @@ static double draw(uint64_t seed, long long step)
 
 int ptdp_sample(const ptdp_sampling *s, long long step, const float *logits, int vocab, int32_t *token)
 {
-  PTDP_CHECK_LOCAL(vocab > 0, "internal: sampling from an empty vocabulary");
+  PTDP_CHECK_INTERNAL(vocab > 0, "sampling from an empty vocabulary");
   for (int i = 0; i < vocab; i++)
     PTDP_CHECK_LOCAL(isfinite(logits[i]), "the logits of generation step %lld are not finite (token %d: %g)", step, i,
                      (double)logits[i]);
@@ -110,7 +110,7 @@ int ptdp_sample(const ptdp_sampling *s, long long step, const float *logits, int
   keep = malloc((size_t)vocab);
   if (!sorted || !keep) {
     free(z), free(sorted), free(keep);
-    return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory sampling %d logits", vocab);
+    return PTDP_FAIL(PTDP_ERR_MEM, "out of memory sampling %d logits", vocab);
   }
   double zmax = -INFINITY;
   for (int i = 0; i < vocab; i++) {

@@ -71,7 +71,7 @@ static int shard_parts(ckpt_io *io, int distributed, ckpt_part *out)
     ptdp_shard_of(&m->layout, b, distributed, g->dp.size, g->dp.rank, &s);
     int n = ptdp_shard_pieces(&m->layout, m->params, &s, pc, m->nparams);
     if (n < 0) free(pc);
-    PTDP_CHECK_LOCAL(n >= 0, "internal: more shard pieces than parameters");
+    PTDP_CHECK_INTERNAL(n >= 0, "more shard pieces than parameters");
     for (int k = 0; k < n; k++) {
       ckpt_part *o = &out[pc[k].param];
       o->lo = pc[k].local_lo;
@@ -97,7 +97,7 @@ int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st
   ptdp_param_position one = {.t = 1, .tp_rank = 0, .p = 1, .stage = 0, .v = 1};
   io->nglobal = ptdp_params_count(&sh, &one);
   PTDP_CALLOC(io->global, (size_t)io->nglobal, sizeof *io->global);
-  PTDP_CHECK_LOCAL(ptdp_params_list(&sh, &one, io->global, io->nglobal) == io->nglobal, "internal: parameter table");
+  PTDP_CHECK_INTERNAL(ptdp_params_list(&sh, &one, io->global, io->nglobal) == io->nglobal, "parameter table");
   PTDP_CALLOC(io->gidx, (size_t)m->nparams, sizeof *io->gidx);
   for (int i = 0; i < m->nparams; i++) {
     const ptdp_param_info *p = &m->params[i];
@@ -105,7 +105,7 @@ int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st
     for (int g = 0; g < io->nglobal && io->gidx[i] < 0; g++)
       if (p->tied_copy ? io->global[g].role == PTDP_PARAM_WORD_EMBEDDING : !strcmp(p->name, io->global[g].name))
         io->gidx[i] = g;
-    PTDP_CHECK_LOCAL(io->gidx[i] >= 0, "internal: parameter %s has no global tensor", p->name);
+    PTDP_CHECK_INTERNAL(io->gidx[i] >= 0, "parameter %s has no global tensor", p->name);
   }
   PTDP_CALLOC(io->wpart, (size_t)m->nparams, sizeof *io->wpart);
   PTDP_CALLOC(io->spart, (size_t)m->nparams, sizeof *io->spart);
@@ -420,7 +420,7 @@ static int save_all(ckpt_io *io, const ptdp_checkpoint_info *info, const char *p
     for (int g = 0; g < io->nglobal && !rc; g++) {
       if (k == 0 && g == io->nglobal / 2) ckpt_fault("datasets", rank);
       if (k == 0 && g == io->nglobal / 2 && ckpt_fault_here("write-error", rank))
-        rc = ptdp_error_push(PTDP_ERR_IO, __FILE__, __LINE__, __func__,
+        rc = PTDP_FAIL(PTDP_ERR_IO,
                              "injected write error (PTDP_CHECKPOINT_FAULT=write-error) in dataset %d of %d", g, nds);
       else rc = save_dataset(io, k, g, ds[k * io->nglobal + g]);
     }

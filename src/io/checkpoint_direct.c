@@ -89,7 +89,7 @@ int ckpt_reader_open(ckpt_reader **out, const char *path)
 
 int ckpt_reader_plan(ckpt_reader *r, long long off, long long len)
 {
-  PTDP_CHECK_LOCAL(!r->started, "internal: checkpoint reader planned after its start");
+  PTDP_CHECK_INTERNAL(!r->started, "checkpoint reader planned after its start");
   const long long span = align_up(off + len) - align_down(off);
   if (span > r->slot_bytes) r->slot_bytes = span;
   return ckpt_ranges_push(&r->plan, &r->nplan, &r->cap, off, len);
@@ -138,7 +138,7 @@ int ckpt_reader_start(ckpt_reader *r)
   for (int s = 0; s < NSLOTS; s++) {
     void *p = NULL;
     if (posix_memalign(&p, ALIGN, (size_t)r->slot_bytes))
-      return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__,
+      return PTDP_FAIL(PTDP_ERR_MEM,
                              "out of memory allocating %lld bytes for the checkpoint reader", r->slot_bytes);
     memset(p, 0, (size_t)r->slot_bytes); /* touched once here, not page by page under the device's reads */
     r->slot[s] = p;
@@ -153,8 +153,8 @@ int ckpt_reader_start(ckpt_reader *r)
 int ckpt_reader_next(ckpt_reader *r, long long off, long long len, const float **data)
 {
   const int k = r->taken; /* only this thread moves taken */
-  PTDP_CHECK_LOCAL(k < r->nplan && r->plan[k].off == off && r->plan[k].len == len,
-                   "internal: checkpoint run %d taken out of the planned order", k);
+  PTDP_CHECK_INTERNAL(k < r->nplan && r->plan[k].off == off && r->plan[k].len == len,
+                   "checkpoint run %d taken out of the planned order", k);
   pthread_mutex_lock(&r->mu);
   r->taken = k + 1; /* run k - 1's slot is free from now on */
   pthread_cond_broadcast(&r->cv);

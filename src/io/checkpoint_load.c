@@ -70,7 +70,7 @@ static int open_dataset(ckpt_io *io, int kind, int g, const char *file, hid_t *o
              gp->ndim == 2 ? ", " : "", gp->ndim == 2 ? gp->gcols : 0ll);
   int n = 0;
   for (int j = 0; j < io->m->nparams; j++) n += io->gidx[j] == g;
-  PTDP_CHECK_LOCAL(n <= 1, "internal: two local parameters hold %s", path);
+  PTDP_CHECK_INTERNAL(n <= 1, "two local parameters hold %s", path);
   return 0;
 }
 
@@ -222,7 +222,7 @@ static int check_shape(const ckpt_io *io, const char *file)
     int has = 0;
     rc = ckpt_attr_get_i64(mg, k[i].attr, &there, &has);
     if (!rc && has && there != k[i].here)
-      rc = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
+      rc = PTDP_FAIL(PTDP_ERR_INPUT,
                            "checkpoint '%s' has %s = %lld, the model here %lld (use-checkpoint-args takes the model's "
                            "shape from the checkpoint)", file, k[i].key, there, k[i].here);
   }
@@ -328,7 +328,7 @@ static int load_all(ckpt_io *io, const ptdp_checkpoint_ref *ref, ptdp_optimizer 
     rc = plan_reads(io, nk, ds);
     const int fail_at = ckpt_fault_here("read-error", io->m->grid->world_rank) ? nds / 2 : -1;
     for (int d = 0; d < nds && !rc; d++)
-      rc = d == fail_at ? ptdp_error_push(PTDP_ERR_IO, __FILE__, __LINE__, __func__,
+      rc = d == fail_at ? PTDP_FAIL(PTDP_ERR_IO,
                                           "injected read error (PTDP_CHECKPOINT_FAULT=read-error) in dataset %d of %d", d, nds)
                         : load_dataset(io, d / io->nglobal, d % io->nglobal, ds[d]);
     if (!rc) ptdp_error_set_collective(coll);
@@ -426,7 +426,7 @@ int ptdp_checkpoint_read_keys(const ptdp_checkpoint_ref *ref, ptdp_options *o, c
   PTDP_CALL_HDF5(H5Pclose(fapl));
   PTDP_CHECK(f >= 0, "cannot open checkpoint '%s': the file is truncated or is not an HDF5 file", ref->file);
   hid_t g = H5Gopen2(f, "/args", H5P_DEFAULT);
-  int rc = g < 0 ? ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__,
+  int rc = g < 0 ? PTDP_FAIL(PTDP_ERR_INPUT,
                                    "checkpoint '%s' has no /args group: it is not a ptdp checkpoint", ref->file)
                  : 0;
   char where[PTDP_OPT_STRLEN + 16], v[PTDP_OPT_STRLEN];

@@ -83,7 +83,7 @@ int ckpt_exchange_slices(const ckpt_io *io, const ptdp_param_info *p, long long 
   int *cnt = malloc(sizeof *cnt * 4 * t);
   MPI_Datatype *type = malloc(sizeof *type * 2 * t), slice = MPI_DATATYPE_NULL;
   int rc = cnt && type ? alltoall(io, p, c0, c1, src, dst, to_rows, cnt, type, &slice)
-                       : ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory for %zu TP ranks", t);
+                       : PTDP_FAIL(PTDP_ERR_MEM, "out of memory for %zu TP ranks", t);
   if (slice != MPI_DATATYPE_NULL) MPI_Type_free(&slice);
   free(cnt);
   free(type);

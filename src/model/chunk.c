@@ -51,7 +51,7 @@ int ptdp_gpt_forward(ptdp_gpt *m, int c, int slot, const int32_t *tokens, const 
 {
   ptdp_chunk *ch = &m->chunks[c];
   ptdp_chunk_slot *sl = &ch->slots[slot];
-  PTDP_CHECK_LOCAL(!sl->busy, "internal: activation slot %d of chunk %d is already in use", slot, c);
+  PTDP_CHECK_INTERNAL(!sl->busy, "activation slot %d of chunk %d is already in use", slot, c);
   sl->busy = 1;
   sl->sample0 = sample0;
   ptdp_memory_slot_busy(&m->mem, c, slot, 1);
@@ -94,7 +94,7 @@ static int gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float l
   ptdp_chunk *ch = &m->chunks[c];
   ptdp_chunk_slot *sl = &ch->slots[slot];
   ptdp_backend *be = m->be;
-  PTDP_CHECK_LOCAL(sl->busy, "internal: backward of chunk %d slot %d before its forward", c, slot);
+  PTDP_CHECK_INTERNAL(sl->busy, "backward of chunk %d slot %d before its forward", c, slot);
   float *dcur = m->work.grad_a, *dnext = m->work.grad_b;
   const size_t nlh = (size_t)m->Nl * m->cfg.hidden;
   if (ch->has_head) {

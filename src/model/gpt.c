@@ -39,7 +39,7 @@ void *ptdp_gpt_weight_data(const ptdp_gpt *m, int i) { return (char *)m->wt + (s
 
 int ptdp_gpt_sync_weights(ptdp_gpt *m, long long lo, long long hi)
 {
-  PTDP_CHECK_LOCAL(!m->master_sharded, "internal: ptdp_gpt_sync_weights on sharded master weights");
+  PTDP_CHECK_INTERNAL(!m->master_sharded, "ptdp_gpt_sync_weights on sharded master weights");
   if (m->wt == (void *)m->param || hi <= lo) return 0;
   return m->be->convert(m->be, (char *)m->wt + (size_t)lo * m->es, m->cfg.dtype, m->param + lo, PTDP_F32,
                         (size_t)(hi - lo));
@@ -204,9 +204,9 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
   m->tp_rank = grid->me.tp;
   m->p = grid->layout.p;
   m->stage = grid->me.pp;
-  PTDP_CHECK(be->dtype == cfg->dtype, "internal: the model stores %s on a backend storing %s",
+  PTDP_CHECK_INTERNAL(be->dtype == cfg->dtype, "the model stores %s on a backend storing %s",
              ptdp_dtype_name(cfg->dtype), ptdp_dtype_name(be->dtype));
-  PTDP_CHECK(cfg->dtype == PTDP_F32 || !cfg->inference, "internal: inference runs in fp32");
+  PTDP_CHECK_INTERNAL(cfg->dtype == PTDP_F32 || !cfg->inference, "inference runs in fp32");
   m->es = ptdp_dtype_size(cfg->dtype);
   m->master_sharded = cfg->dtype != PTDP_F32 && !cfg->inference && cfg->distributed_optimizer && cfg->dp_size > 1;
   PTDP_CHECK(cfg->heads % m->t == 0 && cfg->hidden % cfg->heads == 0 && cfg->ffn % m->t == 0 &&

@@ -162,7 +162,7 @@ int ptdp_gpt_bind(ptdp_gpt *m)
   m->work.nrecomp = nrec;
   if (nrec > 0) PTDP_CALLOC(m->work.recomp, nrec, sizeof *m->work.recomp);
   for (int i = 0; i < m->mem.n; i++)
-    PTDP_CHECK_LOCAL(bind_record(m, &m->mem.rec[i]), "internal: planned buffer %s has no place in the model",
+    PTDP_CHECK_INTERNAL(bind_record(m, &m->mem.rec[i]), "planned buffer %s has no place in the model",
                      ptdp_buffer_kind_name(m->mem.rec[i].buf.kind));
   /* without attention dropout the dropout output is the softmax output itself */
   for (int c = 0; c < m->nchunks; c++)
@@ -175,7 +175,7 @@ int ptdp_gpt_bind(ptdp_gpt *m)
     if (m->work.recomp[j].probs && !m->work.recomp[j].probs_drop) m->work.recomp[j].probs_drop = m->work.recomp[j].probs;
   if (m->cfg.dtype == PTDP_F32) m->param = m->wt; /* fp32: the weights are their own master */
   else if (!m->master_sharded) m->param = m->master; /* whole; sharded: no rank holds it whole */
-  PTDP_CHECK_LOCAL((m->param || m->master) && (m->grad || m->cfg.inference), "internal: the plan has no parameter or gradient buffer");
+  PTDP_CHECK_INTERNAL((m->param || m->master) && (m->grad || m->cfg.inference), "the plan has no parameter or gradient buffer");
   bind_params(m);
   return set_positions(m);
 }

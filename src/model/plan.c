@@ -39,7 +39,7 @@ static int add(ptdp_plan *pl, ptdp_buffer_kind kind, int chunk, int slot, int la
   if (pl->n == pl->cap) {
     int cap = pl->cap ? 2 * pl->cap : 256;
     ptdp_buffer *b = realloc(pl->buf, (size_t)cap * sizeof *b);
-    if (!b) return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory (memory plan)");
+    if (!b) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory (memory plan)");
     pl->buf = b;
     pl->cap = cap;
   }

@@ -15,7 +15,7 @@ int ptdp_optimizer_create(ptdp_optimizer *o, const ptdp_optim_config *cfg, ptdp_
   const int none = PTDP_PLAN_NONE;
   o->m = ptdp_memory_find(&model->mem, PTDP_BUF_ADAM_M, none, none, none, 0);
   o->v = ptdp_memory_find(&model->mem, PTDP_BUF_ADAM_V, none, none, none, 0);
-  PTDP_CHECK_LOCAL(o->m && o->v, "internal: the memory plan has no optimizer state");
+  PTDP_CHECK_INTERNAL(o->m && o->v, "the memory plan has no optimizer state");
   o->state_bytes = 2 * (size_t)ptdp_shard_state_elems(&model->layout, ddp->distributed, model->grid->dp.size) *
                    sizeof(float);
   if (model->cfg.dtype != PTDP_F32) /* the master weights: sharded like the moments, or whole */

@@ -110,8 +110,8 @@ static int mpi_op(mpi_ctx *x, ptdp_tr_op op, ptdp_tr_data d, MPI_Op *out)
   const int half = d == PTDP_TR_DEV_BF16 || d == PTDP_TR_DEV_F16;
   if (half && op != PTDP_TR_SUM) {
     ptdp_error_set_collective(0);
-    return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
-                           "internal error: the MPI transport reduces %s by sum only", ptdp_tr_data_name(d));
+    return PTDP_FAIL(PTDP_ERR_INTERNAL,
+                           "the MPI transport reduces %s by sum only", ptdp_tr_data_name(d));
   }
   if (d == PTDP_TR_DEV_BF16) {
     PTDP_CALL(sum16_op(&x->sum_bf16, sum_bf16));

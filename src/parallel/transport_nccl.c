@@ -100,7 +100,7 @@ static int async_check(nccl_ctx *x)
   if (ae == ncclSuccess || ae == ncclInProgress) return PTDP_OK;
   abort_comm(x);
   ptdp_error_set_collective(0); /* this rank's own failure: it prints, the others are aborted */
-  return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
+  return PTDP_FAIL(PTDP_ERR_LIB,
                          "NCCL reported an error on %s during %s: %s; the group's NCCL communicator is aborted",
                          x->group, x->last, ncclGetErrorString(ae));
 }
@@ -110,7 +110,7 @@ static int timed_out(nccl_ctx *x, double waited)
   abort_comm(x);
   ptdp_error_set_collective(0); /* this rank's own failure: it prints, the others are aborted */
   const double t = ptdp_cuda_wait_timeout();
-  return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
+  return PTDP_FAIL(PTDP_ERR_LIB,
                          "NCCL: the %s on %s has not completed after %.3g s (distributed-timeout-minutes %.3g): a "
                          "rank of the group never joined it or failed; the group's NCCL communicator is aborted",
                          x->last, x->group, waited, t / 60);
@@ -175,7 +175,7 @@ static int finish(ptdp_transport *tr, ptdp_comm_req *req)
 static int mpi_timed_out(nccl_ctx *x, const char *what, double waited)
 {
   ptdp_error_set_collective(0); /* this rank's own failure: it prints, the others are aborted */
-  return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
+  return PTDP_FAIL(PTDP_ERR_LIB,
                          "the %s on %s has not completed after %.3g s (distributed-timeout-minutes %.3g): a rank "
                          "of the group never joined it or failed",
                          what, x->group, waited, ptdp_cuda_wait_timeout() / 60);
@@ -216,7 +216,7 @@ static int delegated(ptdp_transport *tr, ptdp_comm_req inner, ptdp_comm_req *req
   if (!r) {
     if (inner != PTDP_COMM_REQ_NULL) PTDP_CALL(x->mpi->wait(x->mpi, inner)); /* no memory: wait as MPI would */
     if (inner != PTDP_COMM_REQ_NULL) x->mpi->req_free(x->mpi, inner);
-    return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory for a request");
+    return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for a request");
   }
   r->head.tr = tr;
   r->inner = inner;
@@ -261,8 +261,8 @@ static int tn_allreduce(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d,
   }
   if (op == PTDP_TR_MAX && d != PTDP_TR_DEV_F32) { /* as the MPI transport: comm.h offers none */
     ptdp_error_set_collective(0);
-    return ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__,
-                           "internal error: the NCCL transport reduces %s by sum only", ptdp_tr_data_name(d));
+    return PTDP_FAIL(PTDP_ERR_INTERNAL,
+                           "the NCCL transport reduces %s by sum only", ptdp_tr_data_name(d));
   }
   PTDP_CALL(begin(x, op == PTDP_TR_MAX ? "all-reduce (max)" : "all-reduce", n, d));
   PTDP_CALL_NCCL(ncclAllReduce(buf, buf, n, nccl_type(d), op == PTDP_TR_MAX ? ncclMax : ncclSum, x->nccl, x->stream));

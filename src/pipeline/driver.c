@@ -55,11 +55,11 @@ int ptdp_pipeline_create_with(ptdp_pipeline *pl, ptdp_gpt *model, const ptdp_pip
   pl->model = model;
   const int v = cfg->v, slots = cfg->slots;
   PTDP_CALL(ptdp_schedule_build(cfg->kind, cfg->stage, cfg->p, v, cfg->m, &pl->sched));
-  PTDP_CHECK_LOCAL(slots == ptdp_gpt_num_slots(model),
-                   "internal: the pipeline has %d activation slots per chunk, the model %d", slots,
+  PTDP_CHECK_INTERNAL(slots == ptdp_gpt_num_slots(model),
+                   "the pipeline has %d activation slots per chunk, the model %d", slots,
                    ptdp_gpt_num_slots(model));
-  PTDP_CHECK_LOCAL(ptdp_schedule_max_in_flight(&pl->sched) <= slots,
-                   "internal: the schedule holds %d micro-batches, the model has %d slots",
+  PTDP_CHECK_INTERNAL(ptdp_schedule_max_in_flight(&pl->sched) <= slots,
+                   "the schedule holds %d micro-batches, the model has %d slots",
                    ptdp_schedule_max_in_flight(&pl->sched), slots);
   PTDP_CALLOC(pl->slot_of, (size_t)cfg->m * v, sizeof(int));
   PTDP_CALLOC(pl->last_backward, (size_t)v, sizeof(int));
@@ -76,8 +76,8 @@ int ptdp_pipeline_create_with(ptdp_pipeline *pl, ptdp_gpt *model, const ptdp_pip
       for (int s = 0; s < slots; s++)
         pl->grad_send[c * slots + s] = ptdp_memory_find(&model->mem, PTDP_BUF_P2P_GRAD_SEND, c, s, none, 0);
     for (int b = 0; b < 2; b++) pl->grad_recv[b] = ptdp_memory_find(&model->mem, PTDP_BUF_P2P_GRAD_RECV, none, none, none, b);
-    for (int i = 0; i < v * slots; i++) PTDP_CHECK_LOCAL(pl->grad_send[i], "internal: p2p send buffer %d not planned", i);
-    PTDP_CHECK_LOCAL(pl->grad_recv[0] && pl->grad_recv[1], "internal: p2p receive buffers not planned");
+    for (int i = 0; i < v * slots; i++) PTDP_CHECK_INTERNAL(pl->grad_send[i], "p2p send buffer %d not planned", i);
+    PTDP_CHECK_INTERNAL(pl->grad_recv[0] && pl->grad_recv[1], "p2p receive buffers not planned");
   }
   PTDP_CALLOC(pl->tokens, cfg->batch_tokens, sizeof(int32_t));
   PTDP_CALLOC(pl->targets, cfg->batch_tokens, sizeof(int32_t));
@@ -174,7 +174,7 @@ static int post_recvs(ptdp_pipeline *pl, int it, int forward_only, posted_recv *
     } else {
       PTDP_CALL(post_recv(pl, it, cur, &posted));
     }
-    PTDP_CHECK_LOCAL(posted, "internal: no free activation slot for micro-batch %d of chunk %d", w.microbatch, w.chunk);
+    PTDP_CHECK_INTERNAL(posted, "no free activation slot for micro-batch %d of chunk %d", w.microbatch, w.chunk);
   }
   int nx = it + 1;
   while (forward_only && nx < pl->sched.count && pl->sched.items[nx].kind != PTDP_WORK_FORWARD) nx++;
@@ -203,7 +203,7 @@ static int run_forward(ptdp_pipeline *pl, ptdp_work w, posted_recv *cur, ptdp_ba
   ptdp_comm *pp = pl->cfg.pp;
   const int c = w.chunk, mb = w.microbatch, slots = pl->cfg.slots;
   int slot = cur->valid ? cur->slot : find_slot(pl, c);
-  PTDP_CHECK_LOCAL(slot >= 0, "internal: no free activation slot in chunk %d", c);
+  PTDP_CHECK_INTERNAL(slot >= 0, "no free activation slot in chunk %d", c);
   pl->reserved[c * slots + slot] = 0;
   pl->slot_of[mb * pl->cfg.v + c] = slot;
   PTDP_CALL(ptdp_comm_wait(pp, &pl->act_req[c * slots + slot]));

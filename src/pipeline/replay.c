@@ -38,7 +38,7 @@ static int replay_create(ptdp_schedule_kind kind, int p, int v, int m, ptdp_repl
   r->idle = calloc((size_t)p, sizeof(double));
   if (!r->sched || !r->start || !r->end || !r->busy || !r->idle) {
     ptdp_replay_destroy(r);
-    return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__,
+    return PTDP_FAIL(PTDP_ERR_MEM,
                            "out of memory replaying %d stages of %zu work items", p, pn / (size_t)p);
   }
   for (int st = 0; st < p; st++) {
@@ -79,7 +79,7 @@ static int replay_run(ptdp_replay *r, int v, int m, const double *durations, dou
       }
   }
   if (left > 0)
-    return ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "internal: schedule replay deadlocked");
+    return PTDP_FAIL(PTDP_ERR_INTERNAL, "schedule replay deadlocked");
   return PTDP_OK;
 }
 
@@ -95,7 +95,7 @@ int ptdp_schedule_replay(ptdp_schedule_kind kind, int p, int v, int m, const dou
   int *pos = malloc(sizeof(int) * (size_t)p * n), *next = calloc((size_t)p, sizeof(int));
   int err = PTDP_OK;
   if (!pos || !next)
-    err = ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory indexing %d stages of %d work items",
+    err = PTDP_FAIL(PTDP_ERR_MEM, "out of memory indexing %d stages of %d work items",
                           p, n);
   for (int st = 0; !err && st < p; st++)
     for (int i = 0; i < n; i++) {

@@ -54,7 +54,7 @@ static int parse(ptdp_cmdline *c, int argc, char **argv, const ptdp_args *a, con
 static int simulate(const ptdp_args *a, ptdp_options *topt, const ptdp_sim_hw *hw, const ptdp_sim_options *so)
 {
   ptdp_sim_result *r = calloc(1, sizeof *r);
-  if (!r) return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory");
+  if (!r) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int err = ptdp_sim_run(a, hw, so, r);

@@ -175,7 +175,7 @@ int ptdp_sim_pipeline_replay(const ptdp_args *a, const ptdp_sim_hw *hw, const pt
   sc.hidden = calloc((size_t)p * PTDP_SIM_COMPONENTS, sizeof *sc.hidden);
   sc.recompute = calloc((size_t)p, sizeof *sc.recompute);
   if (!err && !(sc.dur && sc.comp && sc.hidden && sc.recompute))
-    err = ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "out of memory");
+    err = PTDP_FAIL(PTDP_ERR_INPUT, "out of memory");
   if (!err) err = stage_durations(a, kind, scratch, &sc);
   if (!err) err = ptdp_schedule_replay(kind, p, r->v, r->m, sc.dur, 0.0, rp);
   free(sc.dur);

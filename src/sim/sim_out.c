@@ -167,7 +167,7 @@ static int write_events(hid_t f, const ptdp_args *a, const ptdp_sim_hw *hw, cons
   H5Tinsert(et, "kind", HOFFSET(sim_event, kind), H5T_NATIVE_INT);
   H5Tinsert(et, "microbatch", HOFFSET(sim_event, microbatch), H5T_NATIVE_INT);
   H5Tinsert(et, "chunk", HOFFSET(sim_event, chunk), H5T_NATIVE_INT);
-  int err = ev && bub ? 0 : ptdp_error_push(PTDP_ERR_INPUT, __FILE__, __LINE__, __func__, "out of memory");
+  int err = ev && bub ? 0 : PTDP_FAIL(PTDP_ERR_INPUT, "out of memory");
   for (int w = 0; !err && w < W; w++) {
     const int s = stage_of(a, r, w);
     double prev = 0;

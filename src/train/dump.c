@@ -132,7 +132,7 @@ static int write_params(ptdp_dump *d, ptdp_trainer *tr, const char *group, int g
   float *host; /* one parameter's local buffer at a time */
   int err = 0;
   host = malloc((size_t)ptdp_gpt_max_param_elems(m) * sizeof(float));
-  if (!host) err = ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory (debug dump)");
+  if (!host) err = PTDP_FAIL(PTDP_ERR_MEM, "out of memory (debug dump)");
   for (int g = 0; g < d->nglobal && !err; g++) err = write_global(d, tr, group, g, base, host);
   free(host);
   if (gathered) m->be->free(m->be, gathered);

@@ -212,7 +212,7 @@ static int run_hang(double timeout, const char *how)
     printf("test_emu_nccl_transport hang: rank 0's wait ended after %.1f s with %s\n", MPI_Wtime() - t0,
            err ? "an error" : "success");
     fflush(stdout);
-    die(err ? err : ptdp_error_push(PTDP_ERR_LIB, __FILE__, __LINE__, __func__, "the wait did not fail"));
+    die(err ? err : PTDP_FAIL(PTDP_ERR_LIB, "the wait did not fail"));
   }
   MPI_Barrier(MPI_COMM_WORLD);
   return 1; /* not reached: rank 0 aborts */

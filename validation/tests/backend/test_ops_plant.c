@@ -128,7 +128,7 @@ static int bad_add(ptdp_backend *be, float *y, const float *x, size_t n)
   const ptdp_dtype t = be->dtype;
   const size_t bytes = n * ptdp_dtype_size(t);
   char *hy = malloc(bytes + 1), *hx = malloc(bytes + 1);
-  int err = !hy || !hx ? ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "out of memory") : 0;
+  int err = !hy || !hx ? PTDP_FAIL(PTDP_ERR_MEM, "out of memory") : 0;
   err = err || be->to_host(be, hy, y, bytes) || be->to_host(be, hx, x, bytes) || be->synchronize(be);
   for (size_t i = 0; !err && i < n; i++)
     store_truncated(hy, t, i, ptdp_half_load(hy, t, i) + ptdp_half_load(hx, t, i));

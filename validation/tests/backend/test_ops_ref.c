@@ -27,7 +27,7 @@ static int ref_alloc(ptdp_backend *be, void **p, size_t bytes)
   *p = NULL;
   if (!bytes) return 0;
   *p = calloc(1, bytes);
-  if (!*p) return ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "ref: out of memory (%zu bytes)", bytes);
+  if (!*p) return PTDP_FAIL(PTDP_ERR_MEM, "ref: out of memory (%zu bytes)", bytes);
   return 0;
 }
 
@@ -52,7 +52,7 @@ static void ref_destroy(ptdp_backend *be) {}
 static double *dalloc(size_t n)
 {
   double *p = calloc(n ? n : 1, sizeof *p);
-  if (!p) ptdp_error_push(PTDP_ERR_MEM, __FILE__, __LINE__, __func__, "ref: out of memory (%zu doubles)", n);
+  if (!p) PTDP_FAIL(PTDP_ERR_MEM, "ref: out of memory (%zu doubles)", n);
   return p;
 }
 
