@@ -165,7 +165,7 @@ int ptdp_sim_pipeline_replay(const ptdp_args *a, const ptdp_sim_hw *hw, const pt
 {
   ptdp_schedule_kind kind;
   ptdp_sim_result *scratch = malloc(sizeof *scratch);
-  PTDP_CHECK(scratch, "out of memory");
+  if (!scratch) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
   *scratch = *r;
   int err = layout(a, o, scratch, &kind);
   const int p = r->p, n = 2 * r->m * r->v;
@@ -175,7 +175,7 @@ int ptdp_sim_pipeline_replay(const ptdp_args *a, const ptdp_sim_hw *hw, const pt
   sc.hidden = calloc((size_t)p * PTDP_SIM_COMPONENTS, sizeof *sc.hidden);
   sc.recompute = calloc((size_t)p, sizeof *sc.recompute);
   if (!err && !(sc.dur && sc.comp && sc.hidden && sc.recompute))
-    err = PTDP_FAIL(PTDP_ERR_INPUT, "out of memory");
+    err = PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
   if (!err) err = stage_durations(a, kind, scratch, &sc);
   if (!err) err = ptdp_schedule_replay(kind, p, r->v, r->m, sc.dur, 0.0, rp);
   free(sc.dur);

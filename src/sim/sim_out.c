@@ -135,7 +135,7 @@ static int write_memory(hid_t f, const ptdp_args *a, const ptdp_sim_result *r)
   static const char *names[] = {"peak_activation_bytes", "weight_bytes", "gradient_bytes", "optimizer_bytes",
                                 "allocated_bytes"};
   long long *v = malloc(sizeof *v * (size_t)r->world);
-  PTDP_CHECK(v, "out of memory");
+  if (!v) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
   int err = 0;
   for (int k = 0; !err && k < 5; k++) {
     for (int w = 0; w < r->world; w++) {
@@ -167,7 +167,7 @@ static int write_events(hid_t f, const ptdp_args *a, const ptdp_sim_hw *hw, cons
   H5Tinsert(et, "kind", HOFFSET(sim_event, kind), H5T_NATIVE_INT);
   H5Tinsert(et, "microbatch", HOFFSET(sim_event, microbatch), H5T_NATIVE_INT);
   H5Tinsert(et, "chunk", HOFFSET(sim_event, chunk), H5T_NATIVE_INT);
-  int err = ev && bub ? 0 : PTDP_FAIL(PTDP_ERR_INPUT, "out of memory");
+  int err = ev && bub ? 0 : PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
   for (int w = 0; !err && w < W; w++) {
     const int s = stage_of(a, r, w);
     double prev = 0;

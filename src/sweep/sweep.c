@@ -89,7 +89,7 @@ static int record(sweep_ctx *c, const ptdp_sweep_layout *L)
   if (res->n == res->cap) {
     const int cap = res->cap ? 2 * res->cap : 256;
     ptdp_sweep_layout *grown = realloc(res->layouts, (size_t)cap * sizeof *grown);
-    PTDP_CHECK(grown, "out of memory for %d layouts", cap);
+    if (!grown) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for %d layouts", cap);
     res->layouts = grown;
     res->cap = cap;
   }

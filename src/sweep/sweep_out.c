@@ -98,7 +98,7 @@ static int column(hid_t g, const char *name, hid_t type, hsize_t n, const void *
 static int int_column(hid_t g, const char *name, const ptdp_sweep_result *res, size_t off)
 {
   long long *v = malloc(((size_t)res->n + 1) * sizeof *v);
-  PTDP_CHECK(v, "out of memory");
+  if (!v) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
   for (int i = 0; i < res->n; i++) v[i] = *(const int *)((const char *)&res->layouts[i] + off);
   int err = column(g, name, H5T_NATIVE_LLONG, (hsize_t)res->n, v);
   free(v);
@@ -107,7 +107,7 @@ static int int_column(hid_t g, const char *name, const ptdp_sweep_result *res, s
 static int real_column(hid_t g, const char *name, const ptdp_sweep_result *res, size_t off)
 {
   double *v = malloc(((size_t)res->n + 1) * sizeof *v);
-  PTDP_CHECK(v, "out of memory");
+  if (!v) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
   for (int i = 0; i < res->n; i++) v[i] = *(const double *)((const char *)&res->layouts[i] + off);
   int err = column(g, name, H5T_NATIVE_DOUBLE, (hsize_t)res->n, v);
   free(v);
