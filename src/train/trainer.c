@@ -228,13 +228,9 @@ int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double 
   return 0;
 }
 
-int ptdp_trainer_evaluate(ptdp_trainer *tr, double *loss)
+/* The validation batches of one evaluation, summed into *sum. */
+static int evaluate_batches(ptdp_trainer *tr, double *sum)
 {
-  ptdp_gpt *m = &tr->model;
-  float hd = m->cfg.hidden_dropout, ad = m->cfg.attn_dropout;
-  m->cfg.hidden_dropout = m->cfg.attn_dropout = 0.0f; /* evaluation: no dropout */
-  double sum = 0;
-  tr->split = PTDP_SPLIT_VALID;
   PTDP_CALL(ptdp_events_iteration_begin(tr->events, tr->iteration, 0)); /* evaluation is not sampled */
   for (long long e = 0; e < tr->args.eval_iters; e++) {
     /* each evaluation walks the validation split from where the last one stopped, as Megatron */
@@ -242,11 +238,23 @@ int ptdp_trainer_evaluate(ptdp_trainer *tr, double *loss)
     PTDP_CALL(ptdp_pipeline_run(&tr->pipe, feed, tr, 1.0f, 1));
     double l = 0;
     PTDP_CALL(global_loss(tr, &l));
-    sum += l;
+    *sum += l;
   }
-  tr->consumed_valid += tr->args.eval_iters * tr->gbs;
-  m->cfg.hidden_dropout = hd;
+  return 0;
+}
+
+int ptdp_trainer_evaluate(ptdp_trainer *tr, double *loss)
+{
+  ptdp_gpt *m = &tr->model;
+  const float hd = m->cfg.hidden_dropout, ad = m->cfg.attn_dropout;
+  m->cfg.hidden_dropout = m->cfg.attn_dropout = 0.0f; /* evaluation: no dropout */
+  tr->split = PTDP_SPLIT_VALID;
+  double sum = 0;
+  const int err = evaluate_batches(tr, &sum);
+  m->cfg.hidden_dropout = hd; /* restored whatever happened */
   m->cfg.attn_dropout = ad;
+  PTDP_CALL(err);
+  tr->consumed_valid += tr->args.eval_iters * tr->gbs;
   *loss = tr->args.eval_iters > 0 ? sum / (double)tr->args.eval_iters : 0.0;
   return 0;
 }
@@ -418,15 +426,15 @@ static int replay_bubble(ptdp_trainer *tr, double *bubble)
 {
   ptdp_pipeline *pl = &tr->pipe;
   const int p = tr->grid.layout.p, n = pl->sched.count;
-  double *mine, *dur; /* host memory: the f64 all-gather */
-  PTDP_ALLOC(mine, sizeof(double) * (size_t)n);
-  PTDP_ALLOC(dur, sizeof(double) * (size_t)n * p);
   const ptdp_event_record *rec = NULL;
   int nrec = 0;
   const int kept = ptdp_events_timelines(tr->events);
   if (kept > 0) PTDP_CALL(ptdp_events_timeline(tr->events, kept - 1, NULL, &rec, &nrec));
-  for (int i = 0; i < n; i++) mine[i] = i < nrec ? rec[i].end - rec[i].start - rec[i].wait : 0.0;
-  int err = ptdp_comm_allgather_f64(&tr->grid.pp, mine, dur, (size_t)n, PTDP_TAG_MISC);
+  const size_t cnt = (size_t)(n > 0 ? n : 1);
+  double *mine = malloc(sizeof(double) * cnt), *dur = malloc(sizeof(double) * cnt * (size_t)p); /* freed below */
+  int err = mine && dur ? 0 : PTDP_FAIL(PTDP_ERR_MEM, "out of memory replaying the pipeline schedule");
+  for (int i = 0; !err && i < n; i++) mine[i] = i < nrec ? rec[i].end - rec[i].start - rec[i].wait : 0.0;
+  if (!err) err = ptdp_comm_allgather_f64(&tr->grid.pp, mine, dur, (size_t)n, PTDP_TAG_MISC);
   ptdp_replay rp = {0};
   if (!err) err = ptdp_schedule_replay(pl->sched.kind, p, tr->model.nchunks, tr->m, dur, 0.0, &rp);
   *bubble = 0;
