@@ -14,17 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int fails = 0, passes = 0;
-#define EXPECT(c, ...)                                            \
-  do {                                                            \
-    if (c) passes++;                                              \
-    else {                                                        \
-      fails++;                                                    \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                 \
-      printf(__VA_ARGS__);                                        \
-      printf("\n");                                               \
-    }                                                             \
-  } while (0)
+#include "../expect.h"
 
 static char tmpdir[256];
 
@@ -419,7 +409,7 @@ int main(int argc, char **argv)
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd) != 0) printf("warning: could not remove %s\n", tmpdir);
-  printf("%d checks passed, %d failed\n", passes, fails);
+  printf("%d checks passed, %d failed\n", n_pass, n_fail);
   MPI_Finalize();
-  return fails ? 1 : 0;
+  return n_fail ? 1 : 0;
 }

@@ -23,15 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fails, checks;
+#include "../expect.h"
+
 static void check(int ok, const char *layout, const char *what, long long got, long long want)
 {
-  int r;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  checks++;
-  if (ok) return;
-  fails++;
-  printf("FAIL (rank %d, %s): %s: %lld, expected %lld\n", r, layout, what, got, want);
+  MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+  EXPECT(ok, "%s: %s: %lld, expected %lld", layout, what, got, want);
 }
 
 /* The CPU backend with alloc/free counted (bytes in use). */
@@ -205,12 +202,11 @@ int main(int argc, char **argv)
   };
   for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
     if (run(&layouts[i], &counting)) {
-      printf("FAIL: %s could not be set up or run\n", layouts[i].name);
-      fails++;
+      EXPECT(0, "%s could not be set up or run", layouts[i].name);
     }
   }
   if (rank == 0) check_inference_plan();
-  int all[2] = {fails, checks};
+  int all[2] = {n_fail, n_pass + n_fail};
   MPI_Allreduce(MPI_IN_PLACE, all, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (rank == 0) {
     time_large_plan();
