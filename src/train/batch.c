@@ -2,6 +2,7 @@
 #include "ptdp/batch.h"
 
 #include "ptdp/args.h"
+#include "ptdp/checked.h"
 #include "ptdp/error.h"
 #include "ptdp/gpt_dataset.h"
 #include "ptdp/rng.h"
@@ -97,9 +98,14 @@ int ptdp_batch_open(ptdp_batch_source **out, const ptdp_args *a, long long vocab
     ptdp_data_args da = {.data_path = a->data_path, .split = a->split,
                          .cache_path = a->data_cache_path[0] ? a->data_cache_path : NULL,
                          .seq_length = (int)a->seq_length, .seed = (unsigned long long)a->seed};
-    da.num_samples[0] = a->train_iters * gbs;
-    da.num_samples[1] = a->eval_iters > 0 ? (a->train_iters / a->eval_interval + 1) * a->eval_iters * gbs : 0;
-    da.num_samples[2] = a->eval_iters * gbs;
+    /* samples wanted per split; a product past 2^63 is refused, not wrapped */
+    long long evals = 0, valid = 0;
+    const int over = ptdp_mul_ll(a->train_iters, gbs, &da.num_samples[0]) ||
+                     ptdp_mul_ll(a->train_iters / a->eval_interval + 1, a->eval_iters, &evals) ||
+                     ptdp_mul_ll(evals, gbs, &valid) || ptdp_mul_ll(a->eval_iters, gbs, &da.num_samples[2]);
+    PTDP_CHECK(!over, "train-iters %lld, eval-iters %lld and global-batch-size %lld ask for more samples than 2^63",
+               a->train_iters, a->eval_iters, gbs);
+    da.num_samples[1] = a->eval_iters > 0 ? valid : 0;
     PTDP_CALL(ptdp_data_open(&s->data, &da, comm));
     PTDP_CALL(ptdp_data_report(s->data, comm, stdout));
     return 0;
