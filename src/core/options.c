@@ -261,8 +261,13 @@ int ptdp_options_init(ptdp_options *o, const ptdp_option *table, int count, void
   o->count = count;
   o->target = target;
   PTDP_CALLOC(o->source, count, sizeof *o->source);
-  for (int i = 0; i < count; i++)
-    PTDP_CALL(ptdp_options_set(o, table[i].name, table[i].deflt, PTDP_SRC_DEFAULT, "default"));
+  for (int i = 0; i < count; i++) {
+    int err = ptdp_options_set(o, table[i].name, table[i].deflt, PTDP_SRC_DEFAULT, "default");
+    if (err) { /* a default the table cannot parse: a bug of the table, reported; nothing kept */
+      ptdp_options_free(o);
+      return ptdp_error_trace(err, __FILE__, __LINE__, __func__);
+    }
+  }
   return 0;
 }
 
