@@ -213,7 +213,7 @@ int ptdp_sweep_run(const ptdp_args *base, const ptdp_sim_hw *hw, const ptdp_sim_
   ptdp_error_set_quiet(0);
   free(c.r);
   PTDP_CALL(err);
-  qsort(res->layouts, (size_t)res->n, sizeof *res->layouts, cmp_time);
+  if (res->n > 0) qsort(res->layouts, (size_t)res->n, sizeof *res->layouts, cmp_time); /* none: layouts is NULL */
   clock_gettime(CLOCK_MONOTONIC, &t1);
   res->seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   return 0;
