@@ -20,6 +20,7 @@
 #include "ptdp/plan.h"
 #include "ptdp/recompute.h"
 #include "ptdp/schedule.h"
+#include "ptdp/shard_map.h"
 
 #include <stdint.h>
 
@@ -177,6 +178,9 @@ int ptdp_gpt_sync_shard(ptdp_gpt *m, int bucket);
 /* Every weight from its master: ptdp_gpt_sync_weights over everything, or ptdp_gpt_sync_shard
  * over every bucket (collective over DP then). */
 int ptdp_gpt_sync_all(ptdp_gpt *m);
+/* This rank's shard of bucket b of the sharded master weights (ptdp_shard_of, distributed): its
+ * master elements are master[s.state ...) for flat offsets [s.lo, s.hi). */
+void ptdp_gpt_master_shard(const ptdp_gpt *m, int bucket, ptdp_shard *s);
 /* The fp32 weights whole in flat (device memory of layout.total floats): a copy of param, or
  * with master_sharded the shards all-gathered over DP (collective then). */
 int ptdp_gpt_gather_master(ptdp_gpt *m, float *flat);

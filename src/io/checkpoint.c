@@ -239,7 +239,7 @@ float *ckpt_element(const ckpt_io *io, int kind, int i, long long k)
   const long long flat = m->layout.offset[i] + k;
   if (kind == KIND_MODEL && m->master_sharded) { /* this rank's master shard: only its own pieces move */
     ptdp_shard s;
-    ptdp_shard_of(&m->layout, m->layout.bucket[i], 1, m->grid->dp.size, m->grid->dp.rank, &s);
+    ptdp_gpt_master_shard(m, m->layout.bucket[i], &s);
     return m->master + s.state + (flat - s.lo);
   }
   if (kind == KIND_MODEL) return m->param + flat;

@@ -89,17 +89,21 @@ static void init_values(const ptdp_gpt *m, const ptdp_param_info *p, float *w)
   }
 }
 
+void ptdp_gpt_master_shard(const ptdp_gpt *m, int bucket, ptdp_shard *s)
+{
+  ptdp_shard_of(&m->layout, bucket, 1, m->grid->dp.size, m->grid->dp.rank, s);
+}
+
 int ptdp_gpt_sync_shard(ptdp_gpt *m, int bucket)
 {
-  ptdp_comm *dp = &m->grid->dp;
   ptdp_shard s;
-  ptdp_shard_of(&m->layout, bucket, 1, dp->size, dp->rank, &s);
+  ptdp_gpt_master_shard(m, bucket, &s);
   const ptdp_bucket_range *bk = &m->layout.buckets[bucket];
   char *wt = m->wt;
   PTDP_CALL(m->be->convert(m->be, wt + (size_t)s.lo * m->es, m->cfg.dtype, m->master + s.state, PTDP_F32,
                            (size_t)(s.hi - s.lo)));
-  return ptdp_comm_allgather_t(dp, wt + (size_t)s.lo * m->es, wt + (size_t)bk->lo * m->es, (size_t)(s.hi - s.lo),
-                               m->cfg.dtype, PTDP_TAG_PARAM);
+  return ptdp_comm_allgather_t(&m->grid->dp, wt + (size_t)s.lo * m->es, wt + (size_t)bk->lo * m->es,
+                               (size_t)(s.hi - s.lo), m->cfg.dtype, PTDP_TAG_PARAM);
 }
 
 int ptdp_gpt_sync_all(ptdp_gpt *m)
@@ -112,12 +116,11 @@ int ptdp_gpt_sync_all(ptdp_gpt *m)
 int ptdp_gpt_gather_master(ptdp_gpt *m, float *flat)
 {
   if (!m->master_sharded) return m->be->copy(m->be, flat, m->param, (size_t)m->layout.total * sizeof(float));
-  ptdp_comm *dp = &m->grid->dp;
   for (int b = 0; b < m->layout.nbuckets; b++) {
     ptdp_shard s;
-    ptdp_shard_of(&m->layout, b, 1, dp->size, dp->rank, &s);
+    ptdp_gpt_master_shard(m, b, &s);
     PTDP_CALL(m->be->copy(m->be, flat + s.lo, m->master + s.state, (size_t)(s.hi - s.lo) * sizeof(float)));
-    PTDP_CALL(ptdp_comm_allgather(dp, flat + s.lo, flat + m->layout.buckets[b].lo, (size_t)(s.hi - s.lo),
+    PTDP_CALL(ptdp_comm_allgather(&m->grid->dp, flat + s.lo, flat + m->layout.buckets[b].lo, (size_t)(s.hi - s.lo),
                                   PTDP_TAG_PARAM));
   }
   return 0;
@@ -127,9 +130,8 @@ int ptdp_gpt_gather_master(ptdp_gpt *m, float *flat)
  * inside each shard of its bucket that this rank owns. */
 static int init_master_shard(ptdp_gpt *m, int i, const float *host)
 {
-  ptdp_comm *dp = &m->grid->dp;
   ptdp_shard s;
-  ptdp_shard_of(&m->layout, m->layout.bucket[i], 1, dp->size, dp->rank, &s);
+  ptdp_gpt_master_shard(m, m->layout.bucket[i], &s);
   const long long off = m->layout.offset[i], n = ptdp_param_local_elems(&m->params[i]);
   const long long a = off > s.lo ? off : s.lo, b = off + n < s.hi ? off + n : s.hi;
   if (b <= a) return 0;
