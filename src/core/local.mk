@@ -1,11 +1,11 @@
-# src/core: error handling, options and configuration, named events, RNG, fp32 <-> bf16 / fp16
+# src/core: error handling, the option parser, named events, RNG, fp32 <-> bf16 / fp16
 libptdp_a_SOURCES += src/core/error.c
-libptdp_a_SOURCES += src/core/options.c src/core/args.c
+libptdp_a_SOURCES += src/core/options.c
 libptdp_a_SOURCES += src/core/rng.c src/core/half.c
 libptdp_a_SOURCES += src/core/events.c src/core/program.c
 libptdp_a_SOURCES += src/core/checked.c
 
-# Unit test of the option parser and ptdp-train's key table (1 rank).
+# Unit test of the option parser and ptdp-train's key table (src/train/args.c) (1 rank).
 check_PROGRAMS += validation/tests/core/test_options
 validation_tests_core_test_options_SOURCES = validation/tests/core/test_options.c
 TESTS += validation/tests/core/test_options
