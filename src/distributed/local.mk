@@ -1,3 +1,3 @@
-# src/distributed: the flat parameter/gradient buffers and their data-parallel buckets, their
-# reduction overlapping the backward pass, and the distributed optimizer's shard map
-libptdp_a_SOURCES += src/distributed/grad_buffer.c src/distributed/shard_map.c src/distributed/ddp.c
+# src/distributed: data parallelism over the model's gradients: the reduction of the buckets (laid
+# out by src/layout/grad_buffer.c) overlapping the backward pass, and ZeRO-1's shards
+libptdp_a_SOURCES += src/distributed/ddp.c
