@@ -8,25 +8,14 @@
 # selective recomputation adds none.  Elements are 4 bytes; rank 0 holds L / p layers; m
 # micro-batches per iteration.
 . "$top_srcdir/validation/tests/common.sh"
-deck="$TMPD/deck.in"
-cat > "$deck" <<EOD
-num-layers = 4
-hidden-size = 64
-num-attention-heads = 4
-seq-length = 32
-micro-batch-size = 2
-global-batch-size = 4
-train-iters = 1
-mock-data = true
-vocab-size = 300
-log-interval = 1
-EOD
+DECK="$TMPD/deck.in"
+write_deck "$DECK" num-layers=4 train-iters=1 log-interval=1
 b=2; s=32; h=64; L=4
 # np t p sp recompute factor
 while read np t p sp rc factor; do
   flags="--tensor-model-parallel-size $t --pipeline-model-parallel-size $p --recompute-granularity $rc"
   [ "$sp" = 1 ] && flags="$flags --sequence-parallel"
-  got=$(timeout 60 $MPIRUN -n $np "$TRAIN" "$deck" $flags </dev/null 2>&1 | sed -n 's/.*(transformer layers \([0-9]*\)).*/\1/p' | head -n 1)
+  got=$(launch "$np" "$TRAIN" "$DECK" $flags 2>&1 | sed -n 's/.*(transformer layers \([0-9]*\)).*/\1/p' | head -n 1)
   d=$((np / (t * p))); m=$((4 / (b * d)))
   want=$(( factor * b * s * h * (t - 1) / t * 4 * (L / p) * m ))
   [ "$got" = "$want" ]; ok $? "t=$t p=$p sp=$sp recompute=$rc: TP layer bytes/iteration $got = $factor b s h (t-1)/t x 4 x L/p x m = $want"

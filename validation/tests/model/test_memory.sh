@@ -5,22 +5,12 @@
 # printed beside the paper's (they differ only by the fp32/1-byte mapping README derives) and
 # checked to order the same way.
 . "$top_srcdir/validation/tests/common.sh"
-deck="$TMPD/deck.in"
-cat > "$deck" <<EOD
-num-layers = 4
-hidden-size = 64
-num-attention-heads = 8
-seq-length = 64
-micro-batch-size = 2
-global-batch-size = 8
-train-iters = 1
-mock-data = true
-vocab-size = 300
-log-interval = 1
-EOD
+DECK="$TMPD/deck.in"
+write_deck "$DECK" num-layers=4 num-attention-heads=8 seq-length=64 global-batch-size=8 \
+  train-iters=1 log-interval=1
 run() { # np flags -> "measured ptdp paper"
   np=$1; shift
-  timeout 60 $MPIRUN -n "$np" "$TRAIN" "$deck" "$@" 2>&1 |
+  launch "$np" "$TRAIN" "$DECK" "$@" 2>&1 |
     sed -n 's/.*per micro-batch: measured \([0-9]*\) bytes, ptdp fp32 count \([0-9]*\) bytes, Korthikanti et al. (2-byte activations) \([0-9]*\) bytes.*/\1 \2 \3/p'
 }
 check() { # name np flags...

@@ -14,24 +14,12 @@
 . "$top_srcdir/validation/tests/common.sh"
 SIM="$top_builddir/ptdp-sim"
 HW="$top_srcdir/inputs/hw/dgx-a100-80gb.hw"
-deck="$TMPD/deck.in"
-cat > "$deck" <<EOD
-num-layers = 4
-hidden-size = 64
-num-attention-heads = 8
-seq-length = 64
-micro-batch-size = 2
-global-batch-size = 8
-train-iters = 1
-mock-data = true
-vocab-size = 300
-log-interval = 1
-run-file = none
-EOD
+DECK="$TMPD/deck.in"
+write_deck "$DECK" num-layers=4 num-attention-heads=8 seq-length=64 global-batch-size=8 \
+  train-iters=1 log-interval=1 run-file=none
 # train NP FLAGS... -> "weights grads optimizer activations total" of rank 0's plan
 train() {
-  np=$1; shift
-  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$deck" "$@" > "$TMPD/train.log" 2>&1 || { cat "$TMPD/train.log"; return 1; }
+  train_log train "$@" || { cat "$TMPD/train.log"; return 1; }
   n='\([0-9]*\)'
   wg=$(sed -n "s/^\[memory\] peak held activations:.* parameters $n bytes, gradients $n bytes.*/\1 \2/p" \
        "$TMPD/train.log")
@@ -42,7 +30,7 @@ train() {
 # sim NP FLAGS... -> the same five numbers for stage 0
 sim() {
   np=$1; shift
-  "$SIM" "$deck" --hardware "$HW" --world-size "$np" "$@" > "$TMPD/sim.log" 2>&1 || { cat "$TMPD/sim.log"; return 1; }
+  "$SIM" "$DECK" --hardware "$HW" --world-size "$np" "$@" > "$TMPD/sim.log" 2>&1 || { cat "$TMPD/sim.log"; return 1; }
   n='\([0-9]*\)'
   line="^memory stage 0 (bytes): weights $n, gradients $n, optimizer $n, activations $n, total $n\$"
   sed -n "s/$line/\1 \2 \3 \4 \5/p" "$TMPD/sim.log"
