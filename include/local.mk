@@ -6,6 +6,6 @@ ptdpinclude_HEADERS += include/ptdp/optimizer.h include/ptdp/lr_schedule.h inclu
 ptdpinclude_HEADERS += include/ptdp/params.h include/ptdp/plan.h include/ptdp/recompute.h
 ptdpinclude_HEADERS += include/ptdp/grad_buffer.h include/ptdp/shard_map.h
 ptdpinclude_HEADERS += include/ptdp/memory_formula.h
-ptdpinclude_HEADERS += include/ptdp/events.h include/ptdp/checked.h
+ptdpinclude_HEADERS += include/ptdp/events.h include/ptdp/checked.h include/ptdp/program.h include/ptdp/dtype.h
 ptdpinclude_HEADERS += include/ptdp/checkpoint.h
 ptdpinclude_HEADERS += include/ptdp/runfile.h

@@ -19,6 +19,8 @@
 #ifndef PTDP_BACKEND_H
 #define PTDP_BACKEND_H
 
+#include "ptdp/dtype.h" /* ptdp_dtype */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,11 +43,6 @@ typedef struct {
   ptdp_dropout_key drop; /* attention-probability dropout (p = 0: none) */
 } ptdp_attn_desc;
 
-/* Element types of the mixed-precision operations (convert, unscale_check; ptdp/half.h has the
- * host conversions that define them): IEEE binary32, bfloat16 (a binary32's top 16 bits) and
- * IEEE binary16. */
-typedef enum { PTDP_F32 = 0, PTDP_BF16 = 1, PTDP_F16 = 2 } ptdp_dtype;
-#define PTDP_DTYPE_COUNT 3
 /* Bytes per element (4, 2, 2); 0 for a value outside the enum. */
 size_t ptdp_dtype_size(ptdp_dtype t);
 

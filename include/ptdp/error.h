@@ -52,11 +52,6 @@ const char *ptdp_error_message(void);
 void ptdp_error_clear(void);
 /* Silence printing (unit tests checking that a call fails). */
 void ptdp_error_set_quiet(int quiet);
-/* The main() of an MPI executable called name: chooses the BLAS kernels, MPI_Init, collective
- * error mode, MPI errors returned as codes; --help (-h) or --version: rank 0 prints usage(stdout)
- * or "name VERSION"; else run(argc, argv) (a negative return: a clean early exit); then
- * ptdp_error_exit on failure or MPI_Finalize.  Returns the exit status. */
-int ptdp_main(int argc, char **argv, const char *name, void (*usage)(FILE *out), int (*run)(int argc, char **argv));
 /* End the program after a failure with code (see above).  Never returns. */
 _Noreturn void ptdp_error_exit(int code);
 

@@ -15,7 +15,7 @@
 #ifndef PTDP_HALF_H
 #define PTDP_HALF_H
 
-#include "ptdp/backend.h"
+#include "ptdp/dtype.h"
 
 #include <stddef.h>
 #include <stdint.h>

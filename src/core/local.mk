@@ -1,20 +1,13 @@
-# src/core: error handling, the option parser, named events, RNG, fp32 <-> bf16 / fp16
+# src/core, the lowest level: error handling, the option parser, RNG, fp32 <-> bf16 / fp16
 libptdp_a_SOURCES += src/core/error.c
 libptdp_a_SOURCES += src/core/options.c
 libptdp_a_SOURCES += src/core/rng.c src/core/half.c
-libptdp_a_SOURCES += src/core/events.c src/core/program.c
 libptdp_a_SOURCES += src/core/checked.c
 
 # Unit test of the option parser and ptdp-train's key table (src/train/args.c) (1 rank).
 check_PROGRAMS += validation/tests/core/test_options
 validation_tests_core_test_options_SOURCES = validation/tests/core/test_options.c
 TESTS += validation/tests/core/test_options
-
-# Unit test of the named events on 3 ranks (the .sh wrapper starts its own mpirun).
-check_PROGRAMS += validation/tests/core/test_events
-validation_tests_core_test_events_SOURCES = validation/tests/core/test_events.c
-TESTS += validation/tests/core/test_events.sh
-dist_noinst_SCRIPTS += validation/tests/core/test_events.sh
 
 # Unit test of the fp32 <-> bf16 / fp16 conversions (ptdp/half.h): every 16-bit pattern both
 # ways and every rounding midpoint with its neighbours, against values computed with ldexp.

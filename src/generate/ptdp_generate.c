@@ -20,6 +20,7 @@
 #include "ptdp/config.h"
 #include "ptdp/cpu_threads.h"
 #include "ptdp/error.h"
+#include "ptdp/program.h"
 #include "ptdp/generate.h"
 #include "ptdp/tokenizer.h"
 

@@ -1,11 +1,19 @@
 # src/parallel: the rank grid (TP, PP, DP, MP, embedding groups), the counting comm layer and
-# the transports under it (transport.h is private to this folder)
+# the transports under it (transport.h is private to this folder); the named events, reduced
+# over ranks through the comm layer; ptdp_main, the MPI start and end of every executable
+libptdp_a_SOURCES += src/parallel/events.c src/parallel/program.c
 libptdp_a_SOURCES += src/parallel/grid.c src/parallel/comm.c src/parallel/transport.c \
                      src/parallel/transport_mpi.c src/parallel/transport.h
 if PTDP_NCCL
 libptdp_a_SOURCES += src/parallel/transport_nccl.c
 endif
 ptdpinclude_HEADERS += include/ptdp/grid.h include/ptdp/comm.h
+
+# Unit test of the named events on 3 ranks (the .sh wrapper starts its own mpirun).
+check_PROGRAMS += validation/tests/core/test_events
+validation_tests_core_test_events_SOURCES = validation/tests/core/test_events.c
+TESTS += validation/tests/core/test_events.sh
+dist_noinst_SCRIPTS += validation/tests/core/test_events.sh
 
 # Unit tests: the pure layout on 1 rank; the split communicators on 8 ranks, the comm layer on 4
 # (the .sh wrappers start their own mpirun with the rank count they need).

@@ -11,6 +11,7 @@
 #include "ptdp/config.h"
 #include "ptdp/cpu_threads.h"
 #include "ptdp/error.h"
+#include "ptdp/program.h"
 #include "ptdp/trainer.h"
 
 #include <stdio.h>

@@ -1,4 +1,6 @@
-/* The main() of every MPI executable of ptdp (see ptdp/error.h: ptdp_main). */
+/* The main() of every MPI executable of ptdp (ptdp/program.h). */
+#include "ptdp/program.h"
+
 #include "ptdp/cpu_threads.h"
 #include "ptdp/error.h"
 #include "ptdp/options.h"
