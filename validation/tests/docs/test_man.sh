@@ -67,6 +67,7 @@ word=$(echo "$words" | cut -d' ' -f$((nt + 1)))
 echo "$block" | grep -q "of the $word timers"; ok $? "ptdp-train.1 says 'the $word timers' ($nt registered)"
 nbad=$(grep -c '^bad ' "$top_srcdir/validation/tests/test_bad_input.sh")
 nwarn=$(grep -c '^warns ' "$top_srcdir/validation/tests/test_bad_input.sh")
-grep -q "test_bad_input.sh: $nbad malformed .*(and $nwarn keys given without effect)" "$man_dir/ptdp-tests.7"
+sed -n '/^validation\/tests\/test_bad_input.sh$/{n;p;}' "$man_dir/ptdp-tests.7" |
+  grep -q "^$nbad malformed .*(and $nwarn keys given without effect)"
 ok $? "ptdp-tests.7 counts test_bad_input.sh's $nbad malformed inputs and $nwarn warnings"
 finish
