@@ -4,14 +4,19 @@
 #ifndef PTDP_ARGS_H
 #define PTDP_ARGS_H
 
-#include "ptdp/backend.h"     /* ptdp_backend_kind */
-#include "ptdp/batch.h"       /* ptdp_flat_dtype */
-#include "ptdp/grid.h"        /* ptdp_grid_order, ptdp_comm_backend (comm.h) */
-#include "ptdp/lr_schedule.h" /* ptdp_lr_decay_style */
+/* The modules' enums that choice keys store; none of these headers includes <mpi.h>, so the
+ * simulator (ptdp/sim.h) reads the key table without MPI. */
+#include "ptdp/backend.h"        /* ptdp_backend_kind */
+#include "ptdp/lr_schedule.h"    /* ptdp_lr_decay_style */
 #include "ptdp/options.h"
-#include "ptdp/recompute.h" /* ptdp_recompute, ptdp_recompute_method */
-#include "ptdp/schedule.h"  /* ptdp_schedule_kind */
-#include "ptdp/tokenizer.h" /* ptdp_tokenizer_type */
+#include "ptdp/parallel_kinds.h" /* ptdp_grid_order, ptdp_comm_backend */
+#include "ptdp/recompute.h"      /* ptdp_recompute, ptdp_recompute_method */
+#include "ptdp/schedule.h"       /* ptdp_schedule_kind */
+#include "ptdp/tokenizer.h"      /* ptdp_tokenizer_type */
+
+/* Element type of a flat token file (key flat-data-dtype, in the order of its choices; read by
+ * src/train/batch.c). */
+typedef enum { PTDP_FLAT_UINT16 = 0, PTDP_FLAT_INT32 = 1 } ptdp_flat_dtype;
 
 /* The signal exit-signal-handler catches (key exit-signal, in the order of its choices). */
 typedef enum { PTDP_EXIT_SIGTERM = 0, PTDP_EXIT_SIGINT, PTDP_EXIT_SIGUSR1, PTDP_EXIT_SIGUSR2 } ptdp_exit_signal;

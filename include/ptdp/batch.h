@@ -9,17 +9,12 @@
 #ifndef PTDP_BATCH_H
 #define PTDP_BATCH_H
 
+#include "ptdp/args.h"        /* ptdp_args, ptdp_flat_dtype */
 #include "ptdp/gpt_dataset.h" /* PTDP_SPLIT_TRAIN, _VALID, _TEST */
 
 #include <mpi.h>
 #include <stdint.h>
 
-/* Element type of a flat token file (key flat-data-dtype, in the order of its choices). */
-typedef enum { PTDP_FLAT_UINT16 = 0, PTDP_FLAT_INT32 = 1 } ptdp_flat_dtype;
-
-/* ptdp/args.h includes this header for ptdp_flat_dtype, so the inputs are only declared here
- * (C11 allows the same typedef twice); include ptdp/args.h to read them. */
-typedef struct ptdp_args ptdp_args;
 typedef struct ptdp_batch_source ptdp_batch_source;
 
 int ptdp_batch_open(ptdp_batch_source **src, const ptdp_args *a, long long vocab, MPI_Comm comm);

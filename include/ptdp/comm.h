@@ -45,6 +45,7 @@
 #define PTDP_COMM_H
 
 #include "ptdp/backend.h"
+#include "ptdp/parallel_kinds.h" /* ptdp_comm_backend */
 
 #include <mpi.h>
 #include <stddef.h>
@@ -80,9 +81,6 @@ typedef struct {
   ptdp_comm_stats stats;
 } ptdp_comm;
 
-/* Which transport moves a GPU backend's float messages (key comm-backend, in the order of its
- * choices): auto, MPI (staged through host memory), NCCL (ptdp_comm_use_nccl). */
-typedef enum { PTDP_COMM_AUTO = 0, PTDP_COMM_MPI = 1, PTDP_COMM_NCCL = 2 } ptdp_comm_backend;
 
 /* The transport a run uses (pure): NCCL only on a GPU backend (on_gpu) of a build with NCCL
  * (nccl_built) where no two ranks share a GPU (NCCL refuses two ranks of one communicator on one

@@ -15,8 +15,7 @@
 #define PTDP_GRID_H
 
 #include "ptdp/comm.h"
-
-typedef enum { PTDP_ORDER_TP_DP_PP = 0, PTDP_ORDER_TP_PP_DP = 1 } ptdp_grid_order;
+#include "ptdp/parallel_kinds.h" /* ptdp_grid_order */
 
 /* The layout, with no communicators: sizes and order. */
 typedef struct {
