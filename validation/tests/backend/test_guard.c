@@ -168,7 +168,7 @@ int main(int argc, char **argv)
   check_names();
   ptdp_backend_destroy(&guard);
   ptdp_backend_destroy(&cpu);
-  printf("test_guard: %d passed, %d failed\n", n_pass, n_fail);
+  int status = expect_summary("test_guard");
   MPI_Finalize();
-  return n_fail != 0;
+  return status;
 }

@@ -204,7 +204,7 @@ int main(int argc, char **argv)
       check_work(names[i], types[j]);
     }
   check_freed();
-  printf("test_mixed: %d passed, %d failed\n", n_pass, n_fail);
+  int status = expect_summary("test_mixed");
   MPI_Finalize();
-  return n_fail != 0;
+  return status;
 }

@@ -30,6 +30,5 @@ int main(void)
   size_t z = 0;
   EXPECT(ptdp_mul_size(SIZE_MAX / 2 + 1, 2, &z) == 1, "size_t product overflows");
   EXPECT(ptdp_mul_size(SIZE_MAX / 3, 3, &z) == 0 && z == SIZE_MAX / 3 * 3, "size_t product fits");
-  printf("test_checked: %d passed, %d failed\n", n_pass, n_fail);
-  return n_fail ? 1 : 0;
+  return expect_summary("test_checked");
 }

@@ -272,9 +272,7 @@ int main(int argc, char **argv)
   check_reduce(&w);
   check_timelines();
   ptdp_comm_free(&w);
-  int fails = 0;
-  MPI_Allreduce(&n_fail, &fails, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (wrank == 0) printf("test_events: rank 0 %d checks passed; %d failed over all %d ranks\n", n_pass, fails, world);
+  int status = expect_summary_all("test_events");
   MPI_Finalize();
-  return fails ? 1 : 0;
+  return status;
 }

@@ -167,6 +167,5 @@ int main(void)
     check_random(&formats[i]);
   }
   check_arrays();
-  printf("test_half: %d passed, %d failed\n", n_pass, n_fail);
-  return n_fail ? 1 : 0;
+  return expect_summary("test_half");
 }

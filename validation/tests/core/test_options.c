@@ -350,7 +350,7 @@ int main(int argc, char **argv)
   check_cmdline();
   check_args_enums();
   check_args_warnings();
-  printf("test_options: %d checks passed, %d failed\n", n_pass, n_fail);
+  int status = expect_summary("test_options");
   MPI_Finalize();
-  return n_fail ? 1 : 0;
+  return status;
 }

@@ -105,7 +105,7 @@ int main(int argc, char **argv)
   int n = ptdp_cuda_device_count(why, sizeof why);
   printf("test_cuda_host: CUDA built %d, NCCL built %d, GPUs %d%s%s\n", ptdp_cuda_built(), ptdp_nccl_built(), n,
          n < 0 ? ": " : "", n < 0 ? why : "");
-  printf("test_cuda_host: %d passed, %d failed\n", n_pass, n_fail);
+  int status = expect_summary("test_cuda_host");
   MPI_Finalize();
-  return n_fail != 0;
+  return status;
 }

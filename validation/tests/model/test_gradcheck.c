@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../expect.h"
+
 static double loss_at(ptdp_gpt *m, const int32_t *tok, const int32_t *tgt)
 {
   if (ptdp_gpt_forward(m, 0, 0, tok, tgt, 0)) exit(2);
@@ -62,7 +64,6 @@ int main(int argc, char **argv)
   if (ptdp_gpt_backward(&m, 0, 0, NULL, 1.0f, 1, &dinput)) return 2;
 
   const double eps = 1e-2, rtol = 2e-2, atol = 4 * 6e-8 * fabs(L0) / (2 * eps);
-  int fails = 0, checks = 0;
   printf("gradcheck (recompute %s): loss %.6f, atol %.2e, rtol %.0e\n", rc, L0, atol, rtol);
   for (int i = 0; i < m.nparams; i++) {
     const ptdp_param_info *p = &m.params[i];
@@ -92,8 +93,8 @@ int main(int argc, char **argv)
       memcpy(w, w0, sizeof(float) * (size_t)n);
       double fd = (lp - lm) / (2 * eps);
       int ok = fabs(fd - an) <= rtol * fabs(an) + atol;
-      checks++;
-      fails += !ok;
+      EXPECT(ok, "%s, %s direction: finite difference %+.6e, analytic %+.6e", p->name, dir ? "random" : "grad",
+             fd, an);
       if (!ok || dir == 0)
         printf("  %-52s %-6s fd %+.6e analytic %+.6e %s\n", p->name, dir ? "random" : "grad", fd, an, ok ? "ok" : "FAIL");
     }
@@ -110,18 +111,16 @@ int main(int argc, char **argv)
       double lm = loss_at(&m, tok, tgt);
       w[best] = keep;
       double fd = (lp - lm) / (2 * eps), an = g[best];
-      int ok = fabs(fd - an) <= rtol * fabs(an) + atol;
-      checks++;
-      fails += !ok;
-      if (!ok) printf("  %-52s elem %lld fd %+.6e analytic %+.6e FAIL\n", p->name, best, fd, an);
+      EXPECT(fabs(fd - an) <= rtol * fabs(an) + atol, "%s, element %lld: finite difference %+.6e, analytic %+.6e",
+             p->name, best, fd, an);
     }
     free(w0);
     free(u);
   }
-  printf("%d checks, %d failed\n", checks, fails);
+  int status = expect_summary("test_gradcheck");
   ptdp_gpt_destroy(&m);
   ptdp_backend_destroy(&be);
   ptdp_grid_destroy(&grid);
   MPI_Finalize();
-  return fails ? 1 : 0;
+  return status;
 }

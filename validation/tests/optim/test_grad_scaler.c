@@ -65,6 +65,5 @@ int main(void)
   ptdp_grad_scaler_none(&s);
   EXPECT(!ptdp_grad_scaler_active(&s) && s.scale == 1, "no scaler: scale %g, active %d", s.scale,
          ptdp_grad_scaler_active(&s));
-  printf("test_grad_scaler: %d passed, %d failed\n", n_pass, n_fail);
-  return n_fail ? 1 : 0;
+  return expect_summary("test_grad_scaler");
 }

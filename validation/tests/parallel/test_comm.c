@@ -399,9 +399,7 @@ int main(int argc, char **argv)
   EXPECT(pair.comm == MPI_COMM_NULL && pair.transport == NULL, "free resets comm and transport");
   ptdp_backend_destroy(&host_be);
   ptdp_backend_destroy(&dev_be);
-  int fails = 0;
-  MPI_Allreduce(&n_fail, &fails, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (wrank == 0) printf("test_comm: rank 0 %d checks passed; %d failed over all %d ranks\n", n_pass, fails, world);
+  int status = expect_summary_all("test_comm");
   MPI_Finalize();
-  return fails ? 1 : 0;
+  return status;
 }

@@ -347,10 +347,7 @@ int main(int argc, char **argv)
   die(ptdp_comm_wrap(&self, sc, PTDP_GROUP_DP));
   for (int i = 1; i < argc; i++) run_backend(argv[i], &self);
   die(ptdp_comm_free(&self));
-  int fails = 0;
-  MPI_Allreduce(&n_fail, &fails, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (g_rank == 0)
-    printf("test_comm16 on %d ranks: rank 0 %d checks passed; %d failed over all ranks\n", g_size, n_pass, fails);
+  int status = expect_summary_all("test_comm16");
   MPI_Finalize();
-  return fails ? 1 : 0;
+  return status;
 }

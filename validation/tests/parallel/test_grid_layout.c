@@ -166,7 +166,8 @@ int main(int argc, char **argv)
   EXPECT(ptdp_grid_order_parse("tp-pp-dp") == PTDP_ORDER_TP_PP_DP, "parse tp-pp-dp");
   EXPECT(ptdp_grid_order_parse("pp-tp-dp") == -1 && ptdp_grid_order_parse(NULL) == -1, "parse bad order");
   EXPECT(strcmp(ptdp_grid_order_name(PTDP_ORDER_TP_PP_DP), "tp-pp-dp") == 0, "order name");
-  printf("test_grid_layout: %d layouts, %d checks passed, %d failed\n", layouts, n_pass, n_fail);
+  printf("test_grid_layout: %d layouts\n", layouts);
+  int status = expect_summary("test_grid_layout");
   MPI_Finalize();
-  return n_fail ? 1 : 0;
+  return status;
 }

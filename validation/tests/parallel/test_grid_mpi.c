@@ -84,9 +84,7 @@ int main(int argc, char **argv)
     ptdp_error_clear();
     MPI_Comm_free(&three);
   }
-  int fails = 0;
-  MPI_Allreduce(&n_fail, &fails, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (wrank == 0) printf("test_grid_mpi: rank 0 %d checks passed; %d failed over all ranks\n", n_pass, fails);
+  int status = expect_summary_all("test_grid_mpi");
   MPI_Finalize();
-  return fails ? 1 : 0;
+  return status;
 }
