@@ -24,7 +24,7 @@ AM_TESTS_ENVIRONMENT = \
 
 dist_noinst_SCRIPTS += validation/tests/launch.sh validation/tests/common.sh
 EXTRA_DIST += validation/test_bundle.sh
-EXTRA_DIST += validation/compare_builds.sh validation/run_suite.sh validation/gen_readme_keys.sh .ci/run validation/tests/expect.h
+EXTRA_DIST += validation/compare_builds.sh validation/run_suite.sh .ci/run validation/tests/expect.h
 TESTS += validation/tests/docs/test_readme.sh validation/tests/docs/test_default_job.sh
 dist_noinst_SCRIPTS += validation/tests/docs/test_readme.sh validation/tests/docs/test_default_job.sh
 
