@@ -33,11 +33,11 @@ static inline int expect_summary(const char *name)
  * with its own passes, and every rank returns the same status. */
 static inline int expect_summary_all(const char *name)
 {
-  int fails = 0, world = 0;
+  int fails = 0, world = 0, me = 0;
   if (MPI_Allreduce(&n_fail, &fails, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS ||
-      MPI_Comm_size(MPI_COMM_WORLD, &world) != MPI_SUCCESS)
+      MPI_Comm_size(MPI_COMM_WORLD, &world) != MPI_SUCCESS || MPI_Comm_rank(MPI_COMM_WORLD, &me) != MPI_SUCCESS)
     return 1;
-  if (wrank == 0) printf("%s: rank 0 %d checks passed; %d failed over all %d ranks\n", name, n_pass, fails, world);
+  if (me == 0) printf("%s: rank 0 %d checks passed; %d failed over all %d ranks\n", name, n_pass, fails, world);
   return fails ? 1 : 0;
 }
 #endif
