@@ -12,22 +12,10 @@
 #   then gives the undamaged checkpoint's losses.
 . "$top_srcdir/validation/tests/common.sh"
 DECK="$TMPD/h.in"
-cat > "$DECK" <<'DECKEOF'
-num-layers = 2
-hidden-size = 64
-num-attention-heads = 4
-seq-length = 32
-micro-batch-size = 2
-global-batch-size = 4
-vocab-size = 300
-mock-data = true
-lr = 1e-3
-log-interval = 1
-run-file = none
-DECKEOF
-timeout 120 $MPIRUN -n 1 "$TRAIN" "$DECK" --train-iters 2 --save "$TMPD/ck" < /dev/null > "$TMPD/save.log" 2>&1
+write_deck "$DECK" lr=1e-3 log-interval=1 run-file=none
+train_log save 1 --train-iters 2 --save "$TMPD/ck"
 ok $? "a checkpoint to damage"
-timeout 120 $MPIRUN -n 1 "$TRAIN" "$DECK" --train-iters 3 --load "$TMPD/ck" < /dev/null > "$TMPD/good.log" 2>&1
+train_log good 1 --train-iters 3 --load "$TMPD/ck"
 ok $? "the undamaged checkpoint loads"
 good=$(grep -E "^ iteration +3/" "$TMPD/good.log" | sed 's/.*lm loss: \([^ ]*\) .*/\1/')
 CK="$TMPD/ck/iter_0000002/checkpoint.h5"
@@ -36,7 +24,7 @@ CK="$TMPD/ck/iter_0000002/checkpoint.h5"
 load() {
   dir=$1
   shift
-  timeout 120 $MPIRUN -n 1 "$TRAIN" "$DECK" --train-iters 3 --load "$dir" "$@" < /dev/null > "$TMPD/out.log" 2>&1
+  train_log out 1 --train-iters 3 --load "$dir" "$@"
   rc=$?
 }
 mutate() { # NAME PYTHON-STATEMENTS (f is the open h5py File)

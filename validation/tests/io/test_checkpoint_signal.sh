@@ -5,20 +5,7 @@
 # from it continues bit-identically to an uninterrupted run.
 . "$top_srcdir/validation/tests/common.sh"
 DECK="$TMPD/sig.in"
-cat > "$DECK" <<'DECK'
-num-layers = 2
-hidden-size = 64
-num-attention-heads = 4
-seq-length = 32
-micro-batch-size = 2
-global-batch-size = 4
-train-iters = 100000
-lr-decay-iters = 1000
-lr = 1e-3
-log-interval = 1
-mock-data = true
-vocab-size = 300
-DECK
+write_deck "$DECK" train-iters=100000 lr-decay-iters=1000 lr=1e-3 log-interval=1
 # ranks: the ptdp-train processes of this test (not mpirun, whose command line holds the deck too)
 ranks() { for p in $(pgrep -f "$DECK"); do [ "$(cat /proc/$p/comm 2>/dev/null)" = ptdp-train ] && echo $p; done; }
 signal_run() { # signal_run NAME NP SIGNAL FLAGS...
@@ -39,11 +26,9 @@ signal_run() { # signal_run NAME NP SIGNAL FLAGS...
   ok $? "$name: exit status $rc, checkpoint of iteration $it saved, '$(grep -m1 exiting "$TMPD/$name.log")'"
   [ -n "$it" ] || return 1
   stop=$((it + 3))
-  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" --train-iters $stop --debug-dump "$TMPD/$name-straight.h5" "$@" \
-    < /dev/null > "$TMPD/$name-straight.log" 2>&1
+  train_log "$name-straight" "$np" --train-iters $stop --debug-dump "$TMPD/$name-straight.h5" "$@"
   ok $? "$name: uninterrupted run of $stop iterations"
-  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" --train-iters $stop --load "$TMPD/$name" --debug-dump "$TMPD/$name-resumed.h5" \
-    "$@" < /dev/null > "$TMPD/$name-resumed.log" 2>&1
+  train_log "$name-resumed" "$np" --train-iters $stop --load "$TMPD/$name" --debug-dump "$TMPD/$name-resumed.h5" "$@"
   ok $? "$name: resumed from iteration $it to $stop"
   $PYTHON3 "$top_srcdir/validation/tests/io/compare_resume.py" "$TMPD/$name-straight.h5" "$TMPD/$name-resumed.h5" \
     $((it + 1)) $stop --exact

@@ -11,19 +11,7 @@
 . "$top_srcdir/validation/tests/common.sh"
 cd "$TMPD" || exit 99
 DECK="$TMPD/deck.in"
-cat > "$DECK" <<'DECK'
-num-layers = 4
-hidden-size = 64
-num-attention-heads = 4
-seq-length = 32
-micro-batch-size = 2
-global-batch-size = 8
-lr = 1e-3
-mock-data = true
-vocab-size = 300
-log-interval = 1
-timeline-interval = 10
-DECK
+write_deck "$DECK" num-layers=4 global-batch-size=8 lr=1e-3 log-interval=1 timeline-interval=10
 CHECK="$PYTHON3 $top_srcdir/validation/tests/io/check_runfile.py"
 LAYOUT="--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1"
 # rows FILE: intervals flushed so far (-1 if the file cannot be opened)
@@ -62,10 +50,10 @@ $CHECK "$TMPD/ptdp-run.h5" "$TMPD/live.log" --world 4 --intervals 40 --samples 4
 ok $? "the finished file: every dataset, the events, the memory and the communication"
 
 # ---- never another run's file
-$MPIRUN -n 1 "$TRAIN" "$DECK" --train-iters 2 < /dev/null > "$TMPD/second.log" 2>&1
+train_log second 1 --train-iters 2
 [ $? -eq 0 ] && [ -f "$TMPD/ptdp-run-1.h5" ] && grep -q "writing ptdp-run-1.h5" "$TMPD/second.log"
 ok $? "a second run here writes ptdp-run-1.h5, not over the first run's file"
-$MPIRUN -n 1 "$TRAIN" "$DECK" --train-iters 2 --run-file "$TMPD/ptdp-run.h5" < /dev/null > "$TMPD/explicit.log" 2>&1
+train_log explicit 1 --train-iters 2 --run-file "$TMPD/ptdp-run.h5"
 [ $? -ne 0 ] && grep -q "it is another run's file" "$TMPD/explicit.log"
 ok $? "an explicit run-file that is another run's is refused: $(grep -m1 error "$TMPD/explicit.log" | cut -c1-120)"
 
@@ -85,7 +73,7 @@ f = h5py.File(sys.argv[1], 'r', swmr=True)
 sys.exit(0 if np.isfinite(f['metrics/lm_loss'][()]).all() and (np.diff(f['metrics/iteration'][()]) == 1).all() else 1)" "$TMPD/ck/run.h5"
 ok $? "every interval flushed before the kill holds finite numbers, iterations in order"
 it=$(cat "$TMPD/ck/latest_checkpointed_iteration.txt")
-$MPIRUN -n 2 "$TRAIN" "$DECK" --train-iters $((it + 3)) --save "$TMPD/ck" --load "$TMPD/ck" < /dev/null > "$TMPD/requeue.log" 2>&1
+train_log requeue 2 --train-iters $((it + 3)) --save "$TMPD/ck" --load "$TMPD/ck"
 ok $? "the requeue resumes from iteration $it"
 grep -q "appending to $TMPD/ck/run.h5" "$TMPD/requeue.log"; ok $? "the requeue appends to the killed run's file"
 $PYTHON3 -c "import sys, h5py
@@ -99,14 +87,14 @@ ok $? "two /jobs rows (the killed launch and the requeue), the requeue's interva
 # ---- a launch killed before its first checkpoint, then its requeue: the run starts over in
 # SAVE/run.h5 and the dead launch's file is kept as SAVE/run-1.h5 (a kill before the first save
 # leaves SAVE holding run.h5 and no tracker: made here by removing the checkpoints of a short run)
-$MPIRUN -n 1 "$TRAIN" "$DECK" --train-iters 2 --save "$TMPD/early" < /dev/null > "$TMPD/early1.log" 2>&1 &&
+train_log early1 1 --train-iters 2 --save "$TMPD/early" &&
   rm -rf "$TMPD/early"/iter_* "$TMPD/early/latest_checkpointed_iteration.txt"
 ok $? "a first launch saving into early/, its checkpoints then removed"
-$MPIRUN -n 1 "$TRAIN" "$DECK" --train-iters 3 --save "$TMPD/early" --load "$TMPD/early" < /dev/null > "$TMPD/early2.log" 2>&1
+train_log early2 1 --train-iters 3 --save "$TMPD/early" --load "$TMPD/early"
 [ $? -eq 0 ] && grep -q "^\[run file\] $TMPD/early/run.h5 held a launch this run does not continue.*kept as $TMPD/early/run-1.h5" "$TMPD/early2.log" &&
   grep -q "writing $TMPD/early/run.h5" "$TMPD/early2.log"
 ok $? "its requeue (no checkpoint to resume) keeps the earlier file as run-1.h5 and writes run.h5 afresh"
-$MPIRUN -n 1 "$TRAIN" "$DECK" --train-iters 5 --save "$TMPD/early" --load "$TMPD/early" < /dev/null > "$TMPD/early3.log" 2>&1
+train_log early3 1 --train-iters 5 --save "$TMPD/early" --load "$TMPD/early"
 grep -q "appending to $TMPD/early/run.h5" "$TMPD/early3.log"; ok $? "the next requeue (from iteration 3) appends to run.h5"
 $PYTHON3 -c "import sys, h5py
 jobs = lambda p: [(int(r['first_iteration']), int(r['last_iteration'])) for r in h5py.File(p, 'r')['jobs'][()]]
