@@ -10,6 +10,14 @@
 # Then bf16 and fp16 (below).
 . "$top_srcdir/validation/tests/common.sh"
 TRAIN="$top_builddir/validation/emu/ptdp-train-emu"
+# Each run is killed after LAUNCH_TIMEOUT s (common.sh: 120 s, which the normal build's runs, 6 to
+# 30 s, keep).  A build with AddressSanitizer (--enable-sanitizers or --enable-fuzzing: the binary
+# holds __asan_init) runs the emulation several times slower (cuda_bf16 took over 120 s there),
+# so its runs get five times the limit.
+if grep -q __asan_init "$TRAIN" 2>/dev/null; then
+  LAUNCH_TIMEOUT=$((${LAUNCH_TIMEOUT:-120} * 5))
+  echo "sanitized build: each run may take up to $LAUNCH_TIMEOUT s"
+fi
 DECK="$TMPD/emu.in"
 cat > "$DECK" <<'DECK_EOF'
 num-layers = 4
