@@ -39,6 +39,13 @@ for p in $pages; do
   grep -q "src/man/$(basename "$p")" "$man_dir/local.mk"; ok $? "$(basename "$p") is in dist_man_MANS (src/man/local.mk)"
 done
 
+# every cross-reference NAME(S) in the pages names a page of src/man
+refs=$(cat $pages | sed 's/\\-/-/g; s/\\f[BIRP]//g' | grep -oE 'ptdp(-[a-z]+)? ?\([157]\)' | tr -d ' ' | sort -u)
+[ -n "$refs" ]; ok $? "found the pages' cross-references"
+for ref in $refs; do
+  [ -f "$man_dir/$(echo "$ref" | sed 's/(\([157]\))$/.\1/')" ]; ok $? "the pages' reference $ref is a page of src/man"
+done
+
 # the generated key tables
 for p in $(grep -l '^\.\\" keys:begin' $pages); do
   sh "$top_srcdir/validation/gen_man_keys.sh" "$top_builddir" "$p" > "$TMPD/new" 2> "$TMPD/gen.err"
