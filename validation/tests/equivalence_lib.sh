@@ -1,6 +1,9 @@
-# Shared by the equivalence tests: source it after writing the deck to $DECK.
-#   train NAME NP [FLAGS...]   train on NP ranks with --debug-dump $TMPD/NAME.h5
+# Shared by the equivalence tests: source it after common.sh.
+#   equiv_deck KEY=VALUE...    $DECK: 20 iterations of the small model with dropout (write_deck)
+#   train NAME NP [FLAGS...]   train $DECK on NP ranks with --debug-dump $TMPD/NAME.h5
 #   compare NAME REF GROUPS    compare_dumps.py of NAME against REF (losses and GROUPS)
+#   layouts GROUPS [FLAGS...]  train and compare each layout of stdin
+#   threads_and_worst          the 2-thread reference equals the 1-thread one bit for bit; worst differences
 # Tolerances: PTDP_EQUIV_LOSS_TOL (default 1e-5: losses and first-step gradients),
 # PTDP_EQUIV_PARAM_TOL (default 1e-4: parameters after the last step).
 # Why: losses (every iteration) and the first step's gradients: 1e-5 relative, as the
@@ -20,7 +23,7 @@ train() {
   name=$1 np=$2
   shift 2
   start=$(date +%s)
-  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" --debug-dump "$TMPD/$name.h5" "$@" < /dev/null > "$TMPD/$name.log" 2>&1
+  launch "$np" "$TRAIN" "$DECK" --debug-dump "$TMPD/$name.h5" "$@" > "$TMPD/$name.log" 2>&1
   rc=$?
   ok $rc "train $name ($np ranks: $*) in $(($(date +%s) - start)) s"
   [ $rc -eq 0 ] || tail -20 "$TMPD/$name.log"
@@ -34,4 +37,42 @@ compare() {
   sed 's/^/  /' "$TMPD/$1-vs-$2.cmp"
   ok $rc "$1 equals $2 (losses, $3)"
   printf '%-12s vs %-8s %s\n' "$1" "$2" "$(grep '^WORST' "$TMPD/$1-vs-$2.cmp" | sed 's/^WORST[A-Z_]* //' | tr '\n' ' ')" >> "$TMPD/worst"
+}
+
+# equiv_deck KEY=VALUE...: the deck of the equivalence tests in $DECK (default $TMPD/equiv.in):
+# 20 iterations of write_deck's model, global batch 8, dropout on (so the dropout masks must agree
+# across layouts too), ptdp-train's default learning rate, one log line at the end; KEY=VALUE as
+# write_deck takes them
+equiv_deck() {
+  DECK=${DECK:-$TMPD/equiv.in}
+  write_deck "$DECK" global-batch-size=8 train-iters=20 hidden-dropout=0.1 attention-dropout=0.1 \
+    log-interval=20 "$@"
+}
+
+# layouts GROUPS [FLAGS...]: for each line "NAME RANKS REFERENCE LAYOUT-FLAGS..." of stdin, train
+# NAME with FLAGS and LAYOUT-FLAGS, then compare it with REFERENCE on GROUPS; with the distributed
+# optimizer the dump holds no gradients (they are sharded), so step1/grads is left out of GROUPS
+layouts() {
+  groups=$1
+  shift
+  while read -r name np ref flags; do
+    [ -n "$name" ] || continue
+    # shellcheck disable=SC2086
+    train "$name" "$np" "$@" $flags || continue
+    case "$flags" in
+      *use-distributed-optimizer*) compare "$name" "$ref" "$(echo "$groups" | sed 's#,*step1/grads##')" ;;
+      *) compare "$name" "$ref" "$groups" ;;
+    esac
+  done
+}
+
+# threads_and_worst: the one-rank run ref_2threads (--num-threads 2) equals ref bit for bit: the
+# thread count changes nothing, every sum is split by columns or rows, never reordered; then the
+# table of the worst differences of every comparison, for the record
+threads_and_worst() {
+  $PYTHON3 "$top_srcdir/validation/tests/compare_dumps.py" --loss-rtol 0 --grad-tol 0 --param-tol 0 \
+    --groups final,step1/grads "$TMPD/ref_2threads.h5" "$TMPD/ref.h5" > "$TMPD/threads.cmp" 2>&1
+  ok $? "2 threads per rank give the same bits as 1 (losses, gradients, parameters)"
+  echo "worst relative differences (losses: per iteration; parameters and gradients: max|a-b|/max|b|):"
+  cat "$TMPD/worst"
 }

@@ -17,23 +17,8 @@
 # Tolerances: see validation/tests/equivalence_lib.sh.
 . "$top_srcdir/validation/tests/common.sh"
 
-DECK="$TMPD/equiv.in"
-cat > "$DECK" <<'EOF'
-num-layers = 2
-hidden-size = 64
-num-attention-heads = 4
-seq-length = 32
-micro-batch-size = 2
-global-batch-size = 8
-vocab-size = 300
-mock-data = true
-train-iters = 20
-hidden-dropout = 0.1
-attention-dropout = 0.1
-log-interval = 20
-EOF
-
 . "$top_srcdir/validation/tests/equivalence_lib.sh"
+equiv_deck
 
 # one-rank references, padded vocabulary 384 (t=1), 512 (as t=2), 512 (as t=4)
 train ref 1
@@ -43,14 +28,7 @@ train ref_v512 1 --make-vocab-size-divisible-by 512
 train ref_2threads 1 --num-threads 2
 
 # name ranks reference flags
-while read -r name np ref flags; do
-  [ -n "$name" ] || continue
-  # shellcheck disable=SC2086
-  train "$name" "$np" $flags || continue
-  groups=final,init,step1/grads
-  case "$flags" in *use-distributed-optimizer*) groups=final,init ;; esac # grads are sharded then
-  compare "$name" "$ref" "$groups"
-done <<'EOF'
+layouts final,init,step1/grads <<'EOF'
 t2        2 ref_v256 --tensor-model-parallel-size 2
 t4        4 ref_v512 --tensor-model-parallel-size 4
 t2_sp     2 ref_v256 --tensor-model-parallel-size 2 --sequence-parallel
@@ -64,12 +42,5 @@ EOF
 # That holds because ptdp keeps padded logits out of the softmax (src/model/head.c).
 compare t2 ref final,init
 
-# for the record: what thread count alone changes (not a pass/fail criterion of the layouts)
-# the thread count changes nothing: every sum is split by columns or rows, never reordered
-$PYTHON3 "$top_srcdir/validation/tests/compare_dumps.py" --loss-rtol 0 --grad-tol 0 --param-tol 0 \
-  --groups final,step1/grads "$TMPD/ref_2threads.h5" "$TMPD/ref.h5" > "$TMPD/threads.cmp" 2>&1
-ok $? "2 threads per rank give the same bits as 1 (losses, gradients, parameters)"
-
-echo "worst relative differences (losses: per iteration; parameters and gradients: max|a-b|/max|b|):"
-cat "$TMPD/worst"
+threads_and_worst
 finish
