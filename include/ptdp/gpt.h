@@ -16,10 +16,12 @@
 #include "ptdp/grad_buffer.h"
 #include "ptdp/grid.h"
 #include "ptdp/memory.h"
+#include "ptdp/memory_formula.h"
 #include "ptdp/params.h"
 #include "ptdp/plan.h"
 #include "ptdp/recompute.h"
 #include "ptdp/schedule.h"
+#include "ptdp/shape.h"
 #include "ptdp/shard_map.h"
 
 #include <stdint.h>
@@ -121,11 +123,7 @@ typedef struct {
   ptdp_backend *be;
   ptdp_grid *grid;
   int t, tp_rank, p, stage;
-  int al, hd, hl, fl;     /* local heads, head size, local width h/t, local ffn f/t */
-  long long padded_vocab; /* V' */
-  long long vl, v0;       /* local vocab rows and first row */
-  int N, Nl;              /* tokens per micro-batch, per rank under SP */
-  long long row0;         /* first global token row of this rank's sequence shard */
+  ptdp_rank_shape sh;     /* this rank's sizes: local heads and widths, vocabulary slice, token rows */
   int nparams;
   ptdp_param_info *params; /* the parameter table (ptdp/params.h) */
   ptdp_grad_layout layout; /* where they sit in param and grad; buckets (ptdp/grad_buffer.h) */
@@ -160,6 +158,8 @@ void ptdp_gpt_destroy(ptdp_gpt *m);
 /* The plan configuration of this model on a rank at `pos` (what ptdp_gpt_create plans). */
 ptdp_plan_config ptdp_gpt_plan_config(const ptdp_gpt_config *cfg, const ptdp_param_position *pos);
 ptdp_model_shape ptdp_gpt_shape(const ptdp_gpt_config *cfg);
+/* One layer of this rank as the activation-memory formulas see it (ptdp/memory_formula.h). */
+ptdp_layer_shape ptdp_gpt_layer_shape(const ptdp_gpt *m);
 /* Set every parameter from its global-index key (layout independent). */
 int ptdp_gpt_init_params(ptdp_gpt *m);
 /* Device pointers to parameter i's local buffer (ptdp_param_info lrows x lcols): fp32 (the
@@ -203,6 +203,28 @@ float *ptdp_gpt_input(ptdp_gpt *m, int c, int slot);
 /* Free a slot without a backward pass (evaluation). */
 void ptdp_gpt_release(ptdp_gpt *m, int c, int slot);
 float *ptdp_gpt_output(ptdp_gpt *m, int c, int slot);
+
+/* One pass through a transformer layer's forward: the one definition of the block, shared by
+ * training (a micro-batch: sequence parallelism, dropout, activations kept for the backward) and
+ * inference (n new token rows against a key/value cache, src/generate/infer.c).  What differs
+ * between them is said here: the rows, the collectives, and the attention core. */
+typedef struct ptdp_block_pass ptdp_block_pass;
+struct ptdp_block_pass {
+  long long N;       /* token rows through the tensor-parallel GEMMs */
+  long long Nl;      /* rows of the LayerNorm, dropout and residual regions: N / t under SP, else N */
+  int sp;            /* sequence parallelism: all-gather before the column-parallel GEMMs,
+                        reduce-scatter after the row-parallel ones (else all-reduce in place) */
+  float *full;       /* [N, h] work space under SP */
+  long long sample0; /* global index of the first sample: the dropout masks' key */
+  /* the attention core: a->qkv [N, 3 hl] to a->ctx [N, hl] */
+  int (*attention)(const ptdp_block_pass *p, ptdp_gpt *m, int layer, const ptdp_layer_acts *a);
+  void *ctx;         /* the attention core's own state (inference: the generator) */
+};
+/* Global layer `layer` with weights w: from a->x [Nl, h] to out [Nl, h], writing the activations
+ * a points at (which may share buffers where nothing reads them back, as in inference).
+ * Dropout follows the model's configuration (none in inference). */
+int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, const ptdp_block_pass *p,
+                           const ptdp_layer_acts *a, float *out);
 
 /* What the pipeline driver may ask of the model (it never reads the slots themselves). */
 int ptdp_gpt_num_slots(const ptdp_gpt *m);                 /* activation slots per chunk */

@@ -20,11 +20,14 @@
 #ifndef PTDP_MEMORY_FORMULA_H
 #define PTDP_MEMORY_FORMULA_H
 
+#include "ptdp/recompute.h"
+#include "ptdp/shape.h"
+
 typedef struct {
-  long long s, b, h, a, f, t;
-  int sequence_parallel;
+  ptdp_rank_shape r;                     /* the layer's sizes on one rank (ptdp/shape.h) */
   int hidden_dropout, attention_dropout; /* 1 if > 0 */
-  int recompute;                         /* 0 none, 1 full (layer stores its input), 2 selective */
+  ptdp_recompute recompute;              /* full: the layer stores its input only; selective: no
+                                            attention core */
   int bytes;                             /* of one stored element: 4 fp32, 2 bf16/fp16 (0: 4) */
 } ptdp_layer_shape;
 

@@ -22,6 +22,7 @@
 
 #include "ptdp/args.h"
 #include "ptdp/options.h"
+#include "ptdp/params.h"
 
 #include <stdio.h>
 
@@ -129,13 +130,22 @@ typedef struct {
   ptdp_sim_op op[PTDP_SIM_MAX_OPS];
 } ptdp_sim_oplist;
 
+/* One rank's sizes (ptdp_rank_shape of ptdp/shape.h, the model's own) as the cost models use
+ * them: N = b s tokens, Nl = N / t under sequence parallelism, hl = h / t, fl = f / t, al = a / t,
+ * hd = h / a, vl = V' / t. */
+typedef struct {
+  double N, Nl, s, b, h, hl, fl, al, hd, vl;
+  int t, sp;
+} ptdp_sim_dims;
+/* The vocabulary a prediction assumes when the deck gives none: GPT-2's. */
+#define PTDP_SIM_DEFAULT_VOCAB 50257
+ptdp_model_shape ptdp_sim_model_shape(const ptdp_args *a);
+ptdp_sim_dims ptdp_sim_dims_of(const ptdp_args *a);
+
 /* What one layer, the embedding and the head cost on one rank for one micro-batch. */
-int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vocab_padded,
-                       ptdp_sim_oplist *ops);
-int ptdp_sim_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
-                           long long vocab_padded, ptdp_sim_oplist *ops);
-int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vocab_padded,
-                      ptdp_sim_oplist *ops);
+int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
+int ptdp_sim_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
+int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
 
 /* The prediction. */
 typedef struct {
@@ -162,12 +172,9 @@ typedef struct {
 } ptdp_sim_result;
 
 /* ptdp's CPU backend (layer_cpu.c, --fusion cpu): the same op lists for the operators it runs. */
-int ptdp_sim_cpu_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vocab_padded,
-                           ptdp_sim_oplist *ops);
-int ptdp_sim_cpu_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
-                               long long vocab_padded, ptdp_sim_oplist *ops);
-int ptdp_sim_cpu_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vocab_padded,
-                          ptdp_sim_oplist *ops);
+int ptdp_sim_cpu_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
+int ptdp_sim_cpu_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
+int ptdp_sim_cpu_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
 /* The optimizer step of a rank updating np parameters (--fusion cpu): np x cpu-optimizer-ns. */
 double ptdp_sim_cpu_optimizer_time(const ptdp_sim_hw *hw, double np);
 /* Ranks sharing a node's cores: max(1, ranks x threads / cores), ranks = min(world, gpus-per-node);

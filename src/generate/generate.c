@@ -22,13 +22,13 @@ static int dalloc(ptdp_generator *g, void **p, size_t bytes)
 static int fill_constants(ptdp_generator *g)
 {
   ptdp_backend *be = g->m->be;
-  const int n = g->cap > g->m->al ? g->cap : g->m->al;
+  const int n = g->cap > g->m->sh.al ? g->cap : g->m->sh.al;
   int32_t *h;
   PTDP_ALLOC(h, sizeof(int32_t) * (size_t)n);
   for (int i = 0; i < g->cap; i++) h[i] = i;
   int err = be->to_device(be, g->positions, h, sizeof(int32_t) * (size_t)g->cap);
-  for (int i = 0; i < g->m->al; i++) h[i] = -1;
-  if (!err) err = be->to_device(be, g->notarget, h, sizeof(int32_t) * (size_t)g->m->al);
+  for (int i = 0; i < g->m->sh.al; i++) h[i] = -1;
+  if (!err) err = be->to_device(be, g->notarget, h, sizeof(int32_t) * (size_t)g->m->sh.al);
   free(h);
   return err;
 }
@@ -43,7 +43,7 @@ int ptdp_generator_create(ptdp_generator *g, ptdp_gpt *m, int capacity)
   PTDP_CHECK(capacity > 0 && capacity <= m->cfg.max_pos,
              "%d positions do not fit the position table of max-position-embeddings %d", capacity, m->cfg.max_pos);
   g->cap = capacity;
-  const int L = m->chunks[0].nlayers, h = m->cfg.hidden, hl = m->hl, fl = m->fl, al = m->al, t = m->t;
+  const int L = m->chunks[0].nlayers, h = m->cfg.hidden, hl = m->sh.hl, fl = m->sh.fl, al = m->sh.al, t = m->t;
   const size_t c = (size_t)capacity, f = sizeof(float);
   PTDP_CALLOC(g->kc, L > 0 ? L : 1, sizeof *g->kc);
   PTDP_CALLOC(g->vc, L > 0 ? L : 1, sizeof *g->vc);
@@ -66,9 +66,9 @@ int ptdp_generator_create(ptdp_generator *g, ptdp_gpt *m, int capacity)
   PTDP_CALL(dalloc(g, (void **)&g->tokens, c * sizeof(int32_t)));
   PTDP_CALL(dalloc(g, (void **)&g->positions, c * sizeof(int32_t)));
   PTDP_CALL(dalloc(g, (void **)&g->notarget, (size_t)al * sizeof(int32_t)));
-  PTDP_CALL(dalloc(g, (void **)&g->logits, (size_t)LOGIT_ROWS * m->vl * f));
-  PTDP_CALL(dalloc(g, (void **)&g->gathered, (size_t)t * LOGIT_ROWS * m->vl * f));
-  PTDP_ALLOC(g->host, (size_t)t * LOGIT_ROWS * m->vl * f);
+  PTDP_CALL(dalloc(g, (void **)&g->logits, (size_t)LOGIT_ROWS * m->sh.vl * f));
+  PTDP_CALL(dalloc(g, (void **)&g->gathered, (size_t)t * LOGIT_ROWS * m->sh.vl * f));
+  PTDP_ALLOC(g->host, (size_t)t * LOGIT_ROWS * m->sh.vl * f);
   return fill_constants(g);
 }
 

@@ -1,8 +1,9 @@
 /* The inference forward pass with a key/value cache (see include/ptdp/generate.h).
  *
- * The same operations, in the same order, as the training forward without sequence parallelism
- * and without dropout (src/model/layer.c, head.c), on n new token rows at positions
- * len .. len + n - 1:
+ * Each layer is the model's own block (ptdp_gpt_block_forward, src/model/layer.c), run without
+ * sequence parallelism and without dropout on n new token rows at positions len .. len + n - 1,
+ * with the key/value cache as its attention core; the embedding and the head repeat the training
+ * forward's operations (src/model/head.c) on those rows:
  *
  *   x  = all-reduce(wte_r[tok]) + wpe[pos]                          (vocab-parallel embedding)
  *   per layer:  qkv = LN1(x) Wqkv_r^T + b                           [n, 3 hl]  column-parallel
@@ -43,13 +44,13 @@ static int cache_append(ptdp_generator *g, int layer, int n)
 {
   const ptdp_gpt *m = g->m;
   ptdp_backend *be = m->be;
-  const size_t bytes = sizeof(float) * (size_t)m->hd;
+  const size_t bytes = sizeof(float) * (size_t)m->sh.hd;
   for (int r = 0; r < n; r++)
-    for (int a = 0; a < m->al; a++) {
-      const float *q = g->qkv + (size_t)r * 3 * m->hl + (size_t)a * 3 * m->hd;
-      const size_t at = (size_t)(g->len + r) * m->hl + (size_t)a * m->hd;
-      PTDP_CALL(be->copy(be, g->kc[layer] + at, q + m->hd, bytes));
-      PTDP_CALL(be->copy(be, g->vc[layer] + at, q + 2 * m->hd, bytes));
+    for (int a = 0; a < m->sh.al; a++) {
+      const float *q = g->qkv + (size_t)r * 3 * m->sh.hl + (size_t)a * 3 * m->sh.hd;
+      const size_t at = (size_t)(g->len + r) * m->sh.hl + (size_t)a * m->sh.hd;
+      PTDP_CALL(be->copy(be, g->kc[layer] + at, q + m->sh.hd, bytes));
+      PTDP_CALL(be->copy(be, g->vc[layer] + at, q + 2 * m->sh.hd, bytes));
     }
   return 0;
 }
@@ -59,7 +60,7 @@ static int attention(ptdp_generator *g, int layer, int n)
 {
   const ptdp_gpt *m = g->m;
   ptdp_backend *be = m->be;
-  const int al = m->al, hd = m->hd, hl = m->hl;
+  const int al = m->sh.al, hd = m->sh.hd, hl = m->sh.hl;
   if (g->len == 0) { /* prefill: causal attention over the n rows, as in training */
     PTDP_CALL(grow_probs(g, (long long)al * n * n));
     ptdp_attn_desc d = {.b = 1, .s = n, .al = al, .hd = hd, .head0 = (long long)m->tp_rank * al};
@@ -82,34 +83,25 @@ static int attention(ptdp_generator *g, int layer, int n)
   return 0;
 }
 
-/* One transformer layer on g->x [n, h]; the output replaces g->x. */
+/* The block's attention core in inference: the n new rows' keys and values join the cache, then
+ * the rows attend to every cached position up to their own. */
+static int cache_attention(const ptdp_block_pass *p, ptdp_gpt *m, int layer, const ptdp_layer_acts *a)
+{
+  ptdp_generator *g = p->ctx;
+  PTDP_CALL(cache_append(g, layer, (int)p->N));
+  return attention(g, layer, (int)p->N);
+}
+
+/* One transformer layer on g->x [n, h] (the model's own block, src/model/layer.c); the output
+ * replaces g->x.  Both LayerNorms share one output and statistics buffer: nothing reads them back. */
 static int layer_forward(ptdp_generator *g, int layer, int n)
 {
   ptdp_gpt *m = g->m;
-  ptdp_backend *be = m->be;
-  ptdp_comm *tp = &m->grid->tp;
-  const int h = m->cfg.hidden, hl = m->hl, fl = m->fl;
-  const ptdp_layer_params w = m->chunks[0].layers[layer].w;
-  const size_t nh = (size_t)n * h;
-  /* attention block */
-  PTDP_CALL(be->layernorm_forward(be, g->x, w.ln1_w, w.ln1_b, g->ln, g->mean, g->rstd, n, h, m->cfg.eps));
-  PTDP_CALL(be->gemm(be, 0, 1, n, 3 * hl, h, 1.0f, g->ln, h, w.qkv_w, h, 0.0f, g->qkv, 3 * hl)); /* [n, 3hl] */
-  PTDP_CALL(be->bias_forward(be, g->qkv, w.qkv_b, n, 3 * hl));
-  PTDP_CALL(cache_append(g, layer, n));
-  PTDP_CALL(attention(g, layer, n));
-  PTDP_CALL(be->gemm(be, 0, 1, n, h, hl, 1.0f, g->ctx, hl, w.proj_w, hl, 0.0f, g->x2, h)); /* partial [n, h] */
-  PTDP_CALL(ptdp_comm_allreduce_sum(tp, g->x2, nh, PTDP_TAG_LAYER));
-  PTDP_CALL(be->bias_forward(be, g->x2, w.proj_b, n, h));
-  PTDP_CALL(be->add(be, g->x2, g->x, nh));
-  /* MLP block */
-  PTDP_CALL(be->layernorm_forward(be, g->x2, w.ln2_w, w.ln2_b, g->ln, g->mean, g->rstd, n, h, m->cfg.eps));
-  PTDP_CALL(be->gemm(be, 0, 1, n, fl, h, 1.0f, g->ln, h, w.fc1_w, h, 0.0f, g->fc, fl)); /* [n, fl] */
-  PTDP_CALL(be->bias_forward(be, g->fc, w.fc1_b, n, fl));
-  PTDP_CALL(be->gelu_forward(be, g->fc, g->act, (size_t)n * fl));
-  PTDP_CALL(be->gemm(be, 0, 1, n, h, fl, 1.0f, g->act, fl, w.fc2_w, fl, 0.0f, g->y, h)); /* partial [n, h] */
-  PTDP_CALL(ptdp_comm_allreduce_sum(tp, g->y, nh, PTDP_TAG_LAYER));
-  PTDP_CALL(be->bias_forward(be, g->y, w.fc2_b, n, h));
-  PTDP_CALL(be->add(be, g->y, g->x2, nh));
+  const ptdp_layer_acts a = {.x = g->x, .ln1_out = g->ln, .ln1_mean = g->mean, .ln1_rstd = g->rstd, .qkv = g->qkv,
+                             .ctx = g->ctx, .x2 = g->x2, .ln2_out = g->ln, .ln2_mean = g->mean, .ln2_rstd = g->rstd,
+                             .fc1 = g->fc, .gelu = g->act};
+  const ptdp_block_pass p = {.N = n, .Nl = n, .attention = cache_attention, .ctx = g};
+  PTDP_CALL(ptdp_gpt_block_forward(m, layer, &m->chunks[0].layers[layer].w, &p, &a, g->y));
   float *t = g->x; /* the output becomes the next layer's input */
   g->x = g->y;
   g->y = t;
@@ -123,7 +115,7 @@ static int embed(ptdp_generator *g, const int32_t *tokens, int n)
   ptdp_backend *be = m->be;
   const int h = m->cfg.hidden;
   PTDP_CALL(be->to_device(be, g->tokens, tokens, sizeof(int32_t) * (size_t)n));
-  PTDP_CALL(be->embedding_forward(be, m->wte.w, g->tokens, m->v0, m->vl, g->x, n, h));
+  PTDP_CALL(be->embedding_forward(be, m->wte.w, g->tokens, m->sh.v0, m->sh.vl, g->x, n, h));
   PTDP_CALL(ptdp_comm_allreduce_sum(&m->grid->tp, g->x, (size_t)n * h, PTDP_TAG_EMBED));
   PTDP_CALL(be->embedding_forward(be, m->wpe.w, g->positions + g->len, 0, m->cfg.max_pos, g->y, n, h));
   return be->add(be, g->x, g->y, (size_t)n * h);
@@ -136,7 +128,7 @@ static int head(ptdp_generator *g, int r0, int rows, float *out)
   ptdp_gpt *m = g->m;
   ptdp_backend *be = m->be;
   const int h = m->cfg.hidden, t = m->t, vv = ptdp_gpt_vocab_columns(m);
-  const long long vl = m->vl, vocab = m->cfg.vocab;
+  const long long vl = m->sh.vl, vocab = m->cfg.vocab;
   const float *x = g->x + (size_t)r0 * h;
   PTDP_CALL(be->layernorm_forward(be, x, m->lnf_w.w, m->lnf_b.w, g->ln, g->mean, g->rstd, rows, h, m->cfg.eps));
   for (int b0 = 0; b0 < rows; b0 += LOGIT_ROWS) {

@@ -191,7 +191,7 @@ static int create_config(struct ptdp_runfile *rf, const ptdp_trainer *tr)
               {"data_parallel_size", L->d},   {"virtual_pipeline_chunks", tr->model.nchunks}, {"micro_batches", tr->m},
               {"num_layers", a->num_layers},  {"hidden_size", a->hidden_size},     {"seq_length", a->seq_length},
               {"micro_batch_size", a->micro_batch_size}, {"global_batch_size", tr->gbs}, {"vocab_size", tr->vocab},
-              {"padded_vocab_size", tr->model.padded_vocab}, {"sequence_parallel", tr->model.cfg.sequence_parallel},
+              {"padded_vocab_size", tr->model.sh.padded_vocab}, {"sequence_parallel", tr->model.cfg.sequence_parallel},
               {"use_distributed_optimizer", a->use_distributed_optimizer}};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) PTDP_CALL(ckpt_attr_write_i64(g, ints[i].name, ints[i].v));
   char text[PTDP_OPT_STRLEN];
@@ -200,7 +200,7 @@ static int create_config(struct ptdp_runfile *rf, const ptdp_trainer *tr)
   PTDP_CALL(ckpt_attr_write_str(g, "recompute_granularity", text));
   PTDP_CALL(ckpt_attr_write_f64(g, "model_flops_per_iteration",
                                 ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size,
-                                                 tr->model.padded_vocab)));
+                                                 tr->model.sh.padded_vocab)));
   PTDP_CALL(ckpt_attr_write_f64(g, "peak_flops_per_rank", a->peak_tflops * 1e12));
   PTDP_CALL(ckpt_attr_write_str(g, "build", PTDP_CONFIGURE_SUMMARY));
   ptdp_blas_describe(1, text, sizeof text);
@@ -230,11 +230,7 @@ static int create_memory_pipeline(struct ptdp_runfile *rf, const ptdp_trainer *t
     snprintf(path, sizeof path, "/memory/%s", per_rank[i]);
     PTDP_CALL(rf_create(f, path, H5T_NATIVE_LLONG, 1, w, &minus1));
   }
-  const ptdp_args *a = &tr->args;
-  ptdp_layer_shape ls = {.s = a->seq_length, .b = a->micro_batch_size, .h = a->hidden_size, .a = a->num_attention_heads,
-                         .f = ptdp_args_ffn(a), .t = tr->grid.layout.t, .sequence_parallel = tr->model.cfg.sequence_parallel,
-                         .hidden_dropout = a->hidden_dropout > 0, .attention_dropout = a->attention_dropout > 0,
-                         .recompute = (int)tr->model.cfg.recompute, .bytes = (int)tr->model.es};
+  const ptdp_layer_shape ls = ptdp_gpt_layer_shape(&tr->model);
   hid_t g = H5Gopen2(f, "/memory", H5P_DEFAULT);
   PTDP_CALL_HDF5(g);
   PTDP_CALL(ckpt_attr_write_str(g, "precision", ptdp_dtype_name(tr->model.cfg.dtype)));

@@ -36,7 +36,7 @@ static void analytical_volume(const ptdp_trainer *tr, double *out)
   const double E = (double)m->es; /* activations move in the storage type; gradients in fp32 */
   out[RF_COMM_TP_LAYERS] = t > 1 ? factor * b * s * h * (t - 1) / t * E * layers * mb : 0;
   out[RF_COMM_TP_OTHER] = t > 1 ? 0.0 / 0.0 : 0;
-  out[RF_COMM_PP] = (fwd_sends + bwd_sends) * mb * (double)m->Nl * h * E;
+  out[RF_COMM_PP] = (fwd_sends + bwd_sends) * mb * (double)m->sh.Nl * h * E;
   out[RF_COMM_DP] = d > 1 ? 2 * (d - 1) / d * (double)m->layout.total * 4 : 0;
   double emb = 0; /* the tied embedding's gradient, summed by its two holders */
   if (p * v > 1)

@@ -56,10 +56,10 @@ int ptdp_gpt_forward(ptdp_gpt *m, int c, int slot, const int32_t *tokens, const 
   sl->sample0 = sample0;
   ptdp_memory_slot_busy(&m->mem, c, slot, 1);
   if (ch->has_embedding) {
-    PTDP_CALL(m->be->to_device(m->be, sl->tokens, tokens, sizeof(int32_t) * (size_t)m->N));
+    PTDP_CALL(m->be->to_device(m->be, sl->tokens, tokens, sizeof(int32_t) * (size_t)m->sh.N));
     PTDP_CALL(ptdp_embedding_forward(m, sl, ch->nlayers ? resolve(m, c, slot, 0).x : sl->out));
   }
-  if (ch->has_head) PTDP_CALL(m->be->to_device(m->be, sl->targets, targets, sizeof(int32_t) * (size_t)m->N));
+  if (ch->has_head) PTDP_CALL(m->be->to_device(m->be, sl->targets, targets, sizeof(int32_t) * (size_t)m->sh.N));
   for (int i = 0; i < ch->nlayers; i++) {
     ptdp_layer_acts a = resolve(m, c, slot, i);
     PTDP_CALL(ptdp_layer_forward(m, c, i, &a, layer_output(m, c, slot, i), sample0));
@@ -96,7 +96,7 @@ static int gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float l
   ptdp_backend *be = m->be;
   PTDP_CHECK_INTERNAL(sl->busy, "backward of chunk %d slot %d before its forward", c, slot);
   float *dcur = m->work.grad_a, *dnext = m->work.grad_b;
-  const size_t nlh = (size_t)m->Nl * m->cfg.hidden;
+  const size_t nlh = (size_t)m->sh.Nl * m->cfg.hidden;
   if (ch->has_head) {
     PTDP_CALL(ptdp_head_backward(m, sl, loss_scale, dcur));
     PTDP_CALL(ready_one(m, &m->lnf_w));

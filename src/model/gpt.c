@@ -33,6 +33,13 @@ ptdp_plan_config ptdp_gpt_plan_config(const ptdp_gpt_config *c, const ptdp_param
   return pc;
 }
 
+ptdp_layer_shape ptdp_gpt_layer_shape(const ptdp_gpt *m)
+{
+  return (ptdp_layer_shape){.r = m->sh, .hidden_dropout = m->cfg.hidden_dropout > 0,
+                            .attention_dropout = m->cfg.attn_dropout > 0, .recompute = m->cfg.recompute,
+                            .bytes = (int)m->es};
+}
+
 float *ptdp_gpt_param_data(const ptdp_gpt *m, int i) { return m->param ? m->param + m->layout.offset[i] : NULL; }
 float *ptdp_gpt_grad_data(const ptdp_gpt *m, int i) { return m->grad ? m->grad + m->layout.offset[i] : NULL; }
 void *ptdp_gpt_weight_data(const ptdp_gpt *m, int i) { return (char *)m->wt + (size_t)m->layout.offset[i] * m->es; }
@@ -55,8 +62,8 @@ long long ptdp_gpt_max_param_elems(const ptdp_gpt *m)
 
 int ptdp_gpt_vocab_columns(const ptdp_gpt *m)
 {
-  long long vv = m->cfg.vocab - m->v0;
-  return (int)(vv < 0 ? 0 : vv > m->vl ? m->vl : vv);
+  long long vv = m->cfg.vocab - m->sh.v0;
+  return (int)(vv < 0 ? 0 : vv > m->sh.vl ? m->sh.vl : vv);
 }
 
 /* The parameter table of this rank and where each entry sits in the flat buffers. */
@@ -180,22 +187,6 @@ static int build_chunks(ptdp_gpt *m, const ptdp_param_position *pos)
   return 0;
 }
 
-/* Local sizes of this rank: heads, widths, vocabulary slice, token rows. */
-static void local_sizes(ptdp_gpt *m)
-{
-  const ptdp_gpt_config *cfg = &m->cfg;
-  m->al = cfg->heads / m->t;
-  m->hd = cfg->hidden / cfg->heads;
-  m->hl = m->al * m->hd;
-  m->fl = cfg->ffn / m->t;
-  m->padded_vocab = ptdp_padded_vocab(cfg->vocab, cfg->vocab_divisible_by, m->t);
-  m->vl = m->padded_vocab / m->t;
-  m->v0 = (long long)m->tp_rank * m->vl;
-  m->N = cfg->seq * cfg->micro_batch;
-  m->Nl = cfg->sequence_parallel ? m->N / m->t : m->N;
-  m->row0 = cfg->sequence_parallel ? (long long)m->tp_rank * m->Nl : 0;
-}
-
 int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, ptdp_grid *grid)
 {
   memset(m, 0, sizeof *m);
@@ -214,7 +205,8 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
   PTDP_CHECK(cfg->heads % m->t == 0 && cfg->hidden % cfg->heads == 0 && cfg->ffn % m->t == 0 &&
                  cfg->num_layers % (m->p * cfg->chunks) == 0,
              "model dimensions do not divide over the grid (internal check)");
-  local_sizes(m);
+  const ptdp_model_shape shape = ptdp_gpt_shape(cfg);
+  m->sh = ptdp_rank_shape_of(&shape, cfg->seq, cfg->micro_batch, m->t, m->tp_rank);
   const ptdp_param_position pos = {.t = m->t, .tp_rank = m->tp_rank, .p = m->p, .stage = m->stage, .v = cfg->chunks};
   PTDP_CALL(build_chunks(m, &pos));
   PTDP_CALL(build_params(m, &pos));
@@ -222,7 +214,7 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
   PTDP_CALL(ptdp_plan_build(&pc, &m->plan));
   PTDP_CALL(ptdp_memory_allocate_plan(&m->mem, be, &m->plan));
   PTDP_CALL(ptdp_gpt_bind(m));
-  PTDP_ALLOC(m->host_xent, sizeof(float) * 3 * (size_t)m->N);
+  PTDP_ALLOC(m->host_xent, sizeof(float) * 3 * (size_t)m->sh.N);
   return 0;
 }
 

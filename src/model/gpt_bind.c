@@ -124,9 +124,9 @@ static void bind_params(ptdp_gpt *m)
 static int set_positions(ptdp_gpt *m)
 {
   int32_t *pos;
-  PTDP_ALLOC(pos, sizeof(int32_t) * (size_t)(m->Nl > 0 ? m->Nl : 1));
-  for (long long r = 0; r < m->Nl; r++) pos[r] = (int32_t)((m->row0 + r) / m->cfg.micro_batch);
-  int err = m->be->to_device(m->be, m->work.pos, pos, sizeof(int32_t) * (size_t)m->Nl);
+  PTDP_ALLOC(pos, sizeof(int32_t) * (size_t)(m->sh.Nl > 0 ? m->sh.Nl : 1));
+  for (long long r = 0; r < m->sh.Nl; r++) pos[r] = (int32_t)((m->sh.row0 + r) / m->cfg.micro_batch);
+  int err = m->be->to_device(m->be, m->work.pos, pos, sizeof(int32_t) * (size_t)m->sh.Nl);
   free(pos);
   return err;
 }

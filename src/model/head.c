@@ -28,22 +28,22 @@ static const ptdp_gpt_param_ref *wte_of(const ptdp_gpt *m) { return m->wte.index
 int ptdp_embedding_forward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *out)
 {
   ptdp_backend *be = m->be;
-  const int h = m->cfg.hidden, Nl = m->Nl;
+  const int h = m->cfg.hidden, Nl = m->sh.Nl;
   float *E = m->work.full_a; /* [N, h]: rows of this rank's vocabulary slice, zero elsewhere */
-  PTDP_CALL(be->embedding_forward(be, wte_of(m)->w, sl->tokens, m->v0, m->vl, E, m->N, h));
+  PTDP_CALL(be->embedding_forward(be, wte_of(m)->w, sl->tokens, m->sh.v0, m->sh.vl, E, m->sh.N, h));
   PTDP_CALL(ptdp_tp_reduce(m, E, out, h, PTDP_TAG_EMBED)); /* [Nl, h] */
   float *P = m->work.shard_c;
   PTDP_CALL(be->embedding_forward(be, m->wpe.w, m->work.pos, 0, m->cfg.max_pos, P, Nl, h));
   PTDP_CALL(be->add(be, out, P, (size_t)Nl * h));
   ptdp_dropout_key k = {.seed = m->cfg.seed, .site = PTDP_RNG_EMBED_DROP, .layer = EMBED_DROPOUT_LAYER,
-                        .sample0 = sl->sample0, .row0 = m->row0, .b = m->cfg.micro_batch, .p = m->cfg.hidden_dropout};
+                        .sample0 = sl->sample0, .row0 = m->sh.row0, .b = m->cfg.micro_batch, .p = m->cfg.hidden_dropout};
   return be->dropout_forward(be, out, sl->emb_mask, Nl, h, &k);
 }
 
 int ptdp_embedding_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *dx)
 {
   ptdp_backend *be = m->be;
-  const int h = m->cfg.hidden, Nl = m->Nl;
+  const int h = m->cfg.hidden, Nl = m->sh.Nl;
   PTDP_CALL(be->dropout_backward(be, dx, sl->emb_mask, (size_t)Nl * h, m->cfg.hidden_dropout));
   PTDP_CALL(be->embedding_backward(be, dx, m->work.pos, 0, m->cfg.max_pos, m->wpe.g, Nl, h));
   const float *dE = dx;
@@ -51,7 +51,7 @@ int ptdp_embedding_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *dx)
     PTDP_CALL(ptdp_tp_gather(m, dx, m->work.full_a, h, PTDP_TAG_EMBED));
     dE = m->work.full_a;
   }
-  return be->embedding_backward(be, dE, sl->tokens, m->v0, m->vl, wte_of(m)->g, m->N, h);
+  return be->embedding_backward(be, dE, sl->tokens, m->sh.v0, m->sh.vl, wte_of(m)->g, m->sh.N, h);
 }
 
 /* The logits to m->debug_logits (host fp32), widened from the storage type; then clears it. */
@@ -72,7 +72,7 @@ static int copy_debug_logits(ptdp_gpt *m, const float *logits, size_t n)
 int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
 {
   ptdp_backend *be = m->be;
-  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, vl = ptdp_gpt_vocab_columns(m);
+  const int h = m->cfg.hidden, N = m->sh.N, Nl = m->sh.Nl, vl = ptdp_gpt_vocab_columns(m);
   PTDP_CALL(be->layernorm_forward(be, sl->out, m->lnf_w.w, m->lnf_b.w, sl->lnf_out, sl->lnf_mean, sl->lnf_rstd, Nl, h, m->cfg.eps));
   const float *G = sl->lnf_out;
   if (m->cfg.sequence_parallel) {
@@ -82,7 +82,7 @@ int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
   PTDP_CALL(be->gemm(be, 0, 1, N, vl, h, 1.0f, G, h, wte_of(m)->w, h, 0.0f, sl->logits, vl > 0 ? vl : 1)); /* [N, vv] */
   if (m->debug_logits) PTDP_CALL(copy_debug_logits(m, sl->logits, (size_t)N * vl));
   float *mx = m->work.xent, *se = mx + N, *tg = mx + 2 * N;
-  PTDP_CALL(be->xent_stats(be, sl->logits, sl->targets, m->v0, N, vl, mx, tg));
+  PTDP_CALL(be->xent_stats(be, sl->logits, sl->targets, m->sh.v0, N, vl, mx, tg));
   PTDP_CALL(ptdp_comm_allreduce_max(&m->grid->tp, mx, (size_t)N, PTDP_TAG_LOSS));
   PTDP_CALL(be->xent_sumexp(be, sl->logits, mx, N, vl, se));
   PTDP_CALL(ptdp_comm_allreduce_sum(&m->grid->tp, se, (size_t)2 * N, PTDP_TAG_LOSS)); /* sum-exp and target logit */
@@ -95,13 +95,13 @@ int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
   sl->loss = (float)(loss / N);
   PTDP_CHECK_LOCAL(isfinite(sl->loss), "the loss is not finite (%g) at micro-batch starting at sample %lld",
                    sl->loss, sl->sample0);
-  return be->xent_grad(be, sl->logits, sl->targets, m->v0, mx, se, N, vl, 1.0f); /* softmax - onehot */
+  return be->xent_grad(be, sl->logits, sl->targets, m->sh.v0, mx, se, N, vl, 1.0f); /* softmax - onehot */
 }
 
 int ptdp_head_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float loss_scale, float *dx)
 {
   ptdp_backend *be = m->be;
-  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, vl = ptdp_gpt_vocab_columns(m);
+  const int h = m->cfg.hidden, N = m->sh.N, Nl = m->sh.Nl, vl = ptdp_gpt_vocab_columns(m);
   /* d loss / d logits = (softmax - onehot) loss_scale / N: the factor rides on the products */
   const float k = loss_scale / (float)N;
   const float *G = sl->lnf_out;

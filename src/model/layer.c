@@ -16,85 +16,113 @@
 
 int ptdp_tp_gather(ptdp_gpt *m, const float *shard, float *full, int cols, int tag)
 {
-  return ptdp_comm_allgather_t(&m->grid->tp, shard, full, (size_t)m->Nl * cols, m->cfg.dtype, (ptdp_comm_tag)tag);
+  return ptdp_comm_allgather_t(&m->grid->tp, shard, full, (size_t)m->sh.Nl * cols, m->cfg.dtype, (ptdp_comm_tag)tag);
 }
 
 int ptdp_tp_reduce(ptdp_gpt *m, float *full, float *shard, int cols, int tag)
 {
   if (m->cfg.sequence_parallel)
-    return ptdp_comm_reduce_scatter_t(&m->grid->tp, full, shard, (size_t)m->Nl * cols, m->cfg.dtype,
+    return ptdp_comm_reduce_scatter_t(&m->grid->tp, full, shard, (size_t)m->sh.Nl * cols, m->cfg.dtype,
                                       (ptdp_comm_tag)tag);
-  PTDP_CALL(ptdp_comm_allreduce_sum_t(&m->grid->tp, full, (size_t)m->N * cols, m->cfg.dtype, (ptdp_comm_tag)tag));
-  if (shard != full) PTDP_CALL(m->be->copy(m->be, shard, full, (size_t)m->N * cols * m->es));
+  PTDP_CALL(ptdp_comm_allreduce_sum_t(&m->grid->tp, full, (size_t)m->sh.N * cols, m->cfg.dtype, (ptdp_comm_tag)tag));
+  if (shard != full) PTDP_CALL(m->be->copy(m->be, shard, full, (size_t)m->sh.N * cols * m->es));
   return 0;
 }
 
 static ptdp_dropout_key resid_key(const ptdp_gpt *m, uint32_t site, int layer, long long sample0)
 {
   ptdp_dropout_key k = {.seed = m->cfg.seed, .site = site, .layer = (uint32_t)layer, .sample0 = sample0,
-                        .row0 = m->row0, .col0 = 0, .b = m->cfg.micro_batch, .p = m->cfg.hidden_dropout};
+                        .row0 = m->sh.row0, .col0 = 0, .b = m->cfg.micro_batch, .p = m->cfg.hidden_dropout};
   return k;
 }
 
 ptdp_attn_desc ptdp_layer_attn_desc(const ptdp_gpt *m, int layer, long long sample0)
 {
-  ptdp_attn_desc d = {.b = m->cfg.micro_batch, .s = m->cfg.seq, .al = m->al, .hd = m->hd,
-                      .head0 = (long long)m->tp_rank * m->al};
+  ptdp_attn_desc d = {.b = m->cfg.micro_batch, .s = m->cfg.seq, .al = m->sh.al, .hd = m->sh.hd,
+                      .head0 = (long long)m->tp_rank * m->sh.al};
   d.drop = (ptdp_dropout_key){.seed = m->cfg.seed, .site = PTDP_RNG_ATTN_DROP, .layer = (uint32_t)layer,
                               .sample0 = sample0, .b = m->cfg.micro_batch, .p = m->cfg.attn_dropout};
   return d;
 }
 
-int ptdp_layer_forward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a, float *out, long long sample0)
+/* Under sequence parallelism a column-parallel GEMM's input is the all-gather of this rank's
+ * rows into the work space; otherwise the rows themselves. */
+static int gathered_input(ptdp_gpt *m, const ptdp_block_pass *p, const float *shard, int cols, const float **in)
+{
+  *in = shard;
+  if (!p->sp) return 0;
+  *in = p->full;
+  return ptdp_comm_allgather_t(&m->grid->tp, shard, p->full, (size_t)p->Nl * cols, m->cfg.dtype, PTDP_TAG_LAYER);
+}
+
+/* A row-parallel GEMM writes partial sums over TP: into the destination itself, all-reduced in
+ * place, or under sequence parallelism into the work space, reduce-scattered into the
+ * destination's rows. */
+static float *partial_target(const ptdp_block_pass *p, float *dst) { return p->sp ? p->full : dst; }
+
+static int reduce_partial(ptdp_gpt *m, const ptdp_block_pass *p, float *dst, int cols)
+{
+  if (p->sp)
+    return ptdp_comm_reduce_scatter_t(&m->grid->tp, p->full, dst, (size_t)p->Nl * cols, m->cfg.dtype, PTDP_TAG_LAYER);
+  return ptdp_comm_allreduce_sum_t(&m->grid->tp, dst, (size_t)p->N * cols, m->cfg.dtype, PTDP_TAG_LAYER);
+}
+
+int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, const ptdp_block_pass *p,
+                           const ptdp_layer_acts *a, float *out)
 {
   ptdp_backend *be = m->be;
-  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, sp = m->cfg.sequence_parallel;
-  const int layer = m->chunks[chunk].layer0 + i;
-  const ptdp_layer_params w = m->chunks[chunk].layers[i].w;
-  float *full = m->work.full_a;
+  const int h = m->cfg.hidden, hl = m->sh.hl, fl = m->sh.fl;
+  const long long N = p->N, Nl = p->Nl;
+  const float *in;
 
   /* attention block */
-  PTDP_CALL(be->layernorm_forward(be, a->x, w.ln1_w, w.ln1_b, a->ln1_out, a->ln1_mean, a->ln1_rstd, Nl, h, m->cfg.eps));
-  const float *in = a->ln1_out;
-  if (sp) {
-    PTDP_CALL(ptdp_tp_gather(m, a->ln1_out, full, h, PTDP_TAG_LAYER));
-    in = full;
-  }
-  PTDP_CALL(be->gemm(be, 0, 1, N, 3 * m->hl, h, 1.0f, in, h, w.qkv_w, h, 0.0f, a->qkv, 3 * m->hl)); /* [N, 3hl] */
-  PTDP_CALL(be->bias_forward(be, a->qkv, w.qkv_b, N, 3 * m->hl));
-  ptdp_attn_desc d = ptdp_layer_attn_desc(m, layer, sample0);
-  PTDP_CALL(be->attention_forward(be, &d, a->qkv, a->probs, a->attn_mask, a->probs_drop, a->ctx)); /* [N, hl] */
-  PTDP_CALL(be->gemm(be, 0, 1, N, h, m->hl, 1.0f, a->ctx, m->hl, w.proj_w, m->hl, 0.0f, full, h)); /* partial [N, h] */
-  PTDP_CALL(ptdp_tp_reduce(m, full, a->x2, h, PTDP_TAG_LAYER));                                     /* [Nl, h] */
-  PTDP_CALL(be->bias_forward(be, a->x2, w.proj_b, Nl, h));
-  ptdp_dropout_key k1 = resid_key(m, PTDP_RNG_ATTN_RESID, layer, sample0);
+  PTDP_CALL(be->layernorm_forward(be, a->x, w->ln1_w, w->ln1_b, a->ln1_out, a->ln1_mean, a->ln1_rstd, Nl, h, m->cfg.eps));
+  PTDP_CALL(gathered_input(m, p, a->ln1_out, h, &in));
+  PTDP_CALL(be->gemm(be, 0, 1, N, 3 * hl, h, 1.0f, in, h, w->qkv_w, h, 0.0f, a->qkv, 3 * hl)); /* [N, 3hl] */
+  PTDP_CALL(be->bias_forward(be, a->qkv, w->qkv_b, N, 3 * hl));
+  PTDP_CALL(p->attention(p, m, layer, a)); /* ctx [N, hl] */
+  PTDP_CALL(be->gemm(be, 0, 1, N, h, hl, 1.0f, a->ctx, hl, w->proj_w, hl, 0.0f, partial_target(p, a->x2), h));
+  PTDP_CALL(reduce_partial(m, p, a->x2, h)); /* [Nl, h] */
+  PTDP_CALL(be->bias_forward(be, a->x2, w->proj_b, Nl, h));
+  ptdp_dropout_key k1 = resid_key(m, PTDP_RNG_ATTN_RESID, layer, p->sample0);
   PTDP_CALL(be->dropout_forward(be, a->x2, a->mask1, Nl, h, &k1));
   PTDP_CALL(be->add(be, a->x2, a->x, (size_t)Nl * h));
 
   /* MLP block */
-  PTDP_CALL(be->layernorm_forward(be, a->x2, w.ln2_w, w.ln2_b, a->ln2_out, a->ln2_mean, a->ln2_rstd, Nl, h, m->cfg.eps));
-  in = a->ln2_out;
-  if (sp) {
-    PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, full, h, PTDP_TAG_LAYER));
-    in = full;
-  }
-  PTDP_CALL(be->gemm(be, 0, 1, N, m->fl, h, 1.0f, in, h, w.fc1_w, h, 0.0f, a->fc1, m->fl)); /* [N, fl] */
-  PTDP_CALL(be->bias_forward(be, a->fc1, w.fc1_b, N, m->fl));
-  PTDP_CALL(be->gelu_forward(be, a->fc1, a->gelu, (size_t)N * m->fl));
-  PTDP_CALL(be->gemm(be, 0, 1, N, h, m->fl, 1.0f, a->gelu, m->fl, w.fc2_w, m->fl, 0.0f, full, h)); /* partial [N, h] */
-  PTDP_CALL(ptdp_tp_reduce(m, full, out, h, PTDP_TAG_LAYER));
-  PTDP_CALL(be->bias_forward(be, out, w.fc2_b, Nl, h));
-  ptdp_dropout_key k2 = resid_key(m, PTDP_RNG_MLP_RESID, layer, sample0);
+  PTDP_CALL(be->layernorm_forward(be, a->x2, w->ln2_w, w->ln2_b, a->ln2_out, a->ln2_mean, a->ln2_rstd, Nl, h, m->cfg.eps));
+  PTDP_CALL(gathered_input(m, p, a->ln2_out, h, &in));
+  PTDP_CALL(be->gemm(be, 0, 1, N, fl, h, 1.0f, in, h, w->fc1_w, h, 0.0f, a->fc1, fl)); /* [N, fl] */
+  PTDP_CALL(be->bias_forward(be, a->fc1, w->fc1_b, N, fl));
+  PTDP_CALL(be->gelu_forward(be, a->fc1, a->gelu, (size_t)N * fl));
+  PTDP_CALL(be->gemm(be, 0, 1, N, h, fl, 1.0f, a->gelu, fl, w->fc2_w, fl, 0.0f, partial_target(p, out), h));
+  PTDP_CALL(reduce_partial(m, p, out, h));
+  PTDP_CALL(be->bias_forward(be, out, w->fc2_b, Nl, h));
+  ptdp_dropout_key k2 = resid_key(m, PTDP_RNG_MLP_RESID, layer, p->sample0);
   PTDP_CALL(be->dropout_forward(be, out, a->mask2, Nl, h, &k2));
   PTDP_CALL(be->add(be, out, a->x2, (size_t)Nl * h));
   return 0;
+}
+
+/* Training's attention core: the backend's causal attention over the micro-batch, keeping the
+ * probabilities (and their dropout) for the backward pass. */
+static int train_attention(const ptdp_block_pass *p, ptdp_gpt *m, int layer, const ptdp_layer_acts *a)
+{
+  ptdp_attn_desc d = ptdp_layer_attn_desc(m, layer, p->sample0);
+  return m->be->attention_forward(m->be, &d, a->qkv, a->probs, a->attn_mask, a->probs_drop, a->ctx);
+}
+
+int ptdp_layer_forward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a, float *out, long long sample0)
+{
+  const ptdp_block_pass p = {.N = m->sh.N, .Nl = m->sh.Nl, .sp = m->cfg.sequence_parallel, .full = m->work.full_a,
+                             .sample0 = sample0, .attention = train_attention};
+  return ptdp_gpt_block_forward(m, m->chunks[chunk].layer0 + i, &m->chunks[chunk].layers[i].w, &p, a, out);
 }
 
 int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a, const float *dout, float *dx,
                         long long sample0)
 {
   ptdp_backend *be = m->be;
-  const int h = m->cfg.hidden, N = m->N, Nl = m->Nl, sp = m->cfg.sequence_parallel;
+  const int h = m->cfg.hidden, N = m->sh.N, Nl = m->sh.Nl, sp = m->cfg.sequence_parallel;
   const int layer = m->chunks[chunk].layer0 + i;
   const ptdp_layer_params w = m->chunks[chunk].layers[i].w, g = m->chunks[chunk].layers[i].g;
   float *fa = m->work.full_a, *fb = m->work.full_b;
@@ -110,17 +138,17 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     PTDP_CALL(ptdp_tp_gather(m, dz, fa, h, PTDP_TAG_LAYER));
     dT = fa;
   }
-  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->fl, N, 1.0f, dT, h, a->gelu, m->fl, g.fc2_w, m->fl)); /* dW2 += dT^T G */
-  PTDP_CALL(be->gemm(be, 0, 0, N, m->fl, h, 1.0f, dT, h, w.fc2_w, m->fl, 0.0f, m->work.dfc, m->fl));
-  PTDP_CALL(be->gelu_backward(be, a->fc1, m->work.dfc, m->work.dfc, (size_t)N * m->fl));
-  PTDP_CALL(be->bias_backward(be, m->work.dfc, g.fc1_b, N, m->fl));
+  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->sh.fl, N, 1.0f, dT, h, a->gelu, m->sh.fl, g.fc2_w, m->sh.fl)); /* dW2 += dT^T G */
+  PTDP_CALL(be->gemm(be, 0, 0, N, m->sh.fl, h, 1.0f, dT, h, w.fc2_w, m->sh.fl, 0.0f, m->work.dfc, m->sh.fl));
+  PTDP_CALL(be->gelu_backward(be, a->fc1, m->work.dfc, m->work.dfc, (size_t)N * m->sh.fl));
+  PTDP_CALL(be->bias_backward(be, m->work.dfc, g.fc1_b, N, m->sh.fl));
   const float *in = a->ln2_out;
   if (sp) {
     PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, h, PTDP_TAG_LAYER));
     in = fb;
   }
-  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, m->fl, h, N, 1.0f, m->work.dfc, m->fl, in, h, g.fc1_w, h)); /* dW1 += dF^T in */
-  PTDP_CALL(be->gemm(be, 0, 0, N, h, m->fl, 1.0f, m->work.dfc, m->fl, w.fc1_w, h, 0.0f, fa, h));  /* partial dIn */
+  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, m->sh.fl, h, N, 1.0f, m->work.dfc, m->sh.fl, in, h, g.fc1_w, h)); /* dW1 += dF^T in */
+  PTDP_CALL(be->gemm(be, 0, 0, N, h, m->sh.fl, 1.0f, m->work.dfc, m->sh.fl, w.fc1_w, h, 0.0f, fa, h));  /* partial dIn */
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
   PTDP_CALL(be->layernorm_backward(be, dln, a->x2, w.ln2_w, a->ln2_mean, a->ln2_rstd, dx2, g.ln2_w, g.ln2_b, Nl, h));
   PTDP_CALL(be->add(be, dx2, dout, nlh)); /* residual */
@@ -134,23 +162,23 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     PTDP_CALL(ptdp_tp_gather(m, dz, fa, h, PTDP_TAG_LAYER));
     dT = fa;
   }
-  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->hl, N, 1.0f, dT, h, a->ctx, m->hl, g.proj_w, m->hl));
-  PTDP_CALL(be->gemm(be, 0, 0, N, m->hl, h, 1.0f, dT, h, w.proj_w, m->hl, 0.0f, m->work.dctx, m->hl));
+  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->sh.hl, N, 1.0f, dT, h, a->ctx, m->sh.hl, g.proj_w, m->sh.hl));
+  PTDP_CALL(be->gemm(be, 0, 0, N, m->sh.hl, h, 1.0f, dT, h, w.proj_w, m->sh.hl, 0.0f, m->work.dctx, m->sh.hl));
   ptdp_attn_desc d = ptdp_layer_attn_desc(m, layer, sample0);
   PTDP_CALL(be->attention_backward(be, &d, a->qkv, a->probs, a->attn_mask, a->probs_drop, m->work.dctx, m->work.dqkv,
                                    m->work.attn));
-  PTDP_CALL(be->bias_backward(be, m->work.dqkv, g.qkv_b, N, 3 * m->hl));
+  PTDP_CALL(be->bias_backward(be, m->work.dqkv, g.qkv_b, N, 3 * m->sh.hl));
   /* The key bias's gradient is exactly zero: softmax is invariant to adding one number to a
    * query's row of scores, and a key bias adds q . b_k to the whole row.  In floating point the
    * sum is rounding noise (~1e-11) that Adam would turn into lr-sized steps; store the zero. */
-  for (int hh = 0; hh < m->al; hh++) PTDP_CALL(be->memset0(be, g.qkv_b + (size_t)hh * 3 * m->hd + m->hd, sizeof(float) * (size_t)m->hd));
+  for (int hh = 0; hh < m->sh.al; hh++) PTDP_CALL(be->memset0(be, g.qkv_b + (size_t)hh * 3 * m->sh.hd + m->sh.hd, sizeof(float) * (size_t)m->sh.hd));
   in = a->ln1_out;
   if (sp) {
     PTDP_CALL(ptdp_tp_gather(m, a->ln1_out, fb, h, PTDP_TAG_LAYER));
     in = fb;
   }
-  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, 3 * m->hl, h, N, 1.0f, m->work.dqkv, 3 * m->hl, in, h, g.qkv_w, h));
-  PTDP_CALL(be->gemm(be, 0, 0, N, h, 3 * m->hl, 1.0f, m->work.dqkv, 3 * m->hl, w.qkv_w, h, 0.0f, fa, h));
+  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, 3 * m->sh.hl, h, N, 1.0f, m->work.dqkv, 3 * m->sh.hl, in, h, g.qkv_w, h));
+  PTDP_CALL(be->gemm(be, 0, 0, N, h, 3 * m->sh.hl, 1.0f, m->work.dqkv, 3 * m->sh.hl, w.qkv_w, h, 0.0f, fa, h));
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
   PTDP_CALL(be->layernorm_backward(be, dln, a->x, w.ln1_w, a->ln1_mean, a->ln1_rstd, dx, g.ln1_w, g.ln1_b, Nl, h));
   PTDP_CALL(be->add(be, dx, dx2, nlh));

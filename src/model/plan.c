@@ -5,6 +5,7 @@
 #include "ptdp/backend.h"
 #include "ptdp/error.h"
 #include "ptdp/grad_buffer.h"
+#include "ptdp/shape.h"
 #include "ptdp/shard_map.h"
 
 #include <stdint.h>
@@ -48,27 +49,12 @@ static int add(ptdp_plan *pl, ptdp_buffer_kind kind, int chunk, int slot, int la
   return 0;
 }
 
-/* Sizes of one micro-batch on this rank: N = s b tokens, Nl = N/t under SP; local widths. */
-typedef struct {
-  long long N, Nl, h, hl, fl, vl, att, s;
-  size_t S; /* bytes of one element of the storage type */
-} sizes;
-
-static sizes sizes_of(const ptdp_plan_config *c)
+/* This rank's sizes (ptdp/shape.h) and the bytes of one element of the storage type. */
+static ptdp_rank_shape sizes_of(const ptdp_plan_config *c)
 {
-  const int t = c->pos.t;
-  sizes z;
-  z.N = (long long)c->seq * c->micro_batch;
-  z.Nl = c->shape.sequence_parallel && t > 1 ? z.N / t : z.N;
-  z.h = c->shape.hidden;
-  z.hl = (long long)(c->shape.heads / t) * (c->shape.hidden / c->shape.heads);
-  z.fl = c->shape.ffn / t;
-  z.vl = ptdp_padded_vocab(c->shape.vocab, c->shape.vocab_divisible_by, t) / t;
-  z.att = (long long)c->micro_batch * (c->shape.heads / t) * c->seq * c->seq;
-  z.s = c->seq;
-  z.S = ptdp_dtype_size((ptdp_dtype)c->dtype);
-  return z;
+  return ptdp_rank_shape_of(&c->shape, c->seq, c->micro_batch, c->pos.t, c->pos.tp_rank);
 }
+static size_t storage_bytes(const ptdp_plan_config *c) { return ptdp_dtype_size((ptdp_dtype)c->dtype); }
 
 /* Which parts of a layer's activation set a place holds. */
 typedef enum { LAYER_ALL, LAYER_INPUT_ONLY, LAYER_NO_ATTN_CORE, LAYER_ATTN_CORE_ONLY } layer_part;
@@ -76,8 +62,8 @@ typedef enum { LAYER_ALL, LAYER_INPUT_ONLY, LAYER_NO_ATTN_CORE, LAYER_ATTN_CORE_
 static int add_layer(ptdp_plan *pl, layer_part what, int chunk, int slot, int layer, int index, int held)
 {
   const ptdp_plan_config *c = &pl->cfg;
-  const sizes z = sizes_of(c);
-  const size_t F = sizeof(float), M = sizeof(uint8_t), S = z.S;
+  const ptdp_rank_shape z = sizes_of(c);
+  const size_t F = sizeof(float), M = sizeof(uint8_t), S = storage_bytes(c);
   const int in = what != LAYER_ATTN_CORE_ONLY, core = what == LAYER_ALL || what == LAYER_ATTN_CORE_ONLY;
   const int rest = what == LAYER_ALL || what == LAYER_NO_ATTN_CORE;
 #define A(kind, n, unit) PTDP_CALL(add(pl, kind, chunk, slot, layer, index, held, (size_t)(n) * (unit)))
@@ -112,7 +98,7 @@ static int add_layer(ptdp_plan *pl, layer_part what, int chunk, int slot, int la
 static int add_slot(ptdp_plan *pl, int ch, int slot)
 {
   const ptdp_plan_config *c = &pl->cfg;
-  const sizes z = sizes_of(c);
+  const ptdp_rank_shape z = sizes_of(c);
   const int per = ptdp_params_layers_per_chunk(&c->shape, &c->pos), l0 = ptdp_params_chunk_layer0(&c->shape, &c->pos, ch);
   const int emb = ptdp_params_chunk_has_embedding(&c->pos, ch), head = ptdp_params_chunk_has_head(&c->pos, ch);
   const int none = PTDP_PLAN_NONE;
@@ -127,7 +113,7 @@ static int add_slot(ptdp_plan *pl, int ch, int slot)
   }
   /* the chunk output: held on the head chunk (final LN input); elsewhere only the send buffer
    * (Korthikanti et al. App. B: freed once sent), not held */
-  PTDP_CALL(add(pl, PTDP_BUF_CHUNK_OUTPUT, ch, slot, none, 0, head, (size_t)(z.Nl * z.h) * z.S));
+  PTDP_CALL(add(pl, PTDP_BUF_CHUNK_OUTPUT, ch, slot, none, 0, head, (size_t)(z.Nl * z.h) * storage_bytes(c)));
   if (emb || head) {
     PTDP_CALL(add(pl, PTDP_BUF_TOKENS, ch, slot, none, 0, 0, (size_t)z.N * sizeof(int32_t)));
     PTDP_CALL(add(pl, PTDP_BUF_TARGETS, ch, slot, none, 0, 0, (size_t)z.N * sizeof(int32_t)));
@@ -137,8 +123,8 @@ static int add_slot(ptdp_plan *pl, int ch, int slot)
   if (head) {
     PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_MEAN, ch, slot, none, 0, 1, (size_t)z.Nl * sizeof(float)));
     PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_RSTD, ch, slot, none, 0, 1, (size_t)z.Nl * sizeof(float)));
-    PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_OUT, ch, slot, none, 0, 1, (size_t)(z.Nl * z.h) * z.S));
-    PTDP_CALL(add(pl, PTDP_BUF_LOGITS, ch, slot, none, 0, 1, (size_t)(z.N * z.vl) * z.S));
+    PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_OUT, ch, slot, none, 0, 1, (size_t)(z.Nl * z.h) * storage_bytes(c)));
+    PTDP_CALL(add(pl, PTDP_BUF_LOGITS, ch, slot, none, 0, 1, (size_t)(z.N * z.vl) * storage_bytes(c)));
   }
   return 0;
 }
@@ -147,9 +133,9 @@ static int add_slot(ptdp_plan *pl, int ch, int slot)
 static int add_work(ptdp_plan *pl)
 {
   const ptdp_plan_config *c = &pl->cfg;
-  const sizes z = sizes_of(c);
+  const ptdp_rank_shape z = sizes_of(c);
   const int none = PTDP_PLAN_NONE;
-  const size_t F = sizeof(float), S = z.S;
+  const size_t F = sizeof(float), S = storage_bytes(c);
   const struct { ptdp_buffer_kind k; long long n; size_t unit; } w[] = {
     {PTDP_BUF_WORK_FULL_A, z.N * z.h, S},     {PTDP_BUF_WORK_FULL_B, z.N * z.h, S},
     {PTDP_BUF_WORK_SHARD_A, z.Nl * z.h, S},   {PTDP_BUF_WORK_SHARD_B, z.Nl * z.h, S},

@@ -33,9 +33,9 @@ void ptdp_pipeline_config_from_model(const ptdp_gpt *model, ptdp_schedule_kind k
                                 .stage = model->stage,
                                 .v = model->nchunks,
                                 .slots = ptdp_gpt_num_slots(model),
-                                .msg_elems = (size_t)model->Nl * model->cfg.hidden,
+                                .msg_elems = (size_t)model->sh.Nl * model->cfg.hidden,
                                 .dtype = model->cfg.dtype,
-                                .batch_tokens = model->N,
+                                .batch_tokens = model->sh.N,
                                 .pp = &model->grid->pp,
                                 .be = model->be};
 }

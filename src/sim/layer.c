@@ -14,41 +14,51 @@
 #include "ptdp/sim.h"
 
 #include "ptdp/error.h"
+#include "ptdp/shape.h"
+
+ptdp_model_shape ptdp_sim_model_shape(const ptdp_args *a)
+{
+  return (ptdp_model_shape){.num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size,
+                            .heads = (int)a->num_attention_heads, .ffn = (int)ptdp_args_ffn(a),
+                            .max_pos = (int)(a->max_position_embeddings ? a->max_position_embeddings : a->seq_length),
+                            .vocab = a->vocab_size > 0 ? a->vocab_size : PTDP_SIM_DEFAULT_VOCAB,
+                            .vocab_divisible_by = (int)a->make_vocab_size_divisible_by,
+                            .sequence_parallel = a->sequence_parallel};
+}
+
+/* TP rank 0's sizes: every rank of a TP group has the same (the vocabulary slices too, padded). */
+ptdp_sim_dims ptdp_sim_dims_of(const ptdp_args *a)
+{
+  const ptdp_model_shape m = ptdp_sim_model_shape(a);
+  const ptdp_rank_shape r = ptdp_rank_shape_of(&m, (int)a->seq_length, (int)a->micro_batch_size,
+                                               (int)a->tensor_model_parallel_size, 0);
+  return (ptdp_sim_dims){.N = (double)r.N, .Nl = (double)r.Nl, .s = (double)r.s, .b = (double)r.b, .h = r.h,
+                         .hl = r.hl, .fl = r.fl, .al = r.al, .hd = r.hd, .vl = (double)r.vl, .t = r.t, .sp = r.sp};
+}
 
 /* The shape and cost context shared by the three op lists. */
 typedef struct {
   const ptdp_sim_hw *hw;
   const ptdp_sim_options *o;
   double R, e, ge; /* peak FLOP/s for the precision; bytes per element; 1-byte masks */
-  double N, Nl, s, b, h, hl, fl, al, hd, vl;
-  int t, sp, fused, hdrop, adrop;
+  ptdp_sim_dims d; /* this rank's sizes */
+  int fused, hdrop, adrop;
   double tp_bw, tp_alpha;
 } ctx;
 
-static void ctx_init(ctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad)
+static void ctx_init(ctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o)
 {
   const int half = a->fp16 || a->bf16;
   c->hw = hw;
   c->o = o;
   c->R = (half && hw->peak_flops_16 > 0 ? hw->peak_flops_16 : hw->peak_flops_32) * o->software_efficiency;
   c->e = half ? 2 : 4;
-  c->t = (int)a->tensor_model_parallel_size;
-  c->sp = a->sequence_parallel && c->t > 1;
-  c->s = (double)a->seq_length;
-  c->b = (double)a->micro_batch_size;
-  c->N = c->s * c->b;
-  c->Nl = c->sp ? c->N / c->t : c->N;
-  c->h = (double)a->hidden_size;
-  c->hl = c->h / c->t;
-  c->fl = (double)ptdp_args_ffn(a) / c->t;
-  c->al = (double)a->num_attention_heads / c->t;
-  c->hd = c->h / (double)a->num_attention_heads;
-  c->vl = (double)vpad / c->t;
+  c->d = ptdp_sim_dims_of(a);
   c->fused = o->fusion == PTDP_SIM_FUSION_MEGATRON;
   c->hdrop = a->hidden_dropout > 0;
   c->adrop = a->attention_dropout > 0;
   /* TP groups are t consecutive ranks: within a node while t <= gpus-per-node */
-  const int inside = c->t <= hw->gpus_per_node;
+  const int inside = c->d.t <= hw->gpus_per_node;
   c->tp_bw = inside ? hw->intra_bandwidth : hw->inter_bandwidth;
   c->tp_alpha = inside ? hw->intra_latency : hw->inter_latency;
 }
@@ -75,23 +85,23 @@ static void linear(const ctx *c, ptdp_sim_oplist *l, const char *name, double M,
  * same bytes on the wire, half the steps each. */
 static double tp_allreduce(const ctx *c, double bytes)
 {
-  return ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, c->t, bytes, c->tp_bw, c->tp_alpha);
+  return ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, c->d.t, bytes, c->tp_bw, c->tp_alpha);
 }
-static double tp_gather(const ctx *c, double bytes) { return ptdp_sim_allgather_time(c->t, bytes, c->tp_bw, c->tp_alpha); }
+static double tp_gather(const ctx *c, double bytes) { return ptdp_sim_allgather_time(c->d.t, bytes, c->tp_bw, c->tp_alpha); }
 
 /* LayerNorm: forward reads x and writes y (statistics are small); backward reads x, dy, writes dx. */
 static void layernorm(const ctx *c, ptdp_sim_oplist *l, const char *name)
 {
-  const double x = c->Nl * c->h * c->e;
+  const double x = c->d.Nl * c->d.h * c->e;
   add(l, name, PTDP_SIM_MEMBOUND, mem(c, 2 * x), mem(c, 3 * x), 0);
 }
 
 /* The region after a row-parallel GEMM: (SP: reduce-scatter | all-reduce), bias, dropout, residual add. */
 static void row_epilogue(const ctx *c, ptdp_sim_oplist *l, const char *coll, const char *bda)
 {
-  const double full = c->N * c->h * c->e, x = c->Nl * c->h * c->e, mask = c->hdrop ? c->Nl * c->h : 0;
+  const double full = c->d.N * c->d.h * c->e, x = c->d.Nl * c->d.h * c->e, mask = c->hdrop ? c->d.Nl * c->d.h : 0;
   /* forward g: all-reduce (or reduce-scatter); backward g is the identity (or an all-gather) */
-  add(l, coll, PTDP_SIM_TP, c->sp ? tp_gather(c, full) : tp_allreduce(c, full), c->sp ? tp_gather(c, full) : 0, 0);
+  add(l, coll, PTDP_SIM_TP, c->d.sp ? tp_gather(c, full) : tp_allreduce(c, full), c->d.sp ? tp_gather(c, full) : 0, 0);
   /* fused: read out, residual, bias; write sum and mask.  Unfused: bias add, dropout, add apart.
    * Backward: read dy, mask; write dx (the residual's gradient passes through) and add into the
    * residual stream's gradient; the bias gradient (the GEMM skipped its bias) is a reduction of
@@ -110,77 +120,77 @@ static void row_epilogue(const ctx *c, ptdp_sim_oplist *l, const char *coll, con
  * and what is longer than the GEMM shows.  2021's Megatron ran the all-reduce after both. */
 static void column_prologue(const ctx *c, ptdp_sim_oplist *l, const char *name, double dgrad, double wgrad)
 {
-  const double full = c->N * c->h * c->e;
-  const double reduce = c->sp ? tp_gather(c, full) : tp_allreduce(c, full);
+  const double full = c->d.N * c->d.h * c->e;
+  const double reduce = c->d.sp ? tp_gather(c, full) : tp_allreduce(c, full);
   double bwd = reduce, hidden = 0;
   if (c->o->async_tp_allreduce) {
     hidden = reduce < wgrad ? reduce : wgrad;
     bwd -= hidden;
   }
-  if (c->sp) {
+  if (c->d.sp) {
     const double regather = tp_gather(c, full), h2 = regather < dgrad ? regather : dgrad;
     hidden += h2;
     bwd += regather - h2;
   }
   /* hidden, not free: the GEMMs run on the SMs the collective leaves them */
   bwd += ptdp_sim_overlap_cost(c->hw, hidden);
-  add(l, name, PTDP_SIM_TP, c->sp ? tp_gather(c, full) : 0, bwd, 0)->hidden = hidden;
+  add(l, name, PTDP_SIM_TP, c->d.sp ? tp_gather(c, full) : 0, bwd, 0)->hidden = hidden;
 }
 
-int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad,
+int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                        ptdp_sim_oplist *l)
 {
-  if (o->fusion == PTDP_SIM_FUSION_CPU) return ptdp_sim_cpu_layer_ops(a, hw, o, vpad, l); /* layer_cpu.c */
+  if (o->fusion == PTDP_SIM_FUSION_CPU) return ptdp_sim_cpu_layer_ops(a, hw, o, l); /* layer_cpu.c */
   ctx c;
-  ctx_init(&c, a, hw, o, vpad);
+  ctx_init(&c, a, hw, o);
   l->n = 0;
-  const double N = c.N, h = c.h, e = c.e, S2 = c.b * c.al * c.s * c.s; /* elements of the local score tensor */
+  const double N = c.d.N, h = c.d.h, e = c.e, S2 = c.d.b * c.d.al * c.d.s * c.d.s; /* elements of the local score tensor */
   layernorm(&c, l, "layernorm 1");
-  column_prologue(&c, l, "TP f (QKV input)", gemm(&c, N, h, 3 * c.hl, 1), gemm(&c, h, 3 * c.hl, N, 1));
-  linear(&c, l, "QKV GEMM", N, 3 * c.hl, h);
+  column_prologue(&c, l, "TP f (QKV input)", gemm(&c, N, h, 3 * c.d.hl, 1), gemm(&c, h, 3 * c.d.hl, N, 1));
+  linear(&c, l, "QKV GEMM", N, 3 * c.d.hl, h);
   /* Megatron's column-parallel linear adds its bias after the GEMM (matmul, then + bias: read and
    * write [N, 3hl]); backward reduces dy over the N tokens for the bias gradient (one read) */
-  add(l, "QKV bias", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * 3 * c.hl * e), mem(&c, N * 3 * c.hl * e), 0);
+  add(l, "QKV bias", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * 3 * c.d.hl * e), mem(&c, N * 3 * c.d.hl * e), 0);
   /* attention core: QK^T [s,hd]x[hd,s] per (sample, local head), the scale folded in (baddbmm) */
-  add(l, "QK^T", PTDP_SIM_ATTENTION, gemm(&c, c.s, c.s, c.hd, c.b * c.al),
-      gemm(&c, c.s, c.hd, c.s, c.b * c.al) + gemm(&c, c.hd, c.s, c.s, c.b * c.al), 1);
+  add(l, "QK^T", PTDP_SIM_ATTENTION, gemm(&c, c.d.s, c.d.s, c.d.hd, c.d.b * c.d.al),
+      gemm(&c, c.d.s, c.d.hd, c.d.s, c.d.b * c.d.al) + gemm(&c, c.d.hd, c.d.s, c.d.s, c.d.b * c.d.al), 1);
   /* softmax: fused scale-mask-softmax reads and writes the scores once; unfused also a masking
    * pass and a scaling pass.  Backward reads y and dy, writes dx. */
   add(l, "softmax", PTDP_SIM_ATTENTION, mem(&c, (c.fused ? 2 : 6) * S2 * e), mem(&c, 3 * S2 * e), 1);
   if (c.adrop) add(l, "attention dropout", PTDP_SIM_ATTENTION, mem(&c, S2 * (2 * e + 1)), mem(&c, S2 * (2 * e + 1)), 1);
-  add(l, "attention over V", PTDP_SIM_ATTENTION, gemm(&c, c.s, c.hd, c.s, c.b * c.al),
-      gemm(&c, c.s, c.s, c.hd, c.b * c.al) + gemm(&c, c.s, c.hd, c.s, c.b * c.al), 1);
+  add(l, "attention over V", PTDP_SIM_ATTENTION, gemm(&c, c.d.s, c.d.hd, c.d.s, c.d.b * c.d.al),
+      gemm(&c, c.d.s, c.d.s, c.d.hd, c.d.b * c.d.al) + gemm(&c, c.d.s, c.d.hd, c.d.s, c.d.b * c.d.al), 1);
   /* [b, al, s, hd] -> [s, b, hl]: a copy each way; the last step of Megatron's core attention,
    * so selective recomputation runs it again */
-  add(l, "context transpose", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * c.hl * e), mem(&c, 2 * N * c.hl * e), 1);
-  linear(&c, l, "projection GEMM", N, h, c.hl);
-  row_epilogue(&c, l, c.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias-dropout-add 1");
+  add(l, "context transpose", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * c.d.hl * e), mem(&c, 2 * N * c.d.hl * e), 1);
+  linear(&c, l, "projection GEMM", N, h, c.d.hl);
+  row_epilogue(&c, l, c.d.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias-dropout-add 1");
   layernorm(&c, l, "layernorm 2");
-  column_prologue(&c, l, "TP f (MLP input)", gemm(&c, N, h, c.fl, 1), gemm(&c, h, c.fl, N, 1));
-  linear(&c, l, "FC1 GEMM", N, c.fl, h);
+  column_prologue(&c, l, "TP f (MLP input)", gemm(&c, N, h, c.d.fl, 1), gemm(&c, h, c.d.fl, N, 1));
+  linear(&c, l, "FC1 GEMM", N, c.d.fl, h);
   /* bias + GeLU: fused, one read and one write; unfused, two passes.  Backward reads the input
    * and dy, writes dx, and reduces the bias gradient (one more read of dx). */
-  const double act = N * c.fl * e;
+  const double act = N * c.d.fl * e;
   add(l, "bias-GeLU", PTDP_SIM_MEMBOUND, mem(&c, (c.fused ? 2 : 4) * act), mem(&c, 4 * act), 0);
-  linear(&c, l, "FC2 GEMM", N, h, c.fl);
-  row_epilogue(&c, l, c.sp ? "TP reduce-scatter (MLP)" : "TP all-reduce (MLP)", "bias-dropout-add 2");
+  linear(&c, l, "FC2 GEMM", N, h, c.d.fl);
+  row_epilogue(&c, l, c.d.sp ? "TP reduce-scatter (MLP)" : "TP all-reduce (MLP)", "bias-dropout-add 2");
   return 0;
 }
 
 /* Embedding (first virtual stage): vocabulary-parallel lookup, its all-reduce over TP (SP: a
  * reduce-scatter), position add, dropout.  Backward: scatter-add into the fp32 gradient rows. */
-int ptdp_sim_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad,
+int ptdp_sim_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                            ptdp_sim_oplist *l)
 {
-  if (o->fusion == PTDP_SIM_FUSION_CPU) return ptdp_sim_cpu_embedding_ops(a, hw, o, vpad, l); /* layer_cpu.c */
+  if (o->fusion == PTDP_SIM_FUSION_CPU) return ptdp_sim_cpu_embedding_ops(a, hw, o, l); /* layer_cpu.c */
   ctx c;
-  ctx_init(&c, a, hw, o, vpad);
+  ctx_init(&c, a, hw, o);
   l->n = 0;
-  const double full = c.N * c.h * c.e, x = c.Nl * c.h * c.e;
-  add(l, "word lookup + position add", PTDP_SIM_MEMBOUND, mem(&c, 2 * full + 3 * x), mem(&c, full + 2 * c.N * c.h * 4), 0);
-  if (c.t > 1)
-    add(l, c.sp ? "TP reduce-scatter (embedding)" : "TP all-reduce (embedding)", PTDP_SIM_TP,
-        c.sp ? tp_gather(&c, full) : tp_allreduce(&c, full), c.sp ? tp_gather(&c, full) : 0, 0);
+  const double full = c.d.N * c.d.h * c.e, x = c.d.Nl * c.d.h * c.e;
+  add(l, "word lookup + position add", PTDP_SIM_MEMBOUND, mem(&c, 2 * full + 3 * x), mem(&c, full + 2 * c.d.N * c.d.h * 4), 0);
+  if (c.d.t > 1)
+    add(l, c.d.sp ? "TP reduce-scatter (embedding)" : "TP all-reduce (embedding)", PTDP_SIM_TP,
+        c.d.sp ? tp_gather(&c, full) : tp_allreduce(&c, full), c.d.sp ? tp_gather(&c, full) : 0, 0);
   if (c.hdrop) add(l, "embedding dropout", PTDP_SIM_MEMBOUND, mem(&c, 2 * x + x / c.e), mem(&c, 2 * x + x / c.e), 0);
   return 0;
 }
@@ -188,16 +198,16 @@ int ptdp_sim_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp
 /* Head (last virtual stage): final LayerNorm, (SP: all-gather), logits [N,h]x[h,vl], the
  * vocabulary-parallel cross entropy in fp32 (its three [N] all-reduces: max, sum, target
  * logit), and in backward the logits' two GEMMs and the all-reduce of the input gradient. */
-int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad,
+int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                       ptdp_sim_oplist *l)
 {
-  if (o->fusion == PTDP_SIM_FUSION_CPU) return ptdp_sim_cpu_head_ops(a, hw, o, vpad, l); /* layer_cpu.c */
+  if (o->fusion == PTDP_SIM_FUSION_CPU) return ptdp_sim_cpu_head_ops(a, hw, o, l); /* layer_cpu.c */
   ctx c;
-  ctx_init(&c, a, hw, o, vpad);
+  ctx_init(&c, a, hw, o);
   l->n = 0;
   layernorm(&c, l, "final layernorm");
-  column_prologue(&c, l, "TP f (logits input)", gemm(&c, c.N, c.h, c.vl, 1), gemm(&c, c.h, c.vl, c.N, 1));
-  linear(&c, l, "logits GEMM", c.N, c.vl, c.h);
+  column_prologue(&c, l, "TP f (logits input)", gemm(&c, c.d.N, c.d.h, c.d.vl, 1), gemm(&c, c.d.h, c.d.vl, c.d.N, 1));
+  linear(&c, l, "logits GEMM", c.d.N, c.d.vl, c.d.h);
   /* The vocabulary-parallel cross entropy over the z = N vl logits, loss in fp32.  Megatron's
    * (fusion megatron), pass by pass: forward, the fp32 copy (read e, write 4), the row max
    * (read 4), subtract it in place (8), exp in place (8), the row sum (read 4), divide in place
@@ -205,9 +215,9 @@ int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_
    * in place (8) and the copy's gradient back to 16 bits (read 4, write e): e + 12.
    * ptdp-train's (fusion none): statistics, exp-sum and gradient passes, e + 16; backward one
    * scaling pass, 4 + e. */
-  const double z = c.N * c.vl;
+  const double z = c.d.N * c.d.vl;
   const double ce_fwd = c.fused ? c.e + 36 : c.e + 16, ce_bwd = c.fused ? c.e + 12 : 4 + c.e;
   add(l, "cross entropy", PTDP_SIM_MEMBOUND, mem(&c, z * ce_fwd), mem(&c, z * ce_bwd), 0);
-  if (c.t > 1) add(l, "TP all-reduces (cross entropy)", PTDP_SIM_TP, 3 * tp_allreduce(&c, c.N * 4), 0, 0);
+  if (c.d.t > 1) add(l, "TP all-reduces (cross entropy)", PTDP_SIM_TP, 3 * tp_allreduce(&c, c.d.N * 4), 0, 0);
   return 0;
 }

@@ -27,8 +27,8 @@
 typedef struct {
   const ptdp_sim_hw *hw;
   double R;                                /* sgemm rate (FLOP/s) */
-  double N, Nl, s, b, h, hl, fl, al, hd, vl;
-  int t, sp, hdrop, adrop;
+  ptdp_sim_dims d; /* this rank's sizes */
+  int hdrop, adrop;
   double tp_bw, tp_alpha, ag_bw, rs_bw; /* all-reduce, all-gather, reduce-scatter bus bandwidths */
 } cctx;
 
@@ -39,7 +39,7 @@ int ptdp_sim_hw_is_cpu(const ptdp_sim_hw *hw)
   return 0;
 }
 
-static int cctx_init(cctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad)
+static int cctx_init(cctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o)
 {
   PTDP_CHECK(ptdp_sim_hw_is_cpu(hw),
              "--fusion cpu: the hardware file %s gives no cpu-*-ns keys (jobs/measure_cpu_hw.sh writes them)",
@@ -47,22 +47,11 @@ static int cctx_init(cctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const p
   PTDP_CHECK(!(a->fp16 || a->bf16), "--fusion cpu models ptdp's CPU backend, which trains in fp32: drop fp16/bf16");
   memset(c, 0, sizeof *c);
   c->hw = hw;
-  c->t = (int)a->tensor_model_parallel_size;
+  c->d = ptdp_sim_dims_of(a);
   c->R = hw->peak_flops_32 * hw->gemm_efficiency * o->software_efficiency;
-  c->sp = a->sequence_parallel && c->t > 1;
-  c->s = (double)a->seq_length;
-  c->b = (double)a->micro_batch_size;
-  c->N = c->s * c->b;
-  c->Nl = c->sp ? c->N / c->t : c->N;
-  c->h = (double)a->hidden_size;
-  c->hl = c->h / c->t;
-  c->fl = (double)ptdp_args_ffn(a) / c->t;
-  c->al = (double)a->num_attention_heads / c->t;
-  c->hd = c->h / (double)a->num_attention_heads;
-  c->vl = (double)vpad / c->t;
   c->hdrop = a->hidden_dropout > 0;
   c->adrop = a->attention_dropout > 0;
-  const int inside = c->t <= hw->gpus_per_node;
+  const int inside = c->d.t <= hw->gpus_per_node;
   c->tp_bw = inside ? hw->intra_bandwidth : hw->inter_bandwidth;
   c->tp_alpha = inside ? hw->intra_latency : hw->inter_latency;
   c->ag_bw = inside && hw->intra_allgather_bandwidth > 0 ? hw->intra_allgather_bandwidth : c->tp_bw;
@@ -135,37 +124,37 @@ static void linear(const cctx *c, ptdp_sim_oplist *l, const char *name, double M
  * orders of magnitude slower than its all-gather) */
 static double allreduce(const cctx *c, double bytes)
 {
-  return ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, c->t, bytes, c->tp_bw, c->tp_alpha);
+  return ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, c->d.t, bytes, c->tp_bw, c->tp_alpha);
 }
 static double gather(const cctx *c, double bytes)
 {
-  return ptdp_sim_allgather_time(c->t, bytes, c->ag_bw, c->tp_alpha);
+  return ptdp_sim_allgather_time(c->d.t, bytes, c->ag_bw, c->tp_alpha);
 }
 static double scatter(const cctx *c, double bytes)
 {
-  return ptdp_sim_allgather_time(c->t, bytes, c->rs_bw, c->tp_alpha);
+  return ptdp_sim_allgather_time(c->d.t, bytes, c->rs_bw, c->tp_alpha);
 }
 /* ptdp_tp_reduce: SP a reduce-scatter; else an all-reduce and the copy of [N, h] out */
 static double tp_reduce(const cctx *c)
 {
-  const double full = c->N * c->h * 4;
-  return c->sp ? scatter(c, full) : allreduce(c, full) + per(c, PTDP_SIM_CPU_ELEMENTWISE, c->N * c->h);
+  const double full = c->d.N * c->d.h * 4;
+  return c->d.sp ? scatter(c, full) : allreduce(c, full) + per(c, PTDP_SIM_CPU_ELEMENTWISE, c->d.N * c->d.h);
 }
 
 /* The column-parallel input: forward SP all-gather; backward the input gradient's reduction and,
  * with SP, the input gathered again for the weight gradient */
 static void column_input(const cctx *c, ptdp_sim_oplist *l, const char *name)
 {
-  const double full = c->N * c->h * 4;
-  if (c->t > 1) add(l, name, PTDP_SIM_TP, c->sp ? gather(c, full) : 0, tp_reduce(c) + (c->sp ? gather(c, full) : 0), 0);
+  const double full = c->d.N * c->d.h * 4;
+  if (c->d.t > 1) add(l, name, PTDP_SIM_TP, c->d.sp ? gather(c, full) : 0, tp_reduce(c) + (c->d.sp ? gather(c, full) : 0), 0);
 }
 
 /* After a row-parallel GEMM: reduction, bias, dropout, residual add; backward: copy, mask,
  * bias gradient, and (SP) the all-gather of the output gradient */
 static void row_output(const cctx *c, ptdp_sim_oplist *l, const char *coll, const char *bda)
 {
-  const double x = c->Nl * c->h, full = c->N * c->h * 4;
-  if (c->t > 1) add(l, coll, PTDP_SIM_TP, tp_reduce(c), c->sp ? gather(c, full) : 0, 0);
+  const double x = c->d.Nl * c->d.h, full = c->d.N * c->d.h * 4;
+  if (c->d.t > 1) add(l, coll, PTDP_SIM_TP, tp_reduce(c), c->d.sp ? gather(c, full) : 0, 0);
   const double fwd = per(c, PTDP_SIM_CPU_ELEMENTWISE, 2 * x) + (c->hdrop ? per(c, PTDP_SIM_CPU_DROPOUT, x) : 0);
   const double bwd = per(c, PTDP_SIM_CPU_ELEMENTWISE, (c->hdrop ? 2 : 1) * x) + per(c, PTDP_SIM_CPU_BIAS_GRAD, x);
   add(l, bda, PTDP_SIM_MEMBOUND, fwd, bwd, 0);
@@ -174,26 +163,26 @@ static void row_output(const cctx *c, ptdp_sim_oplist *l, const char *coll, cons
 /* LayerNorm over [Nl, h]; its backward adds the residual stream's gradient (one y += x) */
 static void layernorm(const cctx *c, ptdp_sim_oplist *l, const char *name, int residual)
 {
-  const double x = c->Nl * c->h;
+  const double x = c->d.Nl * c->d.h;
   add(l, name, PTDP_SIM_MEMBOUND, per(c, PTDP_SIM_CPU_LAYERNORM_FWD, x),
       per(c, PTDP_SIM_CPU_LAYERNORM_BWD, x) + (residual ? per(c, PTDP_SIM_CPU_ELEMENTWISE, x) : 0), 0);
 }
 
-int ptdp_sim_cpu_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad,
+int ptdp_sim_cpu_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                            ptdp_sim_oplist *l)
 {
   cctx c;
-  PTDP_CALL(cctx_init(&c, a, hw, o, vpad));
+  PTDP_CALL(cctx_init(&c, a, hw, o));
   l->n = 0;
-  const double N = c.N, h = c.h, pairs = c.b * c.al;
-  const double S2 = pairs * c.s * c.s, causal = pairs * c.s * (c.s + 1) / 2; /* scores; those with key <= query */
+  const double N = c.d.N, h = c.d.h, pairs = c.d.b * c.d.al;
+  const double S2 = pairs * c.d.s * c.d.s, causal = pairs * c.d.s * (c.d.s + 1) / 2; /* scores; those with key <= query */
   layernorm(&c, l, "layernorm 1", 1);
   column_input(&c, l, "TP f (QKV input)");
   /* QKV with its bias add; backward with the bias gradient over [N, 3 hl] */
-  add(l, "QKV GEMM + bias", PTDP_SIM_GEMM, gemm(&c, N, 3 * c.hl, h) + per(&c, PTDP_SIM_CPU_ELEMENTWISE, N * 3 * c.hl),
-      gemm(&c, N, h, 3 * c.hl) + gemm(&c, h, 3 * c.hl, N) + per(&c, PTDP_SIM_CPU_BIAS_GRAD, N * 3 * c.hl), 0);
+  add(l, "QKV GEMM + bias", PTDP_SIM_GEMM, gemm(&c, N, 3 * c.d.hl, h) + per(&c, PTDP_SIM_CPU_ELEMENTWISE, N * 3 * c.d.hl),
+      gemm(&c, N, h, 3 * c.d.hl) + gemm(&c, h, 3 * c.d.hl, N) + per(&c, PTDP_SIM_CPU_BIAS_GRAD, N * 3 * c.d.hl), 0);
   double ff, fb;
-  ptdp_sim_cpu_attention_flops(c.s, c.hd, &ff, &fb);
+  ptdp_sim_cpu_attention_flops(c.d.s, c.d.hd, &ff, &fb);
   add(l, "attention GEMMs (QK^T, PV)", PTDP_SIM_ATTENTION, pairs * ff / c.R, pairs * fb / c.R, 1);
   add(l, "causal softmax", PTDP_SIM_ATTENTION, per(&c, PTDP_SIM_CPU_SOFTMAX_FWD, S2),
       per(&c, PTDP_SIM_CPU_SOFTMAX_BWD, S2), 1);
@@ -201,34 +190,34 @@ int ptdp_sim_cpu_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp
   if (c.adrop)
     add(l, "attention dropout", PTDP_SIM_ATTENTION, per(&c, PTDP_SIM_CPU_DROPOUT, causal),
         per(&c, PTDP_SIM_CPU_ELEMENTWISE, causal), 1);
-  linear(&c, l, "projection GEMM", N, h, c.hl);
-  row_output(&c, l, c.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias, dropout, add 1");
+  linear(&c, l, "projection GEMM", N, h, c.d.hl);
+  row_output(&c, l, c.d.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias, dropout, add 1");
   layernorm(&c, l, "layernorm 2", 1);
   column_input(&c, l, "TP f (MLP input)");
-  const double act = N * c.fl;
-  add(l, "FC1 GEMM + bias", PTDP_SIM_GEMM, gemm(&c, N, c.fl, h) + per(&c, PTDP_SIM_CPU_ELEMENTWISE, act),
-      gemm(&c, N, h, c.fl) + gemm(&c, h, c.fl, N) + per(&c, PTDP_SIM_CPU_BIAS_GRAD, act), 0);
+  const double act = N * c.d.fl;
+  add(l, "FC1 GEMM + bias", PTDP_SIM_GEMM, gemm(&c, N, c.d.fl, h) + per(&c, PTDP_SIM_CPU_ELEMENTWISE, act),
+      gemm(&c, N, h, c.d.fl) + gemm(&c, h, c.d.fl, N) + per(&c, PTDP_SIM_CPU_BIAS_GRAD, act), 0);
   add(l, "GeLU", PTDP_SIM_MEMBOUND, per(&c, PTDP_SIM_CPU_GELU_FWD, act), per(&c, PTDP_SIM_CPU_GELU_BWD, act), 0);
-  linear(&c, l, "FC2 GEMM", N, h, c.fl);
-  row_output(&c, l, c.sp ? "TP reduce-scatter (MLP)" : "TP all-reduce (MLP)", "bias, dropout, add 2");
+  linear(&c, l, "FC2 GEMM", N, h, c.d.fl);
+  row_output(&c, l, c.d.sp ? "TP reduce-scatter (MLP)" : "TP all-reduce (MLP)", "bias, dropout, add 2");
   return 0;
 }
 
 /* Word lookup [N, h] (rows of this rank's vocabulary slice), its reduction over TP, position
  * lookup and add, dropout; backward: mask, position and word scatter-adds (SP: the gradient
  * all-gathered first) */
-int ptdp_sim_cpu_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad,
+int ptdp_sim_cpu_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                                ptdp_sim_oplist *l)
 {
   cctx c;
-  PTDP_CALL(cctx_init(&c, a, hw, o, vpad));
+  PTDP_CALL(cctx_init(&c, a, hw, o));
   l->n = 0;
-  const double x = c.Nl * c.h, full = c.N * c.h;
+  const double x = c.d.Nl * c.d.h, full = c.d.N * c.d.h;
   add(l, "word lookup + position add", PTDP_SIM_MEMBOUND, per(&c, PTDP_SIM_CPU_ELEMENTWISE, full + 2 * x),
       per(&c, PTDP_SIM_CPU_ELEMENTWISE, full + x), 0);
-  if (c.t > 1)
-    add(l, c.sp ? "TP reduce-scatter (embedding)" : "TP all-reduce (embedding)", PTDP_SIM_TP, tp_reduce(&c),
-        c.sp ? gather(&c, full * 4) : 0, 0);
+  if (c.d.t > 1)
+    add(l, c.d.sp ? "TP reduce-scatter (embedding)" : "TP all-reduce (embedding)", PTDP_SIM_TP, tp_reduce(&c),
+        c.d.sp ? gather(&c, full * 4) : 0, 0);
   if (c.hdrop)
     add(l, "embedding dropout", PTDP_SIM_MEMBOUND, per(&c, PTDP_SIM_CPU_DROPOUT, x),
         per(&c, PTDP_SIM_CPU_ELEMENTWISE, x), 0);
@@ -238,19 +227,19 @@ int ptdp_sim_cpu_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const 
 /* Final LayerNorm, (SP: all-gather), logits [N, h] x [h, vl], the cross entropy's passes (all in
  * the forward: the gradient is written in place of the logits), its two small all-reduces (max;
  * sum-exp with the target logit); backward the logits' GEMMs and the reduction of dG */
-int ptdp_sim_cpu_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long vpad,
+int ptdp_sim_cpu_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                           ptdp_sim_oplist *l)
 {
   cctx c;
-  PTDP_CALL(cctx_init(&c, a, hw, o, vpad));
+  PTDP_CALL(cctx_init(&c, a, hw, o));
   l->n = 0;
   layernorm(&c, l, "final layernorm", 0);
   column_input(&c, l, "TP f (logits input)");
-  linear(&c, l, "logits GEMM", c.N, c.vl, c.h);
-  const double z = c.N * c.vl;
+  linear(&c, l, "logits GEMM", c.d.N, c.d.vl, c.d.h);
+  const double z = c.d.N * c.d.vl;
   add(l, "cross entropy", PTDP_SIM_MEMBOUND, per(&c, PTDP_SIM_CPU_XENT_FWD, z) + per(&c, PTDP_SIM_CPU_XENT_GRAD, z), 0,
       0);
-  if (c.t > 1)
-    add(l, "TP all-reduces (cross entropy)", PTDP_SIM_TP, allreduce(&c, c.N * 4) + allreduce(&c, 2 * c.N * 4), 0, 0);
+  if (c.d.t > 1)
+    add(l, "TP all-reduces (cross entropy)", PTDP_SIM_TP, allreduce(&c, c.d.N * 4) + allreduce(&c, 2 * c.d.N * 4), 0, 0);
   return 0;
 }

@@ -48,7 +48,7 @@ static int layout(const ptdp_args *a, const ptdp_sim_options *o, ptdp_sim_result
   ptdp_args chk = *a; /* the trainer's checks, without its data and CPU-backend ones */
   chk.mock_data = 1;
   chk.data_path[0] = 0;
-  if (chk.vocab_size <= 0) chk.vocab_size = 50257;
+  if (chk.vocab_size <= 0) chk.vocab_size = PTDP_SIM_DEFAULT_VOCAB;
   chk.fp16 = chk.bf16 = 0;
   chk.save[0] = chk.load[0] = 0;
   chk.save_interval = chk.keep_checkpoints = chk.no_save_optim = chk.finetune = chk.no_load_optim = 0;
@@ -62,7 +62,7 @@ static int layout(const ptdp_args *a, const ptdp_sim_options *o, ptdp_sim_result
   *kind = r->v > 1 ? PTDP_SCHED_INTERLEAVED : a->pipeline_schedule;
   if (r->p == 1) *kind = PTDP_SCHED_1F1B;
   PTDP_CALL(ptdp_schedule_validate(*kind, r->p, r->v, r->m));
-  r->vocab_padded = ptdp_args_padded_vocab(a, a->vocab_size > 0 ? a->vocab_size : 50257);
+  r->vocab_padded = ptdp_args_padded_vocab(a, a->vocab_size > 0 ? a->vocab_size : PTDP_SIM_DEFAULT_VOCAB);
   return 0;
 }
 
@@ -196,9 +196,9 @@ int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_optio
              a->fp16 ? "fp16" : "bf16", hw->name);
   PTDP_CHECK(a->fp16 || a->bf16 || hw->peak_flops_32 > 0,
              "fp32: the hardware file %s gives no peak-tflops-32 (set bf16 or fp16 for a GPU)", hw->name);
-  PTDP_CALL(ptdp_sim_layer_ops(a, hw, o, r->vocab_padded, &r->layer));
-  PTDP_CALL(ptdp_sim_embedding_ops(a, hw, o, r->vocab_padded, &r->embedding));
-  PTDP_CALL(ptdp_sim_head_ops(a, hw, o, r->vocab_padded, &r->head));
+  PTDP_CALL(ptdp_sim_layer_ops(a, hw, o, &r->layer));
+  PTDP_CALL(ptdp_sim_embedding_ops(a, hw, o, &r->embedding));
+  PTDP_CALL(ptdp_sim_head_ops(a, hw, o, &r->head));
   const int p = r->p, n = 2 * r->m * r->v;
   stage_costs sc = {.p2p = p2p_time(a, hw, o, r)};
   double *params = NULL, *end = NULL, *last_bwd = NULL;

@@ -22,11 +22,7 @@ static ptdp_dtype dtype_of(const ptdp_args *a) { return a->bf16 ? PTDP_BF16 : a-
 static ptdp_plan_config plan_config(const ptdp_args *a, const ptdp_sim_result *r, ptdp_schedule_kind kind, int stage)
 {
   ptdp_plan_config pc = {
-    .shape = {.num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size, .heads = (int)a->num_attention_heads,
-              .ffn = (int)ptdp_args_ffn(a),
-              .max_pos = (int)(a->max_position_embeddings ? a->max_position_embeddings : a->seq_length),
-              .vocab = a->vocab_size > 0 ? a->vocab_size : 50257,
-              .vocab_divisible_by = (int)a->make_vocab_size_divisible_by, .sequence_parallel = a->sequence_parallel},
+    .shape = ptdp_sim_model_shape(a),
     .pos = {.t = r->t, .tp_rank = 0, .p = r->p, .stage = stage, .v = r->v},
     .seq = (int)a->seq_length, .micro_batch = (int)a->micro_batch_size, .hidden_dropout = a->hidden_dropout > 0,
     .attention_dropout = a->attention_dropout > 0, .recompute = a->recompute_granularity,

@@ -164,7 +164,7 @@ int ptdp_dump_open(ptdp_dump **out, ptdp_trainer *tr, const char *path)
   struct { const char *k; double v; } at[] = {
     {"num_layers", c->num_layers}, {"hidden_size", c->hidden}, {"num_attention_heads", c->heads},
     {"ffn_hidden_size", c->ffn}, {"seq_length", c->seq}, {"max_position_embeddings", c->max_pos},
-    {"padded_vocab_size", (double)tr->model.padded_vocab}, {"vocab_size", (double)c->vocab},
+    {"padded_vocab_size", (double)tr->model.sh.padded_vocab}, {"vocab_size", (double)c->vocab},
     {"micro_batch_size", c->micro_batch}, {"global_batch_size", (double)tr->gbs}, {"layernorm_epsilon", a->layernorm_epsilon},
     {"train_iters", (double)a->train_iters}, {"seed", (double)a->seed}, {"init_method_std", a->init_method_std},
     {"clip_grad", a->clip_grad}, {"weight_decay", a->weight_decay}, {"adam_beta1", a->adam_beta1},
@@ -191,7 +191,7 @@ int ptdp_dump_open(ptdp_dump **out, ptdp_trainer *tr, const char *path)
   PTDP_CALL_HDF5(H5Dclose(ds));
   PTDP_CALL(write_params(d, tr, "init", 0));
   if (tr->model.chunks[tr->model.nchunks - 1].has_head) {
-    PTDP_ALLOC(d->logits, (size_t)tr->model.N * tr->model.vl * sizeof(float));
+    PTDP_ALLOC(d->logits, (size_t)tr->model.sh.N * tr->model.sh.vl * sizeof(float));
     tr->model.debug_logits = d->logits;
   }
   return 0;
@@ -201,12 +201,12 @@ int ptdp_dump_grads(ptdp_dump *d, ptdp_trainer *tr)
 {
   if (tr->args.use_distributed_optimizer && tr->grid.dp.size > 1) return 0;
   PTDP_CALL(write_params(d, tr, "step1/grads", 1));
-  hsize_t dims[2] = {(hsize_t)tr->model.N, (hsize_t)tr->model.cfg.vocab};
+  hsize_t dims[2] = {(hsize_t)tr->model.sh.N, (hsize_t)tr->model.cfg.vocab};
   hid_t ds;
   PTDP_CALL(create_dataset(d->file, "step1/logits", H5T_NATIVE_FLOAT, 2, dims, &ds));
   const int vv = ptdp_gpt_vocab_columns(&tr->model); /* this rank's real-vocabulary columns */
   if (d->logits && tr->grid.me.dp == 0 && vv > 0)
-    PTDP_CALL(write_block(ds, H5T_NATIVE_FLOAT, d->logits, 0, (hsize_t)tr->model.v0, dims[0], (hsize_t)vv));
+    PTDP_CALL(write_block(ds, H5T_NATIVE_FLOAT, d->logits, 0, (hsize_t)tr->model.sh.v0, dims[0], (hsize_t)vv));
   PTDP_CALL_HDF5(H5Dclose(ds));
   return 0;
 }

@@ -269,7 +269,7 @@ int ptdp_trainer_run(ptdp_trainer *tr)
 {
   const ptdp_args *a = &tr->args;
   const int rank0 = tr->grid.world_rank == 0;
-  const double flops = ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size, tr->model.padded_vocab);
+  const double flops = ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size, tr->model.sh.padded_vocab);
   const double t_start = MPI_Wtime();
   double t_last = t_start, loss_acc = 0, bubble_acc = 0, iter_acc = 0;
   int n_iter = 0; /* iterations of this log interval (n_acc: those not skipped) */
@@ -384,10 +384,7 @@ static int print_memory(ptdp_trainer *tr)
   PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &minp, 1, PTDP_TAG_MISC));
   minp = -minp;
   if (tr->grid.world_rank != 0) return 0;
-  ptdp_layer_shape ls = {.s = a->seq_length, .b = a->micro_batch_size, .h = a->hidden_size, .a = a->num_attention_heads,
-                         .f = ptdp_args_ffn(a), .t = tr->grid.layout.t, .sequence_parallel = m->cfg.sequence_parallel,
-                         .hidden_dropout = a->hidden_dropout > 0, .attention_dropout = a->attention_dropout > 0,
-                         .recompute = (int)m->cfg.recompute, .bytes = (int)m->es};
+  const ptdp_layer_shape ls = ptdp_gpt_layer_shape(m);
   /* a layer that keeps everything (under full recompute: the first of a group keeps its input) */
   size_t layer = m->chunks[0].nlayers ? ptdp_memory_held(&m->mem, 0, 0, m->chunks[0].layer0) : 0;
   double ours = ptdp_layer_bytes_ptdp(&ls), paper = ptdp_layer_bytes_paper(&ls);

@@ -50,7 +50,7 @@ static double max_rel_diff(const float *a, const float *ref, size_t n)
 static int training_logits(ptdp_gpt *m, const int32_t *tokens, float *full)
 {
   const int vv = ptdp_gpt_vocab_columns(m), t = m->t;
-  const long long vl = m->vl;
+  const long long vl = m->sh.vl;
   float *mine = calloc((size_t)S * vl, sizeof(float)), *all = calloc((size_t)t * S * vl, sizeof(float));
   float *local = calloc((size_t)S * (vv > 0 ? vv : 1), sizeof(float));
   int32_t targets[S] = {0};

@@ -38,7 +38,7 @@ static int run(int t, double *loss, float *wte_grad)
                        .chunks = 1, .schedule = PTDP_SCHED_1F1B, .m = 1, .dp_size = 1}; /* padded to 40 for t = 1, 2, 4 */
   ptdp_gpt m;
   if (ptdp_gpt_create(&m, &c, be, &g) || ptdp_gpt_init_params(&m)) return 1;
-  check(m.v0 == (long long)g.me.tp * (40 / t) && m.vl == 40 / t, "vocabulary range of this rank is [r V/t, (r+1) V/t)");
+  check(m.sh.v0 == (long long)g.me.tp * (40 / t) && m.sh.vl == 40 / t, "vocabulary range of this rank is [r V/t, (r+1) V/t)");
   int32_t tok[16], tgt[16];
   for (int r = 0; r < 16; r++) {
     tok[r] = (int32_t)(ptdp_rng_mix(300 + r) % 37);

@@ -162,9 +162,9 @@ static void check_async_tp(void)
   EXPECT(parse(&a, &o, "--tensor-model-parallel-size 2") == 0, "parse");
   ptdp_options_free(&o);
   so.async_tp_allreduce = 1;
-  ptdp_sim_layer_ops(&a, &hw, &so, 50048, &on);
+  ptdp_sim_layer_ops(&a, &hw, &so, &on);
   so.async_tp_allreduce = 0;
-  ptdp_sim_layer_ops(&a, &hw, &so, 50048, &off);
+  ptdp_sim_layer_ops(&a, &hw, &so, &off);
   const double N = 2.0 * 512, h = 1024, wgrad = ptdp_sim_gemm_time(&hw, hw.peak_flops_16, h, 3 * h / 2, N, 1, 2);
   const double ar = ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, 2, N * h * 2, hw.intra_bandwidth, hw.intra_latency);
   EXPECT(off.op[1].hidden == 0 && near(off.op[1].bwd, ar, 1e-12), "no overlap: the all-reduce shows whole");
@@ -193,17 +193,18 @@ static void check_megatron_ops(void)
   ptdp_options_free(&sopt);
   EXPECT(parse(&a, &o, "--tensor-model-parallel-size 2") == 0, "parse");
   ptdp_options_free(&o);
-  ptdp_sim_layer_ops(&a, &hw, &so, 50048, &layer);
-  ptdp_sim_head_ops(&a, &hw, &so, 50048, &head);
+  ptdp_sim_layer_ops(&a, &hw, &so, &layer);
+  ptdp_sim_head_ops(&a, &hw, &so, &head);
   /* QKV bias: forward reads and writes [N, 3h/t] = [1024, 1536] in 2 B (6.29 MB); backward
    * reads it once for the bias gradient */
   const double qkv = 1024.0 * 1536 * 2;
   const ptdp_sim_op *bias = find_op(&layer, "QKV bias");
   EXPECT(bias && near(bias->fwd, 2 * qkv / 1e12 + 1e-6, 1e-12) && near(bias->bwd, qkv / 1e12 + 1e-6, 1e-12),
          "QKV bias: 2 and 1 passes over [N, 3h/t]");
-  /* cross entropy over z = N V/t = 1024 x 25024 logits: forward e + 36 = 38 B each, backward
+  /* cross entropy over z = N V'/t = 1024 x 25088 logits (V' = 50176: 50000 padded to a
+   * multiple of 128 x 2): forward e + 36 = 38 B each, backward
    * e + 12 = 14 B each */
-  const double z = 1024.0 * 25024;
+  const double z = 1024.0 * 25088;
   const ptdp_sim_op *ce = find_op(&head, "cross entropy");
   EXPECT(ce && near(ce->fwd, 38 * z / 1e12 + 1e-6, 1e-12) && near(ce->bwd, 14 * z / 1e12 + 1e-6, 1e-12),
          "cross entropy: 38 and 14 bytes per logit");
@@ -215,7 +216,7 @@ static void check_megatron_ops(void)
   EXPECT(bda && near(bda->bwd, (6 * x + mask) / 1e12 + 1e-6, 1e-12), "bias-dropout-add backward: 6 x + mask");
   /* ptdp-train's own cross entropy (fusion none): e + 16 forward, 4 + e backward */
   so.fusion = PTDP_SIM_FUSION_NONE;
-  ptdp_sim_head_ops(&a, &hw, &so, 50048, &head);
+  ptdp_sim_head_ops(&a, &hw, &so, &head);
   ce = find_op(&head, "cross entropy");
   EXPECT(ce && near(ce->fwd, 18 * z / 1e12 + 1e-6, 1e-12) && near(ce->bwd, 6 * z / 1e12 + 1e-6, 1e-12),
          "cross entropy, fusion none: 18 and 6 bytes per logit");
@@ -224,7 +225,7 @@ static void check_megatron_ops(void)
   /* a hidden collective holds 27 of the 108 SMs: hiding x costs the GEMM x / 4 */
   so.async_tp_allreduce = 1;
   hw.collective_sms = 27;
-  ptdp_sim_layer_ops(&a, &hw, &so, 50048, &layer);
+  ptdp_sim_layer_ops(&a, &hw, &so, &layer);
   const double N = 2.0 * 512, h = 1024, wgrad = ptdp_sim_gemm_time(&hw, hw.peak_flops_16, h, 3 * h / 2, N, 1, 2);
   const double ar = ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, 2, N * h * 2, hw.intra_bandwidth, hw.intra_latency);
   const ptdp_sim_op *f = find_op(&layer, "TP f (QKV input)");

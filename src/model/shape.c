@@ -1,0 +1,21 @@
+/* The sizes one rank works with: see include/ptdp/shape.h. */
+#include "ptdp/shape.h"
+
+ptdp_rank_shape ptdp_rank_shape_of(const ptdp_model_shape *m, int seq, int micro_batch, int t, int tp_rank)
+{
+  ptdp_rank_shape r = {.s = seq, .b = micro_batch, .t = t, .tp_rank = tp_rank, .h = m->hidden, .a = m->heads,
+                       .f = m->ffn};
+  r.sp = m->sequence_parallel && t > 1;
+  r.N = r.s * r.b;
+  r.Nl = r.sp ? r.N / t : r.N;
+  r.row0 = r.sp ? (long long)tp_rank * r.Nl : 0;
+  r.hd = m->hidden / m->heads;
+  r.al = m->heads / t;
+  r.hl = r.al * r.hd;
+  r.fl = m->ffn / t;
+  r.padded_vocab = ptdp_padded_vocab(m->vocab, m->vocab_divisible_by, t);
+  r.vl = r.padded_vocab / t;
+  r.v0 = (long long)tp_rank * r.vl;
+  r.att = r.b * r.al * r.s * r.s;
+  return r;
+}
