@@ -62,6 +62,17 @@ sh "$top_srcdir/validation/gen_man_keys.sh" "$top_builddir" "$TMPD/planted-keys.
   ! cmp -s "$TMPD/new" "$TMPD/planted-keys.1" && cmp -s "$TMPD/new" "$man_dir/ptdp-train.1"
 ok $? "planted: the changed default is caught, and regenerating restores the page"
 
+# the other programs' pages describe their own keys by hand: each key of the program's own table
+# (the first that --help prints) must appear in its page as --KEY
+for prog in ptdp-generate ptdp-preprocess ptdp-sim ptdp-sweep; do
+  keys=$("$top_builddir/$prog" --help < /dev/null 2> /dev/null | awk '/^key +type +default/ { n++; next } n == 1 && NF == 0 { exit } n == 1 { print $1 }')
+  [ -n "$keys" ]; ok $? "$prog --help lists its keys: $(echo $keys)"
+  text=$(sed 's/\\-/-/g; s/\\f[BIRP]//g' "$man_dir/$prog.1")
+  for k in $keys; do
+    echo "$text" | grep -q -- "--$k\b"; ok $? "$prog.1 describes --$k"
+  done
+done
+
 # counts stated in the pages
 timers=$(sed -n 's/.*ptdp_events_register([^"]*"\([a-z-]*\)".*/\1/p' "$top_srcdir"/src/train/*.c)
 [ "$(echo "$timers" | wc -w)" -ge 6 ]; ok $? "found the trainer's timers: $(echo $timers)"
