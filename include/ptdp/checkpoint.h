@@ -15,7 +15,6 @@
 #ifndef PTDP_CHECKPOINT_H
 #define PTDP_CHECKPOINT_H
 
-#include "ptdp/args.h"
 #include "ptdp/gpt.h"
 #include "ptdp/optimizer.h"
 #include "ptdp/options.h"
@@ -41,7 +40,7 @@ typedef struct {
   long long opt_step;       /* AdamW steps taken (bias correction; skipped steps do not count) */
   ptdp_grad_scaler scaler;  /* loss scaling state (fp16): scale, growth and hysteresis trackers */
   double lr;                /* learning rate of the last iteration (for the record) */
-  const ptdp_args *args;    /* saving: every key's value, stored as text under /args */
+  const ptdp_options *keys; /* saving: every key over its value (ptdp_args_view), stored as text under /args */
   int keep;                 /* saving: keep this many newest checkpoints (<= 0: all) */
 } ptdp_checkpoint_info;
 

@@ -19,3 +19,10 @@ TESTS += validation/tests/core/test_half
 check_PROGRAMS += validation/tests/core/test_checked
 validation_tests_core_test_checked_SOURCES = validation/tests/core/test_checked.c
 TESTS += validation/tests/core/test_checked
+
+# Layers that only look down: every #include of a ptdp header in src/ and include/ptdp names a
+# header of its own level or a lower one (the levels: test_layering.py); the plant proves that an
+# upward include, and a header no folder implements, fail naming file and line.
+TESTS += validation/tests/core/test_layering.py validation/tests/core/test_layering_plant.sh
+dist_noinst_SCRIPTS += validation/tests/core/test_layering.py validation/tests/core/test_layering_plant.sh
+

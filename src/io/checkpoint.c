@@ -305,12 +305,12 @@ static int save_dataset(ckpt_io *io, int kind, int g, hid_t ds)
   return 0;
 }
 
-static int save_args(hid_t file, const ptdp_args *a)
+static int save_args(hid_t file, const ptdp_options *keys)
 {
   PTDP_CALL(ckpt_group_create(file, "/args"));
   hid_t g = H5Gopen2(file, "/args", H5P_DEFAULT);
   PTDP_CALL_HDF5(g);
-  PTDP_CALL(ckpt_attr_write_args(g, a));
+  PTDP_CALL(ckpt_attr_write_keys(g, keys));
   PTDP_CALL_HDF5(H5Gclose(g));
   return 0;
 }
@@ -364,7 +364,7 @@ static int save_attributes(const ckpt_io *io, const ptdp_checkpoint_info *info)
     PTDP_CALL(save_scaler(og, &info->scaler));
     PTDP_CALL_HDF5(H5Gclose(og));
   }
-  return save_args(f, info->args);
+  return save_args(f, info->keys);
 }
 
 /* Collective sync of the file's data to storage (every rank, as a parallel file system needs). */

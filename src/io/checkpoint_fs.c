@@ -56,23 +56,6 @@ static int sync_path(const char *path)
   return 0;
 }
 
-int ckpt_fs_make_dirs(const char *path)
-{
-  char buf[PTDP_OPT_STRLEN];
-  PTDP_CHECK(strlen(path) < sizeof buf, "save directory path too long: '%s'", path);
-  strcpy(buf, path);
-  for (char *p = buf + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    if (mkdir(buf, 0777) && errno != EEXIST) PTDP_CHECK_IO(0, "cannot create directory '%s': %s", buf, strerror(errno));
-    *p = '/';
-  }
-  if (mkdir(buf, 0777) && errno != EEXIST) PTDP_CHECK_IO(0, "cannot create directory '%s': %s", buf, strerror(errno));
-  struct stat st;
-  PTDP_CHECK_IO(stat(buf, &st) == 0 && S_ISDIR(st.st_mode), "'%s' exists and is not a directory", buf);
-  return 0;
-}
-
 /* Remove a checkpoint directory: its files (a checkpoint holds no subdirectories), then itself. */
 static int remove_dir(const char *path)
 {

@@ -1,19 +1,19 @@
 /* Private to src/io: the pieces of the checkpoint module (see ptdp/checkpoint.h).
  *   checkpoint_fs.c  directories, the tracker file, renames and syncs, retention (rank 0's work)
- *   checkpoint_h5.c  HDF5 helpers: attributes, datasets, selections, checksums
+ *   checkpoint_h5.c  HDF5 helpers: datasets, the parallel file access, checksums (h5util.h: the
+ *                    attribute helpers it shares with the run file)
  *   checkpoint_stream.c  the page cache: write-back while saving, read-ahead while loading
  *   checkpoint.c     which rank reads and writes which part of which tensor; save and load */
 #ifndef PTDP_IO_CHECKPOINT_IMPL_H
 #define PTDP_IO_CHECKPOINT_IMPL_H
 
+#include "h5util.h"
 #include "ptdp/checkpoint.h"
 
 #include <hdf5.h>
 #include <stdint.h>
 
 /* ---- checkpoint_fs.c: run on rank 0 only; each returns 0 or an error with its message */
-/* mkdir -p */
-int ckpt_fs_make_dirs(const char *path);
 /* Make save_dir (and parents), remove directories left by interrupted saves (iter_*.tmp), and
  * make the empty temporary directory of iteration `iter`; its path into tmp. */
 int ckpt_fs_prepare(const char *save_dir, long long iter, char *tmp, size_t n);
@@ -48,26 +48,6 @@ static inline uint64_t ckpt_mix(uint64_t index, uint32_t bits)
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
-int ckpt_attr_write_i64(hid_t obj, const char *name, long long v);
-int ckpt_attr_write_f64(hid_t obj, const char *name, double v);
-int ckpt_attr_write_str(hid_t obj, const char *name, const char *s);
-int ckpt_attr_write_u64(hid_t obj, const char *name, uint64_t v);
-/* 1 and the value if the attribute exists, 0 if not, < 0 on a library failure. */
-/* Validated reads of attributes (a file may be damaged or hostile): *present = 0 when absent;
- * present, it must be exactly one element of the expected class (an integer for i64 and u64, a
- * real for f64, a fixed-length string shorter than n bytes for str), else an input error naming
- * the file, the object and the attribute.  Return 0 or an error code. */
-int ckpt_attr_get_i64(hid_t obj, const char *name, long long *v, int *present);
-int ckpt_attr_get_u64(hid_t obj, const char *name, uint64_t *v, int *present);
-int ckpt_attr_get_f64(hid_t obj, const char *name, double *v, int *present);
-int ckpt_attr_get_str(hid_t obj, const char *name, char *buf, size_t n, int *present);
-/* The same where the attribute must be there (its absence is an error naming it). */
-int ckpt_attr_need_i64(hid_t obj, const char *name, long long *v);
-/* One string attribute per ptdp-train key, named as the key, holding its value as text (reals
- * with 17 significant digits, so they read back exactly). */
-int ckpt_attr_write_args(hid_t obj, const ptdp_args *a);
-/* Create group path (and its parents). */
-int ckpt_group_create(hid_t file, const char *path);
 /* Create a contiguous float32 dataset of the global shape, allocated at creation and never
  * filled (every element is written). */
 int ckpt_dataset_create(hid_t file, const char *path, int ndim, long long rows, long long cols, hid_t *ds);

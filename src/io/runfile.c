@@ -1,6 +1,6 @@
 /* The run file: its path, its layout (created once, before SWMR writing starts: HDF5 1.10 creates
  * no objects in SWMR mode), and opening it again to append (see ptdp/runfile.h). */
-#include "checkpoint_impl.h" /* attribute helpers */
+#include "h5util.h"
 #include "runfile_impl.h"
 
 #include "ptdp/config.h"
@@ -139,7 +139,7 @@ static int exists(const char *p)
 }
 
 /* Rank 0: the file to write; an error when an explicit run-file names another run's file. */
-static int resolve_path(const ptdp_args *a, int appending, char *out, size_t n, char *base_out, size_t nb)
+static int resolve_path(const ptdp_runfile_run *a, int appending, char *out, size_t n, char *base_out, size_t nb)
 {
   if (a->run_file[0]) {
     snprintf(out, n, "%s", a->run_file);
@@ -177,31 +177,29 @@ static int resolve_path(const ptdp_args *a, int appending, char *out, size_t n, 
 
 /* ---------------------------------------------------------------- creating */
 
-static int create_config(struct ptdp_runfile *rf, const ptdp_trainer *tr)
+static int create_config(struct ptdp_runfile *rf)
 {
+  const ptdp_runfile_run *run = &rf->run;
   hid_t g = H5Gcreate2(rf->file, "/config", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   PTDP_CALL_HDF5(g);
-  PTDP_CALL(ckpt_attr_write_args(g, &tr->args));
-  const ptdp_args *a = &tr->args;
-  const ptdp_grid_layout *L = &tr->grid.layout;
+  PTDP_CALL(ckpt_attr_write_keys(g, run->keys));
+  const ptdp_grid_layout *L = &run->grid->layout;
   const struct {
     const char *name;
     long long v;
   } ints[] = {{"world_size", L->world},       {"tensor_model_parallel_size", L->t}, {"pipeline_model_parallel_size", L->p},
-              {"data_parallel_size", L->d},   {"virtual_pipeline_chunks", tr->model.nchunks}, {"micro_batches", tr->m},
-              {"num_layers", a->num_layers},  {"hidden_size", a->hidden_size},     {"seq_length", a->seq_length},
-              {"micro_batch_size", a->micro_batch_size}, {"global_batch_size", tr->gbs}, {"vocab_size", tr->vocab},
-              {"padded_vocab_size", tr->model.sh.padded_vocab}, {"sequence_parallel", tr->model.cfg.sequence_parallel},
-              {"use_distributed_optimizer", a->use_distributed_optimizer}};
+              {"data_parallel_size", L->d},   {"virtual_pipeline_chunks", run->model->nchunks},
+              {"micro_batches", run->micro_batches}, {"num_layers", run->num_layers}, {"hidden_size", run->hidden},
+              {"seq_length", run->seq},       {"micro_batch_size", run->micro_batch}, {"global_batch_size", run->global_batch},
+              {"vocab_size", run->vocab},     {"padded_vocab_size", run->model->sh.padded_vocab},
+              {"sequence_parallel", run->model->cfg.sequence_parallel},
+              {"use_distributed_optimizer", run->use_distributed_optimizer}};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) PTDP_CALL(ckpt_attr_write_i64(g, ints[i].name, ints[i].v));
   char text[PTDP_OPT_STRLEN];
-  PTDP_CALL(ckpt_attr_write_str(g, "pipeline_schedule", ptdp_schedule_name(tr->pipe.sched.kind)));
-  ptdp_options_choice_text("none|full|selective", (int)a->recompute_granularity, text, sizeof text);
-  PTDP_CALL(ckpt_attr_write_str(g, "recompute_granularity", text));
-  PTDP_CALL(ckpt_attr_write_f64(g, "model_flops_per_iteration",
-                                ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size,
-                                                 tr->model.sh.padded_vocab)));
-  PTDP_CALL(ckpt_attr_write_f64(g, "peak_flops_per_rank", a->peak_tflops * 1e12));
+  PTDP_CALL(ckpt_attr_write_str(g, "pipeline_schedule", run->schedule));
+  PTDP_CALL(ckpt_attr_write_str(g, "recompute_granularity", run->recompute));
+  PTDP_CALL(ckpt_attr_write_f64(g, "model_flops_per_iteration", run->model_flops));
+  PTDP_CALL(ckpt_attr_write_f64(g, "peak_flops_per_rank", run->peak_flops));
   PTDP_CALL(ckpt_attr_write_str(g, "build", PTDP_CONFIGURE_SUMMARY));
   ptdp_blas_describe(1, text, sizeof text);
   PTDP_CALL(ckpt_attr_write_str(g, "blas", text));
@@ -209,11 +207,12 @@ static int create_config(struct ptdp_runfile *rf, const ptdp_trainer *tr)
   return 0;
 }
 
-static int create_memory_pipeline(struct ptdp_runfile *rf, const ptdp_trainer *tr)
+static int create_memory_pipeline(struct ptdp_runfile *rf)
 {
+  const ptdp_runfile_run *run = &rf->run;
   const hid_t f = rf->file;
-  const hsize_t W = (hsize_t)tr->grid.layout.world, L = (hsize_t)(tr->args.num_layers / tr->grid.layout.p);
-  const hsize_t I = (hsize_t)tr->pipe.sched.count, zero[3] = {0, 0, 0};
+  const hsize_t W = (hsize_t)run->grid->layout.world, L = (hsize_t)(run->num_layers / run->grid->layout.p);
+  const hsize_t I = (hsize_t)run->work_items, zero[3] = {0, 0, 0};
   const long long minus1 = -1;
   const double nan = 0.0 / 0.0;
   char kn[RF_NKINDS][64] = {{0}};
@@ -230,10 +229,10 @@ static int create_memory_pipeline(struct ptdp_runfile *rf, const ptdp_trainer *t
     snprintf(path, sizeof path, "/memory/%s", per_rank[i]);
     PTDP_CALL(rf_create(f, path, H5T_NATIVE_LLONG, 1, w, &minus1));
   }
-  const ptdp_layer_shape ls = ptdp_gpt_layer_shape(&tr->model);
+  const ptdp_layer_shape ls = ptdp_gpt_layer_shape(run->model);
   hid_t g = H5Gopen2(f, "/memory", H5P_DEFAULT);
   PTDP_CALL_HDF5(g);
-  PTDP_CALL(ckpt_attr_write_str(g, "precision", ptdp_dtype_name(tr->model.cfg.dtype)));
+  PTDP_CALL(ckpt_attr_write_str(g, "precision", ptdp_dtype_name(run->model->cfg.dtype)));
   PTDP_CALL(ckpt_attr_write_f64(g, "formula_layer_bytes_paper", ptdp_layer_bytes_paper(&ls)));
   PTDP_CALL(ckpt_attr_write_f64(g, "formula_layer_bytes_ptdp", ptdp_layer_bytes_ptdp(&ls)));
   PTDP_CALL_HDF5(H5Gclose(g));
@@ -247,15 +246,15 @@ static int create_memory_pipeline(struct ptdp_runfile *rf, const ptdp_trainer *t
   PTDP_CALL(rf_create(f, "/pipeline/bubble_replayed", H5T_NATIVE_DOUBLE, 1, zero, &nan));
   g = H5Gopen2(f, "/pipeline", H5P_DEFAULT);
   PTDP_CALL_HDF5(g);
-  PTDP_CALL(ckpt_attr_write_f64(g, "bubble_formula", (double)(tr->grid.layout.p - 1) / ((double)tr->model.nchunks * tr->m)));
+  PTDP_CALL(ckpt_attr_write_f64(g, "bubble_formula", (double)(run->grid->layout.p - 1) / ((double)run->model->nchunks * run->micro_batches)));
   PTDP_CALL_HDF5(H5Gclose(g));
   return 0;
 }
 
-static int create_layout(struct ptdp_runfile *rf, const ptdp_trainer *tr, const char *hosts)
+static int create_layout(struct ptdp_runfile *rf, const char *hosts)
 {
   const hid_t f = rf->file;
-  const long long W = tr->grid.layout.world;
+  const long long W = rf->run.grid->layout.world;
   char created[64];
   time_t now = time(NULL);
   strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
@@ -263,7 +262,7 @@ static int create_layout(struct ptdp_runfile *rf, const ptdp_trainer *tr, const 
   PTDP_CALL(ckpt_attr_write_i64(f, "format_version", PTDP_RUNFILE_FORMAT));
   PTDP_CALL(ckpt_attr_write_str(f, "ptdp_version", PACKAGE_VERSION));
   PTDP_CALL(ckpt_attr_write_str(f, "created", created));
-  PTDP_CALL(create_config(rf, tr));
+  PTDP_CALL(create_config(rf));
   const hsize_t zero[3] = {0, 0, 0}, w[1] = {(hsize_t)W};
   const double nan = 0.0 / 0.0;
   const long long minus1 = -1;
@@ -283,10 +282,10 @@ static int create_layout(struct ptdp_runfile *rf, const ptdp_trainer *tr, const 
   PTDP_CALL(rf_create(f, "/eval/lm_loss", H5T_NATIVE_DOUBLE, 1, zero, &nan));
   PTDP_CALL(rf_create(f, "/eval/ppl", H5T_NATIVE_DOUBLE, 1, zero, &nan));
   /* timers: names fixed by the trainer's registration */
-  const int T = ptdp_events_count(tr->events);
+  const int T = ptdp_events_count(rf->run.events);
   char(*tn)[64];
   PTDP_CALLOC(tn, (size_t)T, sizeof *tn);
-  for (int i = 0; i < T; i++) snprintf(tn[i], sizeof tn[i], "%s", ptdp_events_name(tr->events, i));
+  for (int i = 0; i < T; i++) snprintf(tn[i], sizeof tn[i], "%s", ptdp_events_name(rf->run.events, i));
   const hsize_t nt[1] = {(hsize_t)T}, wt[3] = {0, (hsize_t)W, (hsize_t)T};
   int rc = rf_create(f, "/timers/names", rf->str_type, 1, nt, NULL);
   if (!rc) rc = rf_write(f, "/timers/names", rf->str_type, 1, zero, nt, tn);
@@ -303,7 +302,7 @@ static int create_layout(struct ptdp_runfile *rf, const ptdp_trainer *tr, const 
   PTDP_CALL(rf_create(f, "/communication/bytes", H5T_NATIVE_DOUBLE, 3, wc, &nan));
   PTDP_CALL(rf_create(f, "/communication/calls", H5T_NATIVE_DOUBLE, 3, wc, &nan));
   PTDP_CALL(rf_create(f, "/communication/analytical_bytes", H5T_NATIVE_DOUBLE, 2, wc2, &nan));
-  return create_memory_pipeline(rf, tr);
+  return create_memory_pipeline(rf);
 }
 
 /* ---------------------------------------------------------------- opening */
@@ -349,22 +348,23 @@ static int open_file(struct ptdp_runfile *rf, int create)
   return 0;
 }
 
-static void job_row(const struct ptdp_runfile *rf, const ptdp_trainer *tr, const char *hosts, rf_job *j)
+static void job_row(const struct ptdp_runfile *rf, const char *hosts, rf_job *j)
 {
+  const ptdp_runfile_run *run = &rf->run;
   j->start_time = rf->start_time;
   j->end_time = (double)time(NULL);
-  j->ranks = tr->grid.layout.world;
+  j->ranks = run->grid->layout.world;
   /* distinct hosts, in rank order */
-  for (int r = 0; r < tr->grid.layout.world; r++) {
+  for (int r = 0; r < run->grid->layout.world; r++) {
     const char *h = hosts + 64 * (size_t)r;
     int seen = 0;
     for (int q = 0; q < r && !seen; q++) seen = !strncmp(h, hosts + 64 * (size_t)q, 64);
     if (!seen && strlen(j->hosts) + strlen(h) + 2 < sizeof j->hosts)
       snprintf(j->hosts + strlen(j->hosts), sizeof j->hosts - strlen(j->hosts), "%s%s", j->hosts[0] ? "," : "", h);
   }
-  const ptdp_grid_layout *L = &tr->grid.layout;
-  snprintf(j->layout, sizeof j->layout, "t%d p%d d%d v%d%s%s", L->t, L->p, L->d, tr->model.nchunks,
-           tr->model.cfg.sequence_parallel ? " sp" : "", tr->args.use_distributed_optimizer ? " distopt" : "");
+  const ptdp_grid_layout *L = &run->grid->layout;
+  snprintf(j->layout, sizeof j->layout, "t%d p%d d%d v%d%s%s", L->t, L->p, L->d, run->model->nchunks,
+           run->model->cfg.sequence_parallel ? " sp" : "", run->use_distributed_optimizer ? " distopt" : "");
   const char *e;
   if ((e = getenv("SLURM_JOB_ID"))) snprintf(j->slurm_job_id, sizeof j->slurm_job_id, "%s", e);
   if ((e = getenv("SLURM_ARRAY_JOB_ID"))) snprintf(j->slurm_array_job_id, sizeof j->slurm_array_job_id, "%s", e);
@@ -381,42 +381,46 @@ int rf_write_job(struct ptdp_runfile *rf)
 }
 
 /* Rank 0: path, create or open, a /jobs row, then SWMR writing. */
-static int open_rank0(struct ptdp_runfile *rf, ptdp_trainer *tr, int appending, const char *hosts)
+static int open_rank0(struct ptdp_runfile *rf, int appending, const char *hosts)
 {
-  PTDP_CALL(resolve_path(&tr->args, appending, rf->path, sizeof rf->path, rf->base, sizeof rf->base));
+  PTDP_CALL(resolve_path(&rf->run, appending, rf->path, sizeof rf->path, rf->base, sizeof rf->base));
   PTDP_CALL_HDF5(H5Eset_auto2(H5E_DEFAULT, NULL, NULL));
   PTDP_CALL(rf_types(rf));
   const int create = !(appending && exists(rf->path));
   PTDP_CALL(open_file(rf, create));
-  if (create) PTDP_CALL(create_layout(rf, tr, hosts));
+  if (create) PTDP_CALL(create_layout(rf, hosts));
   PTDP_CALL(rf_rows(rf->file, "/jobs", &rf->job));
-  job_row(rf, tr, hosts, &rf->job_rec);
+  job_row(rf, hosts, &rf->job_rec);
   PTDP_CALL(rf_write_job(rf));
   PTDP_CALL_HDF5(H5Fstart_swmr_write(rf->file));
   return 0;
 }
 
-int ptdp_runfile_open(ptdp_runfile **out, ptdp_trainer *tr, int appending)
+int ptdp_runfile_open(ptdp_runfile **out, const ptdp_runfile_run *run, int appending)
 {
   *out = NULL;
-  if (!strcmp(tr->args.run_file, "none")) return 0;
+  if (!strcmp(run->run_file, "none")) return 0;
   struct ptdp_runfile *rf;
   PTDP_CALLOC(rf, 1, sizeof *rf);
   rf->file = -1;
-  rf->rank0 = tr->grid.world_rank == 0;
+  rf->run = *run;
+  const ptdp_grid *grid = run->grid;
+  rf->rank0 = grid->world_rank == 0;
   rf->start_time = (double)time(NULL);
-  rf->first_iteration = rf->last_iteration = tr->iteration;
+  rf->first_iteration = rf->last_iteration = run->first_iteration;
   char me[64] = "", *hosts = NULL;
   int len = 0;
   PTDP_CALL_MPI(MPI_Get_processor_name(me, &len));
-  if (rf->rank0) PTDP_CALLOC(hosts, (size_t)tr->grid.layout.world, 64);
-  PTDP_CALL_MPI(MPI_Gather(me, 64, MPI_CHAR, hosts, 64, MPI_CHAR, 0, tr->grid.world.comm));
-  int st = rf->rank0 ? open_rank0(rf, tr, appending, hosts) : 0;
+  if (rf->rank0) PTDP_CALLOC(hosts, (size_t)grid->layout.world, 64);
+  PTDP_CALL_MPI(MPI_Gather(me, 64, MPI_CHAR, hosts, 64, MPI_CHAR, 0, grid->world.comm));
+  int st = rf->rank0 ? open_rank0(rf, appending, hosts) : 0;
   free(hosts);
-  PTDP_CALL_MPI(MPI_Bcast(&st, 1, MPI_INT, 0, tr->grid.world.comm));
+  rf->run.keys = NULL; /* read while opening only (ptdp/runfile.h) */
+  rf->run.run_file = rf->run.save = NULL;
+  PTDP_CALL_MPI(MPI_Bcast(&st, 1, MPI_INT, 0, grid->world.comm));
   if (st) {
     ptdp_runfile_close(&rf);
-    if (tr->grid.world_rank == 0) return st;
+    if (grid->world_rank == 0) return st;
     return ptdp_error_push(st, __FILE__, __LINE__, __func__, "opening the run file failed on rank 0 (its message says why)");
   }
   *out = rf;

@@ -36,6 +36,7 @@ struct ptdp_runfile {
   long long first_iteration, last_iteration;
   hid_t job_type, event_type, str_type; /* compound /jobs row, compound /pipeline/events, strings */
   rf_job job_rec;          /* this launch's /jobs row, rewritten at every flush */
+  ptdp_runfile_run run;    /* what it records of the run */
 };
 
 /* Names of the float64 and int64 columns of /metrics and /eval, in ptdp_runfile_metrics order. */

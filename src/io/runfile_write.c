@@ -16,17 +16,17 @@ static double exp_clamped(double x) { return exp(x < 700 ? x : 700); }
  * volume"): the ring convention (all-reduce 2 (g-1)/g n, all-gather and reduce-scatter (g-1)/g n,
  * a send its size), 4-byte elements.  TP outside the transformer layers (embedding, output layer,
  * cross entropy) is not modelled (NaN). */
-static void analytical_volume(const ptdp_trainer *tr, double *out)
+static void analytical_volume(const ptdp_runfile_run *run, double *out)
 {
-  const ptdp_gpt *m = &tr->model;
-  const ptdp_args *a = &tr->args;
-  const double t = tr->grid.layout.t, d = tr->grid.layout.d, b = (double)a->micro_batch_size;
-  const double s = (double)a->seq_length, h = (double)a->hidden_size, mb = tr->m;
+  const ptdp_gpt *m = run->model;
+  const ptdp_grid *g = run->grid;
+  const double t = g->layout.t, d = g->layout.d, b = (double)run->micro_batch;
+  const double s = (double)run->seq, h = (double)run->hidden, mb = run->micro_batches;
   double layers = 0, fwd_sends = 0, bwd_sends = 0;
-  const int p = tr->grid.layout.p, v = m->nchunks;
+  const int p = g->layout.p, v = m->nchunks;
   for (int c = 0; c < v; c++) {
     layers += m->chunks[c].nlayers;
-    const int vs = c * p + tr->grid.me.pp; /* virtual stage */
+    const int vs = c * p + g->me.pp; /* virtual stage */
     fwd_sends += vs < p * v - 1;          /* its output goes on to the next virtual stage */
     bwd_sends += vs > 0;                  /* its input gradient goes back */
   }
@@ -46,9 +46,8 @@ static void analytical_volume(const ptdp_trainer *tr, double *out)
 }
 
 /* This rank's measured bytes and calls per iteration on each communicator since the last reset. */
-static void measured_volume(const ptdp_trainer *tr, int iters, double *bytes, double *calls)
+static void measured_volume(const ptdp_grid *g, int iters, double *bytes, double *calls)
 {
-  const ptdp_grid *g = &tr->grid;
   const ptdp_comm *c[RF_NCOMMS] = {&g->tp, &g->tp, &g->pp, &g->dp, g->emb.size > 0 ? &g->emb : NULL};
   for (int k = 0; k < RF_NCOMMS; k++) {
     double by = 0, ca = 0;
@@ -82,21 +81,21 @@ static int flush(struct ptdp_runfile *rf)
   return 0;
 }
 
-int ptdp_runfile_interval(ptdp_runfile *rf, ptdp_trainer *tr, const ptdp_runfile_metrics *row,
-                          const ptdp_events_summary *timers)
+int ptdp_runfile_interval(ptdp_runfile *rf, const ptdp_runfile_metrics *row, const ptdp_events_summary *timers)
 {
   if (!rf) return 0;
-  const int W = tr->grid.layout.world, T = timers->nevents;
+  const ptdp_grid *g = rf->run.grid;
+  const int W = g->layout.world, T = timers->nevents;
   double mine[2 * RF_NCOMMS], *all = NULL, *ana_all = NULL;
-  measured_volume(tr, timers->iters, mine, mine + RF_NCOMMS);
+  measured_volume(g, timers->iters, mine, mine + RF_NCOMMS);
   double ana[RF_NCOMMS];
-  analytical_volume(tr, ana);
+  analytical_volume(&rf->run, ana);
   if (rf->rank0) {
     PTDP_ALLOC(all, sizeof(double) * 2 * RF_NCOMMS * (size_t)W);
     PTDP_ALLOC(ana_all, sizeof(double) * RF_NCOMMS * (size_t)W);
   }
-  PTDP_CALL_MPI(MPI_Gather(mine, 2 * RF_NCOMMS, MPI_DOUBLE, all, 2 * RF_NCOMMS, MPI_DOUBLE, 0, tr->grid.world.comm));
-  PTDP_CALL_MPI(MPI_Gather(ana, RF_NCOMMS, MPI_DOUBLE, ana_all, RF_NCOMMS, MPI_DOUBLE, 0, tr->grid.world.comm));
+  PTDP_CALL_MPI(MPI_Gather(mine, 2 * RF_NCOMMS, MPI_DOUBLE, all, 2 * RF_NCOMMS, MPI_DOUBLE, 0, g->world.comm));
+  PTDP_CALL_MPI(MPI_Gather(ana, RF_NCOMMS, MPI_DOUBLE, ana_all, RF_NCOMMS, MPI_DOUBLE, 0, g->world.comm));
   if (!rf->rank0) return 0;
   const hid_t f = rf->file;
   const long long n = rf->n_intervals, it = row->iteration;
@@ -148,9 +147,9 @@ int ptdp_runfile_eval(ptdp_runfile *rf, long long iteration, double loss)
 
 /* This rank's [L] layer indices, [L][K] held bytes by tensor kind (slot 0 of each chunk), and
  * [5] totals, into out (L + L K + 5 values, -1 where the rank has fewer layers). */
-static void memory_row(const ptdp_trainer *tr, int L, long long *out)
+static void memory_row(const ptdp_runfile_run *run, int L, long long *out)
 {
-  const ptdp_gpt *m = &tr->model;
+  const ptdp_gpt *m = run->model;
   long long *idx = out, *kb = out + L, *tot = out + L + (size_t)L * RF_NKINDS;
   for (int i = 0; i < L + L * RF_NKINDS; i++) out[i] = -1;
   int l = 0;
@@ -169,20 +168,21 @@ static void memory_row(const ptdp_trainer *tr, int L, long long *out)
   tot[0] = (long long)m->mem.peak_busy_bytes;
   tot[1] = (long long)m->plan.total[PTDP_MEM_PARAMS];
   tot[2] = (long long)m->plan.total[PTDP_MEM_GRADS];
-  tot[3] = (long long)tr->opt.state_bytes;
+  tot[3] = (long long)run->optimizer_bytes;
   tot[4] = (long long)m->plan.allocated;
 }
 
-int ptdp_runfile_memory(ptdp_runfile *rf, ptdp_trainer *tr)
+int ptdp_runfile_memory(ptdp_runfile *rf)
 {
   if (!rf) return 0;
-  const int W = tr->grid.layout.world, L = (int)(tr->args.num_layers / tr->grid.layout.p);
+  const ptdp_grid *g = rf->run.grid;
+  const int W = g->layout.world, L = (int)(rf->run.num_layers / g->layout.p);
   const int per = L + L * RF_NKINDS + 5;
   long long *mine, *all = NULL;
   PTDP_ALLOC(mine, sizeof(long long) * (size_t)per);
-  memory_row(tr, L, mine);
+  memory_row(&rf->run, L, mine);
   if (rf->rank0) PTDP_ALLOC(all, sizeof(long long) * (size_t)per * W);
-  int rc = MPI_Gather(mine, per, MPI_LONG_LONG, all, per, MPI_LONG_LONG, 0, tr->grid.world.comm);
+  int rc = MPI_Gather(mine, per, MPI_LONG_LONG, all, per, MPI_LONG_LONG, 0, g->world.comm);
   free(mine);
   PTDP_CALL_MPI(rc);
   if (!rf->rank0) return 0;
@@ -218,14 +218,15 @@ int ptdp_runfile_memory(ptdp_runfile *rf, ptdp_trainer *tr)
 
 enum { EV_FIELDS = 7 }; /* start, end, wait, kind, micro-batch, chunk, held bytes */
 
-int ptdp_runfile_sample(ptdp_runfile *rf, ptdp_trainer *tr, double replayed_bubble)
+int ptdp_runfile_sample(ptdp_runfile *rf, double replayed_bubble)
 {
   if (!rf) return 0;
-  const int W = tr->grid.layout.world, I = tr->pipe.sched.count, kept = ptdp_events_timelines(tr->events);
+  const ptdp_grid *g = rf->run.grid;
+  const int W = g->layout.world, I = rf->run.work_items, kept = ptdp_events_timelines(rf->run.events);
   const ptdp_event_record *rec = NULL;
   int nrec = 0;
   long long iteration = -1;
-  if (kept > 0) PTDP_CALL(ptdp_events_timeline(tr->events, kept - 1, &iteration, &rec, &nrec));
+  if (kept > 0) PTDP_CALL(ptdp_events_timeline(rf->run.events, kept - 1, &iteration, &rec, &nrec));
   double *mine, *all = NULL, wait = 0, busy = 0;
   PTDP_ALLOC(mine, sizeof(double) * (EV_FIELDS * (size_t)I + 1));
   for (int i = 0; i < EV_FIELDS * I; i++) mine[i] = i % EV_FIELDS < 3 ? 0.0 / 0.0 : -1;
@@ -244,7 +245,7 @@ int ptdp_runfile_sample(ptdp_runfile *rf, ptdp_trainer *tr, double replayed_bubb
     free(mine);
     PTDP_CHECK_LOCAL(0, "out of memory gathering the pipeline events");
   }
-  int rc = MPI_Gather(mine, per, MPI_DOUBLE, all, per, MPI_DOUBLE, 0, tr->grid.world.comm);
+  int rc = MPI_Gather(mine, per, MPI_DOUBLE, all, per, MPI_DOUBLE, 0, g->world.comm);
   free(mine);
   PTDP_CALL_MPI(rc);
   if (!rf->rank0) return 0;

@@ -86,11 +86,13 @@ int ptdp_trainer_resume(ptdp_trainer *tr)
 int ptdp_trainer_save(ptdp_trainer *tr)
 {
   const ptdp_args *a = &tr->args;
+  ptdp_options keys; /* every key over its value, for /args */
+  ptdp_args_view(&tr->args, &keys);
   ptdp_checkpoint_info info = {.iteration = tr->iteration, .consumed_train = tr->consumed,
                                .consumed_valid = tr->consumed_valid, .opt_step = tr->opt.step,
                                .scaler = tr->opt.scaler,
                                .lr = ptdp_lr_at(&tr->opt.cfg.lr, tr->opt.step > 0 ? tr->opt.step - 1 : 0),
-                               .args = a, .keep = (int)a->keep_checkpoints};
+                               .keys = &keys, .keep = (int)a->keep_checkpoints};
   ptdp_checkpoint_stats st;
   PTDP_CALL(ptdp_events_begin(tr->events, tr->ev.checkpoint));
   PTDP_CALL(ptdp_checkpoint_save(a->save, &info, &tr->model, a->no_save_optim ? NULL : &tr->opt, &st));

@@ -30,6 +30,7 @@ struct ptdp_dump {
   double *loss, *lr, *norm;
   long long iters;
   float *logits; /* [N, V/t] of micro-batch 0 */
+  ptdp_dump_run run;
 };
 
 static int attr_double(hid_t obj, const char *name, double v)
@@ -98,9 +99,9 @@ static int write_slice(hid_t ds, ptdp_gpt *m, int i, const float *base, float *h
 }
 
 /* Global tensor g of group: created by every rank (collective), written by the slices' owners. */
-static int write_global(ptdp_dump *d, ptdp_trainer *tr, const char *group, int g, const float *base, float *host)
+static int write_global(ptdp_dump *d, const char *group, int g, const float *base, float *host)
 {
-  ptdp_gpt *m = &tr->model;
+  ptdp_gpt *m = d->run.model;
   const ptdp_param_info *gp = &d->global[g];
   hsize_t dims[2] = {(hsize_t)gp->grows, (hsize_t)gp->gcols};
   char path[256];
@@ -109,7 +110,7 @@ static int write_global(ptdp_dump *d, ptdp_trainer *tr, const char *group, int g
   PTDP_CALL(create_dataset(d->file, path, H5T_NATIVE_FLOAT, gp->ndim, dims, &ds));
   for (int i = 0; i < m->nparams; i++) {
     const ptdp_param_info *p = &m->params[i];
-    if (strcmp(p->name, gp->name) != 0 || p->tied_copy || tr->grid.me.dp != 0) continue;
+    if (strcmp(p->name, gp->name) != 0 || p->tied_copy || d->run.grid->me.dp != 0) continue;
     if (p->tp_replicated && m->tp_rank != 0) continue;
     PTDP_CALL(write_slice(ds, m, i, base, host));
   }
@@ -117,9 +118,9 @@ static int write_global(ptdp_dump *d, ptdp_trainer *tr, const char *group, int g
   return 0;
 }
 
-static int write_params(ptdp_dump *d, ptdp_trainer *tr, const char *group, int grads)
+static int write_params(ptdp_dump *d, const char *group, int grads)
 {
-  ptdp_gpt *m = &tr->model;
+  ptdp_gpt *m = d->run.model;
   const float *base = grads ? m->grad : m->param;
   float *gathered = NULL; /* sharded master weights: gathered whole for the dump (collective) */
   if (!grads && m->master_sharded) {
@@ -133,18 +134,20 @@ static int write_params(ptdp_dump *d, ptdp_trainer *tr, const char *group, int g
   int err = 0;
   host = malloc((size_t)ptdp_gpt_max_param_elems(m) * sizeof(float));
   if (!host) err = PTDP_FAIL(PTDP_ERR_MEM, "out of memory (debug dump)");
-  for (int g = 0; g < d->nglobal && !err; g++) err = write_global(d, tr, group, g, base, host);
+  for (int g = 0; g < d->nglobal && !err; g++) err = write_global(d, group, g, base, host);
   free(host);
   if (gathered) m->be->free(m->be, gathered);
   return err;
 }
 
-int ptdp_dump_open(ptdp_dump **out, ptdp_trainer *tr, const char *path)
+int ptdp_dump_open(ptdp_dump **out, const ptdp_dump_run *run, const char *path)
 {
   ptdp_dump *d;
   PTDP_CALLOC(d, 1, sizeof *d);
   *out = d;
-  const ptdp_args *a = &tr->args;
+  d->run = *run;
+  ptdp_gpt *m = run->model;
+  const ptdp_args *a = run->args;
   /* errors are reported once, by PTDP_CALL_HDF5 with HDF5's own innermost message */
   PTDP_CALL_HDF5(H5Eset_auto2(H5E_DEFAULT, NULL, NULL));
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -155,7 +158,7 @@ int ptdp_dump_open(ptdp_dump **out, ptdp_trainer *tr, const char *path)
   PTDP_CALL_HDF5(H5Pclose(fapl));
   PTDP_CHECK(d->file >= 0, "cannot create debug-dump file '%s' (check the directory exists and is writable)", path);
   /* names and global shapes: the table of one rank holding the whole model */
-  const ptdp_gpt_config *c = &tr->model.cfg;
+  const ptdp_gpt_config *c = &m->cfg;
   const ptdp_model_shape shape = ptdp_gpt_shape(c);
   const ptdp_param_position whole = {.t = 1, .tp_rank = 0, .p = 1, .stage = 0, .v = 1};
   d->nglobal = ptdp_params_count(&shape, &whole);
@@ -164,8 +167,8 @@ int ptdp_dump_open(ptdp_dump **out, ptdp_trainer *tr, const char *path)
   struct { const char *k; double v; } at[] = {
     {"num_layers", c->num_layers}, {"hidden_size", c->hidden}, {"num_attention_heads", c->heads},
     {"ffn_hidden_size", c->ffn}, {"seq_length", c->seq}, {"max_position_embeddings", c->max_pos},
-    {"padded_vocab_size", (double)tr->model.sh.padded_vocab}, {"vocab_size", (double)c->vocab},
-    {"micro_batch_size", c->micro_batch}, {"global_batch_size", (double)tr->gbs}, {"layernorm_epsilon", a->layernorm_epsilon},
+    {"padded_vocab_size", (double)m->sh.padded_vocab}, {"vocab_size", (double)c->vocab},
+    {"micro_batch_size", c->micro_batch}, {"global_batch_size", (double)run->global_batch}, {"layernorm_epsilon", a->layernorm_epsilon},
     {"train_iters", (double)a->train_iters}, {"seed", (double)a->seed}, {"init_method_std", a->init_method_std},
     {"clip_grad", a->clip_grad}, {"weight_decay", a->weight_decay}, {"adam_beta1", a->adam_beta1},
     {"adam_beta2", a->adam_beta2}, {"adam_eps", a->adam_eps}, {"hidden_dropout", a->hidden_dropout},
@@ -176,37 +179,39 @@ int ptdp_dump_open(ptdp_dump **out, ptdp_trainer *tr, const char *path)
   PTDP_CALLOC(d->lr, d->iters + 1, sizeof(double));
   PTDP_CALLOC(d->norm, d->iters + 1, sizeof(double));
   /* every sample of the run, in consumption order */
-  hsize_t dims[3] = {(hsize_t)d->iters, (hsize_t)tr->gbs, (hsize_t)c->seq + 1};
+  hsize_t dims[3] = {(hsize_t)d->iters, (hsize_t)run->global_batch, (hsize_t)c->seq + 1};
   hid_t ds;
   PTDP_CALL(create_dataset(d->file, "tokens", H5T_NATIVE_INT32, 3, dims, &ds));
-  if (tr->grid.world_rank == 0 && d->iters > 0) {
+  if (run->grid->world_rank == 0 && d->iters > 0) {
     size_t n = (size_t)(dims[0] * dims[1] * dims[2]);
     int32_t *tok;
     PTDP_ALLOC(tok, n * sizeof(int32_t));
-    for (long long s = 0; s < d->iters * tr->gbs; s++)
-      PTDP_CALL(ptdp_batch_sample(tr->data, PTDP_SPLIT_TRAIN, s, tok + (size_t)s * dims[2]));
+    for (long long s = 0; s < d->iters * run->global_batch; s++)
+      PTDP_CALL(ptdp_batch_sample(run->data, PTDP_SPLIT_TRAIN, s, tok + (size_t)s * dims[2]));
     PTDP_CALL_HDF5(H5Dwrite(ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, tok));
     free(tok);
   }
   PTDP_CALL_HDF5(H5Dclose(ds));
-  PTDP_CALL(write_params(d, tr, "init", 0));
-  if (tr->model.chunks[tr->model.nchunks - 1].has_head) {
-    PTDP_ALLOC(d->logits, (size_t)tr->model.sh.N * tr->model.sh.vl * sizeof(float));
-    tr->model.debug_logits = d->logits;
+  PTDP_CALL(write_params(d, "init", 0));
+  if (m->chunks[m->nchunks - 1].has_head) {
+    PTDP_ALLOC(d->logits, (size_t)m->sh.N * m->sh.vl * sizeof(float));
+    m->debug_logits = d->logits;
   }
   return 0;
 }
 
-int ptdp_dump_grads(ptdp_dump *d, ptdp_trainer *tr)
+int ptdp_dump_grads(ptdp_dump *d)
 {
-  if (tr->args.use_distributed_optimizer && tr->grid.dp.size > 1) return 0;
-  PTDP_CALL(write_params(d, tr, "step1/grads", 1));
-  hsize_t dims[2] = {(hsize_t)tr->model.sh.N, (hsize_t)tr->model.cfg.vocab};
+  const ptdp_gpt *m = d->run.model;
+  const ptdp_grid *g = d->run.grid;
+  if (d->run.args->use_distributed_optimizer && g->dp.size > 1) return 0;
+  PTDP_CALL(write_params(d, "step1/grads", 1));
+  hsize_t dims[2] = {(hsize_t)m->sh.N, (hsize_t)m->cfg.vocab};
   hid_t ds;
   PTDP_CALL(create_dataset(d->file, "step1/logits", H5T_NATIVE_FLOAT, 2, dims, &ds));
-  const int vv = ptdp_gpt_vocab_columns(&tr->model); /* this rank's real-vocabulary columns */
-  if (d->logits && tr->grid.me.dp == 0 && vv > 0)
-    PTDP_CALL(write_block(ds, H5T_NATIVE_FLOAT, d->logits, 0, (hsize_t)tr->model.sh.v0, dims[0], (hsize_t)vv));
+  const int vv = ptdp_gpt_vocab_columns(m); /* this rank's real-vocabulary columns */
+  if (d->logits && g->me.dp == 0 && vv > 0)
+    PTDP_CALL(write_block(ds, H5T_NATIVE_FLOAT, d->logits, 0, (hsize_t)m->sh.v0, dims[0], (hsize_t)vv));
   PTDP_CALL_HDF5(H5Dclose(ds));
   return 0;
 }
@@ -220,7 +225,7 @@ void ptdp_dump_record(ptdp_dump *d, long long iteration, double loss, double lr,
   }
 }
 
-int ptdp_dump_close(ptdp_dump **dp, ptdp_trainer *tr)
+int ptdp_dump_close(ptdp_dump **dp)
 {
   ptdp_dump *d = *dp;
   if (!d) return 0;
@@ -230,10 +235,10 @@ int ptdp_dump_close(ptdp_dump **dp, ptdp_trainer *tr)
   for (int k = 0; k < 3; k++) {
     hid_t ds;
     PTDP_CALL(create_dataset(d->file, names[k], H5T_NATIVE_DOUBLE, 1, &n, &ds));
-    if (tr->grid.world_rank == 0 && n > 0) PTDP_CALL_HDF5(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, vals[k]));
+    if (d->run.grid->world_rank == 0 && n > 0) PTDP_CALL_HDF5(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, vals[k]));
     PTDP_CALL_HDF5(H5Dclose(ds));
   }
-  PTDP_CALL(write_params(d, tr, "final", 0));
+  PTDP_CALL(write_params(d, "final", 0));
   PTDP_CALL_HDF5(H5Fclose(d->file));
   free(d->global);
   free(d->loss);

@@ -102,6 +102,33 @@ static void set_scaler(ptdp_grad_scaler *s, const ptdp_args *a)
     ptdp_grad_scaler_none(s);
 }
 
+/* Model FLOPs of one iteration (ptdp_model_flops of the global batch): the run file's record and
+ * the log line's TFLOP/s. */
+static double iteration_flops(const ptdp_trainer *tr)
+{
+  const ptdp_args *a = &tr->args;
+  return ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size, tr->model.sh.padded_vocab);
+}
+
+/* The run file, handed what it records of the run (ptdp_runfile_run), not the trainer. */
+static int open_runfile(ptdp_trainer *tr)
+{
+  const ptdp_args *a = &tr->args;
+  ptdp_options keys; /* read while the file is opened */
+  ptdp_args_view(&tr->args, &keys);
+  ptdp_runfile_run run = {
+      .keys = &keys, .run_file = a->run_file, .save = a->save, .grid = &tr->grid, .model = &tr->model,
+      .events = tr->events, .schedule = ptdp_schedule_name(tr->pipe.sched.kind), .work_items = tr->pipe.sched.count,
+      .micro_batches = tr->m, .num_layers = a->num_layers, .hidden = a->hidden_size, .seq = a->seq_length,
+      .micro_batch = a->micro_batch_size, .global_batch = tr->gbs, .vocab = tr->vocab,
+      .use_distributed_optimizer = a->use_distributed_optimizer, .model_flops = iteration_flops(tr),
+      .peak_flops = a->peak_tflops * 1e12, .optimizer_bytes = (double)tr->opt.state_bytes,
+      .first_iteration = tr->iteration};
+  ptdp_options_choice_text("none|full|selective", (int)a->recompute_granularity, run.recompute, sizeof run.recompute);
+  PTDP_CALL(ptdp_runfile_open(&tr->runfile, &run, tr->resumed));
+  return 0;
+}
+
 int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_options *bopt)
 {
   memset(tr, 0, sizeof *tr);
@@ -164,10 +191,14 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
   PTDP_CALLOC(tr->scratch, a->seq_length + 1, sizeof(int32_t));
   PTDP_CALL(ptdp_trainer_resume(tr));
   if (tr->iteration > 0) tr->saved_iteration = tr->iteration;
-  PTDP_CALL(ptdp_runfile_open(&tr->runfile, tr, tr->resumed));
+  PTDP_CALL(open_runfile(tr));
   if (tr->runfile && tr->grid.world_rank == 0) printf("[run file] %s %s\n", tr->resumed ? "appending to" : "writing",
                                                       ptdp_runfile_path(tr->runfile));
-  if (a->debug_dump[0]) PTDP_CALL(ptdp_dump_open(&tr->dump, tr, a->debug_dump));
+  if (a->debug_dump[0]) {
+    const ptdp_dump_run dr = {.model = &tr->model, .grid = &tr->grid, .data = tr->data, .args = &tr->args,
+                              .global_batch = tr->gbs};
+    PTDP_CALL(ptdp_dump_open(&tr->dump, &dr, a->debug_dump));
+  }
   return 0;
 }
 
@@ -216,7 +247,7 @@ int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double 
   PTDP_CALL(ptdp_ddp_sync(&tr->ddp));
   PTDP_CALL(ptdp_events_end(tr->events, tr->ev.grads_sync));
   PTDP_CALL(ptdp_events_add(tr->events, tr->ev.dp_wait, tr->ddp.wait_seconds));
-  if (tr->dump && tr->iteration == 0) PTDP_CALL(ptdp_dump_grads(tr->dump, tr));
+  if (tr->dump && tr->iteration == 0) PTDP_CALL(ptdp_dump_grads(tr->dump));
   PTDP_CALL(ptdp_events_begin(tr->events, tr->ev.optimizer));
   if (tr->args.debug_inject_inf == tr->iteration + 1) PTDP_CALL(inject_inf(tr));
   PTDP_CALL(ptdp_optimizer_update(&tr->opt, *lr, grad_norm, &tr->skipped));
@@ -265,109 +296,155 @@ static int print_timers(ptdp_trainer *tr, int iters);
 static int replay_bubble(ptdp_trainer *tr, double *bubble);
 static void reset_comm_stats(ptdp_trainer *tr);
 
+/* The sums of one log interval. */
+typedef struct {
+  double t_last;           /* when it began (MPI_Wtime; restarted after an evaluation) */
+  double loss;             /* losses of the iterations that updated */
+  double wait, busy;       /* pipeline seconds blocked in receives, and computing */
+  int iters, updated;      /* iterations, and of them those that updated */
+  int nan_iters, skipped;  /* iterations with a non-finite loss; skipped updates (loss scaling) */
+} log_interval;
+
+static void interval_add(log_interval *li, const ptdp_trainer *tr, double loss)
+{
+  if (!isfinite(loss)) li->nan_iters++;
+  li->skipped += tr->skipped;
+  if (!tr->skipped) { /* Megatron averages the loss over the iterations that updated */
+    li->loss += loss;
+    li->updated++;
+  }
+  li->iters++;
+  li->wait += tr->pipe.wait_seconds;
+  li->busy += tr->pipe.busy_seconds;
+}
+
+/* The numbers of the log line and of the run file's row, TFLOP/s computed once.  Megatron: the
+ * loss averaged over the iterations that updated (0 if none did); the loss scale after the last
+ * step; the grad norm of the last step (the log line leaves it out when that step was skipped). */
+static ptdp_runfile_metrics interval_metrics(const ptdp_trainer *tr, const log_interval *li, double norm, double flops,
+                                             double now)
+{
+  const ptdp_args *a = &tr->args;
+  const double per_iter = (now - li->t_last) / li->iters;
+  const double tflops = flops / per_iter / 1e12 / tr->grid.layout.world;
+  return (ptdp_runfile_metrics){
+      .iteration = tr->iteration, .consumed_samples = tr->consumed, .skipped = li->skipped,
+      .nan_iterations = li->nan_iters, .lm_loss = li->updated ? li->loss / li->updated : 0.0,
+      .learning_rate = ptdp_lr_at(&tr->opt.cfg.lr, tr->opt.step), .grad_norm = norm,
+      .loss_scale = tr->opt.scaler.scale, .ms_per_iteration = per_iter * 1000.0,
+      .tokens_per_second = (double)tr->gbs * a->seq_length / per_iter, .tflops_per_rank = tflops,
+      .mfu = a->peak_tflops > 0 ? tflops / a->peak_tflops : 0.0 / 0.0};
+}
+
+/* Megatron's log line (rank 0). */
+static void print_log_line(const ptdp_trainer *tr, const ptdp_runfile_metrics *r)
+{
+  char gn[64] = "";
+  if (!tr->skipped) snprintf(gn, sizeof gn, " grad norm: %.3f |", r->grad_norm);
+  printf(" iteration %8lld/%8lld | consumed samples: %12lld | elapsed time per iteration (ms): %.1f |"
+         " throughput per GPU (TFLOP/s/GPU): %.1f | learning rate: %.6E | global batch size: %5lld |"
+         " lm loss: %.6E | loss scale: %.1f |%s number of skipped iterations: %3lld |"
+         " number of nan iterations: %3lld |\n",
+         r->iteration, tr->args.train_iters, r->consumed_samples, r->ms_per_iteration, r->tflops_per_rank,
+         r->learning_rate, tr->gbs, r->lm_loss, r->loss_scale, gn, r->skipped, r->nan_iterations);
+  fflush(stdout);
+}
+
+/* The pipeline bubble of the interval (p > 1) as Narayanan et al. define it: idle time over ideal
+ * (compute) time, t_pb / t_id = (p - 1) / m for 1F1B; idle = this rank's time blocked in
+ * receives.  Measured (rank 0, max and min over ranks) and replayed with the measured times. */
+static int report_bubble(ptdp_trainer *tr, const log_interval *li)
+{
+  double frac = li->busy > 0 ? li->wait / li->busy : 0, fmax = frac, fmin = -frac;
+  PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &fmax, 1, PTDP_TAG_MISC));
+  PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &fmin, 1, PTDP_TAG_MISC));
+  int v = tr->model.nchunks;
+  double replay = 0;
+  PTDP_CALL(replay_bubble(tr, &replay));
+  if (tr->grid.world_rank == 0)
+    printf("[pipeline] bubble (time waiting for neighbours / time computing): rank 0 %.3f, max %.3f, min %.3f over "
+           "ranks; replayed with the measured compute times %.3f; schedule %s: (p-1)/(v m) = %.3f\n",
+           frac, fmax, -fmin, replay, ptdp_schedule_name(tr->pipe.sched.kind),
+           (double)(tr->grid.layout.p - 1) / ((double)v * tr->m));
+  return 0;
+}
+
+/* The end of a log interval: the log line, the timers, the run file's row, the communication
+ * counters and the bubble. */
+static int end_interval(ptdp_trainer *tr, const log_interval *li, double norm, double flops)
+{
+  const ptdp_runfile_metrics row = interval_metrics(tr, li, norm, flops, MPI_Wtime());
+  if (tr->grid.world_rank == 0) print_log_line(tr, &row);
+  PTDP_CALL(print_timers(tr, li->iters));
+  if (tr->runfile) {
+    ptdp_events_summary sum;
+    ptdp_events_last(tr->events, &sum);
+    PTDP_CALL(ptdp_runfile_interval(tr->runfile, &row, &sum));
+  }
+  print_comm(tr, li->iters);
+  if (tr->grid.layout.p > 1) PTDP_CALL(report_bubble(tr, li));
+  return 0;
+}
+
+/* After an iteration: the memory report (the first iteration of this launch) and a sampled
+ * iteration's pipeline timeline. */
+static int after_step_reports(ptdp_trainer *tr, int *memory_written)
+{
+  if (!*memory_written) {
+    PTDP_CALL(print_memory(tr));
+    PTDP_CALL(ptdp_runfile_memory(tr->runfile));
+    *memory_written = 1;
+  }
+  if (tr->sampled && tr->runfile) {
+    double replay = 0;
+    if (tr->grid.layout.p > 1) PTDP_CALL(replay_bubble(tr, &replay));
+    PTDP_CALL(ptdp_runfile_sample(tr->runfile, replay));
+  }
+  return 0;
+}
+
+/* The validation loss, printed (rank 0) and recorded. */
+static int evaluate_and_report(ptdp_trainer *tr)
+{
+  double vl;
+  PTDP_CALL(ptdp_trainer_evaluate(tr, &vl));
+  if (tr->grid.world_rank == 0) {
+    printf("-----------------------------------------------------------------------------------------------\n"
+           " validation loss at iteration %lld | lm loss value: %.6E | lm loss PPL: %.6E | \n"
+           "-----------------------------------------------------------------------------------------------\n",
+           tr->iteration, vl, exp(vl < 700 ? vl : 700));
+    fflush(stdout);
+  }
+  PTDP_CALL(ptdp_runfile_eval(tr->runfile, tr->iteration, vl));
+  reset_comm_stats(tr); /* evaluation traffic is not the next training interval's */
+  return 0;
+}
+
 int ptdp_trainer_run(ptdp_trainer *tr)
 {
   const ptdp_args *a = &tr->args;
-  const int rank0 = tr->grid.world_rank == 0;
-  const double flops = ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size, tr->model.sh.padded_vocab);
-  const double t_start = MPI_Wtime();
-  double t_last = t_start, loss_acc = 0, bubble_acc = 0, iter_acc = 0;
-  int n_iter = 0; /* iterations of this log interval (n_acc: those not skipped) */
-  int n_acc = 0, nan_iters = 0, skipped_iters = 0, memory_written = 0;
+  const double flops = iteration_flops(tr), t_start = MPI_Wtime();
+  log_interval li = {.t_last = t_start};
+  int memory_written = 0;
   while (tr->iteration < a->train_iters) {
     double loss, norm, lr;
     PTDP_CALL(ptdp_trainer_step(tr, &loss, &norm, &lr));
-    if (!isfinite(loss)) nan_iters++;
-    skipped_iters += tr->skipped;
-    if (!tr->skipped) { /* Megatron averages the loss over the iterations that updated */
-      loss_acc += loss;
-      n_acc++;
-    }
-    n_iter++;
-    if (!memory_written) { /* after the first iteration of this launch */
-      PTDP_CALL(print_memory(tr));
-      PTDP_CALL(ptdp_runfile_memory(tr->runfile, tr));
-      memory_written = 1;
-    }
-    if (tr->sampled && tr->runfile) {
-      double replay = 0;
-      if (tr->grid.layout.p > 1) PTDP_CALL(replay_bubble(tr, &replay));
-      PTDP_CALL(ptdp_runfile_sample(tr->runfile, tr, replay));
-    }
-    bubble_acc += tr->pipe.wait_seconds;
-    iter_acc += tr->pipe.busy_seconds;
+    interval_add(&li, tr, loss);
+    PTDP_CALL(after_step_reports(tr, &memory_written));
     if (tr->iteration % a->log_interval == 0 || tr->iteration == a->train_iters) {
-      double now = MPI_Wtime(), per_iter = (now - t_last) / n_iter;
-      /* Megatron: the loss averaged over the iterations that updated (0 if none did); the loss
-       * scale after the last step; the grad norm of the last step, left out when it was skipped */
-      const double lm = n_acc ? loss_acc / n_acc : 0.0, lr_now = ptdp_lr_at(&tr->opt.cfg.lr, tr->opt.step);
-      if (rank0) {
-        char gn[64] = "";
-        if (!tr->skipped) snprintf(gn, sizeof gn, " grad norm: %.3f |", norm);
-        printf(" iteration %8lld/%8lld | consumed samples: %12lld | elapsed time per iteration (ms): %.1f |"
-               " throughput per GPU (TFLOP/s/GPU): %.1f | learning rate: %.6E | global batch size: %5lld |"
-               " lm loss: %.6E | loss scale: %.1f |%s number of skipped iterations: %3d |"
-               " number of nan iterations: %3d |\n",
-               tr->iteration, a->train_iters, tr->consumed, per_iter * 1000.0,
-               flops / per_iter / 1e12 / tr->grid.layout.world, lr_now, tr->gbs, lm, tr->opt.scaler.scale, gn,
-               skipped_iters, nan_iters);
-        fflush(stdout);
-      }
-      PTDP_CALL(print_timers(tr, n_iter));
-      if (tr->runfile) {
-        ptdp_events_summary sum;
-        ptdp_events_last(tr->events, &sum);
-        const double tflops = flops / per_iter / 1e12 / tr->grid.layout.world;
-        ptdp_runfile_metrics row = {
-            .iteration = tr->iteration, .consumed_samples = tr->consumed, .skipped = skipped_iters,
-            .nan_iterations = nan_iters, .lm_loss = lm, .learning_rate = lr_now, .grad_norm = norm,
-            .loss_scale = tr->opt.scaler.scale, .ms_per_iteration = per_iter * 1000.0,
-            .tokens_per_second = (double)tr->gbs * a->seq_length / per_iter, .tflops_per_rank = tflops,
-            .mfu = a->peak_tflops > 0 ? tflops / a->peak_tflops : 0.0 / 0.0};
-        PTDP_CALL(ptdp_runfile_interval(tr->runfile, tr, &row, &sum));
-      }
-      print_comm(tr, n_iter);
-      if (tr->grid.layout.p > 1) {
-        /* pipeline bubble as Narayanan et al. define it: idle time over ideal (compute) time,
-         * t_pb / t_id = (p - 1) / m for 1F1B; idle = this rank's time blocked in receives */
-        double frac = iter_acc > 0 ? bubble_acc / iter_acc : 0, fmax = frac, fmin = -frac;
-        PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &fmax, 1, PTDP_TAG_MISC));
-        PTDP_CALL(ptdp_comm_allreduce_max_f64(&tr->grid.world, &fmin, 1, PTDP_TAG_MISC));
-        int v = tr->model.nchunks;
-        double replay = 0;
-        PTDP_CALL(replay_bubble(tr, &replay));
-        if (rank0)
-          printf("[pipeline] bubble (time waiting for neighbours / time computing): rank 0 %.3f, max %.3f, min %.3f over "
-                 "ranks; replayed with the measured compute times %.3f; schedule %s: (p-1)/(v m) = %.3f\n",
-                 frac, fmax, -fmin, replay, ptdp_schedule_name(tr->pipe.sched.kind),
-                 (double)(tr->grid.layout.p - 1) / ((double)v * tr->m));
-      }
-      bubble_acc = iter_acc = 0;
-      loss_acc = 0;
-      n_acc = n_iter = 0;
-      nan_iters = skipped_iters = 0;
-      t_last = MPI_Wtime();
+      PTDP_CALL(end_interval(tr, &li, norm, flops));
+      li = (log_interval){.t_last = MPI_Wtime()};
     }
     if (a->eval_iters > 0 && tr->iteration % a->eval_interval == 0 && ptdp_batch_has_split(tr->data, PTDP_SPLIT_VALID)) {
-      double vl;
-      PTDP_CALL(ptdp_trainer_evaluate(tr, &vl));
-      if (rank0) {
-        printf("-----------------------------------------------------------------------------------------------\n"
-               " validation loss at iteration %lld | lm loss value: %.6E | lm loss PPL: %.6E | \n"
-               "-----------------------------------------------------------------------------------------------\n",
-               tr->iteration, vl, exp(vl < 700 ? vl : 700));
-        fflush(stdout);
-      }
-      PTDP_CALL(ptdp_runfile_eval(tr->runfile, tr->iteration, vl));
-      reset_comm_stats(tr); /* evaluation traffic is not the next training interval's */
-      t_last = MPI_Wtime();
+      PTDP_CALL(evaluate_and_report(tr));
+      li.t_last = MPI_Wtime();
     }
     int stop = 0;
     PTDP_CALL(ptdp_trainer_after_iteration(tr, t_start, &stop));
     if (stop) break;
   }
   if (a->save[0] && tr->iteration > 0 && tr->saved_iteration != tr->iteration) PTDP_CALL(ptdp_trainer_save(tr));
-  if (tr->dump) PTDP_CALL(ptdp_dump_close(&tr->dump, tr));
+  if (tr->dump) PTDP_CALL(ptdp_dump_close(&tr->dump));
   if (tr->runfile && tr->grid.world_rank == 0)
     printf("[run file] %s; plot it with: ptdp-plot %s\n", ptdp_runfile_path(tr->runfile), ptdp_runfile_path(tr->runfile));
   PTDP_CALL(ptdp_runfile_close(&tr->runfile));
