@@ -4,9 +4,8 @@ libptdp_a_SOURCES += src/backend/backend.c src/backend/cuda_select.c
 libptdp_a_SOURCES += src/backend/cpu.c src/backend/cpu_attention.c src/backend/cpu_math.h src/backend/cpu_threads.c
 libptdp_a_SOURCES += src/backend/guard.c src/backend/guard.h src/backend/guard_arena.c src/backend/guard_arena.h
 libptdp_a_SOURCES += src/backend/mixed.c
-ptdpinclude_HEADERS += include/ptdp/cpu_threads.h include/ptdp/cuda.h
 # headers the CUDA sources share; distributed whether or not CUDA is configured
-noinst_HEADERS = src/backend/cuda_internal.h src/backend/cuda_rng.h src/backend/cuda_gemm_map.h
+noinst_HEADERS += src/backend/cuda_internal.h src/backend/cuda_rng.h src/backend/cuda_gemm_map.h
 
 # The CUDA backend: host C (compiled by $(CC) with CUDA_CFLAGS) and kernels (.cu, by nvcc with
 # NVCC_FLAGS from configure: -gencode per --with-cuda-arch, PTX for the last).

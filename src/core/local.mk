@@ -26,3 +26,7 @@ TESTS += validation/tests/core/test_checked
 TESTS += validation/tests/core/test_layering.py validation/tests/core/test_layering_plant.sh
 dist_noinst_SCRIPTS += validation/tests/core/test_layering.py validation/tests/core/test_layering_plant.sh
 
+# Installed headers compile on their own against the installed tree, and ptdp/sim.h needs no MPI
+# (the public set: include/local.mk); the plant proves a header needing an uninstalled one fails.
+TESTS += validation/tests/core/test_headers.sh validation/tests/core/test_headers_plant.sh
+dist_noinst_SCRIPTS += validation/tests/core/test_headers.sh validation/tests/core/test_headers_plant.sh

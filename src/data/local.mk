@@ -6,7 +6,6 @@ libptdp_a_SOURCES += src/data/unicode.c src/data/unicode_tables.c src/data/json.
                      src/data/gpt_dataset.c \
                      src/data/unicode.h src/data/json.h src/data/strmap.h src/data/tokenizer_impl.h src/data/gpt_index.h \
                      src/data/gpt_cache.h
-ptdpinclude_HEADERS += include/ptdp/tokenizer.h include/ptdp/indexed_dataset.h include/ptdp/gpt_dataset.h
 
 EXTRA_DIST += src/data/gen_unicode_tables.py
 

@@ -7,7 +7,6 @@ libptdp_a_SOURCES += src/parallel/grid.c src/parallel/comm.c src/parallel/transp
 if PTDP_NCCL
 libptdp_a_SOURCES += src/parallel/transport_nccl.c
 endif
-ptdpinclude_HEADERS += include/ptdp/grid.h include/ptdp/comm.h
 
 # Unit test of the named events on 3 ranks (the .sh wrapper starts its own mpirun).
 check_PROGRAMS += validation/tests/core/test_events

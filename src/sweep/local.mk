@@ -1,6 +1,5 @@
 # src/sweep: ptdp-sweep, every layout of a model on n devices ranked by ptdp-sim's predictions
 libptdp_a_SOURCES += src/sweep/sweep.c src/sweep/sweep_out.c
-ptdpinclude_HEADERS += include/ptdp/sweep.h
 bin_PROGRAMS += ptdp-sweep
 ptdp_sweep_SOURCES = src/sweep/ptdp_sweep.c
 # ptdp-sweep against ptdp-sim on Table 1's 18.4B model
