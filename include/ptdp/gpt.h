@@ -51,24 +51,13 @@ typedef struct {
   float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b, *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
 } ptdp_layer_params;
 
-/* Activations of one layer held for the backward pass (NULL when not stored). */
+/* Activations of one layer held for the backward pass (NULL when not stored): one field per
+ * entry of PTDP_LAYER_ACTIVATIONS (ptdp/plan.h, with their shapes). */
+#define PTDP_LAYER_ACTS_FIELD_(kind, type, field, name, part, elems, unit, when) type *field;
 typedef struct {
-  float *x;                      /* [Nl, h] layer input = LN1 input */
-  float *ln1_mean, *ln1_rstd;    /* [Nl] */
-  float *ln1_out;                /* [Nl, h] QKV input (a shard under SP; re-gathered in backward) */
-  float *qkv;                    /* [N, 3 hl] */
-  float *probs;                  /* [b, al, s, s] softmax output */
-  uint8_t *attn_mask;            /* [b, al, s, s] attention dropout mask */
-  float *probs_drop;             /* [b, al, s, s] dropout output (aliases probs when p = 0) */
-  float *ctx;                    /* [N, hl] proj input */
-  uint8_t *mask1;                /* [Nl, h] attention residual dropout mask */
-  float *x2;                     /* [Nl, h] LN2 input */
-  float *ln2_mean, *ln2_rstd;    /* [Nl] */
-  float *ln2_out;                /* [Nl, h] fc1 input */
-  float *fc1;                    /* [N, fl] GELU input */
-  float *gelu;                   /* [N, fl] fc2 input */
-  uint8_t *mask2;                /* [Nl, h] MLP residual dropout mask */
+  PTDP_LAYER_ACTIVATIONS(PTDP_LAYER_ACTS_FIELD_)
 } ptdp_layer_acts;
+#undef PTDP_LAYER_ACTS_FIELD_
 
 /* One micro-batch's state in one chunk. */
 typedef struct {

@@ -30,26 +30,67 @@
 
 #include <stddef.h>
 
+/* One transformer layer's activations, listed once: the plan's buffer kinds and names, the
+ * model's fields (ptdp_layer_acts, ptdp/gpt.h), their binding to the allocations (gpt_bind.c), the
+ * sizes the plan gives them (plan.c) and what selective recomputation replaces (chunk.c) all come
+ * from this table.  Adding an activation tensor is one line here plus its use in the layer.
+ *   X(kind, type, field, name, part, elements, unit, when)
+ *   part      IN: the layer input (full recomputation keeps only it); CORE: the attention core
+ *             (selective recomputation drops it); REST: everything else;
+ *   elements  in the sizes z of ptdp/shape.h;
+ *   unit      STORE: the storage type; F32; MASK: one byte;
+ *   when      ALWAYS; HDROP: hidden dropout > 0; ADROP: attention dropout > 0.
+ * The order within a part is the order of allocation. */
+#define PTDP_LAYER_ACTIVATIONS(X)                                                                          \
+  X(PTDP_BUF_LAYER_INPUT, float, x, "layer_input", IN, z.Nl * z.h, STORE, ALWAYS) /* LN1 input */        \
+  X(PTDP_BUF_LN1_MEAN, float, ln1_mean, "ln1_mean", REST, z.Nl, F32, ALWAYS)                              \
+  X(PTDP_BUF_LN1_RSTD, float, ln1_rstd, "ln1_rstd", REST, z.Nl, F32, ALWAYS)                              \
+  /* QKV input (a shard under SP; re-gathered in the backward) */                                         \
+  X(PTDP_BUF_LN1_OUT, float, ln1_out, "ln1_out", REST, z.Nl * z.h, STORE, ALWAYS)                         \
+  X(PTDP_BUF_QKV, float, qkv, "qkv", REST, z.N * 3 * z.hl, STORE, ALWAYS)                                 \
+  X(PTDP_BUF_ATTN_PROBS, float, probs, "attn_probs", CORE, z.att, STORE, ALWAYS) /* softmax output */    \
+  X(PTDP_BUF_ATTN_MASK, uint8_t, attn_mask, "attn_dropout_mask", CORE, z.att, MASK, ADROP)                \
+  /* the dropout output (aliases probs when p = 0) */                                                     \
+  X(PTDP_BUF_ATTN_PROBS_DROPPED, float, probs_drop, "attn_probs_dropped", CORE, z.att, STORE, ADROP)     \
+  X(PTDP_BUF_ATTN_CONTEXT, float, ctx, "attn_context", REST, z.N * z.hl, STORE, ALWAYS) /* proj input */ \
+  X(PTDP_BUF_ATTN_RESID_MASK, uint8_t, mask1, "attn_resid_mask", REST, z.Nl * z.h, MASK, HDROP)          \
+  X(PTDP_BUF_LN2_INPUT, float, x2, "ln2_input", REST, z.Nl * z.h, STORE, ALWAYS)                          \
+  X(PTDP_BUF_LN2_MEAN, float, ln2_mean, "ln2_mean", REST, z.Nl, F32, ALWAYS)                              \
+  X(PTDP_BUF_LN2_RSTD, float, ln2_rstd, "ln2_rstd", REST, z.Nl, F32, ALWAYS)                              \
+  X(PTDP_BUF_LN2_OUT, float, ln2_out, "ln2_out", REST, z.Nl * z.h, STORE, ALWAYS) /* fc1 input */        \
+  X(PTDP_BUF_FC1_OUT, float, fc1, "fc1_out", REST, z.N * z.fl, STORE, ALWAYS) /* GELU input */           \
+  X(PTDP_BUF_GELU_OUT, float, gelu, "gelu_out", REST, z.N * z.fl, STORE, ALWAYS) /* fc2 input */         \
+  X(PTDP_BUF_MLP_RESID_MASK, uint8_t, mask2, "mlp_resid_mask", REST, z.Nl * z.h, MASK, HDROP)
+
+/* The other buffers: X(kind, name). */
+#define PTDP_OTHER_BUFFERS(X)                                                                              \
+  /* per chunk and slot, outside the layers */                                                            \
+  X(PTDP_BUF_CHUNK_OUTPUT, "chunk_output") X(PTDP_BUF_TOKENS, "tokens") X(PTDP_BUF_TARGETS, "targets")    \
+  X(PTDP_BUF_EMBEDDING_MASK, "embedding_dropout_mask") X(PTDP_BUF_FINAL_LN_MEAN, "final_ln_mean")          \
+  X(PTDP_BUF_FINAL_LN_RSTD, "final_ln_rstd") X(PTDP_BUF_FINAL_LN_OUT, "final_ln_out")                      \
+  X(PTDP_BUF_LOGITS, "logits")                                                                            \
+  /* work space */                                                                                        \
+  X(PTDP_BUF_WORK_FULL_A, "work_full_a") X(PTDP_BUF_WORK_FULL_B, "work_full_b")                            \
+  X(PTDP_BUF_WORK_SHARD_A, "work_shard_a") X(PTDP_BUF_WORK_SHARD_B, "work_shard_b")                        \
+  X(PTDP_BUF_WORK_SHARD_C, "work_shard_c") X(PTDP_BUF_WORK_DQKV, "work_dqkv") X(PTDP_BUF_WORK_DCTX, "work_dctx") \
+  X(PTDP_BUF_WORK_DFC, "work_dfc") X(PTDP_BUF_WORK_ATTN, "work_attn") X(PTDP_BUF_WORK_XENT, "work_xent")    \
+  X(PTDP_BUF_WORK_GRAD_A, "work_grad_a") X(PTDP_BUF_WORK_GRAD_B, "work_grad_b")                            \
+  X(PTDP_BUF_WORK_POSITIONS, "work_positions")                                                            \
+  /* pipeline */                                                                                          \
+  X(PTDP_BUF_P2P_GRAD_SEND, "p2p_grad_send") X(PTDP_BUF_P2P_GRAD_RECV, "p2p_grad_recv")                    \
+  /* parameters and optimizer; mixed precision: the fp32 master weights (class optimizer) */             \
+  X(PTDP_BUF_PARAMS, "params") X(PTDP_BUF_GRADS, "grads") X(PTDP_BUF_ADAM_M, "adam_m")                     \
+  X(PTDP_BUF_ADAM_V, "adam_v") X(PTDP_BUF_GRAD_SHARD, "grad_shard") X(PTDP_BUF_MASTER_PARAMS, "master_params")
+
+#define PTDP_BUF_ENUM_LAYER_(kind, type, field, name, part, elems, unit, when) kind,
+#define PTDP_BUF_ENUM_OTHER_(kind, name) kind,
 typedef enum {
-  /* one layer's activations (per chunk, slot and layer; also the recomputation scratch) */
-  PTDP_BUF_LAYER_INPUT = 0, PTDP_BUF_LN1_MEAN, PTDP_BUF_LN1_RSTD, PTDP_BUF_LN1_OUT, PTDP_BUF_QKV,
-  PTDP_BUF_ATTN_PROBS, PTDP_BUF_ATTN_MASK, PTDP_BUF_ATTN_PROBS_DROPPED, PTDP_BUF_ATTN_CONTEXT,
-  PTDP_BUF_ATTN_RESID_MASK, PTDP_BUF_LN2_INPUT, PTDP_BUF_LN2_MEAN, PTDP_BUF_LN2_RSTD, PTDP_BUF_LN2_OUT,
-  PTDP_BUF_FC1_OUT, PTDP_BUF_GELU_OUT, PTDP_BUF_MLP_RESID_MASK,
-  /* per chunk and slot, outside the layers */
-  PTDP_BUF_CHUNK_OUTPUT, PTDP_BUF_TOKENS, PTDP_BUF_TARGETS, PTDP_BUF_EMBEDDING_MASK, PTDP_BUF_FINAL_LN_MEAN,
-  PTDP_BUF_FINAL_LN_RSTD, PTDP_BUF_FINAL_LN_OUT, PTDP_BUF_LOGITS,
-  /* work space */
-  PTDP_BUF_WORK_FULL_A, PTDP_BUF_WORK_FULL_B, PTDP_BUF_WORK_SHARD_A, PTDP_BUF_WORK_SHARD_B, PTDP_BUF_WORK_SHARD_C,
-  PTDP_BUF_WORK_DQKV, PTDP_BUF_WORK_DCTX, PTDP_BUF_WORK_DFC, PTDP_BUF_WORK_ATTN, PTDP_BUF_WORK_XENT,
-  PTDP_BUF_WORK_GRAD_A, PTDP_BUF_WORK_GRAD_B, PTDP_BUF_WORK_POSITIONS,
-  /* pipeline */
-  PTDP_BUF_P2P_GRAD_SEND, PTDP_BUF_P2P_GRAD_RECV,
-  /* parameters and optimizer */
-  PTDP_BUF_PARAMS, PTDP_BUF_GRADS, PTDP_BUF_ADAM_M, PTDP_BUF_ADAM_V, PTDP_BUF_GRAD_SHARD,
-  PTDP_BUF_MASTER_PARAMS, /* mixed precision: the fp32 master weights (class optimizer) */
+  PTDP_LAYER_ACTIVATIONS(PTDP_BUF_ENUM_LAYER_) /* one layer's (per chunk, slot and layer; recompute scratch) */
+  PTDP_OTHER_BUFFERS(PTDP_BUF_ENUM_OTHER_)
   PTDP_BUF_KINDS
 } ptdp_buffer_kind;
+#undef PTDP_BUF_ENUM_LAYER_
+#undef PTDP_BUF_ENUM_OTHER_
 
 /* What a buffer counts as in the per-rank totals. */
 typedef enum {

@@ -33,10 +33,12 @@ static ptdp_layer_acts resolve(ptdp_gpt *m, int c, int slot, int i)
     return a;
   }
   a = sl->layers[i];
-  if (m->cfg.recompute == PTDP_RECOMPUTE_SELECTIVE) {
-    a.probs = m->work.recomp[0].probs;
-    a.attn_mask = m->work.recomp[0].attn_mask;
-    a.probs_drop = m->work.recomp[0].probs_drop;
+  if (m->cfg.recompute == PTDP_RECOMPUTE_SELECTIVE) { /* the attention core comes from the scratch */
+#define CORE_FROM_SCRATCH(kind, type, field, name, part, elems, unit, when)                                \
+    if (PART_##part == PART_CORE) a.field = m->work.recomp[0].field;
+    enum { PART_IN, PART_CORE, PART_REST };
+    PTDP_LAYER_ACTIVATIONS(CORE_FROM_SCRATCH)
+#undef CORE_FROM_SCRATCH
   }
   return a;
 }

@@ -12,23 +12,10 @@
 static int bind_act(ptdp_layer_acts *a, ptdp_buffer_kind k, void *p)
 {
   switch (k) {
-  case PTDP_BUF_LAYER_INPUT: a->x = p; break;
-  case PTDP_BUF_LN1_MEAN: a->ln1_mean = p; break;
-  case PTDP_BUF_LN1_RSTD: a->ln1_rstd = p; break;
-  case PTDP_BUF_LN1_OUT: a->ln1_out = p; break;
-  case PTDP_BUF_QKV: a->qkv = p; break;
-  case PTDP_BUF_ATTN_PROBS: a->probs = p; break;
-  case PTDP_BUF_ATTN_MASK: a->attn_mask = p; break;
-  case PTDP_BUF_ATTN_PROBS_DROPPED: a->probs_drop = p; break;
-  case PTDP_BUF_ATTN_CONTEXT: a->ctx = p; break;
-  case PTDP_BUF_ATTN_RESID_MASK: a->mask1 = p; break;
-  case PTDP_BUF_LN2_INPUT: a->x2 = p; break;
-  case PTDP_BUF_LN2_MEAN: a->ln2_mean = p; break;
-  case PTDP_BUF_LN2_RSTD: a->ln2_rstd = p; break;
-  case PTDP_BUF_LN2_OUT: a->ln2_out = p; break;
-  case PTDP_BUF_FC1_OUT: a->fc1 = p; break;
-  case PTDP_BUF_GELU_OUT: a->gelu = p; break;
-  case PTDP_BUF_MLP_RESID_MASK: a->mask2 = p; break;
+#define BIND(kind, type, field, name, part, elems, unit, when)                                             \
+  case kind: a->field = p; break;
+    PTDP_LAYER_ACTIVATIONS(BIND)
+#undef BIND
   default: return 0;
   }
   return 1;

@@ -12,13 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *kind_names[PTDP_BUF_KINDS] = {
-  "layer_input", "ln1_mean", "ln1_rstd", "ln1_out", "qkv", "attn_probs", "attn_dropout_mask", "attn_probs_dropped",
-  "attn_context", "attn_resid_mask", "ln2_input", "ln2_mean", "ln2_rstd", "ln2_out", "fc1_out", "gelu_out",
-  "mlp_resid_mask", "chunk_output", "tokens", "targets", "embedding_dropout_mask", "final_ln_mean", "final_ln_rstd",
-  "final_ln_out", "logits", "work_full_a", "work_full_b", "work_shard_a", "work_shard_b", "work_shard_c", "work_dqkv",
-  "work_dctx", "work_dfc", "work_attn", "work_xent", "work_grad_a", "work_grad_b", "work_positions", "p2p_grad_send",
-  "p2p_grad_recv", "params", "grads", "adam_m", "adam_v", "grad_shard", "master_params"};
+#define LAYER_NAME(kind, type, field, name, part, elems, unit, when) name,
+#define OTHER_NAME(kind, name) name,
+static const char *kind_names[PTDP_BUF_KINDS] = {PTDP_LAYER_ACTIVATIONS(LAYER_NAME) PTDP_OTHER_BUFFERS(OTHER_NAME)};
+#undef LAYER_NAME
+#undef OTHER_NAME
 
 const char *ptdp_buffer_kind_name(ptdp_buffer_kind k) { return k >= 0 && k < PTDP_BUF_KINDS ? kind_names[k] : "?"; }
 
@@ -56,41 +54,35 @@ static ptdp_rank_shape sizes_of(const ptdp_plan_config *c)
 }
 static size_t storage_bytes(const ptdp_plan_config *c) { return ptdp_dtype_size((ptdp_dtype)c->dtype); }
 
-/* Which parts of a layer's activation set a place holds. */
+/* Which parts of a layer's activation set a place holds (the parts of PTDP_LAYER_ACTIVATIONS). */
 typedef enum { LAYER_ALL, LAYER_INPUT_ONLY, LAYER_NO_ATTN_CORE, LAYER_ATTN_CORE_ONLY } layer_part;
+enum { PART_IN, PART_CORE, PART_REST };
 
+static int holds_part(layer_part what, int part)
+{
+  switch (part) {
+  case PART_IN: return what != LAYER_ATTN_CORE_ONLY;
+  case PART_CORE: return what == LAYER_ALL || what == LAYER_ATTN_CORE_ONLY;
+  default: return what == LAYER_ALL || what == LAYER_NO_ATTN_CORE;
+  }
+}
+
+/* The buffers of one layer's activation set, part by part (input, attention core, the rest) in
+ * the table's order within a part. */
 static int add_layer(ptdp_plan *pl, layer_part what, int chunk, int slot, int layer, int index, int held)
 {
   const ptdp_plan_config *c = &pl->cfg;
   const ptdp_rank_shape z = sizes_of(c);
-  const size_t F = sizeof(float), M = sizeof(uint8_t), S = storage_bytes(c);
-  const int in = what != LAYER_ATTN_CORE_ONLY, core = what == LAYER_ALL || what == LAYER_ATTN_CORE_ONLY;
-  const int rest = what == LAYER_ALL || what == LAYER_NO_ATTN_CORE;
-#define A(kind, n, unit) PTDP_CALL(add(pl, kind, chunk, slot, layer, index, held, (size_t)(n) * (unit)))
-  if (in) A(PTDP_BUF_LAYER_INPUT, z.Nl * z.h, S);
-  if (core) {
-    A(PTDP_BUF_ATTN_PROBS, z.att, S);
-    if (c->attention_dropout) {
-      A(PTDP_BUF_ATTN_MASK, z.att, M);
-      A(PTDP_BUF_ATTN_PROBS_DROPPED, z.att, S);
-    }
+  const size_t STORE = storage_bytes(c), F32 = sizeof(float), MASK = sizeof(uint8_t);
+  const int IN = PART_IN, CORE = PART_CORE, REST = PART_REST;
+  const int ALWAYS = 1, HDROP = c->hidden_dropout, ADROP = c->attention_dropout;
+  for (int part = PART_IN; part <= PART_REST; part++) {
+    if (!holds_part(what, part)) continue;
+#define ADD(kind, type, field, name, p_, elems, unit, when)                                                \
+    if (p_ == part && (when)) PTDP_CALL(add(pl, kind, chunk, slot, layer, index, held, (size_t)(elems) * (unit)));
+    PTDP_LAYER_ACTIVATIONS(ADD)
+#undef ADD
   }
-  if (rest) {
-    A(PTDP_BUF_LN1_MEAN, z.Nl, F);
-    A(PTDP_BUF_LN1_RSTD, z.Nl, F);
-    A(PTDP_BUF_LN1_OUT, z.Nl * z.h, S);
-    A(PTDP_BUF_QKV, z.N * 3 * z.hl, S);
-    A(PTDP_BUF_ATTN_CONTEXT, z.N * z.hl, S);
-    if (c->hidden_dropout) A(PTDP_BUF_ATTN_RESID_MASK, z.Nl * z.h, M);
-    A(PTDP_BUF_LN2_INPUT, z.Nl * z.h, S);
-    A(PTDP_BUF_LN2_MEAN, z.Nl, F);
-    A(PTDP_BUF_LN2_RSTD, z.Nl, F);
-    A(PTDP_BUF_LN2_OUT, z.Nl * z.h, S);
-    A(PTDP_BUF_FC1_OUT, z.N * z.fl, S);
-    A(PTDP_BUF_GELU_OUT, z.N * z.fl, S);
-    if (c->hidden_dropout) A(PTDP_BUF_MLP_RESID_MASK, z.Nl * z.h, M);
-  }
-#undef A
   return 0;
 }
 
