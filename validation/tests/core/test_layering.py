@@ -8,8 +8,10 @@ the folder HEADER_HOME names for a header with no X.c.  A header that maps to no
 the check, so a new header must be placed.  A folder's private headers (src/io/runfile_impl.h,
 included as "runfile_impl.h") belong to their folder.
 
-Usage: test_layering.py [ROOT]   (ROOT: the source tree; default $top_srcdir or the checkout
-holding this file).  Exit 0 when every include looks down, 1 naming each file:line that does not.
+Usage: test_layering.py [ROOT]         (ROOT: the source tree; default $top_srcdir or the
+                                       checkout holding this file)
+       test_layering.py --map [ROOT]   print each level, its folder's role and its headers
+Exit 0 when every include looks down, 1 naming each file:line that does not.
 """
 import os
 import re
@@ -19,7 +21,7 @@ import sys
 LEVELS = [
     ("core", "errors, the option parser, RNG, fp32 <-> bf16/fp16, checked arithmetic: the C library "
              "and MPI's error calls only"),
-    ("backend", "the device: CPU (BLAS, OpenMP), the guard and CUDA function tables, dtypes"),
+    ("backend", "the device interface and its CPU (BLAS, OpenMP), guard and CUDA implementations"),
     ("parallel", "the rank grid, its communicators and the transports (MPI, NCCL); the named events, "
                  "reduced over ranks; ptdp_main, the start and end of every MPI executable"),
     ("layout", "pure functions of the model's shape and the parallel layout: the parameter table, the "
@@ -125,9 +127,26 @@ def check(root):
     return problems
 
 
+def print_map(root):
+    homes = header_homes(root)
+    inc = sorted(f for f in os.listdir(os.path.join(root, "include", "ptdp")) if f.endswith(".h"))
+    for i, (name, role) in enumerate(LEVELS):
+        print("%2d %-11s %s" % (i, name, role))
+        mine = [h for h in inc if homes.get(h) == name]
+        if mine:
+            print("   %-11s %s" % ("", " ".join(mine)))
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    root = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("top_srcdir") or os.path.join(here, "..", "..", "..")
+    args = sys.argv[1:]
+    show = bool(args) and args[0] == "--map"
+    if show:
+        args = args[1:]
+    root = args[0] if args else os.environ.get("top_srcdir") or os.path.join(here, "..", "..", "..")
+    if show:
+        print_map(root)
+        return 0
     problems = check(root)
     for p in problems:
         print("layering: " + p)
