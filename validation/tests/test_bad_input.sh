@@ -8,19 +8,9 @@
 
 # A small valid deck; cases add flags (which override it) or append lines to a copy.
 BASE="$TMPD/base.in"
-cat > "$BASE" <<'EOF'
-# a tiny model that trains in well under a second
-num-layers = 2
-hidden-size = 32
-num-attention-heads = 4
-seq-length = 16
-micro-batch-size = 2
-global-batch-size = 4
-vocab-size = 300
-mock-data = true
-train-iters = 1
-hidden-dropout = 0.1
-EOF
+write_deck "$TMPD/base.keys" hidden-size=32 seq-length=16 train-iters=1 hidden-dropout=0.1
+# a comment first: line numbers count it (num-layers is on line 2, see duplicate-key)
+{ echo "# a tiny model that trains in well under a second"; cat "$TMPD/base.keys"; } > "$BASE"
 BASE_LINES=$(wc -l < "$BASE")
 
 # deck NAME: a copy of the base deck with stdin appended; prints its path
@@ -36,6 +26,7 @@ line() { echo "line $((BASE_LINES + $1))"; }
 # stderr holds PHRASE (fixed string) exactly once, with exactly one "ptdp: error" line.  Runs are
 # mostly launcher start-up latency, so up to $JOBS run at once; `check_all` judges them in order.
 JOBS=${PTDP_BAD_INPUT_JOBS:-6}
+LAUNCH_TIMEOUT=30 # a case must end within 30 s
 running=0
 : > "$TMPD/cases"
 bad() {
@@ -47,9 +38,7 @@ bad() {
   shift 3
   (
     start=$(date +%s)
-    # own session directory: concurrent mpiruns race creating one in the shared TMPDIR
-    mkdir -p "$TMPD/ompi-$name"
-    TMPDIR="$TMPD/ompi-$name" timeout 30 $MPIRUN -n "$np" "$TRAIN" "$@" < /dev/null > "$TMPD/$name.out" 2> "$TMPD/$name.err"
+    launch_apart "$name" "$np" "$TRAIN" "$@" > "$TMPD/$name.out" 2> "$TMPD/$name.err"
     echo "$? $(($(date +%s) - start))" > "$TMPD/$name.rc"
   ) &
   running=$((running + 1))

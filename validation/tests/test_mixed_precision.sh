@@ -31,24 +31,10 @@
 
 BF16_LOSS_TOL=${PTDP_BF16_LOSS_TOL:-5e-4}
 BF16_GRAD_TOL=${PTDP_BF16_GRAD_TOL:-3e-2}
-DECK="$TMPD/mixed.in"
-cat > "$DECK" <<'DECKEOF'
-num-layers = 4
-hidden-size = 64
-num-attention-heads = 4
-seq-length = 32
-micro-batch-size = 2
-global-batch-size = 8
-vocab-size = 300
-make-vocab-size-divisible-by = 256
-mock-data = true
-train-iters = 10
-lr = 1e-3
-hidden-dropout = 0.1
-attention-dropout = 0.1
-log-interval = 1
-DECKEOF
 . "$top_srcdir/validation/tests/equivalence_lib.sh"
+DECK="$TMPD/mixed.in"
+write_deck "$DECK" num-layers=4 global-batch-size=8 make-vocab-size-divisible-by=256 train-iters=10 lr=1e-3 \
+  hidden-dropout=0.1 attention-dropout=0.1 log-interval=1
 CMP="$PYTHON3 $top_srcdir/validation/tests/compare_dumps.py --loss-rtol $BF16_LOSS_TOL --grad-tol $BF16_GRAD_TOL --param-tol 0"
 
 # --- 1. layouts in bf16 -----------------------------------------------------------------------
@@ -62,20 +48,14 @@ print(f"bf16 vs fp32, one rank: worst relative loss difference {d:.2e}")
 sys.exit(0 if 1e-5 < d < 5e-2 else 1)
 PY
 ok $? "one rank: bf16 differs from fp32 (it rounds), but by less than 5e-2 relative"
-while read -r name np flags; do
-  [ -n "$name" ] || continue
-  # shellcheck disable=SC2086
-  train "$name" "$np" --bf16 $flags || continue
-  groups=init,step1/grads
-  case "$flags" in *use-distributed-optimizer*) groups=init ;; esac # the gradients are sharded then
-  compare "$name" bf16 "$groups"
-done <<'LAYOUTS'
-bf16_t2    2 --tensor-model-parallel-size 2
-bf16_t2sp  2 --tensor-model-parallel-size 2 --sequence-parallel
-bf16_d2    2
-bf16_p2    2 --pipeline-model-parallel-size 2
-bf16_p2v2  2 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1
-bf16_t2d2  4 --tensor-model-parallel-size 2 --sequence-parallel --use-distributed-optimizer
+# name ranks reference flags (--bf16 added)
+layouts init,step1/grads --bf16 <<'LAYOUTS'
+bf16_t2    2 bf16 --tensor-model-parallel-size 2
+bf16_t2sp  2 bf16 --tensor-model-parallel-size 2 --sequence-parallel
+bf16_d2    2 bf16
+bf16_p2    2 bf16 --pipeline-model-parallel-size 2
+bf16_p2v2  2 bf16 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1
+bf16_t2d2  4 bf16 --tensor-model-parallel-size 2 --sequence-parallel --use-distributed-optimizer
 LAYOUTS
 cat "$TMPD/worst"
 
@@ -83,8 +63,8 @@ cat "$TMPD/worst"
 run16() { # NAME FLAGS...
   name=$1
   shift
-  timeout 120 $MPIRUN -n 1 "$TRAIN" "$DECK" --fp16 --train-iters 36 --initial-loss-scale 1099511627776 \
-    --loss-scale-window 4 --hysteresis 2 --debug-dump "$TMPD/$name.h5" "$@" < /dev/null > "$TMPD/$name.log" 2>&1
+  train_log "$name" 1 --fp16 --train-iters 36 --initial-loss-scale 1099511627776 --loss-scale-window 4 \
+    --hysteresis 2 --debug-dump "$TMPD/$name.h5" "$@"
   ok $? "fp16 $name: $*"
 }
 run16 inject --debug-inject-inf 32
@@ -147,7 +127,7 @@ ok $? "fp16: skips and loss scale trajectory"
 runck() { # NAME NP FLAGS...
   name=$1 np=$2
   shift 2
-  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" --train-iters 8 "$@" < /dev/null > "$TMPD/$name.log" 2>&1
+  train_log "$name" "$np" --train-iters 8 "$@"
   ok $? "$name: $*"
 }
 lines() { grep -E "^ iteration +[5-8]/" "$1" | sed 's/elapsed time per iteration.*learning rate/... learning rate/'; }

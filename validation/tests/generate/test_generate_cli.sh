@@ -11,28 +11,13 @@
 . "$top_srcdir/validation/tests/common.sh"
 GEN="$top_builddir/ptdp-generate"
 DECK="$TMPD/deck.in"
-cat > "$DECK" <<'DECK'
-num-layers = 2
-hidden-size = 64
-num-attention-heads = 4
-seq-length = 32
-max-position-embeddings = 64
-micro-batch-size = 2
-global-batch-size = 4
-train-iters = 10
-lr = 1e-3
-log-interval = 10
-mock-data = true
-vocab-size = 257
-tokenizer-type = ByteLevel
-save-interval = 10
-DECK
+write_deck "$DECK" max-position-embeddings=64 train-iters=10 lr=1e-3 log-interval=10 vocab-size=257 \
+  tokenizer-type=ByteLevel save-interval=10
 
 train() { # train NAME NP FLAGS...: save a checkpoint to $TMPD/NAME (may run in the background)
   name=$1 np=$2
   shift 2
-  mkdir -p "$TMPD/ompi-$name"
-  TMPDIR="$TMPD/ompi-$name" timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" --save "$TMPD/$name" "$@" < /dev/null > "$TMPD/$name.log" 2>&1
+  launch_apart "$name" "$np" "$TRAIN" "$DECK" --save "$TMPD/$name" "$@" > "$TMPD/$name.log" 2>&1
   echo $? > "$TMPD/$name.trained"
 }
 trained() { # trained NAME...: count each training run's success
@@ -51,8 +36,7 @@ drain() { wait; running=0; }
 gen() { # gen OUT NP FLAGS...: generate into $TMPD/OUT.txt (stderr in OUT.err)
   out=$1 np=$2
   shift 2
-  mkdir -p "$TMPD/ompi-$out"
-  TMPDIR="$TMPD/ompi-$out" timeout 60 $MPIRUN -n "$np" "$GEN" "$@" < /dev/null > "$TMPD/$out.txt" 2> "$TMPD/$out.err"
+  launch_apart "$out" "$np" "$GEN" "$@" > "$TMPD/$out.txt" 2> "$TMPD/$out.err"
 }
 same() { # same MESSAGE OUT...: every OUT.txt equals the first, which is not empty
   msg=$1
@@ -122,8 +106,7 @@ bad() { # bad NAME NP PHRASE ARGS...: expect a non-zero exit and PHRASE in exact
 run_bad() {
   name=$1 np=$2
   shift 2
-  mkdir -p "$TMPD/ompi-$name"
-  TMPDIR="$TMPD/ompi-$name" timeout 60 $MPIRUN -n "$np" "$GEN" "$@" < /dev/null > "$TMPD/$name.out" 2> "$TMPD/$name.err"
+  launch_apart "$name" "$np" "$GEN" "$@" > "$TMPD/$name.out" 2> "$TMPD/$name.err"
   echo $? > "$TMPD/$name.rc"
 }
 judge() { # judge NAME PHRASE

@@ -10,33 +10,16 @@
 # use-checkpoint-args, and every documented dataset in h5py with its global shape.
 . "$top_srcdir/validation/tests/common.sh"
 DECK="$TMPD/deck.in"
-cat > "$DECK" <<'DECK'
-num-layers = 2
-hidden-size = 64
-num-attention-heads = 4
-seq-length = 32
-micro-batch-size = 2
-global-batch-size = 4
-train-iters = 8
-lr = 1e-3
-log-interval = 1
-mock-data = true
-vocab-size = 300
-DECK
+write_deck "$DECK" train-iters=8 lr=1e-3 log-interval=1
 PY="$PYTHON3"
-run() { # run NAME NP FLAGS...: train on NP ranks, log in $TMPD/NAME.log; the exit status
-  name=$1 np=$2
-  shift 2
-  timeout 120 $MPIRUN -n "$np" "$TRAIN" "$DECK" "$@" < /dev/null > "$TMPD/$name.log" 2>&1
-}
 # expect_error NAME PATTERN MESSAGE: the run failed and its log holds PATTERN
 expect_error() {
   rc=$1 name=$2 pat=$3
   [ "$rc" -ne 0 ] && grep -q -- "$pat" "$TMPD/$name.log"
   ok $? "$4 (exit $rc): $(grep -m1 -- "$pat" "$TMPD/$name.log" | cut -c1-200)"
 }
-run straight 2 --debug-dump "$TMPD/straight.h5"; ok $? "uninterrupted run"
-run first 2 --save "$TMPD/ck" --exit-interval 4; ok $? "saved iteration 4 and exited"
+train_log straight 2 --debug-dump "$TMPD/straight.h5"; ok $? "uninterrupted run"
+train_log first 2 --save "$TMPD/ck" --exit-interval 4; ok $? "saved iteration 4 and exited"
 cp -r "$TMPD/ck" "$TMPD/pristine"
 cp -r "$TMPD/ck" "$TMPD/pristine.ref" # never read: what pristine must still hold at the end
 
@@ -44,11 +27,12 @@ cp -r "$TMPD/ck" "$TMPD/pristine.ref" # never read: what pristine must still hol
 for fault in datasets:0 datasets:1 closed:0 renamed:0; do
   point=${fault%:*} rank=${fault#*:}
   rm -rf "$TMPD/ck" && cp -r "$TMPD/pristine" "$TMPD/ck"
-  PTDP_CHECKPOINT_FAULT=$point PTDP_CHECKPOINT_FAULT_RANK=$rank run crash_$point 2 --load "$TMPD/ck" --save "$TMPD/ck"
+  PTDP_CHECKPOINT_FAULT=$point PTDP_CHECKPOINT_FAULT_RANK=$rank train_log crash_$point 2 \
+    --load "$TMPD/ck" --save "$TMPD/ck"
   rc=$?
   [ $rc -ne 0 ] && [ "$(cat "$TMPD/ck/latest_checkpointed_iteration.txt")" = 4 ] && [ -f "$TMPD/ck/iter_0000004/checkpoint.h5" ]
   ok $? "kill -9 of rank $rank at '$point' (exit $rc): the tracker still names iteration 4 ($(ls "$TMPD/ck" | tr '\n' ' '))"
-  run recover_$point 2 --load "$TMPD/ck" --save "$TMPD/ck" --debug-dump "$TMPD/recover.h5"
+  train_log recover_$point 2 --load "$TMPD/ck" --save "$TMPD/ck" --debug-dump "$TMPD/recover.h5"
   ok $? "resumed after the crash at '$point'"
   $PY "$top_srcdir/validation/tests/io/compare_resume.py" "$TMPD/straight.h5" "$TMPD/recover.h5" 5 8 --exact > "$TMPD/cmp.txt"
   ok $? "after the crash at '$point': iterations 5..8 bit-identical to the uninterrupted run"
@@ -59,7 +43,7 @@ done
 # ---- a rerun from scratch saving an iteration that is there already (seed 99, other weights):
 # the new directory replaces the old in one step (renameat2's exchange), nothing left beside it
 rm -rf "$TMPD/ck" && cp -r "$TMPD/pristine" "$TMPD/ck"
-run rerun 2 --save "$TMPD/ck" --exit-interval 4 --seed 99
+train_log rerun 2 --save "$TMPD/ck" --exit-interval 4 --seed 99
 rc=$?
 [ $rc -eq 0 ] && [ "$(ls "$TMPD/ck" | grep -v "^run" | tr '\n' ' ')" = "iter_0000004 latest_checkpointed_iteration.txt " ] &&
   ! cmp -s "$TMPD/ck/iter_0000004/checkpoint.h5" "$TMPD/pristine/iter_0000004/checkpoint.h5"
@@ -68,11 +52,12 @@ ok $? "a rerun replacing iteration 4 (exit $rc): $(ls "$TMPD/ck" | tr '\n' ' ')"
 # moving the old directory aside and renaming the new one into place: loading takes the old one,
 # and the next save moves it back and clears the rest
 rm -rf "$TMPD/ck" && cp -r "$TMPD/pristine" "$TMPD/ck"
-PTDP_CHECKPOINT_NO_EXCHANGE=1 PTDP_CHECKPOINT_FAULT=moved-aside run aside 2 --save "$TMPD/ck" --exit-interval 4 --seed 99
+PTDP_CHECKPOINT_NO_EXCHANGE=1 PTDP_CHECKPOINT_FAULT=moved-aside train_log aside 2 \
+  --save "$TMPD/ck" --exit-interval 4 --seed 99
 rc=$?
 [ $rc -ne 0 ] && [ ! -e "$TMPD/ck/iter_0000004" ] && [ -d "$TMPD/ck/iter_0000004.old.tmp" ]
 ok $? "kill -9 between the two renames of a replacing save (exit $rc): $(ls "$TMPD/ck" | tr '\n' ' ')"
-run aside_recover 2 --load "$TMPD/ck" --save "$TMPD/ck" --debug-dump "$TMPD/recover.h5"
+train_log aside_recover 2 --load "$TMPD/ck" --save "$TMPD/ck" --debug-dump "$TMPD/recover.h5"
 rc=$?
 [ $rc -eq 0 ] && grep -q "loaded iteration 4 from .*iter_0000004.old.tmp" "$TMPD/aside_recover.log"
 ok $? "the load took the directory moved aside (exit $rc): $(grep -m1 'loaded iteration' "$TMPD/aside_recover.log" | cut -c1-160)"
@@ -84,7 +69,7 @@ ok $? "the next save moved it back and cleared the rest: $(ls "$TMPD/ck" | tr '\
 
 # ---- a read failing on one rank while the others wait for it in an exchange of slices (t 4:
 # every rank takes part in each row-parallel weight's all-to-all): its message, MPI_Abort, no hang
-PTDP_CHECKPOINT_FAULT=read-error PTDP_CHECKPOINT_FAULT_RANK=2 run read_error 4 --load "$TMPD/pristine" \
+PTDP_CHECKPOINT_FAULT=read-error PTDP_CHECKPOINT_FAULT_RANK=2 train_log read_error 4 --load "$TMPD/pristine" \
   --tensor-model-parallel-size 4
 expect_error $? read_error "error \[rank 2\]: injected read error" "a read error on rank 2 of a t4 load ends the run"
 [ "$rc" -ne 124 ]; ok $? "the t4 load with a read error did not hang (exit $rc, 124 is the timeout's)"
@@ -93,7 +78,8 @@ F=iter_0000004/checkpoint.h5
 # ---- a write failing on one rank halfway through a save: its message, MPI_Abort, no hang, and
 # the previous checkpoint stays the tracker's
 rm -rf "$TMPD/ck" && cp -r "$TMPD/pristine" "$TMPD/ck"
-PTDP_CHECKPOINT_FAULT=write-error PTDP_CHECKPOINT_FAULT_RANK=1 run write_error 2 --load "$TMPD/ck" --save "$TMPD/ck"
+PTDP_CHECKPOINT_FAULT=write-error PTDP_CHECKPOINT_FAULT_RANK=1 train_log write_error 2 --load "$TMPD/ck" \
+  --save "$TMPD/ck"
 expect_error $? write_error "error \[rank 1\]: injected write error" "a write error on rank 1 during a save ends the run"
 [ "$rc" -ne 124 ] && [ "$(cat "$TMPD/ck/latest_checkpointed_iteration.txt")" = 4 ] && cmp -s "$TMPD/ck/$F" "$TMPD/pristine/$F"
 ok $? "no hang (exit $rc), and the tracker still names iteration 4, whose file is unchanged"
@@ -101,8 +87,8 @@ ok $? "no hang (exit $rc), and the tracker still names iteration 4, whose file i
 # the same at t 2, where the TP pair exchanges the column slices of every row-parallel weight
 # before writing them as full rows: rank 0 waits in an exchange that rank 1 never joins
 rm -rf "$TMPD/ck" && cp -r "$TMPD/pristine" "$TMPD/ck"
-PTDP_CHECKPOINT_FAULT=write-error PTDP_CHECKPOINT_FAULT_RANK=1 run write_error_t2 2 --load "$TMPD/ck" --save "$TMPD/ck" \
-  --tensor-model-parallel-size 2
+PTDP_CHECKPOINT_FAULT=write-error PTDP_CHECKPOINT_FAULT_RANK=1 train_log write_error_t2 2 --load "$TMPD/ck" \
+  --save "$TMPD/ck" --tensor-model-parallel-size 2
 expect_error $? write_error_t2 "error \[rank 1\]: injected write error" "a write error on rank 1 during a t2 save ends the run"
 [ "$rc" -ne 124 ] && [ "$(cat "$TMPD/ck/latest_checkpointed_iteration.txt")" = 4 ] && cmp -s "$TMPD/ck/$F" "$TMPD/pristine/$F"
 ok $? "no hang at t2 (exit $rc), and the tracker still names iteration 4, whose file is unchanged"
@@ -117,65 +103,65 @@ with h5py.File(sys.argv[1], "r") as f:
 with open(sys.argv[1], "r+b") as g:
     g.seek(off + 1001); b = g.read(1); g.seek(off + 1001); g.write(bytes([b[0] ^ 0x10]))
 PYEOF
-run flipped 2 --load "$TMPD/bad"
+train_log flipped 2 --load "$TMPD/bad"
 expect_error $? flipped "damaged: dataset /model/decoder/layers/1/mlp/linear_fc1/weight" "a flipped byte names the dataset"
 damage
 truncate -s 20000 "$TMPD/bad/$F"
-run truncated 2 --load "$TMPD/bad"
+train_log truncated 2 --load "$TMPD/bad"
 expect_error $? truncated "truncated or is not an HDF5 file" "a truncated file is refused"
 damage
 $PY -c "import sys, h5py; f = h5py.File(sys.argv[1], 'r+'); f.attrs['format_version'] = 99; f.close()" "$TMPD/bad/$F"
-run version 2 --load "$TMPD/bad"
+train_log version 2 --load "$TMPD/bad"
 expect_error $? version "format version 99" "an unknown format version is refused"
-run shape 2 --load "$TMPD/pristine" --hidden-size 128
+train_log shape 2 --load "$TMPD/pristine" --hidden-size 128
 expect_error $? shape "has hidden-size = 64, the model here 128" "a different model shape names the key and both values"
 damage
 echo 12 > "$TMPD/bad/latest_checkpointed_iteration.txt"
-run gone 2 --load "$TMPD/bad"
+train_log gone 2 --load "$TMPD/bad"
 expect_error $? gone "names iteration 12, but its directory .*iter_0000012' is missing" "a tracker naming a missing directory"
 damage
 rm "$TMPD/bad/$F"
-run nofile 2 --load "$TMPD/bad"
+train_log nofile 2 --load "$TMPD/bad"
 expect_error $? nofile "iter_0000004' has no checkpoint.h5: the checkpoint is damaged" "a checkpoint directory without its file"
 echo twelve > "$TMPD/bad/latest_checkpointed_iteration.txt"
-run garbled 2 --load "$TMPD/bad"
+train_log garbled 2 --load "$TMPD/bad"
 expect_error $? garbled "holds 'twelve', not an iteration number" "a garbled tracker"
-run nooptim_save 2 --save "$TMPD/noopt" --no-save-optim --exit-interval 2; ok $? "saved without optimizer state"
-run nooptim 2 --load "$TMPD/noopt"
+train_log nooptim_save 2 --save "$TMPD/noopt" --no-save-optim --exit-interval 2; ok $? "saved without optimizer state"
+train_log nooptim 2 --load "$TMPD/noopt"
 expect_error $? nooptim "holds no optimizer state.*no-load-optim" "loading optimizer state that is not there"
-run nooptim_ok 2 --load "$TMPD/noopt" --no-load-optim; ok $? "... and with no-load-optim it loads"
+train_log nooptim_ok 2 --load "$TMPD/noopt" --no-load-optim; ok $? "... and with no-load-optim it loads"
 diff -r "$TMPD/pristine" "$TMPD/pristine.ref" > /dev/null; ok $? "the checkpoint the failed loads read (shape, t4 read error) is unchanged"
 
 # ---- keys
-run combo1 2 --save-interval 2
+train_log combo1 2 --save-interval 2
 expect_error $? combo1 "save-interval = 2 is given without save" "save-interval without save"
-run combo2 2 --finetune
+train_log combo2 2 --finetune
 expect_error $? combo2 "finetune is given without load" "finetune without load"
 grep -q "iteration  *1/" "$TMPD/combo2.log"; [ $? -ne 0 ]; ok $? "... refused before any iteration"
 n=3
 for combo in "--keep-checkpoints 2|keep-checkpoints = 2 is given without save" "--no-save-optim|no-save-optim is given without save" \
   "--no-load-optim|no-load-optim is given without load" "--use-checkpoint-args|use-checkpoint-args is given without load"; do
-  run combo$n 2 ${combo%%|*}
+  train_log combo$n 2 ${combo%%|*}
   expect_error $? combo$n "${combo#*|}" "${combo%%|*} alone"
   n=$((n + 1))
 done
-run fresh 2 --load "$TMPD/nothing-here" --save "$TMPD/nothing-here" --train-iters 2
+train_log fresh 2 --load "$TMPD/nothing-here" --save "$TMPD/nothing-here" --train-iters 2
 rc=$?
 [ $rc -eq 0 ] && grep -q "no checkpoint in .*nothing-here .*starts from scratch" "$TMPD/fresh.log" &&
   [ "$(cat "$TMPD/nothing-here/latest_checkpointed_iteration.txt")" = 2 ]
 ok $? "a load directory with no checkpoint yet: a notice, a fresh start, then saved there (exit $rc)"
-run duration 2 --save "$TMPD/dur" --exit-duration-in-mins 1e-6
+train_log duration 2 --save "$TMPD/dur" --exit-duration-in-mins 1e-6
 rc=$?
 [ $rc -eq 0 ] && grep -q "^exiting program after .* minutes at iteration 1" "$TMPD/duration.log" &&
   [ "$(cat "$TMPD/dur/latest_checkpointed_iteration.txt")" = 1 ]
 ok $? "exit-duration-in-mins: saved after the first iteration past the limit and exited 0 (exit $rc)"
-run keep 2 --save "$TMPD/keep" --save-interval 2 --keep-checkpoints 2
+train_log keep 2 --save "$TMPD/keep" --save-interval 2 --keep-checkpoints 2
 [ "$(ls "$TMPD/keep" | tr '\n' ' ')" = "iter_0000006 iter_0000008 latest_checkpointed_iteration.txt run.h5 " ]
 ok $? "keep-checkpoints 2 keeps the newest two (and the run file): $(ls "$TMPD/keep" | tr '\n' ' ')"
-run finetune 2 --load "$TMPD/pristine" --finetune --train-iters 2
+train_log finetune 2 --load "$TMPD/pristine" --finetune --train-iters 2
 grep -q "iteration  *1/  *2 | consumed samples:  *4 " "$TMPD/finetune.log"
 ok $? "finetune: the weights load, iteration and data start afresh"
-run ckargs 2 --load "$TMPD/pristine" --use-checkpoint-args --hidden-size 128 --num-layers 3 --train-iters 6
+train_log ckargs 2 --load "$TMPD/pristine" --use-checkpoint-args --hidden-size 128 --num-layers 3 --train-iters 6
 rc=$?
 [ $rc -eq 0 ] && grep -q "hidden-size .* 64 (checkpoint)" "$TMPD/ckargs.log" && grep -q "num-layers .* 2 (checkpoint)" "$TMPD/ckargs.log"
 ok $? "use-checkpoint-args takes the model's shape from the checkpoint (exit $rc)"
