@@ -40,16 +40,23 @@ train_log() {
   shift 2
   launch "$train_log_np" "$TRAIN" "$DECK" "$@" > "$TMPD/$train_log_name.log" 2>&1
 }
+# deck_of FILE KEY=VALUE...: FILE becomes a deck of these keys, one "KEY = VALUE" line each (a key
+# given again takes the later value, in its first place)
+deck_of() {
+  deck_file=$1
+  shift
+  printf '%s\n' "$@" |
+    awk '{ k = $0; sub(/=.*/, "", k); if (!(k in val)) key[n++] = k; val[k] = substr($0, length(k) + 2) }
+         END { for (i = 0; i < n; i++) print key[i] " = " val[key[i]] }' > "$deck_file"
+}
 # write_deck FILE KEY=VALUE...: FILE becomes a deck of the small model most tests train (2 layers,
 # h 64, 4 heads, s 32, micro-batch 2, global batch 4, mock data, vocabulary 300: padded to 384,
 # so the embedding has padding rows at every t), each KEY=VALUE replacing a default or added
 write_deck() {
   deck_file=$1
   shift
-  printf '%s\n' num-layers=2 hidden-size=64 num-attention-heads=4 seq-length=32 micro-batch-size=2 \
-    global-batch-size=4 vocab-size=300 mock-data=true "$@" |
-    awk '{ k = $0; sub(/=.*/, "", k); if (!(k in val)) key[n++] = k; val[k] = substr($0, length(k) + 2) }
-         END { for (i = 0; i < n; i++) print key[i] " = " val[key[i]] }' > "$deck_file"
+  deck_of "$deck_file" num-layers=2 hidden-size=64 num-attention-heads=4 seq-length=32 micro-batch-size=2 \
+    global-batch-size=4 vocab-size=300 mock-data=true "$@"
 }
 # corpus_or_skip: the prepared corpus (inputs/fetch-data.sh, in $PTDP_DATA_DIR, default data/) or
 # SKIP (exit 77); sets CORPUS, the flags that train inputs/gpt-tiny.in on it with its GPT-2
@@ -57,7 +64,15 @@ write_deck() {
 corpus_or_skip() {
   data=${PTDP_DATA_DIR:-$top_srcdir/data}
   prefix="$data/sotu_shuffled_text_document"
-  [ -f "$prefix.idx" ] && [ -f "$data/gpt2-vocab.json" ] || { echo "no prepared data in $data: SKIP"; exit 77; }
+  [ -f "$prefix.idx" ] && [ -f "$data/gpt2-vocab.json" ] || skip "no prepared data in $data (inputs/fetch-data.sh)"
   CORPUS="$top_srcdir/inputs/gpt-tiny.in --data-path $prefix --vocab-file $data/gpt2-vocab.json"
   CORPUS="$CORPUS --merge-file $data/gpt2-merges.txt --data-cache-path $TMPD/cache"
+}
+# skip WHY...: this test cannot run here; say why and exit 77 (automake's SKIP)
+skip() { echo "SKIP: $*"; exit 77; }
+# python_or_skip MODULE...: SKIP unless $PYTHON3 imports every MODULE
+python_or_skip() {
+  for module in "$@"; do
+    $PYTHON3 -c "import $module" 2> /dev/null || skip "$PYTHON3 cannot import $module"
+  done
 }

@@ -9,12 +9,11 @@
 # then stops the daemons it started, by PID.  Installs nothing: SKIPs (77) with the reason when
 # slurm-wlm or munge is absent (jobs/setup.sh installs them) or the daemons cannot start.
 . "$top_srcdir/validation/tests/common.sh"
-skip() { echo "SKIP: $*"; exit 77; }
 for c in slurmctld slurmd sbatch scontrol squeue sinfo scancel munged mungekey; do
   command -v $c >/dev/null || skip "no $c: install slurm-wlm and munge (jobs/setup.sh does, as root)"
 done
 [ "$(id -u)" = 0 ] || skip "slurmd must run as root to start jobs (this test runs it as SlurmUser root)"
-$PYTHON3 -c "import h5py" 2>/dev/null || skip "no h5py for $PYTHON3"
+python_or_skip h5py
 S=$TMPD/slurm
 mkdir -p "$S/munge" "$S/state" "$S/spool" "$S/log" "$S/jobs"
 chmod 755 "$TMPD" "$S" "$S/munge" # munged refuses a socket in a directory others cannot reach
@@ -120,19 +119,7 @@ start_now() {
 }
 
 DECK=$TMPD/slurm.in
-cat > "$DECK" <<'DECK'
-num-layers = 2
-hidden-size = 64
-num-attention-heads = 4
-seq-length = 32
-micro-batch-size = 2
-global-batch-size = 4
-train-iters = 120
-lr = 1e-3
-log-interval = 1
-mock-data = true
-vocab-size = 300
-DECK
+write_deck "$DECK" train-iters=120 lr=1e-3 log-interval=1
 export PTDP_ROOT=$top_srcdir BUILD_DIR=$top_builddir LOG_DIR=$S/jobs DECK OMP_NUM_THREADS=1
 
 # 1. train.sbatch, warned mid-run
@@ -162,7 +149,7 @@ log1=$S/jobs/ptdp-train-$J.1.log
 grep -q "loaded iteration $saved from" "$log1" && grep -q "iteration  *120/" "$log1"
 ok $? "launch 1 resumed from iteration $saved and finished iteration 120"
 # the uninterrupted run, outside Slurm
-timeout 300 $MPIRUN -n 2 "$TRAIN" "$DECK" --run-file "$TMPD/straight.h5" < /dev/null > "$TMPD/straight.log" 2>&1
+LAUNCH_TIMEOUT=300 train_log straight 2 --run-file "$TMPD/straight.h5"
 ok $? "uninterrupted run of 120 iterations"
 $PYTHON3 - "$RUN/run.h5" "$TMPD/straight.h5" "$J" <<'PY'
 import sys, h5py, numpy as np

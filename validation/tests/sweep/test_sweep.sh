@@ -12,19 +12,8 @@ SWEEP="$top_builddir/ptdp-sweep"
 SIM="$top_builddir/ptdp-sim"
 HW="$top_srcdir/inputs/hw/dgx-a100-80gb.hw"
 DECK="$TMPD/m18.in"
-cat > "$DECK" <<'DECK'
-num-layers = 40
-hidden-size = 6144
-num-attention-heads = 48
-seq-length = 2048
-max-position-embeddings = 2048
-vocab-size = 51200
-micro-batch-size = 1
-global-batch-size = 1024
-fp16 = true
-hidden-dropout = 0.1
-attention-dropout = 0.1
-DECK
+deck_of "$DECK" num-layers=40 hidden-size=6144 num-attention-heads=48 seq-length=2048 max-position-embeddings=2048 \
+  vocab-size=51200 micro-batch-size=1 global-batch-size=1024 fp16=true hidden-dropout=0.1 attention-dropout=0.1
 "$SWEEP" "$DECK" --hardware "$HW" --world-size 256 --top 4 --out "$TMPD/s.h5" --emit-tsv "$TMPD/s.tsv" > "$TMPD/out" 2>&1
 ok $? "ptdp-sweep 18.4B on 256 GPUs"
 cat "$TMPD/out"
