@@ -135,6 +135,25 @@ struct ptdp_backend {
                     int lda, const float *B, int ldb, float *C, int ldc);
 };
 
+/* Every operation of the table above, listed once (gemm_wgrad, optional, apart).  A backend fills
+ * its table with PTDP_BACKEND_FILL(be, prefix): be->op = prefix_op for each op, so a backend that
+ * lacks a function fails to compile; ptdp_backend_check_ops checks a table at creation. */
+#define PTDP_BACKEND_OPS(X, P)                                                                            \
+  X(P, alloc) X(P, free) X(P, memset0) X(P, copy) X(P, to_device) X(P, to_host) X(P, synchronize)           \
+  X(P, destroy) X(P, gemm) X(P, layernorm_forward) X(P, layernorm_backward) X(P, gelu_forward)             \
+  X(P, gelu_backward) X(P, bias_forward) X(P, bias_backward) X(P, add) X(P, scale) X(P, dropout_forward)   \
+  X(P, dropout_backward) X(P, attention_forward) X(P, attention_backward) X(P, embedding_forward)          \
+  X(P, embedding_backward) X(P, xent_stats) X(P, xent_sumexp) X(P, xent_grad) X(P, adamw) X(P, sumsq)      \
+  X(P, convert) X(P, unscale_check)
+#define PTDP_BACKEND_SET_OP_(P, op) be_->op = P##_##op;
+#define PTDP_BACKEND_FILL(be, P)                                                                          \
+  do {                                                                                                    \
+    ptdp_backend *be_ = (be);                                                                             \
+    PTDP_BACKEND_OPS(PTDP_BACKEND_SET_OP_, P)                                                             \
+  } while (0)
+/* PTDP_ERR_INTERNAL naming the first operation a backend's table lacks. */
+int ptdp_backend_check_ops(const ptdp_backend *be);
+
 /* be->gemm_wgrad, or be->gemm with beta 1 where it is NULL. */
 int ptdp_backend_gemm_wgrad(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha,
                             const float *A, int lda, const float *B, int ldb, float *C, int ldc);

@@ -37,6 +37,14 @@ int ptdp_backend_create_kind(ptdp_backend_kind kind, const ptdp_backend_options 
   assert((size_t)kind < sizeof backends / sizeof backends[0]);
   if (backends[kind].uses_cpu_threads) ptdp_cpu_threads_setup(opt->num_threads, opt->ranks_on_node, opt->report);
   PTDP_CALL(backends[kind].create(opt, be));
+  return ptdp_backend_check_ops(*be);
+}
+
+int ptdp_backend_check_ops(const ptdp_backend *be)
+{
+#define CHECK_OP(P, op) PTDP_CHECK_INTERNAL(be->op, "the %s backend has no operation %s", be->name, #op);
+  PTDP_BACKEND_OPS(CHECK_OP, unused)
+#undef CHECK_OP
   return 0;
 }
 

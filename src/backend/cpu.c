@@ -445,6 +445,12 @@ int ptdp_cpu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const
                                 const uint8_t *mask, const float *probs_drop, const float *dctx, float *dqkv,
                                 float *scratch);
 
+/* Operations of the table under other names (PTDP_BACKEND_FILL pastes prefix_op). */
+#define cpu_to_device cpu_copy
+#define cpu_to_host cpu_copy
+#define cpu_attention_forward ptdp_cpu_attention_forward
+#define cpu_attention_backward ptdp_cpu_attention_backward
+
 int ptdp_backend_cpu_create(ptdp_backend **out)
 {
   ptdp_backend *be;
@@ -453,37 +459,8 @@ int ptdp_backend_cpu_create(ptdp_backend **out)
   cpu_ctx *c;
   PTDP_CALLOC(c, 1, sizeof *c);
   be->ctx = c;
-  be->alloc = cpu_alloc;
-  be->free = cpu_free;
-  be->memset0 = cpu_memset0;
+  PTDP_BACKEND_FILL(be, cpu);
   be->host_accessible = 1;
-  be->copy = cpu_copy;
-  be->to_device = cpu_copy;
-  be->to_host = cpu_copy;
-  be->synchronize = cpu_synchronize;
-  be->destroy = cpu_destroy;
-  be->gemm = cpu_gemm;
-  be->layernorm_forward = cpu_layernorm_forward;
-  be->layernorm_backward = cpu_layernorm_backward;
-  be->gelu_forward = cpu_gelu_forward;
-  be->gelu_backward = cpu_gelu_backward;
-  be->bias_forward = cpu_bias_forward;
-  be->bias_backward = cpu_bias_backward;
-  be->add = cpu_add;
-  be->scale = cpu_scale;
-  be->dropout_forward = cpu_dropout_forward;
-  be->dropout_backward = cpu_dropout_backward;
-  be->attention_forward = ptdp_cpu_attention_forward;
-  be->attention_backward = ptdp_cpu_attention_backward;
-  be->embedding_forward = cpu_embedding_forward;
-  be->embedding_backward = cpu_embedding_backward;
-  be->xent_stats = cpu_xent_stats;
-  be->xent_sumexp = cpu_xent_sumexp;
-  be->xent_grad = cpu_xent_grad;
-  be->adamw = cpu_adamw;
-  be->sumsq = cpu_sumsq;
-  be->convert = cpu_convert;
-  be->unscale_check = cpu_unscale_check;
   *out = be;
   return 0;
 }

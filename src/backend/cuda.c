@@ -436,40 +436,16 @@ static int cu_unscale_check(ptdp_backend *be, float *x, size_t n, float inv_scal
   return PTDP_OK;
 }
 
+/* Operations of the table under other names (PTDP_BACKEND_FILL pastes prefix_op). */
+#define cu_gemm ptdp_cu_gemm
+#define cu_attention_forward ptdp_cu_attention_forward
+#define cu_attention_backward ptdp_cu_attention_backward
+
 static void fill_table(ptdp_backend *be)
 {
   be->name = "cuda";
   be->host_accessible = 0;
-  be->alloc = cu_alloc;
-  be->free = cu_free;
-  be->memset0 = cu_memset0;
-  be->copy = cu_copy;
-  be->to_device = cu_to_device;
-  be->to_host = cu_to_host;
-  be->synchronize = cu_synchronize;
-  be->destroy = cu_destroy;
-  be->gemm = ptdp_cu_gemm;
-  be->layernorm_forward = cu_layernorm_forward;
-  be->layernorm_backward = cu_layernorm_backward;
-  be->gelu_forward = cu_gelu_forward;
-  be->gelu_backward = cu_gelu_backward;
-  be->bias_forward = cu_bias_forward;
-  be->bias_backward = cu_bias_backward;
-  be->add = cu_add;
-  be->scale = cu_scale;
-  be->dropout_forward = cu_dropout_forward;
-  be->dropout_backward = cu_dropout_backward;
-  be->attention_forward = ptdp_cu_attention_forward;
-  be->attention_backward = ptdp_cu_attention_backward;
-  be->embedding_forward = cu_embedding_forward;
-  be->embedding_backward = cu_embedding_backward;
-  be->xent_stats = cu_xent_stats;
-  be->xent_sumexp = cu_xent_sumexp;
-  be->xent_grad = cu_xent_grad;
-  be->adamw = cu_adamw;
-  be->sumsq = cu_sumsq;
-  be->convert = cu_convert;
-  be->unscale_check = cu_unscale_check;
+  PTDP_BACKEND_FILL(be, cu);
 }
 
 /* The GPU, its stream, the cuBLAS(Lt) handles and the fixed buffers. */

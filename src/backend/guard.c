@@ -215,36 +215,7 @@ static void guard_fill_table(ptdp_backend *be)
 {
   be->name = "guard";
   be->host_accessible = 0;
-  be->alloc = guard_alloc;
-  be->free = guard_free;
-  be->memset0 = guard_memset0;
-  be->copy = guard_copy;
-  be->to_device = guard_to_device;
-  be->to_host = guard_to_host;
-  be->synchronize = guard_synchronize;
-  be->destroy = guard_destroy;
-  be->gemm = guard_gemm;
-  be->layernorm_forward = guard_layernorm_forward;
-  be->layernorm_backward = guard_layernorm_backward;
-  be->gelu_forward = guard_gelu_forward;
-  be->gelu_backward = guard_gelu_backward;
-  be->bias_forward = guard_bias_forward;
-  be->bias_backward = guard_bias_backward;
-  be->add = guard_add;
-  be->scale = guard_scale;
-  be->dropout_forward = guard_dropout_forward;
-  be->dropout_backward = guard_dropout_backward;
-  be->attention_forward = guard_attention_forward;
-  be->attention_backward = guard_attention_backward;
-  be->embedding_forward = guard_embedding_forward;
-  be->embedding_backward = guard_embedding_backward;
-  be->xent_stats = guard_xent_stats;
-  be->xent_sumexp = guard_xent_sumexp;
-  be->xent_grad = guard_xent_grad;
-  be->adamw = guard_adamw;
-  be->sumsq = guard_sumsq;
-  be->convert = guard_convert;
-  be->unscale_check = guard_unscale_check;
+  PTDP_BACKEND_FILL(be, guard);
 }
 
 int ptdp_backend_guard_create(size_t reserve, ptdp_backend **out)

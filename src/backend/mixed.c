@@ -429,36 +429,7 @@ static void mx_destroy(ptdp_backend *be)
 
 static void fill_table(ptdp_backend *be)
 {
-  be->alloc = mx_alloc;
-  be->free = mx_free;
-  be->memset0 = mx_memset0;
-  be->copy = mx_copy;
-  be->to_device = mx_to_device;
-  be->to_host = mx_to_host;
-  be->synchronize = mx_synchronize;
-  be->destroy = mx_destroy;
-  be->gemm = mx_gemm;
-  be->layernorm_forward = mx_layernorm_forward;
-  be->layernorm_backward = mx_layernorm_backward;
-  be->gelu_forward = mx_gelu_forward;
-  be->gelu_backward = mx_gelu_backward;
-  be->bias_forward = mx_bias_forward;
-  be->bias_backward = mx_bias_backward;
-  be->add = mx_add;
-  be->scale = mx_scale;
-  be->dropout_forward = mx_dropout_forward;
-  be->dropout_backward = mx_dropout_backward;
-  be->attention_forward = mx_attention_forward;
-  be->attention_backward = mx_attention_backward;
-  be->embedding_forward = mx_embedding_forward;
-  be->embedding_backward = mx_embedding_backward;
-  be->xent_stats = mx_xent_stats;
-  be->xent_sumexp = mx_xent_sumexp;
-  be->xent_grad = mx_xent_grad;
-  be->adamw = mx_adamw;
-  be->sumsq = mx_sumsq;
-  be->convert = mx_convert;
-  be->unscale_check = mx_unscale_check;
+  PTDP_BACKEND_FILL(be, mx);
   be->gemm_wgrad = mx_gemm_wgrad;
 }
 

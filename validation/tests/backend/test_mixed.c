@@ -57,6 +57,29 @@ static void check_names(void)
          "ptdp_dtype_name");
 }
 
+/* The op list (PTDP_BACKEND_OPS) against a table: a whole table passes ptdp_backend_check_ops;
+ * each op taken out in turn is an internal error that names it (the planted mistakes). */
+static void check_op_table(const char *name, ptdp_dtype t)
+{
+  ptdp_backend *in = NULL, *be = NULL;
+  if (ptdp_backend_create(name, NULL, &in) || ptdp_backend_mixed_create(in, t, &be)) exit(2);
+  EXPECT(ptdp_backend_check_ops(be) == 0, "%s in %s: every op there", name, ptdp_dtype_name(t));
+  ptdp_backend copy = *be;
+  int named = 0, ops = 0;
+  ptdp_error_set_quiet(1);
+#define TAKE_OUT(P, op)                                                                                  \
+  copy.op = NULL;                                                                                        \
+  ops++;                                                                                                 \
+  named += ptdp_backend_check_ops(&copy) == PTDP_ERR_INTERNAL && strstr(ptdp_error_message(), #op) != NULL; \
+  ptdp_error_clear();                                                                                    \
+  copy.op = be->op;
+  PTDP_BACKEND_OPS(TAKE_OUT, unused)
+#undef TAKE_OUT
+  ptdp_error_set_quiet(0);
+  EXPECT(ops == 30 && named == ops, "%s: %d of %d missing ops named", name, named, ops);
+  be->destroy(be);
+}
+
 /* n elements of type t on be, from host floats (exact in t: small integers) */
 static void *put(ptdp_backend *be, const float *h, size_t n)
 {
@@ -202,6 +225,7 @@ int main(int argc, char **argv)
     for (int j = 0; j < 2; j++) {
       check_create(names[i], types[j]);
       check_work(names[i], types[j]);
+      check_op_table(names[i], types[j]);
     }
   check_freed();
   int status = expect_summary("test_mixed");
