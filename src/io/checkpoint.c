@@ -167,16 +167,33 @@ uint64_t ckpt_checksum(const ptdp_param_info *p, const float *x, long long lo, l
 }
 
 /* Whether the dataset's elements, from the address its header states, lie inside the file: a
- * damaged or hostile header must not send a direct read outside it (issue 22, item 1). */
+ * damaged or hostile header must not send a direct read outside it (issue 22, item 1).  A file
+ * open for writing is one this save is making: its datasets are ptdp's own, and MPI-IO knows no
+ * size while it writes (H5Fget_filesize fails, and would print HDF5's error stack at every
+ * dataset; the spans are the save's write-back advice, checkpoint_stream.c). */
 static int inside_file(hid_t ds, haddr_t base)
 {
   hsize_t size = 0;
+  unsigned intent = 0;
+  int got = 0;
   hid_t f = H5Iget_file_id(ds), sp = H5Dget_space(ds);
-  const int got = f >= 0 && H5Fget_filesize(f, &size) >= 0;
+  const int writing = f >= 0 && H5Fget_intent(f, &intent) >= 0 && (intent & H5F_ACC_RDWR);
+  if (!writing) H5E_BEGIN_TRY { got = f >= 0 && H5Fget_filesize(f, &size) >= 0; } H5E_END_TRY;
   const hssize_t n = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
   if (f >= 0) H5Fclose(f);
   if (sp >= 0) H5Sclose(sp);
-  return got && n >= 0 && base < size && (hsize_t)n <= (size - base) / 4;
+  return writing || (got && n >= 0 && base < size && (hsize_t)n <= (size - base) / 4);
+}
+
+/* Whether the dataset's elements are stored as ptdp writes them, 32-bit little-endian IEEE floats,
+ * so that its bytes can be taken as they are; any other type (a checkpoint converted by another
+ * tool) is read through HDF5, which converts it, and the checksums then judge the values. */
+static int stored_as_written(hid_t ds)
+{
+  hid_t t = H5Dget_type(ds);
+  const htri_t same = t < 0 ? 0 : H5Tequal(t, H5T_IEEE_F32LE);
+  if (t >= 0) H5Tclose(t);
+  return same > 0;
 }
 
 /* The file bytes that nrects rectangles (row-major) of a dataset of gcols columns span; len 0 when
@@ -185,7 +202,8 @@ static void rects_span(hid_t ds, long long gcols, const ptdp_shard_rect *rect, i
 {
   *off = *len = 0;
   haddr_t base = H5Dget_offset(ds); /* contiguous datasets (ckpt_dataset_create) have one */
-  if (nrects == 0 || base == HADDR_UNDEF || !inside_file(ds, base)) return; /* HDF5 reads it (and says what is wrong) */
+  if (nrects == 0 || base == HADDR_UNDEF || !stored_as_written(ds) || !inside_file(ds, base))
+    return; /* HDF5 reads it (and says what is wrong) */
   const ptdp_shard_rect *a = &rect[0], *b = &rect[nrects - 1]; /* row-major: first and last */
   const long long first = a->row0 * gcols + a->col0, last = (b->row0 + b->rows - 1) * gcols + b->col0 + b->cols;
   *off = (long long)base + 4 * first;
