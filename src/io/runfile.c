@@ -87,6 +87,21 @@ int rf_create(hid_t loc, const char *name, hid_t type, int rank, const hsize_t *
   return 0;
 }
 
+/* A file appended to may be damaged or another program's: a dataset whose rank is outside
+ * [lo, hi] would overflow dims[4] below, or be given fewer start and count entries than HDF5 reads
+ * (issue 22; fuzz_runfile found the first).  Refused, naming the file and the dataset. */
+static int check_rank(hid_t file, const char *path, hid_t fs, int lo, int hi)
+{
+  const int nd = H5Sget_simple_extent_ndims(fs);
+  if (nd >= lo && nd <= hi) return 0;
+  char name[512] = "?", want[32];
+  if (H5Fget_name(file, name, sizeof name) < 0) snprintf(name, sizeof name, "?");
+  if (lo == hi) snprintf(want, sizeof want, "%d", lo);
+  else snprintf(want, sizeof want, "%d to %d", lo, hi);
+  return PTDP_FAIL(PTDP_ERR_INPUT, "run file '%s': dataset %s has %d dimensions where ptdp writes %s: the file is "
+                   "damaged or not a ptdp run file", name, path, nd, want);
+}
+
 int rf_write(hid_t file, const char *path, hid_t memtype, int rank, const hsize_t *start, const hsize_t *count,
              const void *buf)
 {
@@ -94,6 +109,7 @@ int rf_write(hid_t file, const char *path, hid_t memtype, int rank, const hsize_
   PTDP_CALL_HDF5(ds);
   hid_t fs = H5Dget_space(ds);
   PTDP_CALL_HDF5(fs);
+  PTDP_CALL(check_rank(file, path, fs, rank, rank));
   hsize_t dims[4];
   PTDP_CALL_HDF5(H5Sget_simple_extent_dims(fs, dims, NULL));
   int grow = 0;
@@ -122,6 +138,7 @@ int rf_rows(hid_t file, const char *path, long long *n)
   PTDP_CALL_HDF5(ds);
   hid_t fs = H5Dget_space(ds);
   PTDP_CALL_HDF5(fs);
+  PTDP_CALL(check_rank(file, path, fs, 1, 4));
   hsize_t dims[4] = {0};
   PTDP_CALL_HDF5(H5Sget_simple_extent_dims(fs, dims, NULL));
   PTDP_CALL_HDF5(H5Sclose(fs));
