@@ -24,6 +24,9 @@ int fuzz_file(const char *tag, const uint8_t *data, size_t n, char path[FUZZ_PAT
 /* The i-th part of data cut at each "\n%%\n" separator (the seed files use it to hold two or
  * three files in one input); *n 0 and NULL when there is no such part. */
 const uint8_t *fuzz_part(const uint8_t *data, size_t size, int i, size_t *n);
+/* With PTDP_FUZZ_VERBOSE set (for writing seeds and reading reproducers): print what the reader
+ * said, "STEP: accepted" or "STEP: refused: <ptdp's first error message>". */
+void fuzz_verdict(const char *step, int failed);
 /* Stop a harness at a broken promise: print what and abort (a finding). */
 _Noreturn void fuzz_fail(const char *what);
 

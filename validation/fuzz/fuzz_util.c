@@ -14,7 +14,7 @@ static char scratch[512];
 static void scratch_remove(void)
 {
   char path[FUZZ_PATH_MAX];
-  static const char *tags[] = {"vocab", "merges", "deck", "hw", "idx", "bin"};
+  static const char *tags[] = {"vocab", "merges", "deck", "hw", "idx", "bin", "ckpt.h5", "run.h5"};
   for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", scratch, tags[i]);
     unlink(path);
@@ -63,6 +63,13 @@ const uint8_t *fuzz_part(const uint8_t *data, size_t size, int i, size_t *n)
   }
   *n = 0;
   return NULL;
+}
+
+void fuzz_verdict(const char *step, int failed)
+{
+  if (!getenv("PTDP_FUZZ_VERBOSE")) return;
+  if (failed) fprintf(stderr, "%s: refused: %s\n", step, ptdp_error_message());
+  else fprintf(stderr, "%s: accepted\n", step);
 }
 
 _Noreturn void fuzz_fail(const char *what)
