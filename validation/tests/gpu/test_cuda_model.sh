@@ -11,24 +11,9 @@
 . "$top_srcdir/validation/tests/gpu/gpu_lib.sh"
 gpu_or_skip
 
-DECK="$TMPD/gpu.in"
-cat > "$DECK" <<'DECK_EOF'
-num-layers = 4
-hidden-size = 128
-num-attention-heads = 4
-seq-length = 128
-micro-batch-size = 2
-global-batch-size = 8
-vocab-size = 1000
-mock-data = true
-train-iters = 20
-lr-warmup-iters = 2
-hidden-dropout = 0.1
-attention-dropout = 0.1
-log-interval = 20
-run-file = none
-DECK_EOF
 . "$top_srcdir/validation/tests/equivalence_lib.sh"
+DECK="$TMPD/gpu.in"
+equiv_deck num-layers=4 hidden-size=128 seq-length=128 vocab-size=1000 lr-warmup-iters=2 run-file=none
 
 train cpu 1 --backend cpu
 train cuda 1 --backend cuda
@@ -37,12 +22,8 @@ train cuda_v256 1 --backend cuda --make-vocab-size-divisible-by 256
 train cpu_v256 1 --backend cpu --make-vocab-size-divisible-by 256
 compare cuda_v256 cpu_v256 final,init,step1/grads
 
-while read -r name np ref flags; do
-  [ -n "$name" ] || continue
-  # shellcheck disable=SC2086
-  train "$name" "$np" --backend cuda --device 0 --comm-backend mpi $flags || continue
-  compare "$name" "$ref" final,init,step1/grads
-done <<'LAYOUTS'
+# name ranks reference flags (--backend cuda --device 0 --comm-backend mpi added)
+layouts final,init,step1/grads --backend cuda --device 0 --comm-backend mpi <<'LAYOUTS'
 cuda_t2       2 cuda_v256 --tensor-model-parallel-size 2
 cuda_p2       2 cuda      --pipeline-model-parallel-size 2
 cuda_d2       2 cuda     
