@@ -9,10 +9,10 @@ libptdp_a_SOURCES += src/parallel/transport_nccl.c
 endif
 
 # Unit test of the named events on 3 ranks (the .sh wrapper starts its own mpirun).
-check_PROGRAMS += validation/tests/core/test_events
-validation_tests_core_test_events_SOURCES = validation/tests/core/test_events.c
-TESTS += validation/tests/core/test_events.sh
-dist_noinst_SCRIPTS += validation/tests/core/test_events.sh
+check_PROGRAMS += validation/tests/parallel/test_events
+validation_tests_parallel_test_events_SOURCES = validation/tests/parallel/test_events.c
+TESTS += validation/tests/parallel/test_events.sh
+dist_noinst_SCRIPTS += validation/tests/parallel/test_events.sh
 
 # Unit tests: the pure layout on 1 rank; the split communicators on 8 ranks, the comm layer on 4
 # (the .sh wrappers start their own mpirun with the rank count they need).
