@@ -22,8 +22,14 @@ static int attr_write(hid_t obj, const char *name, hid_t type, const void *v)
   return 0;
 }
 
-int ckpt_attr_write_i64(hid_t obj, const char *name, long long v) { return attr_write(obj, name, H5T_NATIVE_LLONG, &v); }
-int ckpt_attr_write_u64(hid_t obj, const char *name, uint64_t v) { return attr_write(obj, name, H5T_NATIVE_UINT64, &v); }
+int ckpt_attr_write_i64(hid_t obj, const char *name, long long v)
+{
+  return attr_write(obj, name, H5T_NATIVE_LLONG, &v);
+}
+int ckpt_attr_write_u64(hid_t obj, const char *name, uint64_t v)
+{
+  return attr_write(obj, name, H5T_NATIVE_UINT64, &v);
+}
 int ckpt_attr_write_f64(hid_t obj, const char *name, double v) { return attr_write(obj, name, H5T_NATIVE_DOUBLE, &v); }
 
 /* A fixed-length, NUL-padded string (h5py reads it as bytes; .decode() gives the text). */
@@ -74,7 +80,8 @@ static int attr_open(hid_t obj, const char *name, H5T_class_t want, size_t max, 
     H5Aclose(at);
     char where[800];
     where_of(obj, where, sizeof where);
-    static const char *what[] = {[H5T_INTEGER] = "an integer", [H5T_FLOAT] = "a real number", [H5T_STRING] = "a string"};
+    static const char *what[] = {[H5T_INTEGER] = "an integer", [H5T_FLOAT] = "a real number",
+                                 [H5T_STRING] = "a string"};
     PTDP_CHECK(0, "%s: attribute '%s' is not %s%s (it holds %lld element%s%s)", where, name, what[want],
                want == H5T_STRING ? " of fixed length" : "", (long long)npts, npts == 1 ? "" : "s",
                want == H5T_STRING && cls == H5T_STRING && !varlen ? ", or is too long" : "");

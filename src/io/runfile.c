@@ -207,7 +207,8 @@ static int create_config(struct ptdp_runfile *rf)
   } ints[] = {{"world_size", L->world},       {"tensor_model_parallel_size", L->t}, {"pipeline_model_parallel_size", L->p},
               {"data_parallel_size", L->d},   {"virtual_pipeline_chunks", run->model->nchunks},
               {"micro_batches", run->micro_batches}, {"num_layers", run->num_layers}, {"hidden_size", run->hidden},
-              {"seq_length", run->seq},       {"micro_batch_size", run->micro_batch}, {"global_batch_size", run->global_batch},
+              {"seq_length", run->seq},       {"micro_batch_size", run->micro_batch},
+              {"global_batch_size", run->global_batch},
               {"vocab_size", run->vocab},     {"padded_vocab_size", run->model->sh.padded_vocab},
               {"sequence_parallel", run->model->cfg.sequence_parallel},
               {"use_distributed_optimizer", run->use_distributed_optimizer}};
@@ -263,7 +264,8 @@ static int create_memory_pipeline(struct ptdp_runfile *rf)
   PTDP_CALL(rf_create(f, "/pipeline/bubble_replayed", H5T_NATIVE_DOUBLE, 1, zero, &nan));
   g = H5Gopen2(f, "/pipeline", H5P_DEFAULT);
   PTDP_CALL_HDF5(g);
-  PTDP_CALL(ckpt_attr_write_f64(g, "bubble_formula", (double)(run->grid->layout.p - 1) / ((double)run->model->nchunks * run->micro_batches)));
+  const double bubble = (double)(run->grid->layout.p - 1) / ((double)run->model->nchunks * run->micro_batches);
+  PTDP_CALL(ckpt_attr_write_f64(g, "bubble_formula", bubble));
   PTDP_CALL_HDF5(H5Gclose(g));
   return 0;
 }

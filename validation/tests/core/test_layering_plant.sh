@@ -23,7 +23,7 @@ else echo "ok: upward include caught: $(grep rng.c "$tmp/out")"; fi
 
 # plant 2: the run file's header includes the trainer's again (io looking up at train)
 copy || exit 99
-sed -i.orig 's|^#define PTDP_RUNFILE_H|#define PTDP_RUNFILE_H\n#include "ptdp/trainer.h"|' "$tmp/tree/include/ptdp/runfile.h"
+sed -i.orig 's|^#define PTDP_RUNFILE_H|&\n#include "ptdp/trainer.h"|' "$tmp/tree/include/ptdp/runfile.h"
 if "$py" "$checker" "$tmp/tree" > "$tmp/out" 2>&1; then echo "FAIL: runfile.h including trainer.h passed"; fail=1
 elif ! grep -q "include/ptdp/runfile.h:[0-9]*: .*(level io) includes ptdp/trainer.h" "$tmp/out"; then
   echo "FAIL: the message does not name include/ptdp/runfile.h:"; cat "$tmp/out"; fail=1
