@@ -64,6 +64,7 @@ typedef struct ptdp_args {
   long long loss_scale_window, hysteresis;
   /* device */
   ptdp_backend_kind backend;
+  ptdp_attention_backend attention_backend;
   long long device;
   ptdp_comm_backend comm_backend;
   double distributed_timeout_minutes;

@@ -101,6 +101,17 @@ struct ptdp_backend {
   int (*attention_backward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *probs,
                             const uint8_t *mask, const float *probs_drop, const float *dctx, float *dqkv,
                             float *scratch);
+  /* Fused (flash) attention, optional (NULL: the backend has none; --attention-backend auto then
+   * takes attention_forward/backward).  The same function as those two (causal softmax of
+   * Q K^T / sqrt(hd), dropout with the same mask bits from d->drop, times V) without keeping the
+   * s x s probabilities: forward writes ctx [N, al hd] and lse [b, al, s], each query row's
+   * log-sum-exp of its scaled causal scores (fp32: the softmax is exp(S - lse)); backward
+   * recomputes the probabilities from qkv and lse, takes D = rowsum(dctx * ctx) from the saved
+   * ctx, and overwrites dqkv [N, 3 hl].  Equal to the unfused pair to rounding (their order of
+   * sums differs).  qkv, ctx, dctx, dqkv (S); lse fp32. */
+  int (*flash_forward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse);
+  int (*flash_backward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *ctx,
+                        const float *lse, const float *dctx, float *dqkv);
   /* out[r] = wte[tok[r] - v0] for tokens in [v0, v0 + vl), else 0.  wte, out, dout (S); dwte fp32. */
   int (*embedding_forward)(ptdp_backend *be, const float *wte, const int32_t *tok, long long v0, long long vl,
                            float *out, long long rows, int h);
@@ -173,6 +184,16 @@ typedef struct {
  * being its kind: ptdp/options.h), so a key of type choice stores a ptdp_backend_kind. */
 typedef enum { PTDP_BACKEND_CPU = 0, PTDP_BACKEND_GUARD = 1, PTDP_BACKEND_CUDA = 2 } ptdp_backend_kind;
 #define PTDP_BACKEND_CHOICES "cpu|guard|cuda"
+
+/* The attention core (Megatron's key attention-backend): flash, the backend's fused kernels
+ * (flash_forward/backward); unfused, the softmax kept in full (attention_forward/backward, the
+ * reference); auto, flash on a GPU backend that has it, else unfused (the CPU backends keep the
+ * reference by default: their fused path saves memory, not time). */
+typedef enum { PTDP_ATTN_FLASH = 0, PTDP_ATTN_UNFUSED = 1, PTDP_ATTN_AUTO = 2 } ptdp_attention_backend;
+#define PTDP_ATTENTION_BACKEND_CHOICES "flash|unfused|auto"
+/* *flash = 1 when `choice` runs the fused attention on be; PTDP_ERR_INPUT when flash is asked of a
+ * backend without it. */
+int ptdp_backend_use_flash(const ptdp_backend *be, ptdp_attention_backend choice, int *flash);
 
 /* A backend by name:
  *   "cpu"    OpenBLAS + OpenMP on the host;

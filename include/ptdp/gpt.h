@@ -44,6 +44,8 @@ typedef struct {
   int distributed_optimizer;
   int inference;          /* 1: parameters only, no gradient or optimizer buffers (ptdp-generate) */
   ptdp_dtype dtype;       /* storage type of weights and activations (--bf16, --fp16): be->dtype */
+  int flash_attention;    /* 1: the backend's fused attention (flash_forward/backward; the layer keeps
+                             each query row's log-sum-exp, no s x s tensor); 0: the unfused pair */
 } ptdp_gpt_config;
 
 /* Pointers to one layer's parameters (storage type: into wt) or gradients (fp32: into grad). */

@@ -16,7 +16,10 @@
  * i.e. twice the paper's bytes for every 2-byte tensor, the same for every 1-byte mask
  * (18 = 2 x 8 + 2; 48 = 2 x 24; 9 = 2 x 4 + 1 for softmax output, dropout output, mask).
  * The general count below also follows ffn-hidden-size and drops the masks and the dropout
- * output when their dropout probability is 0. */
+ * output when their dropout probability is 0.  With the fused (flash) attention the softmax,
+ * its dropout mask and output are never stored: the 5 a s / (h t) term goes, as under
+ * selective recomputation (Korthikanti et al.'s formula without it), and ptdp adds the fp32
+ * log-sum-exp of each query row, 4 b a s / t bytes. */
 #ifndef PTDP_MEMORY_FORMULA_H
 #define PTDP_MEMORY_FORMULA_H
 
@@ -29,6 +32,8 @@ typedef struct {
   ptdp_recompute recompute;              /* full: the layer stores its input only; selective: no
                                             attention core */
   int bytes;                             /* of one stored element: 4 fp32, 2 bf16/fp16 (0: 4) */
+  int flash_attention;                   /* the fused attention: no s x s terms; its log-sum-exp
+                                            (4 b a s / t bytes) in their place */
 } ptdp_layer_shape;
 
 /* ptdp's bytes for one layer of a micro-batch (exactly what the arena allocates). */

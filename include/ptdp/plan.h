@@ -39,7 +39,9 @@
  *             (selective recomputation drops it); REST: everything else;
  *   elements  in the sizes z of ptdp/shape.h;
  *   unit      STORE: the storage type; F32; MASK: one byte;
- *   when      ALWAYS; HDROP: hidden dropout > 0; ADROP: attention dropout > 0.
+ *   when      ALWAYS; HDROP: hidden dropout > 0; UNFUSED: the unfused attention (the
+ *             probabilities); ADROP: attention dropout > 0 with the unfused attention (the fused
+ *             kernel keeps no mask: it draws the bits again); FLASH: the fused attention.
  * The order within a part is the order of allocation. */
 #define PTDP_LAYER_ACTIVATIONS(X)                                                                          \
   X(PTDP_BUF_LAYER_INPUT, float, x, "layer_input", IN, z.Nl * z.h, STORE, ALWAYS) /* LN1 input */        \
@@ -48,7 +50,7 @@
   /* QKV input (a shard under SP; re-gathered in the backward) */                                         \
   X(PTDP_BUF_LN1_OUT, float, ln1_out, "ln1_out", REST, z.Nl * z.h, STORE, ALWAYS)                         \
   X(PTDP_BUF_QKV, float, qkv, "qkv", REST, z.N * 3 * z.hl, STORE, ALWAYS)                                 \
-  X(PTDP_BUF_ATTN_PROBS, float, probs, "attn_probs", CORE, z.att, STORE, ALWAYS) /* softmax output */    \
+  X(PTDP_BUF_ATTN_PROBS, float, probs, "attn_probs", CORE, z.att, STORE, UNFUSED) /* softmax output */   \
   X(PTDP_BUF_ATTN_MASK, uint8_t, attn_mask, "attn_dropout_mask", CORE, z.att, MASK, ADROP)                \
   /* the dropout output (aliases probs when p = 0) */                                                     \
   X(PTDP_BUF_ATTN_PROBS_DROPPED, float, probs_drop, "attn_probs_dropped", CORE, z.att, STORE, ADROP)     \
@@ -60,7 +62,9 @@
   X(PTDP_BUF_LN2_OUT, float, ln2_out, "ln2_out", REST, z.Nl * z.h, STORE, ALWAYS) /* fc1 input */        \
   X(PTDP_BUF_FC1_OUT, float, fc1, "fc1_out", REST, z.N * z.fl, STORE, ALWAYS) /* GELU input */           \
   X(PTDP_BUF_GELU_OUT, float, gelu, "gelu_out", REST, z.N * z.fl, STORE, ALWAYS) /* fc2 input */         \
-  X(PTDP_BUF_MLP_RESID_MASK, uint8_t, mask2, "mlp_resid_mask", REST, z.Nl * z.h, MASK, HDROP)
+  X(PTDP_BUF_MLP_RESID_MASK, uint8_t, mask2, "mlp_resid_mask", REST, z.Nl * z.h, MASK, HDROP)          \
+  /* the fused attention's log-sum-exp of each query row [b, al, s]: what its backward needs */         \
+  X(PTDP_BUF_ATTN_LSE, float, lse, "attn_lse", REST, z.b * z.al * z.s, F32, FLASH)
 
 /* The other buffers: X(kind, name). */
 #define PTDP_OTHER_BUFFERS(X)                                                                              \
@@ -84,6 +88,9 @@
 
 #define PTDP_BUF_ENUM_LAYER_(kind, type, field, name, part, elems, unit, when) kind,
 #define PTDP_BUF_ENUM_OTHER_(kind, name) kind,
+#define PTDP_BUF_COUNT_LAYER_(kind, type, field, name, part, elems, unit, when) +1
+enum { PTDP_BUF_LAYER_KINDS = 0 PTDP_LAYER_ACTIVATIONS(PTDP_BUF_COUNT_LAYER_) }; /* kinds [0, this) */
+#undef PTDP_BUF_COUNT_LAYER_
 typedef enum {
   PTDP_LAYER_ACTIVATIONS(PTDP_BUF_ENUM_LAYER_) /* one layer's (per chunk, slot and layer; recompute scratch) */
   PTDP_OTHER_BUFFERS(PTDP_BUF_ENUM_OTHER_)
@@ -128,6 +135,7 @@ typedef struct {
   int distributed_optimizer;
   int inference;                           /* 1: no gradients, no optimizer state */
   int dtype;                               /* storage type (ptdp_dtype of ptdp/backend.h): 0 fp32 */
+  int flash_attention;                     /* 1: the fused attention (lse, no s x s tensors) */
 } ptdp_plan_config;
 
 typedef struct {

@@ -40,6 +40,15 @@ int ptdp_backend_create_kind(ptdp_backend_kind kind, const ptdp_backend_options 
   return ptdp_backend_check_ops(*be);
 }
 
+int ptdp_backend_use_flash(const ptdp_backend *be, ptdp_attention_backend choice, int *flash)
+{
+  const int has = be->flash_forward && be->flash_backward;
+  *flash = choice == PTDP_ATTN_FLASH || (choice == PTDP_ATTN_AUTO && has && be->stream);
+  PTDP_CHECK(has || !*flash, "attention-backend = flash: the %s backend has no fused attention (use unfused or auto)",
+             be->name);
+  return 0;
+}
+
 int ptdp_backend_check_ops(const ptdp_backend *be)
 {
 #define CHECK_OP(P, op) PTDP_CHECK_INTERNAL(be->op, "the %s backend has no operation %s", be->name, #op);

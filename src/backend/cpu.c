@@ -451,6 +451,10 @@ int ptdp_cpu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const
 #define cpu_attention_forward ptdp_cpu_attention_forward
 #define cpu_attention_backward ptdp_cpu_attention_backward
 
+int ptdp_cpu_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse);
+int ptdp_cpu_flash_backward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *ctx,
+                            const float *lse, const float *dctx, float *dqkv);
+
 int ptdp_backend_cpu_create(ptdp_backend **out)
 {
   ptdp_backend *be;
@@ -460,6 +464,8 @@ int ptdp_backend_cpu_create(ptdp_backend **out)
   PTDP_CALLOC(c, 1, sizeof *c);
   be->ctx = c;
   PTDP_BACKEND_FILL(be, cpu);
+  be->flash_forward = ptdp_cpu_flash_forward;
+  be->flash_backward = ptdp_cpu_flash_backward;
   be->host_accessible = 1;
   *out = be;
   return 0;

@@ -32,8 +32,9 @@ static void gemm1(int ta, int tb, int M, int N, int K, float alpha, const float 
               ldb, 0.0f, C, ldc);
 }
 
-/* Softmax of the causal row q of S (columns 0..q), zeros after; dropout with keys of row q. */
-static void softmax_dropout_row(const ptdp_attn_desc *d, int bi, int head, int q, float *row, uint8_t *mr, float *pr)
+/* Softmax of the causal row q of S (columns 0..q), zeros after; dropout with keys of row q.
+ * Returns the row's log-sum-exp, max + log(sum of exp(x - max)). */
+static float softmax_dropout_row(const ptdp_attn_desc *d, int bi, int head, int q, float *row, uint8_t *mr, float *pr)
 {
   const int s = d->s;
   const float p = d->drop.p, keep_scale = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
@@ -57,6 +58,7 @@ static void softmax_dropout_row(const ptdp_attn_desc *d, int bi, int head, int q
       pr[k] = keep ? row[k] * keep_scale : 0.0f;
     }
   }
+  return m + logf(sum);
 }
 
 int ptdp_cpu_attention_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *probs,
@@ -145,6 +147,136 @@ int ptdp_cpu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const
             dV + (size_t)k0 * ld, ld);
       gemm1(1, 0, k1 - k0, hd, s - k0, scale, dP + (size_t)k0 * s + k0, s, Q + (size_t)k0 * ld, ld,
             dK + (size_t)k0 * ld, ld);
+    }
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- fused (flash) attention
+ * The same function as above without the s x s tensors: each thread works on one (sample, head)
+ * pair at a time and holds only the scores of one block of ATTN_BLOCK queries against the keys
+ * they see ([ATTN_BLOCK, s] floats, a few of them), so the memory is O(s) per thread instead of
+ * O(s^2) per pair.  The forward is the unfused forward's arithmetic, block by block (the same
+ * products and the same softmax: its ctx is the unfused ctx bit for bit) plus each query row's
+ * log-sum-exp; the backward recomputes P = exp(S - lse), takes D = dctx . ctx per query row, and
+ * accumulates dK and dV over the query blocks (the unfused backward sums over all queries at
+ * once: equal to rounding). */
+
+/* Per thread: S/P, Pd (dropout output) and dP blocks of ATTN_BLOCK x s floats, and a mask row. */
+static float *flash_scratch(ptdp_backend *be, int s, int *nt)
+{
+  *nt = 1;
+#ifdef _OPENMP
+  *nt = omp_get_max_threads();
+#endif
+  return ptdp_cpu_scratch(be, (size_t)*nt * (3 * (size_t)ATTN_BLOCK * s + (size_t)s));
+}
+
+int ptdp_cpu_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse)
+{
+  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd;
+  const int ld = b * 3 * hl, drop = d->drop.p > 0;
+  const float scale = 1.0f / sqrtf((float)hd);
+  int nt;
+  float *work = flash_scratch(be, s, &nt);
+  if (!work) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for attention scratch");
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (int t = 0; t < b * al; t++) {
+    const int bi = t / al, hh = t % al;
+    int me = 0;
+#ifdef _OPENMP
+    me = omp_get_thread_num();
+#endif
+    float *S = work + (size_t)me * (3 * (size_t)ATTN_BLOCK * s + s), *Pd = S + (size_t)ATTN_BLOCK * s;
+    uint8_t *mr = (uint8_t *)(Pd + 2 * (size_t)ATTN_BLOCK * s);
+    const float *Q = qkv + (size_t)bi * 3 * hl + (size_t)hh * 3 * hd, *K = Q + hd, *V = Q + 2 * hd;
+    float *C = ctx + (size_t)bi * hl + (size_t)hh * hd, *L = lse + ((size_t)bi * al + hh) * s;
+    for (int q0 = 0; q0 < s; q0 += ATTN_BLOCK) {
+      const int q1 = q0 + ATTN_BLOCK < s ? q0 + ATTN_BLOCK : s;
+      gemm1(0, 1, q1 - q0, q1, hd, scale, Q + (size_t)q0 * ld, ld, K, ld, S, s);
+      for (int q = q0; q < q1; q++) {
+        L[q] = softmax_dropout_row(d, bi, hh, q, S + (size_t)(q - q0) * s, mr, drop ? Pd + (size_t)(q - q0) * s : NULL);
+      }
+      gemm1(0, 0, q1 - q0, hd, q1, 1.0f, drop ? Pd : S, s, V, ld, C + (size_t)q0 * b * hl, b * hl);
+    }
+  }
+  return 0;
+}
+
+static void gemm_acc(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                     float *C, int ldc)
+{
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B,
+              ldb, 1.0f, C, ldc);
+}
+
+/* One query block [q0, q1) of one pair: P = exp(S - lse) over the causal keys [0, q1) (zeros
+ * above the diagonal), Pd its dropout (the forward's mask bits), dP = dropout'(dC V^T), then
+ * dS = P (dP - D) in place of dP with D = dC . C per row. */
+static void flash_block_grads(const ptdp_attn_desc *d, int bi, int hh, int q0, int q1, const float *L, const float *dC,
+                              const float *C, int ldc, float *P, float *Pd, float *dP, uint8_t *mr)
+{
+  const int s = d->s, hd = d->hd, drop = d->drop.p > 0;
+  const float keep_scale = drop ? 1.0f / (1.0f - d->drop.p) : 1.0f;
+  for (int q = q0; q < q1; q++) {
+    float *pr = P + (size_t)(q - q0) * s, *dr = dP + (size_t)(q - q0) * s, *pd = Pd + (size_t)(q - q0) * s;
+    const float l = L[q];
+#pragma omp simd
+    for (int k = 0; k <= q; k++) pr[k] = ptdp_cpu_expf(pr[k] - l);
+    for (int k = q + 1; k < q1; k++) pr[k] = 0.0f;
+    if (drop) {
+      uint64_t rh = ptdp_rng_row(d->drop.seed, d->drop.site, d->drop.layer, (uint64_t)(d->drop.sample0 + bi),
+                                 (uint64_t)((d->head0 + hh) * s + q));
+      for (int k = 0; k < q1; k++) {
+        mr[k] = k <= q && ptdp_rng_uniform(ptdp_rng_at(rh, (uint64_t)k)) >= d->drop.p;
+        pd[k] = mr[k] ? pr[k] * keep_scale : 0.0f;
+        dr[k] = mr[k] ? dr[k] * keep_scale : 0.0f;
+      }
+    }
+    float D = 0.0f;
+    const float *cr = C + (size_t)q * ldc, *dcr = dC + (size_t)q * ldc;
+    for (int j = 0; j < hd; j++) D += dcr[j] * cr[j];
+#pragma omp simd
+    for (int k = 0; k <= q; k++) dr[k] = pr[k] * (dr[k] - D);
+    for (int k = q + 1; k < q1; k++) dr[k] = 0.0f;
+  }
+}
+
+int ptdp_cpu_flash_backward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *ctx,
+                            const float *lse, const float *dctx, float *dqkv)
+{
+  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd;
+  const int ld = b * 3 * hl, ldc = b * hl, drop = d->drop.p > 0;
+  const float scale = 1.0f / sqrtf((float)hd);
+  int nt;
+  float *work = flash_scratch(be, s, &nt);
+  if (!work) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for attention scratch");
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (int t = 0; t < b * al; t++) {
+    const int bi = t / al, hh = t % al;
+    int me = 0;
+#ifdef _OPENMP
+    me = omp_get_thread_num();
+#endif
+    float *P = work + (size_t)me * (3 * (size_t)ATTN_BLOCK * s + s), *Pd = P + (size_t)ATTN_BLOCK * s;
+    float *dP = Pd + (size_t)ATTN_BLOCK * s;
+    uint8_t *mr = (uint8_t *)(dP + (size_t)ATTN_BLOCK * s);
+    const size_t qoff = (size_t)bi * 3 * hl + (size_t)hh * 3 * hd;
+    const float *Q = qkv + qoff, *K = Q + hd, *V = Q + 2 * hd, *L = lse + ((size_t)bi * al + hh) * s;
+    const float *C = ctx + (size_t)bi * hl + (size_t)hh * hd, *dC = dctx + (size_t)bi * hl + (size_t)hh * hd;
+    float *dQ = dqkv + qoff, *dK = dQ + hd, *dV = dQ + 2 * hd;
+    for (int k = 0; k < s; k++) {
+      memset(dK + (size_t)k * ld, 0, sizeof(float) * (size_t)hd);
+      memset(dV + (size_t)k * ld, 0, sizeof(float) * (size_t)hd);
+    }
+    for (int q0 = 0; q0 < s; q0 += ATTN_BLOCK) {
+      const int q1 = q0 + ATTN_BLOCK < s ? q0 + ATTN_BLOCK : s, nq = q1 - q0;
+      gemm1(0, 1, nq, q1, hd, scale, Q + (size_t)q0 * ld, ld, K, ld, P, s);             /* S */
+      gemm1(0, 1, nq, q1, hd, 1.0f, dC + (size_t)q0 * ldc, ldc, V, ld, dP, s);          /* dPd */
+      flash_block_grads(d, bi, hh, q0, q1, L, dC, C, ldc, P, Pd, dP, mr);
+      gemm1(0, 0, nq, hd, q1, scale, dP, s, K, ld, dQ + (size_t)q0 * ld, ld);           /* dQ = dS K */
+      gemm_acc(1, 0, q1, hd, nq, 1.0f, drop ? Pd : P, s, dC + (size_t)q0 * ldc, ldc, dV, ld); /* dV += Pd^T dC */
+      gemm_acc(1, 0, q1, hd, nq, scale, dP, s, Q + (size_t)q0 * ld, ld, dK, ld);        /* dK += dS^T Q */
     }
   }
   return 0;

@@ -148,6 +148,17 @@ static int guard_attention_forward(ptdp_backend *be, const ptdp_attn_desc *d, co
   GUARD_RUN(be, attention_forward, d, qkv, probs, mask, probs_drop, ctx);
 }
 
+static int guard_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse)
+{
+  GUARD_RUN(be, flash_forward, d, qkv, ctx, lse);
+}
+
+static int guard_flash_backward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *ctx,
+                                const float *lse, const float *dctx, float *dqkv)
+{
+  GUARD_RUN(be, flash_backward, d, qkv, ctx, lse, dctx, dqkv);
+}
+
 static int guard_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *probs,
                                     const uint8_t *mask, const float *probs_drop, const float *dctx, float *dqkv,
                                     float *scratch)
@@ -216,6 +227,8 @@ static void guard_fill_table(ptdp_backend *be)
   be->name = "guard";
   be->host_accessible = 0;
   PTDP_BACKEND_FILL(be, guard);
+  be->flash_forward = guard_flash_forward; /* the CPU backend's, which has them */
+  be->flash_backward = guard_flash_backward;
 }
 
 int ptdp_backend_guard_create(size_t reserve, ptdp_backend **out)

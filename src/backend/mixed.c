@@ -362,6 +362,29 @@ static int mx_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, cons
   return 0;
 }
 
+/* lse is fp32, passed through. */
+static int mx_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse)
+{
+  call k = {.c = MX(be)};
+  const int iq = use(&k, qkv, attn_qkv(d), 1, 0), ic = use(&k, ctx, attn_ctx(d), 0, 1);
+  PTDP_CALL(call_begin(&k));
+  PTDP_CALL(INNER(be)->flash_forward(INNER(be), d, W(k, iq), W(k, ic), lse));
+  PTDP_CALL(call_end(&k));
+  return 0;
+}
+
+static int mx_flash_backward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *ctx,
+                             const float *lse, const float *dctx, float *dqkv)
+{
+  call k = {.c = MX(be)};
+  const int iq = use(&k, qkv, attn_qkv(d), 1, 0), ic = use(&k, ctx, attn_ctx(d), 1, 0);
+  const int idc = use(&k, dctx, attn_ctx(d), 1, 0), idq = use(&k, dqkv, attn_qkv(d), 0, 1);
+  PTDP_CALL(call_begin(&k));
+  PTDP_CALL(INNER(be)->flash_backward(INNER(be), d, W(k, iq), W(k, ic), lse, W(k, idc), W(k, idq)));
+  PTDP_CALL(call_end(&k));
+  return 0;
+}
+
 static int mx_embedding_forward(ptdp_backend *be, const float *wte, const int32_t *tok, long long v0, long long vl,
                                 float *out, long long rows, int h)
 {
@@ -433,6 +456,13 @@ static void fill_table(ptdp_backend *be)
   be->gemm_wgrad = mx_gemm_wgrad;
 }
 
+/* The optional operations where inner has them. */
+static void fill_optional(ptdp_backend *be, const ptdp_backend *inner)
+{
+  be->flash_forward = inner->flash_forward ? mx_flash_forward : NULL;
+  be->flash_backward = inner->flash_backward ? mx_flash_backward : NULL;
+}
+
 /* The wrapper's table around inner (not yet owned: the caller destroys inner on failure). */
 static int wrap(ptdp_backend *inner, ptdp_dtype t, ptdp_backend **out)
 {
@@ -451,6 +481,7 @@ static int wrap(ptdp_backend *inner, ptdp_dtype t, ptdp_backend **out)
   *be = (ptdp_backend){.name = inner->name, .ctx = c, .dtype = t, .host_accessible = inner->host_accessible,
                        .stream = inner->stream};
   fill_table(be);
+  fill_optional(be, inner);
   *out = be;
   return 0;
 }

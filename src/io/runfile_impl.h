@@ -10,7 +10,7 @@
 /* Communicators of /communication, in order. */
 enum { RF_COMM_TP_LAYERS = 0, RF_COMM_TP_OTHER, RF_COMM_PP, RF_COMM_DP, RF_COMM_EMB, RF_NCOMMS };
 /* Layer tensors of /memory: the plan's per-layer buffer kinds, in order. */
-enum { RF_KIND0 = PTDP_BUF_LAYER_INPUT, RF_NKINDS = PTDP_BUF_MLP_RESID_MASK + 1 };
+enum { RF_KIND0 = PTDP_BUF_LAYER_INPUT, RF_NKINDS = PTDP_BUF_LAYER_KINDS };
 
 /* A row of /jobs. */
 typedef struct {

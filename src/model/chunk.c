@@ -112,7 +112,7 @@ static int gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float l
       if (i == g1 - 1) PTDP_CALL(recompute_group(m, c, slot, g0, g1));
     }
     ptdp_layer_acts a = resolve(m, c, slot, i);
-    if (m->cfg.recompute == PTDP_RECOMPUTE_SELECTIVE) {
+    if (m->cfg.recompute == PTDP_RECOMPUTE_SELECTIVE && !m->cfg.flash_attention) { /* flash keeps its lse */
       ptdp_attn_desc d = ptdp_layer_attn_desc(m, ch->layer0 + i, sl->sample0);
       /* the context it writes again is not needed: it goes to scratch */
       PTDP_CALL(be->attention_forward(be, &d, a.qkv, a.probs, a.attn_mask, a.probs_drop, m->work.dctx));

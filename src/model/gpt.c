@@ -29,7 +29,7 @@ ptdp_plan_config ptdp_gpt_plan_config(const ptdp_gpt_config *c, const ptdp_param
                          .recompute_num_layers = c->recompute_num_layers, .schedule = c->schedule, .m = c->m,
                          .bucket_elems = c->bucket_elems, .d = c->dp_size,
                          .distributed_optimizer = c->distributed_optimizer, .inference = c->inference,
-                         .dtype = (int)c->dtype};
+                         .dtype = (int)c->dtype, .flash_attention = c->flash_attention};
   return pc;
 }
 
@@ -37,7 +37,7 @@ ptdp_layer_shape ptdp_gpt_layer_shape(const ptdp_gpt *m)
 {
   return (ptdp_layer_shape){.r = m->sh, .hidden_dropout = m->cfg.hidden_dropout > 0,
                             .attention_dropout = m->cfg.attn_dropout > 0, .recompute = m->cfg.recompute,
-                            .bytes = (int)m->es};
+                            .bytes = (int)m->es, .flash_attention = m->cfg.flash_attention};
 }
 
 float *ptdp_gpt_param_data(const ptdp_gpt *m, int i) { return m->param ? m->param + m->layout.offset[i] : NULL; }
@@ -200,6 +200,8 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
   PTDP_CHECK_INTERNAL(be->dtype == cfg->dtype, "the model stores %s on a backend storing %s",
              ptdp_dtype_name(cfg->dtype), ptdp_dtype_name(be->dtype));
   PTDP_CHECK_INTERNAL(cfg->dtype == PTDP_F32 || !cfg->inference, "inference runs in fp32");
+  PTDP_CHECK_INTERNAL(!cfg->flash_attention || (be->flash_forward && be->flash_backward),
+                      "fused attention asked of the %s backend, which has none", be->name);
   m->es = ptdp_dtype_size(cfg->dtype);
   m->master_sharded = cfg->dtype != PTDP_F32 && !cfg->inference && cfg->distributed_optimizer && cfg->dp_size > 1;
   PTDP_CHECK(cfg->heads % m->t == 0 && cfg->hidden % cfg->heads == 0 && cfg->ffn % m->t == 0 &&

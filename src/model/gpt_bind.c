@@ -128,7 +128,7 @@ static int bind_record(ptdp_gpt *m, const ptdp_mem_record *r)
     if (b->layer >= 0) return bind_act(&sl->layers[b->layer - ch->layer0], b->kind, r->ptr);
     return bind_slot(sl, b->kind, r->ptr);
   }
-  if (b->chunk < 0 && b->kind < PTDP_BUF_CHUNK_OUTPUT) return bind_act(&m->work.recomp[b->index], b->kind, r->ptr);
+  if (b->chunk < 0 && (int)b->kind < PTDP_BUF_LAYER_KINDS) return bind_act(&m->work.recomp[b->index], b->kind, r->ptr);
   if (bind_work(&m->work, b->kind, r->ptr)) return 1;
   if (b->kind == PTDP_BUF_PARAMS) m->wt = r->ptr;
   if (b->kind == PTDP_BUF_MASTER_PARAMS) m->master = r->ptr;

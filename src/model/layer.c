@@ -108,6 +108,7 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
 static int train_attention(const ptdp_block_pass *p, ptdp_gpt *m, int layer, const ptdp_layer_acts *a)
 {
   ptdp_attn_desc d = ptdp_layer_attn_desc(m, layer, p->sample0);
+  if (m->cfg.flash_attention) return m->be->flash_forward(m->be, &d, a->qkv, a->ctx, a->lse);
   return m->be->attention_forward(m->be, &d, a->qkv, a->probs, a->attn_mask, a->probs_drop, a->ctx);
 }
 
@@ -165,8 +166,11 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->sh.hl, N, 1.0f, dT, h, a->ctx, m->sh.hl, g.proj_w, m->sh.hl));
   PTDP_CALL(be->gemm(be, 0, 0, N, m->sh.hl, h, 1.0f, dT, h, w.proj_w, m->sh.hl, 0.0f, m->work.dctx, m->sh.hl));
   ptdp_attn_desc d = ptdp_layer_attn_desc(m, layer, sample0);
-  PTDP_CALL(be->attention_backward(be, &d, a->qkv, a->probs, a->attn_mask, a->probs_drop, m->work.dctx, m->work.dqkv,
-                                   m->work.attn));
+  if (m->cfg.flash_attention)
+    PTDP_CALL(be->flash_backward(be, &d, a->qkv, a->ctx, a->lse, m->work.dctx, m->work.dqkv));
+  else
+    PTDP_CALL(be->attention_backward(be, &d, a->qkv, a->probs, a->attn_mask, a->probs_drop, m->work.dctx,
+                                     m->work.dqkv, m->work.attn));
   PTDP_CALL(be->bias_backward(be, m->work.dqkv, g.qkv_b, N, 3 * m->sh.hl));
   /* The key bias's gradient is exactly zero: softmax is invariant to adding one number to a
    * query's row of scores, and a key bias adds q . b_k to the whole row.  In floating point the

@@ -12,6 +12,7 @@ double ptdp_layer_bytes_ptdp(const ptdp_layer_shape *l)
                  + E * (3 * N * hl + N * hl) /* QKV, attention context */
                  + E * (2 * N * fl)          /* fc1 out (GELU input), GELU out */
                  + (l->hidden_dropout ? 2 * Nl * h : 0); /* two residual dropout masks */
+  if (l->flash_attention) return bytes + 4.0 * r->b * r->al * r->s; /* log-sum-exp per query row */
   if (l->recompute != PTDP_RECOMPUTE_SELECTIVE)
     bytes += att * (E + (l->attention_dropout ? E + 1 : 0)); /* softmax; mask + dropout out */
   return bytes;
@@ -22,6 +23,6 @@ double ptdp_layer_bytes_paper(const ptdp_layer_shape *l)
   const ptdp_rank_shape *r = &l->r;
   const double sbh = (double)r->s * r->b * r->h, t = r->t, as_h = (double)r->a * r->s / r->h;
   if (l->recompute == PTDP_RECOMPUTE_FULL) return 2 * sbh;
-  double attn = l->recompute == PTDP_RECOMPUTE_SELECTIVE ? 0 : 5 * as_h / t;
+  double attn = l->recompute == PTDP_RECOMPUTE_SELECTIVE || l->flash_attention ? 0 : 5 * as_h / t;
   return r->sp ? sbh * (34 / t + attn) : sbh * (10 + 24 / t + attn);
 }

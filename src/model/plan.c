@@ -75,7 +75,8 @@ static int add_layer(ptdp_plan *pl, layer_part what, int chunk, int slot, int la
   const ptdp_rank_shape z = sizes_of(c);
   const size_t STORE = storage_bytes(c), F32 = sizeof(float), MASK = sizeof(uint8_t);
   const int IN = PART_IN, CORE = PART_CORE, REST = PART_REST;
-  const int ALWAYS = 1, HDROP = c->hidden_dropout, ADROP = c->attention_dropout;
+  const int ALWAYS = 1, HDROP = c->hidden_dropout, FLASH = c->flash_attention, UNFUSED = !FLASH;
+  const int ADROP = c->attention_dropout && UNFUSED;
   for (int part = PART_IN; part <= PART_REST; part++) {
     if (!holds_part(what, part)) continue;
 #define ADD(kind, type, field, name, p_, elems, unit, when)                                                \
@@ -133,7 +134,7 @@ static int add_work(ptdp_plan *pl)
     {PTDP_BUF_WORK_SHARD_A, z.Nl * z.h, S},   {PTDP_BUF_WORK_SHARD_B, z.Nl * z.h, S},
     {PTDP_BUF_WORK_SHARD_C, z.Nl * z.h, S},   {PTDP_BUF_WORK_DQKV, z.N * 3 * z.hl, S},
     {PTDP_BUF_WORK_DCTX, z.N * z.hl, S},      {PTDP_BUF_WORK_DFC, z.N * z.fl, S},
-    {PTDP_BUF_WORK_ATTN, z.s * z.s, F},       {PTDP_BUF_WORK_XENT, 3 * z.N, F},
+    {PTDP_BUF_WORK_ATTN, c->flash_attention ? 0 : z.s * z.s, F}, {PTDP_BUF_WORK_XENT, 3 * z.N, F},
     {PTDP_BUF_WORK_GRAD_A, z.Nl * z.h, S},    {PTDP_BUF_WORK_GRAD_B, z.Nl * z.h, S},
     {PTDP_BUF_WORK_POSITIONS, z.Nl, sizeof(int32_t)}};
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)

@@ -215,6 +215,10 @@ static const ptdp_option table[] = {
    "device backend: cpu (OpenBLAS + OpenMP); guard (tests only: the CPU backend with memory the host cannot touch); "
    "cuda (one NVIDIA GPU per rank)",
    ALWAYS},
+  {"attention-backend", PTDP_OPT_ENUM, ENUM_OFF(attention_backend), "auto", 0, 0, PTDP_ATTENTION_BACKEND_CHOICES,
+   "attention core: flash (fused: no s x s tensors kept, each query row's log-sum-exp instead); unfused (the "
+   "softmax kept in full, the reference); auto: flash on a GPU backend that has it, else unfused",
+   ALWAYS},
   {"device", PTDP_OPT_INT, OFF(device), "-1", -1, 1024, NULL,
    "cuda: the GPU of every rank of a node; -1: the node-local rank modulo the node's GPUs", &if_cuda},
   {"comm-backend", PTDP_OPT_ENUM, ENUM_OFF(comm_backend), "auto", 0, 0, "auto|mpi|nccl",

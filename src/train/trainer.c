@@ -158,6 +158,8 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
   PTDP_CALL(ptdp_backend_mixed_create(tr->be, dt, &tr->be)); /* bf16/fp16 storage; fp32: the backend itself */
   PTDP_CALL(ptdp_grid_attach_backend(&tr->grid, tr->be)); /* float messages are backend memory */
   PTDP_CALL(choose_transport(tr, a, bopt));
+  int flash;
+  PTDP_CALL(ptdp_backend_use_flash(tr->be, a->attention_backend, &flash));
 
   ptdp_gpt_config mc = {
     .num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size, .heads = (int)a->num_attention_heads,
@@ -170,7 +172,7 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
     .chunks = v, .schedule = sk, .m = tr->m,
     .recompute = a->recompute_granularity, .recompute_method = a->recompute_method,
     .recompute_num_layers = (int)a->recompute_num_layers, .bucket_elems = a->ddp_bucket_size, .dp_size = (int)d,
-    .distributed_optimizer = a->use_distributed_optimizer, .dtype = dt};
+    .distributed_optimizer = a->use_distributed_optimizer, .dtype = dt, .flash_attention = flash};
   /* the resolved model shape is what checkpoints record (use-checkpoint-args reads it back) */
   tr->args.vocab_size = tr->vocab;
   tr->args.ffn_hidden_size = mc.ffn;
