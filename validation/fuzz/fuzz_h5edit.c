@@ -141,7 +141,7 @@ static void *values_of(prog *g, hid_t t, int varstr, hssize_t n)
 
 static void values_free(void *v, int varstr, hssize_t n)
 {
-  for (hssize_t i = 0; varstr && v && i < n; i++) free(((char **)v)[i]);
+  for (hssize_t i = 0; varstr && v && i < (n < 1 ? 1 : n); i++) free(((char **)v)[i]); /* as values_of made */
   free(v);
 }
 
