@@ -6,8 +6,8 @@
 # pipeline); the aligned text table holds the same rows; a bad file among good ones is named
 # and the exit is non-zero while the good rows still print.
 . "$top_srcdir/validation/tests/common.sh"
+python_or_skip h5py numpy
 PY="$PYTHON3"
-$PY -c "import h5py, numpy" 2>/dev/null || { echo "SKIP: h5py or numpy cannot be imported by $PY"; exit 77; }
 COMPARE="$top_builddir/ptdp-compare"
 FIX="$top_srcdir/validation/tests/tools/make_runfile.py"
 

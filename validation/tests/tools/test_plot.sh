@@ -6,8 +6,8 @@
 # ptdp-compare read), a run killed with kill -9 after switching to SWMR (read as it is) and one
 # killed before (a clear message naming `h5clear -s`, then readable after it); bad input.
 . "$top_srcdir/validation/tests/common.sh"
+python_or_skip h5py numpy matplotlib
 PY="$PYTHON3"
-$PY -c "import h5py, numpy, matplotlib" 2>/dev/null || { echo "SKIP: h5py, numpy or matplotlib cannot be imported by $PY"; exit 77; }
 PLOT="$top_builddir/ptdp-plot"
 COMPARE="$top_builddir/ptdp-compare"
 TOOLS="$top_srcdir/validation/tests/tools"
