@@ -6,9 +6,10 @@
 # p=2 interleaved (v=2) d=2 with the distributed optimizer; messages are staged through host
 # buffers by the MPI transport (the guard backend is not host accessible).
 . "$top_srcdir/validation/tests/common.sh"
+LAUNCH_TIMEOUT=300
 losses() { # backend flags... -> loss and grad-norm lines
   be=$1; shift
-  timeout 300 $MPIRUN -n 4 "$TRAIN" "$top_srcdir/inputs/gpt-mock.in" --train-iters 4 --lr-warmup-iters 1 \
+  launch 4 "$TRAIN" "$top_srcdir/inputs/gpt-mock.in" --train-iters 4 --lr-warmup-iters 1 \
     --log-interval 1 --num-threads 1 --backend "$be" "$@" > "$TMPD/$be.log" 2>&1 || { echo "exit $? ($be)"; tail -5 "$TMPD/$be.log"; }
   grep -o "lm loss: [0-9.E+-]* .*grad norm: [0-9.]*" "$TMPD/$be.log"
 }

@@ -9,7 +9,8 @@
 # both kinds of comparison must catch every mistake.
 . "$top_srcdir/validation/tests/common.sh"
 OPS="$top_builddir/validation/tests/backend/test_ops"
-timeout 600 $MPIRUN -n 1 "$OPS" --plant --backends cpu,guard > "$TMPD/plant.log" 2>&1
+LAUNCH_TIMEOUT=600
+launch 1 "$OPS" --plant --backends cpu,guard > "$TMPD/plant.log" 2>&1
 rc=$?
 grep "^planted" "$TMPD/plant.log" || tail -20 "$TMPD/plant.log"
 ok $rc "test_ops --plant: every planted mistake caught on cpu and on guard (exit $rc)"

@@ -2,11 +2,10 @@
 # with the reason when this build has no CUDA backend or this node no GPU:
 #   ptdp-train --backend cuda fails at once with "no usable GPU" / "built without CUDA" then.
 gpu_or_skip() {
-  timeout 120 $MPIRUN -n 1 "$TRAIN" "$top_srcdir/inputs/gpt-mock.in" --backend cuda --train-iters 1 \
+  launch 1 "$TRAIN" "$top_srcdir/inputs/gpt-mock.in" --backend cuda --train-iters 1 \
     --lr-warmup-iters 0 --run-file none > "$TMPD/probe.log" 2>&1 && return 0
   if grep -q "built without CUDA\|no usable GPU" "$TMPD/probe.log"; then
-    echo "SKIP: $(grep -o 'backend = cuda: .*' "$TMPD/probe.log" | head -n 1)"
-    exit 77
+    skip "$(grep -o 'backend = cuda: .*' "$TMPD/probe.log" | head -n 1)"
   fi
   echo "FAIL: a one-iteration run on the CUDA backend failed:"; tail -n 20 "$TMPD/probe.log"
   exit 1

@@ -4,8 +4,8 @@
 # other GPU tests cover it).  Also: bf16 on backend = cuda gets the same message (the precision
 # is no reason to refuse), and comm-backend = nccl is refused on the CPU backend.
 . "$top_srcdir/validation/tests/common.sh"
-run() { timeout 120 $MPIRUN -n 2 "$TRAIN" "$top_srcdir/inputs/gpt-mock.in" --train-iters 1 --lr-warmup-iters 0 \
-          --run-file none "$@" > "$TMPD/out.log" 2>&1; }
+run() { launch 2 "$TRAIN" "$top_srcdir/inputs/gpt-mock.in" --train-iters 1 --lr-warmup-iters 0 --run-file none "$@" \
+          > "$TMPD/out.log" 2>&1; }
 run --backend cuda
 rc=$?
 if [ $rc -eq 0 ]; then echo "SKIP: a GPU is present; the GPU tests cover backend = cuda"; exit 77; fi

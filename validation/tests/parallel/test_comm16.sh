@@ -4,7 +4,7 @@
 # more, the same bits on every rank, bytes at 2 an element).
 . "$top_srcdir/validation/tests/common.sh"
 for np in 2 3 4; do
-  timeout 120 $MPIRUN -n $np "$top_builddir/validation/tests/parallel/test_comm16" cpu guard > "$TMPD/out" 2>&1
+  launch $np "$top_builddir/validation/tests/parallel/test_comm16" cpu guard > "$TMPD/out" 2>&1
   rc=$?
   if [ $rc -eq 0 ]; then tail -1 "$TMPD/out"; else cat "$TMPD/out"; fi
   ok $rc "bf16/fp16 collectives and messages on $np ranks, cpu and guard (exit $rc)"

@@ -3,7 +3,7 @@
 # a bf16 sum that truncates instead of rounding to nearest even (caught bit for bit on 2 ranks)
 # and bytes counted as 4 per 16-bit element (caught by the ring-convention counts).
 . "$top_srcdir/validation/tests/common.sh"
-timeout 120 $MPIRUN -n 2 "$top_builddir/validation/tests/parallel/test_comm16_mutant" cpu > "$TMPD/out" 2>&1
+launch 2 "$top_builddir/validation/tests/parallel/test_comm16_mutant" cpu > "$TMPD/out" 2>&1
 rc=$?
 grep -m 4 "FAIL" "$TMPD/out"
 [ $rc -ne 0 ] && [ $rc -ne 124 ]
