@@ -34,6 +34,9 @@ LEVELS = [
     ("optim", "AdamW, learning-rate schedules, loss scaling"),
     ("io", "checkpoints and the run file (HDF5), handed what they write"),
     ("train", "ptdp-train: its key table, the trainer loop, batches, the debug dump"),
+    # convert reads ptdp-train's keys from a checkpoint (args.h) and moves weights through the
+    # checkpoint module: above train and io, beside generate (neither includes the other)
+    ("convert", "ptdp-convert: checkpoints to and from Hugging Face directories (safetensors, config.json)"),
     ("generate", "ptdp-generate: inference with a KV cache from a checkpoint"),
     ("sim", "ptdp-sim: the performance and memory model (no MPI in its interface)"),
     ("sweep", "ptdp-sweep: layouts searched with the simulator"),

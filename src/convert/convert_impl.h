@@ -1,0 +1,134 @@
+/* Private to src/convert: ptdp checkpoints to and from Hugging Face model directories.
+ *
+ *   hf_map.c      the engine: an architecture's table of names and layouts (below) turns ptdp's
+ *                 global tensors (Megatron-core names, ptdp-checkpoint(5)) into Hugging Face's
+ *                 and back; shards and the index file
+ *   hf_gpt2.c     GPT2LMHeadModel: its table and its config.json
+ *   hf_model.c    the one-rank model the weights pass through (checkpoints read and written by
+ *                 ptdp's checkpoint module)
+ *   hf_export.c   --load CKPT --hf-out DIR
+ *   hf_import.c   --hf-in DIR --save CKPT
+ *   ptdp_convert.c  the executable: its keys, main
+ *
+ * An architecture is data: a list of names, each a Hugging Face tensor, the Megatron-core tensor
+ * it comes from, and how its rows map (hf_rows) and whether it is stored transposed.  Adding
+ * LlamaForCausalLM is another table beside GPT-2's (hf_arch_llama: q/k/v and gate/up as parts of
+ * linear_qkv and linear_fc1, RMSNorm weights copied; README of ptdp-convert(1)), its config
+ * functions, and the row maps its parts need. */
+#ifndef PTDP_CONVERT_IMPL_H
+#define PTDP_CONVERT_IMPL_H
+
+#include "json_doc.h"
+#include "ptdp/args.h"
+#include "ptdp/backend.h"
+#include "ptdp/gpt.h"
+#include "ptdp/grid.h"
+#include "ptdp/safetensors.h"
+
+#include <stdio.h>
+
+/* The model's sizes, as the layouts and the config files need them. */
+typedef struct {
+  long long layers, h, heads, ffn, vocab, max_pos;
+} hf_dims;
+
+/* What a Hugging Face model directory records besides tensors (config.json's keys). */
+typedef struct {
+  hf_dims d;
+  double eps;          /* layer_norm_epsilon */
+  double init_std;     /* initializer_range */
+  double hidden_dropout, attn_dropout;
+  long long eod;       /* bos/eos token id, -1: none */
+  ptdp_st_dtype dtype; /* torch_dtype of the tensors */
+} hf_model;
+
+/* How a Hugging Face tensor's rows (before any transpose) come from the Megatron-core tensor's.
+ *   SAME         row r is row r
+ *   QKV_BY_HEAD  Hugging Face's fused [q all heads | k all heads | v all heads] from
+ *                Megatron-core's per-head [q k v] (linear_qkv: row a 3 hd + j hd + i is output i
+ *                of head a of projection j = 0 q, 1 k, 2 v; Hugging Face's row j h + a hd + i)
+ * Llama will add the parts of a grouped linear_qkv (q, k, v of the query groups) and of
+ * SwiGLU's linear_fc1 (gate, up), selected by hf_name.part. */
+typedef enum { HF_ROWS_SAME = 0, HF_ROWS_QKV_BY_HEAD } hf_rows;
+
+typedef struct {
+  const char *hf;    /* Hugging Face's name; %d: the layer */
+  const char *mcore; /* the Megatron-core name of ptdp's parameter table; %d: the layer */
+  hf_rows rows;
+  int part;          /* which part of the Megatron-core tensor (0: all of it) */
+  int transpose;     /* stored [in, out] (GPT-2's Conv1D) where Megatron-core has [out, in] */
+} hf_name;
+
+typedef struct {
+  const char *architecture; /* config.json's architectures[0] */
+  const char *model_type;
+  const char *prefix;       /* the names' prefix that the hub's older files omit ("transformer."), or "" */
+  const hf_name *names;
+  int nnames;
+  const char *const *buffers; /* suffixes of tensors that are buffers, not weights: ignored on import */
+  const char *tied_output;    /* the output layer's name, tied to the word embedding: if present it must equal it */
+  const char *word_embedding; /* the Hugging Face name of the word embedding */
+  /* config.json of m to f; and m from a parsed config.json (path for messages) */
+  int (*config_write)(FILE *f, const hf_model *m);
+  int (*config_read)(const jd_value *cfg, const char *path, hf_model *m);
+} hf_arch;
+
+extern const hf_arch hf_arch_gpt2;
+/* The architecture of a config.json: architectures[0], else model_type; NULL when ptdp has none. */
+const hf_arch *hf_arch_find(const jd_value *cfg);
+
+/* One tensor of a model in host memory: its global shape and fp32 values. */
+typedef struct {
+  char name[128];
+  int ndim;
+  long long rows, cols; /* cols 1 for a vector */
+  float *data;
+} hf_tensor;
+
+/* The Hugging Face tensors of the Megatron-core tensors mc[0 .. nmc) (all of a model's), in the
+ * table's order (the layers in turn); *out[0 .. *nout) own their data. */
+int hf_map_export(const hf_arch *a, const hf_dims *d, const hf_tensor *mc, int nmc, hf_tensor **out, int *nout);
+/* The inverse: fill mc[0 .. nmc) (shapes set, data allocated) from the Hugging Face tensors that
+ * get(ctx, name, ...) reads; every element of every mc tensor must be written exactly once. */
+typedef int (*hf_get_fn)(void *ctx, const char *name, long long rows, long long cols, int ndim, float *out);
+int hf_map_import(const hf_arch *a, const hf_dims *d, hf_tensor *mc, int nmc, hf_get_fn get, void *ctx);
+/* The Hugging Face names the table gives for d (for checking a directory holds nothing else);
+ * *names[0 .. *n) malloc'ed, freed with hf_names_free. */
+int hf_map_names(const hf_arch *a, const hf_dims *d, char ***names, int *n);
+void hf_names_free(char **names, int n);
+void hf_tensors_free(hf_tensor *t, int n);
+
+/* Write tensors t[0 .. n) as dtype into dir: model.safetensors, or shards of at most max_bytes
+ * each (model-0000K-of-0000N.safetensors) and model.safetensors.index.json. */
+int hf_write_shards(const char *dir, const hf_tensor *t, int n, ptdp_st_dtype dtype, unsigned long long max_bytes);
+
+/* A size with an optional unit, as Hugging Face's max_shard_size: "5GB", "500MB", "2GiB", "1000". */
+int hf_parse_size(const char *s, unsigned long long *bytes);
+/* The file at path whole, NUL-terminated (limit: at most max bytes). */
+int hf_read_text(const char *path, size_t max, char **text, size_t *n);
+/* mkdir -p dir. */
+int hf_make_dir(const char *dir);
+/* Copy a file. */
+int hf_copy_file(const char *from, const char *to);
+
+/* ---- hf_model.c: a one-rank model (t = p = d = 1, CPU backend, parameters only) of ptdp-train's
+ * keys a; its parameter table is the model's global tensors. */
+typedef struct {
+  ptdp_backend *be;
+  ptdp_grid grid;
+  int have_grid, have_model;
+  ptdp_gpt m;
+} hf_session;
+int hf_session_create(hf_session *s, const ptdp_args *a);
+void hf_session_free(hf_session *s);
+/* Host tensors named and shaped as the model's parameters (*n of them), zeroed. */
+int hf_session_tensors(const hf_session *s, hf_tensor **mc, int *n);
+/* The model's weights into mc (from hf_session_tensors), and back. */
+int hf_session_get(hf_session *s, hf_tensor *mc);
+int hf_session_set(hf_session *s, const hf_tensor *mc);
+
+/* The two directions. */
+int hf_export(const char *load_dir, const char *out_dir, ptdp_st_dtype dtype, unsigned long long max_shard);
+int hf_import(const char *in_dir, const char *save_dir);
+
+#endif

@@ -1,0 +1,142 @@
+/* ptdp-convert --load CKPT --hf-out DIR: a ptdp checkpoint as a Hugging Face model directory.
+ *
+ *   DIR/config.json                      the architecture's keys (hf_arch.config_write)
+ *   DIR/model.safetensors                the weights, Hugging Face's names and layouts; beyond
+ *                                        max-shard-size, model-0000K-of-0000N.safetensors and
+ *   DIR/model.safetensors.index.json     {"metadata": {"total_size"}, "weight_map": {name: file}}
+ *   DIR/vocab.json, merges.txt, tokenizer_config.json
+ *                                        the GPT-2 tokenizer's files, when the checkpoint's keys
+ *                                        name readable ones */
+#include "convert_impl.h"
+
+#include "ptdp/checkpoint.h"
+#include "ptdp/error.h"
+#include "ptdp/tokenizer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The training keys a conversion records besides the model keys of
+ * ptdp_checkpoint_read_model_keys. */
+static const char *const extra_keys[] = {"init-method-std", "hidden-dropout", "attention-dropout", "seq-length"};
+
+static int checkpoint_args(const char *load_dir, ptdp_checkpoint_ref *ref, ptdp_args *a)
+{
+  int found = 0;
+  PTDP_CALL(ptdp_checkpoint_locate(load_dir, MPI_COMM_WORLD, ref, &found));
+  PTDP_CHECK(found, "no checkpoint in '%s' (no %s there): give the save directory of a ptdp-train run", load_dir,
+             PTDP_CHECKPOINT_TRACKER);
+  ptdp_options o;
+  int rc = ptdp_args_init(a, &o);
+  if (!rc) rc = ptdp_checkpoint_read_model_keys(ref, &o, MPI_COMM_WORLD);
+  if (!rc) rc = ptdp_checkpoint_read_keys(ref, &o, extra_keys, (int)(sizeof extra_keys / sizeof *extra_keys),
+                                          MPI_COMM_WORLD);
+  ptdp_options_free(&o);
+  PTDP_CALL(rc);
+  PTDP_CHECK(a->vocab_size > 0, "checkpoint '%s' records no vocab-size: it is not a complete ptdp checkpoint",
+             ref->file);
+  return 0;
+}
+
+/* The Hugging Face architecture of the checkpoint's model: ptdp's GPT is GPT-2's today (learned
+ * positions, LayerNorm, GELU MLP, tied output); the Llama keys will choose LlamaForCausalLM. */
+static const hf_arch *export_arch(const ptdp_args *a)
+{
+  (void)a;
+  return &hf_arch_gpt2;
+}
+
+static int write_config(const char *dir, const hf_arch *arch, const hf_model *hm)
+{
+  char path[2 * PTDP_OPT_STRLEN];
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  FILE *f = fopen(path, "w");
+  PTDP_CHECK_IO(f, "cannot create '%s': %s", path, strerror(errno));
+  int rc = arch->config_write(f, hm);
+  if ((ferror(f) | fclose(f)) && !rc) rc = PTDP_FAIL(PTDP_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+  return rc;
+}
+
+/* The GPT-2 tokenizer's files as Hugging Face names them (vocab.json is GPT-2's encoder.json,
+ * merges.txt its vocab.bpe), and its end-of-text id into *eod; nothing (and a note) when the
+ * checkpoint names no readable files. */
+static int copy_tokenizer(const char *dir, const ptdp_args *a, long long *eod)
+{
+  *eod = -1;
+  if (a->tokenizer_type != PTDP_TOKENIZER_GPT2BPE || !a->vocab_file[0] || !a->merge_file[0] ||
+      access(a->vocab_file, R_OK) || access(a->merge_file, R_OK)) {
+    fprintf(stderr, "ptdp-convert: note: no tokenizer files written (the checkpoint's tokenizer is %s%s%s)\n",
+            a->tokenizer_type == PTDP_TOKENIZER_GPT2BPE ? "GPT2BPETokenizer" : "the byte-level one",
+            a->tokenizer_type == PTDP_TOKENIZER_GPT2BPE ? " with no readable vocab-file and merge-file" : "",
+            a->tokenizer_type == PTDP_TOKENIZER_GPT2BPE ? "" : ", which Hugging Face has no file for");
+    return 0;
+  }
+  ptdp_tokenizer *tok = NULL;
+  PTDP_CALL(ptdp_tokenizer_create_gpt2(&tok, a->vocab_file, a->merge_file));
+  const int tv = ptdp_tokenizer_vocab_size(tok);
+  *eod = ptdp_tokenizer_eod(tok);
+  ptdp_tokenizer_destroy(&tok);
+  PTDP_CHECK(tv == a->vocab_size, "the checkpoint's tokenizer has %d tokens but its model %lld: not written", tv,
+             a->vocab_size);
+  char path[2 * PTDP_OPT_STRLEN];
+  snprintf(path, sizeof path, "%s/vocab.json", dir);
+  PTDP_CALL(hf_copy_file(a->vocab_file, path));
+  snprintf(path, sizeof path, "%s/merges.txt", dir);
+  PTDP_CALL(hf_copy_file(a->merge_file, path));
+  snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+  FILE *f = fopen(path, "w");
+  PTDP_CHECK_IO(f, "cannot create '%s': %s", path, strerror(errno));
+  fprintf(f, "{\n  \"tokenizer_class\": \"GPT2Tokenizer\",\n  \"model_max_length\": %lld,\n"
+             "  \"bos_token\": \"<|endoftext|>\",\n  \"eos_token\": \"<|endoftext|>\",\n"
+             "  \"unk_token\": \"<|endoftext|>\",\n  \"add_prefix_space\": false\n}\n",
+          a->max_position_embeddings ? a->max_position_embeddings : a->seq_length);
+  PTDP_CHECK_IO(!ferror(f) && fclose(f) == 0, "cannot write '%s'", path);
+  return 0;
+}
+
+static hf_model model_of(const ptdp_args *a, ptdp_st_dtype dtype)
+{
+  hf_model hm = {.d = {.layers = a->num_layers, .h = a->hidden_size, .heads = a->num_attention_heads,
+                       .ffn = ptdp_args_ffn(a), .vocab = a->vocab_size,
+                       .max_pos = a->max_position_embeddings ? a->max_position_embeddings : a->seq_length},
+                 .eps = a->layernorm_epsilon, .init_std = a->init_method_std, .hidden_dropout = a->hidden_dropout,
+                 .attn_dropout = a->attention_dropout, .eod = -1, .dtype = dtype};
+  return hm;
+}
+
+/* The checkpoint's global tensors in host memory, through a one-rank model. */
+static int read_checkpoint(const ptdp_checkpoint_ref *ref, const ptdp_args *a, hf_tensor **mc, int *nmc)
+{
+  hf_session s;
+  int rc = hf_session_create(&s, a);
+  if (!rc) rc = ptdp_checkpoint_load_model(ref, &s.m);
+  if (!rc) rc = hf_session_tensors(&s, mc, nmc);
+  if (!rc) rc = hf_session_get(&s, *mc);
+  hf_session_free(&s);
+  return rc;
+}
+
+int hf_export(const char *load_dir, const char *out_dir, ptdp_st_dtype dtype, unsigned long long max_shard)
+{
+  ptdp_checkpoint_ref ref;
+  ptdp_args a;
+  PTDP_CALL(checkpoint_args(load_dir, &ref, &a));
+  const hf_arch *arch = export_arch(&a);
+  hf_model hm = model_of(&a, dtype);
+  hf_tensor *mc = NULL, *hf = NULL;
+  int nmc = 0, nhf = 0;
+  int rc = read_checkpoint(&ref, &a, &mc, &nmc);
+  if (!rc) rc = hf_map_export(arch, &hm.d, mc, nmc, &hf, &nhf);
+  hf_tensors_free(mc, nmc);
+  if (!rc) rc = hf_make_dir(out_dir);
+  if (!rc) rc = hf_write_shards(out_dir, hf, nhf, dtype, max_shard);
+  if (!rc) rc = copy_tokenizer(out_dir, &a, &hm.eod);
+  if (!rc) rc = write_config(out_dir, arch, &hm);
+  if (!rc)
+    fprintf(stderr, "ptdp-convert: %s (iteration %lld) -> %s: %s, %d tensors, %s\n", ref.dir, ref.iteration, out_dir,
+            arch->architecture, nhf, ptdp_st_dtype_name(dtype));
+  hf_tensors_free(hf, nhf);
+  return rc;
+}

@@ -1,0 +1,319 @@
+/* ptdp-convert --hf-in DIR --save CKPT: a Hugging Face model directory as a ptdp checkpoint.
+ *
+ * Read: DIR/config.json (the architecture and its keys), the weights from DIR/model.safetensors
+ * or from the files DIR/model.safetensors.index.json maps them to (F32, F16 or BF16: widened to
+ * fp32 exactly), and the GPT-2 tokenizer's DIR/vocab.json and merges.txt when present (copied
+ * into CKPT and named by its vocab-file and merge-file keys).  Written: CKPT as ptdp-train saves
+ * it, iteration 0, weights only (ptdp-train loads it with finetune, or no-load-optim), through
+ * the checkpoint module and a one-rank model: global shapes, any layout loads it.
+ *
+ * Refused, each with a message naming the file and the reason: another architecture, keys whose
+ * model ptdp does not compute (config_read), a tensor missing or of another shape or dtype, a
+ * tensor the architecture's table does not know (an untied lm_head that differs from the word
+ * embedding among them), an index naming files outside DIR, tokenizer files ptdp cannot read. */
+#include "convert_impl.h"
+
+#include "ptdp/checkpoint.h"
+#include "ptdp/error.h"
+#include "ptdp/tokenizer.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CONFIG_MAX (1 << 20)     /* bytes of config.json */
+#define INDEX_MAX (64 << 20)     /* bytes of the index */
+#define MAX_SHARDS 4096
+
+/* The weight files of a directory and where each tensor is. */
+typedef struct {
+  const hf_arch *arch;
+  const char *dir;
+  int nfiles;
+  ptdp_safetensors *file[MAX_SHARDS];
+} weights;
+
+static void weights_close(weights *w)
+{
+  for (int i = 0; i < w->nfiles; i++) ptdp_safetensors_close(&w->file[i]);
+  w->nfiles = 0;
+}
+
+static int read_json(const char *path, size_t max, jd_value *v)
+{
+  char *text;
+  size_t n;
+  memset(v, 0, sizeof *v);
+  PTDP_CALL(hf_read_text(path, max, &text, &n));
+  const int rc = jd_parse(text, n, path, v);
+  free(text);
+  return rc;
+}
+
+static int read_config(const char *dir, const hf_arch **arch, hf_model *hm)
+{
+  char path[2 * PTDP_OPT_STRLEN];
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  PTDP_CHECK(access(path, R_OK) == 0, "no readable config.json in '%s': give a Hugging Face model directory", dir);
+  jd_value cfg;
+  int rc = read_json(path, CONFIG_MAX, &cfg);
+  if (!rc && cfg.kind != JD_OBJECT) rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: not a JSON object", path);
+  if (!rc && !(*arch = hf_arch_find(&cfg))) {
+    const jd_value *a = jd_get(&cfg, "architectures"), *t = jd_get(&cfg, "model_type");
+    rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: architecture '%s' (model_type '%s'): ptdp-convert reads GPT2LMHeadModel",
+                   path, a && a->kind == JD_ARRAY && a->n && a->items[0].kind == JD_STRING ? a->items[0].str : "?",
+                   t && t->kind == JD_STRING ? t->str : "?");
+  }
+  memset(hm, 0, sizeof *hm);
+  if (!rc) rc = (*arch)->config_read(&cfg, path, hm);
+  jd_free(&cfg);
+  return rc;
+}
+
+/* A file name of the index: a plain name inside the directory, a .safetensors file. */
+static int safe_name(const char *s)
+{
+  const size_t n = strlen(s);
+  return n > 12 && n < 256 && !strchr(s, '/') && s[0] != '.' && !strcmp(s + n - 12, ".safetensors");
+}
+
+static int open_file(weights *w, const char *name)
+{
+  for (int i = 0; i < w->nfiles; i++) {
+    const char *p = strrchr(w->file[i]->path, '/');
+    if (!strcmp(p ? p + 1 : w->file[i]->path, name)) return 0;
+  }
+  PTDP_CHECK(w->nfiles < MAX_SHARDS, "more than %d weight files", MAX_SHARDS);
+  char path[2 * PTDP_OPT_STRLEN];
+  snprintf(path, sizeof path, "%s/%s", w->dir, name);
+  PTDP_CALL(ptdp_safetensors_open(path, &w->file[w->nfiles]));
+  w->nfiles++;
+  return 0;
+}
+
+/* Every file the index's weight_map names (each a plain name in the directory). */
+static int open_index(weights *w, const char *path)
+{
+  jd_value ix;
+  int rc = read_json(path, INDEX_MAX, &ix);
+  const jd_value *map = rc ? NULL : jd_get(&ix, "weight_map");
+  if (!rc && (!map || map->kind != JD_OBJECT))
+    rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: no weight_map object", path);
+  for (int i = 0; !rc && i < map->n; i++) {
+    const jd_value *f = &map->items[i];
+    if (f->kind != JD_STRING || !safe_name(f->str))
+      rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: tensor '%s' maps to '%s', not a .safetensors file in the directory", path,
+                     map->keys[i], f->kind == JD_STRING ? f->str : "(not a string)");
+    else rc = open_file(w, f->str);
+  }
+  jd_free(&ix);
+  return rc;
+}
+
+static int open_weights(weights *w, const char *dir)
+{
+  char path[2 * PTDP_OPT_STRLEN];
+  snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+  if (access(path, F_OK) == 0) return open_index(w, path);
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  PTDP_CHECK(access(path, F_OK) == 0, "no model.safetensors or model.safetensors.index.json in '%s' (ptdp-convert "
+             "reads safetensors files, not pytorch_model.bin)", dir);
+  return open_file(w, "model.safetensors");
+}
+
+/* The tensor called name, also without the architecture's prefix (the hub's older files). */
+static const ptdp_st_tensor *find(const weights *w, const char *name, const ptdp_safetensors **in)
+{
+  const size_t np = strlen(w->arch->prefix);
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < w->nfiles; i++) {
+      const char *n = k == 0 ? name : !strncmp(name, w->arch->prefix, np) ? name + np : NULL;
+      const ptdp_st_tensor *t = n ? ptdp_safetensors_find(w->file[i], n) : NULL;
+      if (t) return *in = w->file[i], t;
+    }
+  return NULL;
+}
+
+/* hf_get_fn: tensor name, of exactly this shape, as fp32. */
+static int get_tensor(void *ctx, const char *name, long long rows, long long cols, int ndim, float *out)
+{
+  const weights *w = ctx;
+  const ptdp_safetensors *in;
+  const ptdp_st_tensor *t = find(w, name, &in);
+  PTDP_CHECK(t, "'%s' holds no tensor '%s' (a %s has it)", w->dir, name, w->arch->architecture);
+  const int same = t->ndim == ndim && t->shape[0] == rows && (ndim == 1 || t->shape[1] == cols);
+  char has[160] = "", want[64];
+  for (int k = 0, at = 0; k < t->ndim && at < (int)sizeof has - 24; k++)
+    at += snprintf(has + at, sizeof has - (size_t)at, "%s%lld", k ? ", " : "", (long long)t->shape[k]);
+  if (ndim == 1) snprintf(want, sizeof want, "%lld", rows);
+  else snprintf(want, sizeof want, "%lld, %lld", rows, cols);
+  PTDP_CHECK(same, "%s: tensor '%s' has shape [%s] where config.json's model needs [%s]", in->path, name, has, want);
+  return ptdp_safetensors_read_f32(in, t, out);
+}
+
+static int is_buffer(const hf_arch *a, const char *name)
+{
+  const size_t n = strlen(name);
+  for (int i = 0; a->buffers && a->buffers[i]; i++) {
+    const size_t k = strlen(a->buffers[i]);
+    if (n >= k && !strcmp(name + n - k, a->buffers[i])) return 1;
+  }
+  return 0;
+}
+
+static int known(char **names, int n, const char *prefix, const char *name)
+{
+  const size_t np = strlen(prefix);
+  for (int i = 0; i < n; i++)
+    if (!strcmp(names[i], name) || (!strncmp(names[i], prefix, np) && !strcmp(names[i] + np, name))) return 1;
+  return 0;
+}
+
+/* The tied output layer, when a file holds it, must be the word embedding bit for bit. */
+static int check_tied(const weights *w, const hf_tensor *wte, const ptdp_st_tensor *t, const ptdp_safetensors *in)
+{
+  PTDP_CHECK(t->ndim == 2 && t->shape[0] == wte->rows && t->shape[1] == wte->cols,
+             "%s: %s has another shape than the word embedding: an untied output layer, which ptdp's GPT does not have",
+             in->path, t->name);
+  float *x;
+  PTDP_ALLOC(x, sizeof(float) * (size_t)(wte->rows * wte->cols) + 1);
+  int rc = ptdp_safetensors_read_f32(in, t, x);
+  if (!rc && memcmp(x, wte->data, sizeof(float) * (size_t)(wte->rows * wte->cols)))
+    rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: %s differs from the word embedding: an untied output layer, which ptdp's GPT "
+                   "(output tied to the word embedding) cannot represent", in->path, t->name);
+  free(x);
+  return rc;
+}
+
+/* Every tensor of the files must be in the table, a buffer, or the tied output layer. */
+static int check_extra(const weights *w, const hf_dims *d, const hf_tensor *wte)
+{
+  char **names;
+  int n;
+  PTDP_CALL(hf_map_names(w->arch, d, &names, &n));
+  int rc = 0;
+  for (int f = 0; f < w->nfiles && !rc; f++)
+    for (int i = 0; i < w->file[f]->ntensors && !rc; i++) {
+      const ptdp_st_tensor *t = &w->file[f]->tensors[i];
+      if (known(names, n, w->arch->prefix, t->name) || is_buffer(w->arch, t->name)) continue;
+      if (!strcmp(t->name, w->arch->tied_output)) rc = check_tied(w, wte, t, w->file[f]);
+      else rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: tensor '%s' is not part of a %s that ptdp can represent", w->file[f]->path,
+                          t->name, w->arch->architecture);
+    }
+  hf_names_free(names, n);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- ptdp-train's keys */
+
+static int set_int(ptdp_options *o, const char *key, long long v)
+{
+  char buf[32];
+  snprintf(buf, sizeof buf, "%lld", v);
+  return ptdp_options_set(o, key, buf, PTDP_SRC_CMDLINE, "config.json");
+}
+
+static int set_real(ptdp_options *o, const char *key, double v)
+{
+  char buf[40];
+  snprintf(buf, sizeof buf, "%.17g", v);
+  return ptdp_options_set(o, key, buf, PTDP_SRC_CMDLINE, "config.json");
+}
+
+static int model_keys(ptdp_options *o, const hf_model *hm)
+{
+  const hf_dims *d = &hm->d;
+  PTDP_CALL(set_int(o, "num-layers", d->layers));
+  PTDP_CALL(set_int(o, "hidden-size", d->h));
+  PTDP_CALL(set_int(o, "num-attention-heads", d->heads));
+  PTDP_CALL(set_int(o, "ffn-hidden-size", d->ffn));
+  PTDP_CALL(set_int(o, "max-position-embeddings", d->max_pos));
+  PTDP_CALL(set_int(o, "seq-length", d->max_pos));
+  PTDP_CALL(set_int(o, "vocab-size", d->vocab));
+  PTDP_CALL(set_real(o, "layernorm-epsilon", hm->eps));
+  PTDP_CALL(set_real(o, "init-method-std", hm->init_std));
+  PTDP_CALL(set_real(o, "hidden-dropout", hm->hidden_dropout));
+  return set_real(o, "attention-dropout", hm->attn_dropout);
+}
+
+/* The GPT-2 tokenizer's files, copied into save_dir and named by the keys; when the directory
+ * has none, a note (the checkpoint then names none, as a mock-data run's). */
+static int tokenizer_keys(ptdp_options *o, const char *in_dir, const char *save_dir, long long vocab)
+{
+  char vocab_in[2 * PTDP_OPT_STRLEN], merges_in[2 * PTDP_OPT_STRLEN], dir[PATH_MAX], path[PATH_MAX + 16];
+  snprintf(vocab_in, sizeof vocab_in, "%s/vocab.json", in_dir);
+  snprintf(merges_in, sizeof merges_in, "%s/merges.txt", in_dir);
+  if (access(vocab_in, F_OK) && access(merges_in, F_OK)) {
+    fprintf(stderr, "ptdp-convert: note: '%s' has no vocab.json and merges.txt (the GPT-2 tokenizer's files ptdp "
+            "reads): the checkpoint names no tokenizer\n", in_dir);
+    return 0;
+  }
+  ptdp_tokenizer *tok = NULL;
+  PTDP_CALL(ptdp_tokenizer_create_gpt2(&tok, vocab_in, merges_in));
+  const int tv = ptdp_tokenizer_vocab_size(tok);
+  ptdp_tokenizer_destroy(&tok);
+  PTDP_CHECK(tv == vocab, "'%s': the tokenizer has %d tokens but config.json's vocab_size is %lld", in_dir, tv, vocab);
+  PTDP_CHECK_IO(realpath(save_dir, dir), "cannot resolve '%s': %s", save_dir, strerror(errno));
+  snprintf(path, sizeof path, "%s/vocab.json", dir);
+  PTDP_CALL(hf_copy_file(vocab_in, path));
+  PTDP_CALL(ptdp_options_set(o, "vocab-file", path, PTDP_SRC_CMDLINE, "the tokenizer's files"));
+  snprintf(path, sizeof path, "%s/merges.txt", dir);
+  PTDP_CALL(hf_copy_file(merges_in, path));
+  PTDP_CALL(ptdp_options_set(o, "merge-file", path, PTDP_SRC_CMDLINE, "the tokenizer's files"));
+  return ptdp_options_set(o, "tokenizer-type", "GPT2BPETokenizer", PTDP_SRC_CMDLINE, "the tokenizer's files");
+}
+
+/* ---------------------------------------------------------------- the conversion */
+
+static int save(const char *save_dir, ptdp_args *a, const hf_tensor *mc, hf_session *s)
+{
+  PTDP_CALL(hf_session_set(s, mc));
+  ptdp_options view;
+  ptdp_args_view(a, &view);
+  const ptdp_checkpoint_info info = {.iteration = 0, .keys = &view, .keep = 0};
+  ptdp_checkpoint_stats st;
+  return ptdp_checkpoint_save(save_dir, &info, &s->m, NULL, &st);
+}
+
+static int convert(weights *w, const hf_model *hm, ptdp_args *a, const char *save_dir)
+{
+  hf_session s;
+  hf_tensor *mc = NULL;
+  int nmc = 0;
+  int rc = hf_session_create(&s, a);
+  if (!rc) rc = hf_session_tensors(&s, &mc, &nmc);
+  if (!rc) rc = hf_map_import(w->arch, &hm->d, mc, nmc, get_tensor, w);
+  const hf_tensor *wte = NULL;
+  for (int i = 0; i < nmc; i++)
+    if (s.m.params[i].role == PTDP_PARAM_WORD_EMBEDDING) wte = &mc[i];
+  if (!rc) rc = wte ? check_extra(w, &hm->d, wte) : PTDP_FAIL(PTDP_ERR_INTERNAL, "no word embedding");
+  if (!rc) rc = save(save_dir, a, mc, &s);
+  hf_tensors_free(mc, nmc);
+  hf_session_free(&s);
+  return rc;
+}
+
+int hf_import(const char *in_dir, const char *save_dir)
+{
+  const hf_arch *arch = NULL;
+  hf_model hm;
+  PTDP_CALL(read_config(in_dir, &arch, &hm));
+  weights w = {.arch = arch, .dir = in_dir};
+  ptdp_args a;
+  ptdp_options o;
+  memset(&o, 0, sizeof o);
+  int rc = open_weights(&w, in_dir);
+  if (!rc) rc = ptdp_args_init(&a, &o);
+  if (!rc) rc = model_keys(&o, &hm);
+  if (!rc) rc = hf_make_dir(save_dir);
+  if (!rc) rc = tokenizer_keys(&o, in_dir, save_dir, hm.d.vocab);
+  if (!rc) rc = convert(&w, &hm, &a, save_dir);
+  if (!rc)
+    fprintf(stderr, "ptdp-convert: %s (%s, %d file%s) -> %s/iter_0000000\n", in_dir, arch->architecture, w.nfiles,
+            w.nfiles == 1 ? "" : "s", save_dir);
+  ptdp_options_free(&o);
+  weights_close(&w);
+  return rc;
+}

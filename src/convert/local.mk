@@ -1,0 +1,9 @@
+# src/convert: ptdp-convert, ptdp checkpoints to and from Hugging Face model directories (config.json,
+# safetensors written and read by our own code), ptdp-convert(1).  Above train/ (it reads
+# ptdp-train's keys from a checkpoint, ptdp/args.h) and io/ (checkpoints).
+libptdp_a_SOURCES += src/convert/safetensors.c src/convert/json_doc.c src/convert/json_doc.h \
+                     src/convert/hf_map.c src/convert/hf_gpt2.c src/convert/hf_model.c src/convert/hf_export.c \
+                     src/convert/hf_import.c src/convert/convert_impl.h
+noinst_HEADERS += include/ptdp/safetensors.h
+bin_PROGRAMS += ptdp-convert
+ptdp_convert_SOURCES = src/convert/ptdp_convert.c
