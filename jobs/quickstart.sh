@@ -8,7 +8,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/jobs/prepare-data.sh"
 cd "$top"
 BUILD_DIR="$top/build" "$top/jobs/run-local.sh" -n 2 inputs/gpt-tiny.in --save checkpoints/gpt-tiny
-# a sample from the model just trained (the continuation on stdout; README, "ptdp-generate")
+# a sample from the model just trained (the continuation on stdout; ptdp-generate(1))
 prompt="The state of the Union is"
 echo "A sample from checkpoints/gpt-tiny, continuing \"$prompt\":"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

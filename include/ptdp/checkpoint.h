@@ -3,7 +3,7 @@
  * (unsharded) shape, so that any parallel layout loads what any other saved.
  *
  *   SAVE/latest_checkpointed_iteration.txt   the newest complete checkpoint's iteration
- *   SAVE/iter_NNNNNNN/checkpoint.h5          the checkpoint (layout: README, "Checkpoints")
+ *   SAVE/iter_NNNNNNN/checkpoint.h5          the checkpoint (layout: ptdp-checkpoint(5))
  *
  * A checkpoint is written into SAVE/iter_NNNNNNN.tmp-<stamp>/, flushed and synced, renamed into
  * place, and only then named by the tracker (written to a temporary and renamed), so a kill at

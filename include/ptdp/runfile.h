@@ -7,7 +7,7 @@
  * that grows is chunked and extendible and is flushed at every log interval, so a reader sees
  * whole intervals and a run killed at any moment leaves every flushed interval readable.  A
  * resumed run (load found a checkpoint) appends to the file, with a new row in /jobs.  Layout:
- * README, "The run file".
+ * ptdp-runfile(5).
  *
  * Every function is collective over the run's world (run->grid->world) unless it says otherwise; errors are
  * every rank's (rank 0's verdict is broadcast where only it touches the file). */

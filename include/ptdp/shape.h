@@ -7,7 +7,7 @@
  * allocation.  A new model dimension (grouped keys and values, a SwiGLU width) is added here
  * once, and every user sees the same number.
  *
- * Symbols (README and the papers): s sequence, b micro-batch, h hidden, a heads, f ffn width,
+ * Symbols (ptdp(7) and the papers): s sequence, b micro-batch, h hidden, a heads, f ffn width,
  * t tensor-parallel ranks; activations are [s, b, h] with token row = position b + sample, so a
  * sequence shard is a contiguous block of rows. */
 #ifndef PTDP_SHAPE_H

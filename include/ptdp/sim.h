@@ -3,7 +3,7 @@
  * re-derives: the option table (ptdp/args.h), the pipeline schedule and its replay
  * (ptdp/schedule.h), the memory plan (ptdp/plan.h), the FLOP formula (ptdp_model_flops).
  *
- * The cost model (README, "The cost model"):
+ * The cost model (ptdp(7), THE SIMULATOR'S COST MODEL):
  *   GEMM        t = F / (R eta w(M, N) k(K)) + launch, and never below the bytes it moves over
  *               HBM: R the device's 16-bit (or fp32) peak, eta the fraction large GEMMs reach,
  *               w the wave quantisation of (M/tm)(N/tn) output tiles over the SMs, and
@@ -64,7 +64,7 @@ typedef struct {
   double inter_bandwidth;     /* B/s per NIC per direction achievable (file: GB/s) */
   double inter_latency;       /* s per step between nodes (file: us) */
   double nics_per_node;
-  /* ptdp's CPU backend (--fusion cpu; README, "ptdp-sim on the CPU"): s per element of each of
+  /* ptdp's CPU backend (--fusion cpu; ptdp(7), PTDP-SIM ON THE CPU): s per element of each of
    * its non-GEMM operators (file: ns), measured on one rank by jobs/measure_cpu_hw.sh; 0 where
    * the file does not give it (GPU files). */
   double cpu_op[PTDP_SIM_CPU_OPS];
@@ -105,7 +105,7 @@ double ptdp_sim_gemm_time(const ptdp_sim_hw *hw, double R, double M, double N, d
 /* A memory-bound operator moving bytes. */
 double ptdp_sim_membound_time(const ptdp_sim_hw *hw, double bytes);
 /* What hiding a collective of time x behind compute still costs that compute: x c / sm-count,
- * the SMs the collective holds (README, "The cost model"). */
+ * the SMs the collective holds (ptdp(7), THE SIMULATOR'S COST MODEL). */
 double ptdp_sim_overlap_cost(const ptdp_sim_hw *hw, double hidden);
 
 /* Times are seconds of one micro-batch on one rank. */
@@ -198,7 +198,7 @@ void ptdp_sim_hw_print_help(FILE *out);
 int ptdp_sim_options_init(ptdp_options *opt, ptdp_sim_options *o);
 /* Predict one iteration of a's layout on world ranks of hw. */
 int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r);
-/* The report lines (README, ptdp-sim), the --explain tree. */
+/* The report lines (ptdp-sim(1), OUTPUT), the --explain tree. */
 void ptdp_sim_print(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_result *r,
                     FILE *out);
 void ptdp_sim_explain(const ptdp_args *a, const ptdp_sim_options *o, const ptdp_sim_result *r, FILE *out);

@@ -1,7 +1,7 @@
 /* ptdp-preprocess: text -> Megatron indexed dataset (PREFIX_{key}_document.bin/.idx), as
  * Megatron-LM's tools/preprocess_data.py does without --split-sentences (one sequence per
- * string field, one per item of a list-of-strings field).  See README, "ptdp-preprocess", for
- * the options and the input formats.
+ * string field, one per item of a list-of-strings field).  See ptdp-preprocess(1) for the
+ * options and the input formats, ptdp-dataset(5) for the files.
  *
  * Work is done in rounds: the main thread reads the next 16 MiB of input into a window and cuts
  * the whole documents in it, W threads each encode a contiguous slice of them with their own

@@ -12,8 +12,8 @@ static double exp_clamped(double x) { return exp(x < 700 ? x : 700); }
 
 /* ---------------------------------------------------------------- communication volume */
 
-/* What one rank sends per iteration on each communicator, analytically (README, "Communication
- * volume"): the ring convention (all-reduce 2 (g-1)/g n, all-gather and reduce-scatter (g-1)/g n,
+/* What one rank sends per iteration on each communicator, analytically (ptdp(7), COMMUNICATION
+ * VOLUME): the ring convention (all-reduce 2 (g-1)/g n, all-gather and reduce-scatter (g-1)/g n,
  * a send its size), 4-byte elements.  TP outside the transformer layers (embedding, output layer,
  * cross entropy) is not modelled (NaN). */
 static void analytical_volume(const ptdp_runfile_run *run, double *out)

@@ -30,7 +30,7 @@
  * collective issued on it.  Delegated MPI operations are waited for by polling with the same
  * timeout (MPI_Wait would block forever on a dead peer): the message names the group and the
  * operation; MPI has no abort of one communicator, so the failing rank's MPI_Abort ends them.
- * NOT YET RUN ON A GPU: see README, "GPUs". */
+ * NOT YET RUN ON A GPU: see ptdp-gpu(7). */
 #include "transport.h"
 
 #include "ptdp/cuda.h"

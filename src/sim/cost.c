@@ -225,7 +225,7 @@ static const ptdp_option sim_table[] = {
    "DP all-reduce: ring, NCCL's double binary tree, or the faster", NULL},
   {"software-efficiency", PTDP_OPT_REAL, SOFF(software_efficiency), "1", 0.01, 2, NULL,
    "multiplies the hardware file's gemm-efficiency (the modelled software stack: 1 for 2021's Megatron, 1.055 for "
-   "2022's; README)",
+   "2022's; ptdp(7), VALIDATION OF THE SIMULATOR)",
    NULL},
   {"train-tokens", PTDP_OPT_REAL, SOFF(train_tokens), "300e9", 0, 1e18, NULL,
    "tokens for the training-time estimate (Narayanan et al. eq. 4 beside the simulated rate)", NULL},

@@ -3,7 +3,7 @@
  * layer.c's op lists.  Symbols as in layer.c: N = b s, Nl = N / t under sequence parallelism,
  * hl = h / t, fl = f / t, al = a / t, hd = h / a; fp32 throughout.
  *
- * Where a CPU differs from the GPU model of layer.c (README, "ptdp-sim on the CPU"):
+ * Where a CPU differs from the GPU model of layer.c (ptdp(7), PTDP-SIM ON THE CPU):
  *  - a GEMM takes F / R, R the rate the hardware file measured for the model's linear layers
  *    through ptdp's own kernels: one layer's operands (a few MB per rank) stay in cache, so
  *    there is no DRAM roofline;

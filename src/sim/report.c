@@ -1,4 +1,4 @@
-/* ptdp-sim's report: the lines scripts read (README, ptdp-sim), and the --explain tree. */
+/* ptdp-sim's report: the lines scripts read (ptdp-sim(1), OUTPUT), and the --explain tree. */
 #include "ptdp/sim.h"
 
 #include <string.h>

@@ -26,7 +26,7 @@ ptdp_sim_link ptdp_sim_group_link(const ptdp_sim_hw *hw, int n, int stride)
     return k;
   }
   double nics = hw->nics_per_node * g / gpn;
-  if (nics < 1) nics = 1; /* ranks beyond the NICs queue on one adapter; see README */
+  if (nics < 1) nics = 1; /* ranks beyond the NICs queue on one adapter; ptdp(7), THE SIMULATOR'S COST MODEL */
   k.bw = nics * hw->inter_bandwidth;
   if (k.bw > hw->intra_bandwidth) k.bw = hw->intra_bandwidth;
   k.alpha = hw->inter_latency;

@@ -1,5 +1,5 @@
-/* ptdp-sim --out: the prediction in the run file's layout (README, "The run file") where the
- * two overlap, so that ptdp-compare and ptdp-plot read a prediction as they read a run:
+/* ptdp-sim --out: the prediction in the run file's layout (ptdp-runfile(5)) where the two overlap,
+ * so that ptdp-compare and ptdp-plot read a prediction as they read a run:
  *   /             format "ptdp-run", format_version, source "ptdp-sim", hardware
  *   /config       one string attribute per ptdp-train key; the int64 and f64 layout attributes
  *   /metrics/NAME one row (iteration 1): ms_per_iteration, tokens_per_second, tflops_per_rank,
@@ -44,7 +44,7 @@ static int attr_num(hid_t obj, const char *name, hid_t type, const void *v)
   return 0;
 }
 
-/* /pipeline/events as the trainer writes it (README, "The run file"). */
+/* /pipeline/events as the trainer writes it (ptdp-runfile(5)). */
 typedef struct {
   double start, end, wait;
   int kind, microbatch, chunk;

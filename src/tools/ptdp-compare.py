@@ -9,7 +9,7 @@ import math
 
 PROG = "ptdp-compare"
 
-# (CSV name, text header, formatter for the text table); the README lists the same columns
+# (CSV name, text header, formatter for the text table); ptdp-compare(1) lists the same columns
 COLUMNS = [
     ("run", "run", str),
     ("layout", "layout", str),

@@ -8,7 +8,7 @@ import json
 import traceback
 
 PROG = "ptdp-plot"
-# (file, data function, draw function, what it shows): the README lists the same
+# (file, data function, draw function, what it shows): ptdp-plot(1) lists the same
 FIGURES = [
     ("loss.png", data_loss, draw_loss, "train and validation loss against iterations and tokens"),
     ("throughput.png", data_throughput, draw_throughput, "tokens/s, TFLOP/s per rank and MFU"),

@@ -1,4 +1,4 @@
-# runfile.py: reading a ptdp run file (format version 1, README "Run file") for ptdp-plot and
+# runfile.py: reading a ptdp run file (format version 1, ptdp-runfile(5)) for ptdp-plot and
 # ptdp-compare.  The build puts this file in front of each tool's own source (src/tools/local.mk),
 # so an installed tool is one self-contained script.
 #
@@ -76,8 +76,8 @@ def _open(path):
 
 def latest_rows(iterations):
     """Indices of the rows to use, in increasing iteration: the last row of each iteration (a
-    requeued run appends again the iterations between its checkpoint and the kill, README "The
-    run file"), leaving out rows not written yet (iteration -1, the fill value)."""
+    requeued run appends again the iterations between its checkpoint and the kill,
+    ptdp-runfile(5)), leaving out rows not written yet (iteration -1, the fill value)."""
     last = {}
     for i, it in enumerate(np.asarray(iterations).tolist()):
         if it >= 0:

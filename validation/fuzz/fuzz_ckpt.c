@@ -50,7 +50,7 @@ static void poison(float *x, long long n)
   for (long long k = 0; k < n; k++) memcpy(&x[k], &bits, sizeof bits);
 }
 
-/* Dataset path of parameter p of kind k, as the checkpoint layout names it (README, "Checkpoints"). */
+/* Dataset path of parameter p of kind k, as the checkpoint layout names it (ptdp-checkpoint(5), FILE). */
 static void dataset_path(int k, const ptdp_param_info *p, char *out, size_t n)
 {
   static const char *const prefix[3] = {"/model", "/optimizer/exp_avg", "/optimizer/exp_avg_sq"};

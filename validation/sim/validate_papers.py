@@ -24,8 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # The GEMM rate of 2022's software stack (Korthikanti et al.: NGC PyTorch of 2022, bf16) over
 # 2021's (Narayanan et al., on which the hardware file's gemm-efficiency is calibrated), from a
 # measurement outside Table 5: Korthikanti et al. Table 4's baseline 22B layer (t 8, b 4) takes
-# 7.7 + 11.9 = 19.6 ms forward and backward, which ptdp-sim predicts with 1.055 (README,
-# "ptdp-sim: validation").  Cross-check: the 530B layout appears in both papers (t 8, p 35,
+# 7.7 + 11.9 = 19.6 ms forward and backward, which ptdp-sim predicts with 1.055 (ptdp(7),
+# VALIDATION OF THE SIMULATOR).  Cross-check: the 530B layout appears in both papers (t 8, p 35,
 # v 3, m 280, b 1); 2022 ran it 9.3% faster, the mechanisms alone (async TP all-reduce, no DP
 # all-reduce, bf16) account for 3.1 points.
 SOFTWARE_2022 = 1.055

@@ -1,4 +1,4 @@
-"""Check a run file against the README's layout and the run's log.
+"""Check a run file against its layout (ptdp-runfile(5)) and the run's log.
 
 usage: check_runfile.py RUNFILE LOG --world W --intervals N --samples S --jobs J [--evals E]
 Checks: every documented dataset with its shape; every (micro-batch, chunk) forward and backward

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Activation memory: the bytes per layer per micro-batch that the arena holds equal the count
-# derived in README ("Activation memory") for every setting, and move with t, sequence
+# derived in ptdp(7) (ACTIVATION MEMORY) for every setting, and move with t, sequence
 # parallelism and recomputation as Korthikanti et al.'s formulas say: the measured ratios are
-# printed beside the paper's (they differ only by the fp32/1-byte mapping README derives) and
+# printed beside the paper's (they differ only by the fp32/1-byte mapping ptdp(7) derives) and
 # checked to order the same way.
 . "$top_srcdir/validation/tests/common.sh"
 DECK="$TMPD/deck.in"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The Slurm job scripts on a real Slurm: a controller and a node daemon started on localhost in a
-# scratch directory (no systemd; ../shared facts in jobs/slurm and the README), then
+# scratch directory (no systemd; ../shared facts in jobs/slurm and ptdp-train(1), SLURM), then
 #   1. jobs/slurm/train.sbatch on 2 ranks; the early-warning signal (scancel -b -s USR1, what
 #      sbatch --signal=B:USR1@T sends) arrives mid-run: the ranks save, the script requeues the
 #      job itself, the job runs again, resumes, finishes, and its one run file holds the losses

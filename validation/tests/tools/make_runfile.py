@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write a synthetic ptdp run file (format version 1, README "The run file") with h5py, for the
+"""Write a synthetic ptdp run file (format version 1, ptdp-runfile(5)) with h5py, for the
 tests of ptdp-plot and ptdp-compare.
 
     make_runfile.py OUT.h5 [--tp 2 --pp 2 --dp 1 --vp 2 --sp ...] [--truth T.json]
@@ -8,7 +8,7 @@ tests of ptdp-plot and ptdp-compare.
 The numbers are plausible, not measured: the pipeline events come from simulating the named
 schedule (Megatron's orders for gpipe, 1F1B and interleaved 1F1B) with a forward and backward
 time per chunk and a point-to-point latency, so waits, bubbles and the memory timeline agree with
-each other; activation bytes follow the README's per-tensor table.  --truth writes what a reader
+each other; activation bytes follow ptdp(7)'s per-tensor table.  --truth writes what a reader
 must find (the values ptdp-compare reports), computed here from the generator's own numbers.
 
 --live writes the first interval, switches to SWMR and prints "ready"; then each line read on

@@ -1,5 +1,5 @@
 """Helpers of make_runfile.py: the pipeline schedules' work orders, a simulation of their
-timeline, and the activation bytes of one layer by the README's table ("Activation memory")."""
+timeline, and the activation bytes of one layer by ptdp(7)'s table (ACTIVATION MEMORY)."""
 import numpy as np
 
 TENSORS = ["layer_input", "ln1_mean", "ln1_rstd", "ln1_out", "qkv", "attn_probs",
@@ -68,7 +68,7 @@ def simulate(orders, p, v, t_fwd, t_bwd, latency, rng, noise):
     return rows
 
 
-# ---------------------------------------------------------------- activation bytes (README table)
+# ------------------------------------------------------------- activation bytes (ptdp(7)'s table)
 def layer_tensor_bytes(a, paper):
     """Bytes one layer holds per micro-batch, per tensor, on one rank: ptdp's fp32 count or the
     paper's (2-byte activations, 1-byte masks; Korthikanti et al. Table 2)."""
