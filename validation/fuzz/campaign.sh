@@ -1,6 +1,7 @@
 #!/bin/sh
 # campaign.sh READER MINUTES [BUILDDIR]: a timed libFuzzer campaign on one reader (json, gpt2,
-# mmidx, hw, deck, ckpt, runfile), for a maintainer before a release.  BUILDDIR (default: the current folder)
+# mmidx, hw, deck, ckpt, runfile, safetensors), for a maintainer before a release.  BUILDDIR
+# (default: the current folder)
 # must be configured with --enable-fuzzing (OMPI_CC=clang .../configure --enable-fuzzing) and
 # the harness built (make validation/fuzz/fuzz_READER).  The committed corpus is copied, not
 # grown; new inputs and any crash stay in the work folder ($PTDP_FUZZ_WORK or a new temporary

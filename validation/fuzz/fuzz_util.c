@@ -14,7 +14,7 @@ static char scratch[512];
 static void scratch_remove(void)
 {
   char path[FUZZ_PATH_MAX];
-  static const char *tags[] = {"vocab", "merges", "deck", "hw", "idx", "bin", "ckpt.h5", "run.h5"};
+  static const char *tags[] = {"vocab", "merges", "deck", "hw", "idx", "bin", "ckpt.h5", "run.h5", "st", "st-out"};
   for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", scratch, tags[i]);
     unlink(path);

@@ -7,6 +7,9 @@ FUZZ_COMMON = validation/fuzz/fuzz.h validation/fuzz/fuzz_util.c
 FUZZ_H5 = validation/fuzz/fuzz_h5.h validation/fuzz/fuzz_h5edit.c validation/fuzz/fuzz_trainer.c
 check_PROGRAMS += validation/fuzz/fuzz_json validation/fuzz/fuzz_gpt2 validation/fuzz/fuzz_mmidx \
                   validation/fuzz/fuzz_hw validation/fuzz/fuzz_deck validation/fuzz/fuzz_ckpt validation/fuzz/fuzz_runfile
+check_PROGRAMS += validation/fuzz/fuzz_safetensors
+validation_fuzz_fuzz_safetensors_SOURCES = validation/fuzz/fuzz_safetensors.c $(FUZZ_COMMON)
+validation_fuzz_fuzz_safetensors_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
 validation_fuzz_fuzz_json_SOURCES = validation/fuzz/fuzz_json.c src/data/preprocess.c src/data/preprocess.h $(FUZZ_COMMON)
 validation_fuzz_fuzz_gpt2_SOURCES = validation/fuzz/fuzz_gpt2.c $(FUZZ_COMMON)
 validation_fuzz_fuzz_mmidx_SOURCES = validation/fuzz/fuzz_mmidx.c $(FUZZ_COMMON)
@@ -22,6 +25,7 @@ validation_fuzz_fuzz_hw_SOURCES += validation/fuzz/replay_main.c
 validation_fuzz_fuzz_deck_SOURCES += validation/fuzz/replay_main.c
 validation_fuzz_fuzz_ckpt_SOURCES += validation/fuzz/replay_main.c
 validation_fuzz_fuzz_runfile_SOURCES += validation/fuzz/replay_main.c
+validation_fuzz_fuzz_safetensors_SOURCES += validation/fuzz/replay_main.c
 endif
 validation_fuzz_fuzz_json_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
 validation_fuzz_fuzz_gpt2_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
