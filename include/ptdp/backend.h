@@ -9,13 +9,17 @@
  * be->dtype: weights, activations and their gradients.  Everything else is fp32 whatever the
  * storage type: LayerNorm statistics, cross-entropy statistics, the attention scratch, the
  * gradients of the parameters (Megatron's main_grad: dw, db, dwte, the C of gemm_wgrad), the
- * optimizer's master weights and moments.  The cpu, guard and cuda backends store fp32
- * (dtype PTDP_F32).  Mixed precision wraps one of them (ptdp_backend_mixed_create): the
+ * optimizer's master weights and moments.  The cpu and guard backends store fp32 (dtype
+ * PTDP_F32); the cuda backend stores the type its options ask for (ptdp_backend_options.dtype:
+ * fp32, or bf16/fp16 natively, with fp32 math inside each operation and GEMMs accumulating in
+ * fp32).  Mixed precision on a backend storing fp32 wraps it (ptdp_backend_mixed_create): the
  * wrapper stores bf16 or fp16, converts (S) inputs into fp32 work space, runs the inner
  * backend's fp32 operation and rounds (S) outputs to the storage type (round to nearest even),
- * so arithmetic is fp32 and every stored value is a bf16/fp16 number.  The (S) pointers keep
- * the C type float * in this table; model code never does arithmetic on them without the
- * storage type's element size (ptdp_dtype_size). */
+ * so arithmetic is fp32 and every stored value is a bf16/fp16 number; ptdp_backend_create_typed
+ * chooses between the two.  A native table rounds where the wrapper does (each (S) output once,
+ * from its fp32 value), except inside the unfused attention (src/backend/cuda_attention.c).
+ * The (S) pointers keep the C type float * in this table; model code never does arithmetic on
+ * them without the storage type's element size (ptdp_dtype_size). */
 #ifndef PTDP_BACKEND_H
 #define PTDP_BACKEND_H
 
@@ -141,7 +145,8 @@ struct ptdp_backend {
   int (*unscale_check)(ptdp_backend *be, float *x, size_t n, float inv_scale, int *found);
   /* C += alpha op(A) op(B) (beta 1) with A, B (S) and C fp32: a weight's gradient accumulated
    * into its main gradient.  NULL where it is gemm (dtype PTDP_F32); call it through
-   * ptdp_backend_gemm_wgrad. */
+   * ptdp_backend_gemm_wgrad.  A 16-bit table sets it (the wrapper's, or the cuda backend's
+   * cuBLASLt product with 16-bit A, B and an fp32 C). */
   int (*gemm_wgrad)(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                     int lda, const float *B, int ldb, float *C, int ldc);
 };
@@ -177,6 +182,10 @@ typedef struct {
   int report;        /* 1 on the rank that prints set-up warnings */
   int local_rank;    /* this rank's place among them: the CUDA backend's GPU is local_rank mod GPUs */
   int device;        /* key device: a GPU index for every rank of the node; -1: from local_rank */
+  /* The storage type asked for (0, PTDP_F32, unless set): a backend that stores it natively
+   * does (cuda: bf16, fp16); the others store fp32 whatever it says.  ptdp_backend_create_typed
+   * sets it and wraps what comes back in fp32. */
+  ptdp_dtype dtype;
 } ptdp_backend_options;
 
 /* The backends, the one place their names are written: PTDP_BACKEND_CHOICES lists them in the
@@ -205,6 +214,12 @@ int ptdp_backend_use_flash(const ptdp_backend *be, ptdp_attention_backend choice
 int ptdp_backend_create(const char *name, const ptdp_backend_options *opt, ptdp_backend **be);
 /* The same by kind (a choice key's value). */
 int ptdp_backend_create_kind(ptdp_backend_kind kind, const ptdp_backend_options *opt, ptdp_backend **be);
+/* A backend of kind storing t, the one place that decides how: natively where the backend can
+ * (opt->dtype = t asked of it; cuda stores bf16 and fp16), else the mixed-precision wrapper
+ * around its fp32 table (cpu, guard).  *native (may be NULL): 1 when the table stores t itself
+ * (fp32 included), 0 when wrapped.  opt as for ptdp_backend_create_kind (its dtype ignored). */
+int ptdp_backend_create_typed(ptdp_backend_kind kind, const ptdp_backend_options *opt, ptdp_dtype t,
+                              ptdp_backend **be, int *native);
 /* The CPU backend alone, leaving the process's threads as they are. */
 int ptdp_backend_cpu_create(ptdp_backend **be);
 /* Mixed precision: a backend storing dtype t (PTDP_BF16 or PTDP_F16) on top of inner, a backend

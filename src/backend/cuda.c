@@ -7,7 +7,12 @@
  * Those waits poll (ptdp/cuda.h, "How the host waits"): the stream may hold collectives that
  * never finish, which the NCCL transport's checkers then turn into an error instead of a hang.
  * Memory is cudaMalloc'ed and zeroed on the stream.  Kernels live in cuda_kernels.cu and
- * cuda_softmax.cu, GEMMs in cuda_gemm.c, the attention in cuda_attention.c.  Every launch is
+ * cuda_softmax.cu, GEMMs in cuda_gemm.c, the attention in cuda_attention.c.
+ * Storage type (ptdp_backend_options.dtype): fp32, or bf16/fp16 natively: every (S) operand of
+ * ptdp/backend.h in the 16-bit type, kernels templated on it with fp32 math (cuda_elem.h),
+ * GEMMs on the tensor cores with fp32 accumulation (cuda_gemm.c), so no conversion passes and
+ * no fp32 copies: what the mixed-precision wrapper computes, rounded at the same places except
+ * in the unfused attention (cuda_attention.c says where).  Every launch is
  * followed by cudaGetLastError (cheap, no synchronisation) and every wait checks the stream's
  * status, so a failed launch or a fault inside a kernel ends the run with CUDA's message
  * (PTDP_CALL_CUDA).  Calls whose failure cannot be returned (free, destroy) print it.
@@ -291,7 +296,7 @@ static void cu_destroy(ptdp_backend *be)
 static int cu_layernorm_forward(ptdp_backend *be, const float *x, const float *w, const float *b, float *y,
                                 float *mean, float *rstd, long long rows, int h, float eps)
 {
-  PTDP_CALL_CUDA(ptdp_cuk_layernorm_forward(CTX->stream, x, w, b, y, mean, rstd, rows, h, eps));
+  PTDP_CALL_CUDA(ptdp_cuk_layernorm_forward(CTX->stream, CTX->t, x, w, b, y, mean, rstd, rows, h, eps));
   return PTDP_OK;
 }
 
@@ -301,25 +306,25 @@ static int cu_layernorm_backward(ptdp_backend *be, const float *dy, const float 
   float *part = NULL;
   PTDP_CALL(ptdp_cu_scratch(be, (size_t)2 * COLSUM_CHUNKS * h, &part));
   PTDP_CALL_CUDA(
-      ptdp_cuk_layernorm_backward(CTX->stream, dy, x, w, mean, rstd, dx, dw, db, rows, h, part, COLSUM_CHUNKS));
+      ptdp_cuk_layernorm_backward(CTX->stream, CTX->t, dy, x, w, mean, rstd, dx, dw, db, rows, h, part, COLSUM_CHUNKS));
   return PTDP_OK;
 }
 
 static int cu_gelu_forward(ptdp_backend *be, const float *x, float *y, size_t n)
 {
-  PTDP_CALL_CUDA(ptdp_cuk_gelu_forward(CTX->stream, x, y, n));
+  PTDP_CALL_CUDA(ptdp_cuk_gelu_forward(CTX->stream, CTX->t, x, y, n));
   return PTDP_OK;
 }
 
 static int cu_gelu_backward(ptdp_backend *be, const float *x, const float *dy, float *dx, size_t n)
 {
-  PTDP_CALL_CUDA(ptdp_cuk_gelu_backward(CTX->stream, x, dy, dx, n));
+  PTDP_CALL_CUDA(ptdp_cuk_gelu_backward(CTX->stream, CTX->t, x, dy, dx, n));
   return PTDP_OK;
 }
 
 static int cu_bias_forward(ptdp_backend *be, float *y, const float *b, long long rows, int cols)
 {
-  PTDP_CALL_CUDA(ptdp_cuk_bias_forward(CTX->stream, y, b, rows, cols));
+  PTDP_CALL_CUDA(ptdp_cuk_bias_forward(CTX->stream, CTX->t, y, b, rows, cols));
   return PTDP_OK;
 }
 
@@ -327,13 +332,13 @@ static int cu_bias_backward(ptdp_backend *be, const float *dy, float *db, long l
 {
   float *part = NULL;
   PTDP_CALL(ptdp_cu_scratch(be, (size_t)COLSUM_CHUNKS * cols, &part));
-  PTDP_CALL_CUDA(ptdp_cuk_bias_backward(CTX->stream, dy, db, rows, cols, part, COLSUM_CHUNKS));
+  PTDP_CALL_CUDA(ptdp_cuk_bias_backward(CTX->stream, CTX->t, dy, db, rows, cols, part, COLSUM_CHUNKS));
   return PTDP_OK;
 }
 
 static int cu_add(ptdp_backend *be, float *y, const float *x, size_t n)
 {
-  PTDP_CALL_CUDA(ptdp_cuk_add(CTX->stream, y, x, n));
+  PTDP_CALL_CUDA(ptdp_cuk_add(CTX->stream, CTX->t, y, x, n));
   return PTDP_OK;
 }
 
@@ -346,47 +351,47 @@ static int cu_scale(ptdp_backend *be, float *y, float a, size_t n)
 static int cu_dropout_forward(ptdp_backend *be, float *x, uint8_t *mask, long long rows, int cols,
                               const ptdp_dropout_key *k)
 {
-  PTDP_CALL_CUDA(ptdp_cuk_dropout_forward(CTX->stream, x, mask, rows, cols, *k));
+  PTDP_CALL_CUDA(ptdp_cuk_dropout_forward(CTX->stream, CTX->t, x, mask, rows, cols, *k));
   return PTDP_OK;
 }
 
 static int cu_dropout_backward(ptdp_backend *be, float *dx, const uint8_t *mask, size_t n, float p)
 {
-  PTDP_CALL_CUDA(ptdp_cuk_dropout_backward(CTX->stream, dx, mask, n, p));
+  PTDP_CALL_CUDA(ptdp_cuk_dropout_backward(CTX->stream, CTX->t, dx, mask, n, p));
   return PTDP_OK;
 }
 
 static int cu_embedding_forward(ptdp_backend *be, const float *wte, const int32_t *tok, long long v0, long long vl,
                                 float *out, long long rows, int h)
 {
-  PTDP_CALL_CUDA(ptdp_cuk_embedding_forward(CTX->stream, wte, tok, v0, vl, out, rows, h));
+  PTDP_CALL_CUDA(ptdp_cuk_embedding_forward(CTX->stream, CTX->t, wte, tok, v0, vl, out, rows, h));
   return PTDP_OK;
 }
 
 static int cu_embedding_backward(ptdp_backend *be, const float *dout, const int32_t *tok, long long v0, long long vl,
                                  float *dwte, long long rows, int h)
 {
-  PTDP_CALL_CUDA(ptdp_cuk_embedding_backward(CTX->stream, dout, tok, v0, vl, dwte, rows, h));
+  PTDP_CALL_CUDA(ptdp_cuk_embedding_backward(CTX->stream, CTX->t, dout, tok, v0, vl, dwte, rows, h));
   return PTDP_OK;
 }
 
 static int cu_xent_stats(ptdp_backend *be, const float *logits, const int32_t *target, long long v0, long long rows,
                          int vl, float *rowmax, float *tgt)
 {
-  PTDP_CALL_CUDA(ptdp_cuk_xent_stats(CTX->stream, logits, target, v0, rows, vl, rowmax, tgt));
+  PTDP_CALL_CUDA(ptdp_cuk_xent_stats(CTX->stream, CTX->t, logits, target, v0, rows, vl, rowmax, tgt));
   return PTDP_OK;
 }
 
 static int cu_xent_sumexp(ptdp_backend *be, const float *logits, const float *gmax, long long rows, int vl, float *se)
 {
-  PTDP_CALL_CUDA(ptdp_cuk_xent_sumexp(CTX->stream, logits, gmax, rows, vl, se));
+  PTDP_CALL_CUDA(ptdp_cuk_xent_sumexp(CTX->stream, CTX->t, logits, gmax, rows, vl, se));
   return PTDP_OK;
 }
 
 static int cu_xent_grad(ptdp_backend *be, float *logits, const int32_t *target, long long v0, const float *gmax,
                         const float *se, long long rows, int vl, float scale)
 {
-  PTDP_CALL_CUDA(ptdp_cuk_xent_grad(CTX->stream, logits, target, v0, gmax, se, rows, vl, scale));
+  PTDP_CALL_CUDA(ptdp_cuk_xent_grad(CTX->stream, CTX->t, logits, target, v0, gmax, se, rows, vl, scale));
   return PTDP_OK;
 }
 
@@ -441,22 +446,31 @@ static int cu_unscale_check(ptdp_backend *be, float *x, size_t n, float inv_scal
 #define cu_attention_forward ptdp_cu_attention_forward
 #define cu_attention_backward ptdp_cu_attention_backward
 
-static void fill_table(ptdp_backend *be)
+/* A 16-bit table has gemm_wgrad (16-bit A, B into the fp32 main gradient); an fp32 one does
+ * not (its gemm with beta 1 is the same operation). */
+static void fill_table(ptdp_backend *be, ptdp_dtype t)
 {
   be->name = "cuda";
   be->host_accessible = 0;
+  be->dtype = t;
   PTDP_BACKEND_FILL(be, cu);
+  if (t != PTDP_F32) be->gemm_wgrad = ptdp_cu_gemm_wgrad;
 }
 
-/* The GPU, its stream, the cuBLAS(Lt) handles and the fixed buffers. */
+/* The GPU, its stream, the cuBLAS(Lt) handles and the fixed buffers.  The batched GEMMs' math
+ * mode: fp32 pedantic (no TF32); with 16-bit storage the default (tensor cores on the 16-bit
+ * products, accumulated in fp32: CUBLAS_COMPUTE_32F) without reduced-precision split-K sums. */
 static int ctx_setup(ptdp_cu_ctx *c, int device)
 {
+  const cublasMath_t math = c->t == PTDP_F32
+                                ? CUBLAS_PEDANTIC_MATH
+                                : (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
   c->device = device;
   PTDP_CALL_CUDA(cudaSetDevice(device));
   PTDP_CALL_CUDA(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
   PTDP_CALL_CUBLAS(cublasCreate(&c->blas));
   PTDP_CALL_CUBLAS(cublasSetStream(c->blas, c->stream));
-  PTDP_CALL_CUBLAS(cublasSetMathMode(c->blas, CUBLAS_PEDANTIC_MATH)); /* fp32: no TF32 */
+  PTDP_CALL_CUBLAS(cublasSetMathMode(c->blas, math));
   PTDP_CALL_CUBLAS(cublasLtCreate(&c->lt));
   c->lt_work_bytes = LT_WORKSPACE;
   PTDP_CALL_CUDA(cudaMalloc(&c->lt_work, c->lt_work_bytes));
@@ -476,12 +490,15 @@ int ptdp_backend_cuda_create(const ptdp_backend_options *opt, ptdp_backend **out
   int device = ptdp_cuda_pick_device(opt->device, opt->local_rank, count);
   PTDP_CHECK_LOCAL(device >= 0 && device < count, "device = %d: this node has %d GPU(s) (0 to %d)", device, count,
                    count - 1);
+  PTDP_CHECK(opt->dtype == PTDP_F32 || opt->dtype == PTDP_BF16 || opt->dtype == PTDP_F16,
+             "cuda: storage type %d is none of fp32, bf16, fp16", (int)opt->dtype);
   ptdp_backend *be;
   ptdp_cu_ctx *c;
   PTDP_CALLOC(be, 1, sizeof *be);
   PTDP_CALLOC(c, 1, sizeof *c);
   be->ctx = c;
-  fill_table(be);
+  c->t = opt->dtype;
+  fill_table(be, c->t);
   int err = ctx_setup(c, device);
   if (err) {
     cu_destroy(be);

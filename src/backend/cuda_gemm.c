@@ -1,5 +1,11 @@
-/* GEMMs of the CUDA backend through cuBLASLt, fp32 in and out with fp32 accumulation
- * (CUBLAS_COMPUTE_32F: no TF32, so results match the CPU's sgemm to rounding).
+/* GEMMs of the CUDA backend through cuBLASLt with fp32 accumulation (CUBLAS_COMPUTE_32F, fp32
+ * alpha and beta: no TF32, so fp32 results match the CPU's sgemm to rounding).  A, B and C are
+ * of the table's storage type: fp32, or bf16/fp16 (the tensor cores' products of 16-bit numbers
+ * are exact in fp32 and summed in fp32; D = alpha sum + beta C is rounded once to the type, the
+ * rounding the mixed-precision wrapper does on its fp32 result, so the two agree to the order of
+ * the sums).  A 16-bit table's gemm_wgrad keeps C in fp32 (the main gradient, beta 1).  With a
+ * 16-bit C the heuristic may only split K with its partial sums in fp32 (the preference's
+ * reduction schemes: none or compute type), never in the 16-bit output.
  *
  * Our matrices are row-major; cuBLASLt's are column-major.  A row-major [M, N] matrix with row
  * stride ld is the column-major [N, M] matrix with leading dimension ld, so
@@ -21,12 +27,18 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The largest power of two (at most 256) dividing every address and row stride in bytes. */
-static int alignment(const void *A, const void *B, const void *C, int lda, int ldb, int ldc)
+/* The largest power of two (at most 256) dividing every address and row stride in bytes
+ * (elements of es_ab bytes in A and B, es_c in C). */
+static int alignment(const void *A, const void *B, const void *C, int lda, int ldb, int ldc, size_t es_ab, size_t es_c)
 {
-  uintptr_t bits = (uintptr_t)A | (uintptr_t)B | (uintptr_t)C | ((uintptr_t)lda * 4) | ((uintptr_t)ldb * 4) |
-                   ((uintptr_t)ldc * 4) | 256;
+  uintptr_t bits = (uintptr_t)A | (uintptr_t)B | (uintptr_t)C | ((uintptr_t)lda * es_ab) | ((uintptr_t)ldb * es_ab) |
+                   ((uintptr_t)ldc * es_c) | 256;
   return (int)(bits & -bits);
+}
+
+cudaDataType ptdp_cu_data_type(ptdp_dtype t)
+{
+  return t == PTDP_BF16 ? CUDA_R_16BF : t == PTDP_F16 ? CUDA_R_16F : CUDA_R_32F;
 }
 
 /* Releases cannot return a failure (plans are dropped on eviction and at destroy): print it. */
@@ -51,9 +63,11 @@ void ptdp_cu_gemm_release(ptdp_cu_ctx *c)
   c->nplans = 0;
 }
 
-/* The heuristic's limits: our workspace, and the alignment of this shape's pointers. */
-static int pref_set(cublasLtMatmulPreference_t pref, const size_t *work_bytes, uint32_t align)
+/* The heuristic's limits: our workspace, the alignment of this shape's pointers, and with a
+ * 16-bit C (c16) split-K partial sums in fp32 only. */
+static int pref_set(cublasLtMatmulPreference_t pref, const size_t *work_bytes, uint32_t align, int c16)
 {
+  static const uint32_t fp32_sums = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
   static const cublasLtMatmulPreferenceAttributes_t aligns[] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
@@ -61,6 +75,9 @@ static int pref_set(cublasLtMatmulPreference_t pref, const size_t *work_bytes, u
                                                         sizeof *work_bytes));
   for (size_t i = 0; i < sizeof aligns / sizeof aligns[0]; i++)
     PTDP_CALL_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, aligns[i], &align, sizeof align));
+  if (c16)
+    PTDP_CALL_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &fp32_sums,
+                                                          sizeof fp32_sums));
   return PTDP_OK;
 }
 
@@ -69,7 +86,7 @@ static int plan_algo(ptdp_cu_ctx *c, ptdp_cu_plan *p, cublasLtMatmulHeuristicRes
 {
   cublasLtMatmulPreference_t pref;
   PTDP_CALL_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
-  int err = pref_set(pref, &c->lt_work_bytes, (uint32_t)p->align);
+  int err = pref_set(pref, &c->lt_work_bytes, (uint32_t)p->align, p->c_type != PTDP_F32);
   cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
   if (!err) st = cublasLtMatmulAlgoGetHeuristic(c->lt, p->op, p->a, p->b, p->c, p->c, pref, 1, res, found);
   cublasStatus_t sd = cublasLtMatmulPreferenceDestroy(pref);
@@ -85,16 +102,18 @@ static int plan_build(ptdp_cu_ctx *c, ptdp_cu_plan *p, const ptdp_cu_gemm_cm *g)
   PTDP_CALL_CUBLAS(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   PTDP_CALL_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
   PTDP_CALL_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
-  PTDP_CALL_CUBLAS(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_32F, g->a_rows, g->a_cols, g->lda));
-  PTDP_CALL_CUBLAS(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_32F, g->b_rows, g->b_cols, g->ldb));
-  PTDP_CALL_CUBLAS(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, g->m, g->n, g->ldc));
+  const cudaDataType tab = ptdp_cu_data_type((ptdp_dtype)p->ab_type), tc = ptdp_cu_data_type((ptdp_dtype)p->c_type);
+  PTDP_CALL_CUBLAS(cublasLtMatrixLayoutCreate(&p->a, tab, g->a_rows, g->a_cols, g->lda));
+  PTDP_CALL_CUBLAS(cublasLtMatrixLayoutCreate(&p->b, tab, g->b_rows, g->b_cols, g->ldb));
+  PTDP_CALL_CUBLAS(cublasLtMatrixLayoutCreate(&p->c, tc, g->m, g->n, g->ldc));
   cublasLtMatmulHeuristicResult_t res;
   int found = 0;
   PTDP_CALL(plan_algo(c, p, &res, &found));
   if (!found)
     return PTDP_FAIL(PTDP_ERR_LIB,
-                           "cuBLASLt has no algorithm for C[%d,%d] = op(A) op(B), K %d, ld %d %d %d, align %d",
-                           p->M, p->N, p->K, p->lda, p->ldb, p->ldc, p->align);
+                           "cuBLASLt has no algorithm for C[%d,%d] = op(A) op(B), K %d, ld %d %d %d, align %d, "
+                           "A and B %s, C %s", p->M, p->N, p->K, p->lda, p->ldb, p->ldc, p->align,
+                           ptdp_dtype_name((ptdp_dtype)p->ab_type), ptdp_dtype_name((ptdp_dtype)p->c_type));
   p->algo = res.algo;
   return PTDP_OK;
 }
@@ -106,7 +125,7 @@ static int plan_get(ptdp_cu_ctx *c, const ptdp_cu_plan *key, const ptdp_cu_gemm_
     ptdp_cu_plan *p = &c->plans[i];
     if (p->ta == key->ta && p->tb == key->tb && p->M == key->M && p->N == key->N && p->K == key->K &&
         p->lda == key->lda && p->ldb == key->ldb && p->ldc == key->ldc && p->align == key->align &&
-        p->beta0 == key->beta0) {
+        p->beta0 == key->beta0 && p->ab_type == key->ab_type && p->c_type == key->c_type) {
       *out = p;
       return PTDP_OK;
     }
@@ -131,8 +150,23 @@ static int plan_get(ptdp_cu_ctx *c, const ptdp_cu_plan *key, const ptdp_cu_gemm_
   return PTDP_OK;
 }
 
-int ptdp_cu_gemm(ptdp_backend *be, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                 const float *B, int ldb, float beta, float *C, int ldc)
+/* C = beta C without a product (K = 0): zeros under beta 0, as sgemm writes, whatever C held
+ * (NaN included); rows scaled otherwise. */
+static int scale_only(ptdp_cu_ctx *c, ptdp_dtype tc, int M, int N, float beta, void *C, int ldc)
+{
+  const size_t es = ptdp_dtype_size(tc);
+  if (beta == 1.0f) return PTDP_OK;
+  if (beta == 0.0f)
+    PTDP_CALL_CUDA(cudaMemset2DAsync(C, (size_t)ldc * es, 0, (size_t)N * es, (size_t)M, c->stream));
+  else
+    for (int r = 0; r < M; r++)
+      PTDP_CALL_CUDA(ptdp_cuk_scale_s(c->stream, tc, (char *)C + (size_t)r * ldc * es, beta, (size_t)N));
+  return PTDP_OK;
+}
+
+/* C = alpha op(A) op(B) + beta C with A, B of type tab and C of type tc (row-major). */
+static int gemm_typed(ptdp_backend *be, ptdp_dtype tab, ptdp_dtype tc, int ta, int tb, int M, int N, int K,
+                      float alpha, const void *A, int lda, const void *B, int ldb, float beta, void *C, int ldc)
 {
   ptdp_cu_ctx *c = be->ctx;
   PTDP_CHECK_LOCAL(M >= 0 && N >= 0 && K >= 0 && lda >= (ta ? (M > 1 ? M : 1) : (K > 1 ? K : 1)) &&
@@ -140,21 +174,31 @@ int ptdp_cu_gemm(ptdp_backend *be, int ta, int tb, int M, int N, int K, float al
                    "invalid gemm arguments M=%d N=%d K=%d lda=%d ldb=%d ldc=%d (ta=%d tb=%d)", M, N, K, lda, ldb,
                    ldc, ta, tb);
   if (M == 0 || N == 0) return PTDP_OK;
-  if (K == 0) { /* C = beta C: no product to plan */
-    if (beta == 1.0f) return PTDP_OK;
-    if (beta == 0.0f) /* zeros, as sgemm writes, whatever C held (NaN included) */
-      PTDP_CALL_CUDA(cudaMemset2DAsync(C, (size_t)ldc * 4, 0, (size_t)N * 4, (size_t)M, c->stream));
-    else
-      for (int r = 0; r < M; r++) PTDP_CALL_CUDA(ptdp_cuk_scale(c->stream, C + (size_t)r * ldc, beta, (size_t)N));
-    return PTDP_OK;
-  }
+  if (K == 0) return scale_only(c, tc, M, N, beta, C, ldc); /* no product to plan */
   ptdp_cu_gemm_cm g = ptdp_cu_gemm_map(ta, tb, M, N, K, lda, ldb, ldc);
   ptdp_cu_plan key = {.ta = ta, .tb = tb, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc,
-                      .align = alignment(A, B, C, lda, ldb, ldc), .beta0 = beta == 0.0f};
+                      .align = alignment(A, B, C, lda, ldb, ldc, ptdp_dtype_size(tab), ptdp_dtype_size(tc)),
+                      .beta0 = beta == 0.0f, .ab_type = (int)tab, .c_type = (int)tc};
   ptdp_cu_plan *p = NULL;
   PTDP_CALL(plan_get(c, &key, &g, &p));
   /* operands swapped: cuBLASLt's A is our B */
   PTDP_CALL_CUBLAS(cublasLtMatmul(c->lt, p->op, &alpha, B, p->a, A, p->b, &beta, C, p->c, C, p->c, &p->algo,
                                   c->lt_work, c->lt_work_bytes, c->stream));
+  return PTDP_OK;
+}
+
+int ptdp_cu_gemm(ptdp_backend *be, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                 const float *B, int ldb, float beta, float *C, int ldc)
+{
+  const ptdp_dtype t = ((ptdp_cu_ctx *)be->ctx)->t;
+  PTDP_CALL(gemm_typed(be, t, t, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
+  return PTDP_OK;
+}
+
+int ptdp_cu_gemm_wgrad(ptdp_backend *be, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, float *C, int ldc)
+{
+  const ptdp_dtype t = ((ptdp_cu_ctx *)be->ctx)->t;
+  PTDP_CALL(gemm_typed(be, t, PTDP_F32, ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc));
   return PTDP_OK;
 }

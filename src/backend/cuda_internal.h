@@ -25,6 +25,7 @@ extern "C" {
 /* One cached cuBLASLt plan: a GEMM shape (with the alignment of its pointers) and its algorithm. */
 typedef struct {
   int ta, tb, M, N, K, lda, ldb, ldc, align, beta0;
+  int ab_type, c_type; /* ptdp_dtype of A and B, of C (and D) */
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t a, b, c;
   cublasLtMatmulAlgo_t algo;
@@ -35,6 +36,7 @@ typedef struct {
 
 typedef struct {
   int device;
+  ptdp_dtype t;         /* the storage type of the (S) operands (ptdp/backend.h) */
   cudaStream_t stream;
   cublasHandle_t blas;  /* batched GEMMs of the unfused attention */
   cublasLtHandle_t lt;  /* every other GEMM */
@@ -52,6 +54,11 @@ typedef struct {
 int ptdp_cu_scratch(ptdp_backend *be, size_t n, float **p);
 int ptdp_cu_gemm(ptdp_backend *be, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                  const float *B, int ldb, float beta, float *C, int ldc);
+/* The table's gemm_wgrad of a 16-bit table: A, B of the storage type, C fp32, beta 1. */
+int ptdp_cu_gemm_wgrad(ptdp_backend *be, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, float *C, int ldc);
+/* cudaDataType of a storage type: CUDA_R_32F, CUDA_R_16BF, CUDA_R_16F. */
+cudaDataType ptdp_cu_data_type(ptdp_dtype t);
 void ptdp_cu_gemm_release(ptdp_cu_ctx *c);
 int ptdp_cu_attention_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *probs,
                               uint8_t *mask, float *probs_drop, float *ctx);
@@ -60,32 +67,34 @@ int ptdp_cu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const 
                                float *scratch);
 #endif
 
-/* ---- launchers (cuda_kernels.cu, cuda_softmax.cu); shapes as in ptdp/backend.h ---- */
-cudaError_t ptdp_cuk_layernorm_forward(cudaStream_t st, const float *x, const float *w, const float *b, float *y,
-                                       float *mean, float *rstd, long long rows, int h, float eps);
+/* ---- launchers (cuda_kernels.cu, cuda_softmax.cu); shapes as in ptdp/backend.h ----
+ * t is the storage type of the (S) operands, passed as void pointers; the others are fp32. */
+cudaError_t ptdp_cuk_layernorm_forward(cudaStream_t st, ptdp_dtype t, const void *x, const void *w, const void *b,
+                                       void *y, float *mean, float *rstd, long long rows, int h, float eps);
 /* dx per row; dw, db partial column sums into part [2, chunks, h], then added to dw, db */
-cudaError_t ptdp_cuk_layernorm_backward(cudaStream_t st, const float *dy, const float *x, const float *w,
-                                        const float *mean, const float *rstd, float *dx, float *dw, float *db,
+cudaError_t ptdp_cuk_layernorm_backward(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x, const void *w,
+                                        const float *mean, const float *rstd, void *dx, float *dw, float *db,
                                         long long rows, int h, float *part, int chunks);
-cudaError_t ptdp_cuk_gelu_forward(cudaStream_t st, const float *x, float *y, size_t n);
-cudaError_t ptdp_cuk_gelu_backward(cudaStream_t st, const float *x, const float *dy, float *dx, size_t n);
-cudaError_t ptdp_cuk_bias_forward(cudaStream_t st, float *y, const float *b, long long rows, int cols);
-cudaError_t ptdp_cuk_bias_backward(cudaStream_t st, const float *dy, float *db, long long rows, int cols, float *part,
-                                   int chunks);
-cudaError_t ptdp_cuk_add(cudaStream_t st, float *y, const float *x, size_t n);
-cudaError_t ptdp_cuk_scale(cudaStream_t st, float *y, float a, size_t n);
-cudaError_t ptdp_cuk_dropout_forward(cudaStream_t st, float *x, uint8_t *mask, long long rows, int cols,
+cudaError_t ptdp_cuk_gelu_forward(cudaStream_t st, ptdp_dtype t, const void *x, void *y, size_t n);
+cudaError_t ptdp_cuk_gelu_backward(cudaStream_t st, ptdp_dtype t, const void *x, const void *dy, void *dx, size_t n);
+cudaError_t ptdp_cuk_bias_forward(cudaStream_t st, ptdp_dtype t, void *y, const void *b, long long rows, int cols);
+cudaError_t ptdp_cuk_bias_backward(cudaStream_t st, ptdp_dtype t, const void *dy, float *db, long long rows, int cols,
+                                   float *part, int chunks);
+cudaError_t ptdp_cuk_add(cudaStream_t st, ptdp_dtype t, void *y, const void *x, size_t n);
+cudaError_t ptdp_cuk_scale(cudaStream_t st, float *y, float a, size_t n); /* fp32 (the table's scale) */
+cudaError_t ptdp_cuk_scale_s(cudaStream_t st, ptdp_dtype t, void *y, float a, size_t n); /* (S): gemm's beta C */
+cudaError_t ptdp_cuk_dropout_forward(cudaStream_t st, ptdp_dtype t, void *x, uint8_t *mask, long long rows, int cols,
                                      ptdp_dropout_key k);
-cudaError_t ptdp_cuk_dropout_backward(cudaStream_t st, float *dx, const uint8_t *mask, size_t n, float p);
-cudaError_t ptdp_cuk_embedding_forward(cudaStream_t st, const float *wte, const int32_t *tok, long long v0,
-                                       long long vl, float *out, long long rows, int h);
-cudaError_t ptdp_cuk_embedding_backward(cudaStream_t st, const float *dout, const int32_t *tok, long long v0,
-                                        long long vl, float *dwte, long long rows, int h);
-cudaError_t ptdp_cuk_xent_stats(cudaStream_t st, const float *logits, const int32_t *target, long long v0,
+cudaError_t ptdp_cuk_dropout_backward(cudaStream_t st, ptdp_dtype t, void *dx, const uint8_t *mask, size_t n, float p);
+cudaError_t ptdp_cuk_embedding_forward(cudaStream_t st, ptdp_dtype t, const void *wte, const int32_t *tok, long long v0,
+                                       long long vl, void *out, long long rows, int h);
+cudaError_t ptdp_cuk_embedding_backward(cudaStream_t st, ptdp_dtype t, const void *dout, const int32_t *tok,
+                                        long long v0, long long vl, float *dwte, long long rows, int h);
+cudaError_t ptdp_cuk_xent_stats(cudaStream_t st, ptdp_dtype t, const void *logits, const int32_t *target, long long v0,
                                 long long rows, int vl, float *rowmax, float *tgt);
-cudaError_t ptdp_cuk_xent_sumexp(cudaStream_t st, const float *logits, const float *gmax, long long rows, int vl,
-                                 float *se);
-cudaError_t ptdp_cuk_xent_grad(cudaStream_t st, float *logits, const int32_t *target, long long v0,
+cudaError_t ptdp_cuk_xent_sumexp(cudaStream_t st, ptdp_dtype t, const void *logits, const float *gmax, long long rows,
+                                 int vl, float *se);
+cudaError_t ptdp_cuk_xent_grad(cudaStream_t st, ptdp_dtype t, void *logits, const int32_t *target, long long v0,
                                const float *gmax, const float *se, long long rows, int vl, float scale);
 /* bc1 = 1 - beta1^step, bc2 = 1 - beta2^step, computed by the host as the CPU backend does */
 cudaError_t ptdp_cuk_adamw(cudaStream_t st, float *p, const float *g, float *m, float *v, size_t n, float lr,
@@ -93,20 +102,31 @@ cudaError_t ptdp_cuk_adamw(cudaStream_t st, float *p, const float *g, float *m, 
 /* Blocks of partial sums of squares in part [PTDP_CUK_RED_BLOCKS], then their sum in *out. */
 #define PTDP_CUK_RED_BLOCKS 1024
 cudaError_t ptdp_cuk_sumsq(cudaStream_t st, const float *x, size_t n, double *part, double *out);
-/* Used by mixed precision (issue 20 section 3), not yet by the model.  convert: a same-type
- * convert is a cudaMemcpyAsync; unscale_check: *found (device) set to 0, then to 1 by any
- * non-finite x, as x *= inv_scale. */
+/* Mixed precision.  convert: a same-type convert is a cudaMemcpyAsync; unscale_check: *found
+ * (device) set to 0, then to 1 by any non-finite x, as x *= inv_scale. */
 cudaError_t ptdp_cuk_convert(cudaStream_t st, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype sty, size_t n);
 cudaError_t ptdp_cuk_unscale_check(cudaStream_t st, float *x, size_t n, float inv_scale, int *found);
-/* Causal softmax + dropout of rows [b al s] of S [b, al, s, s] in place (probs), mask and Pd
- * when d->drop.p > 0. */
-cudaError_t ptdp_cuk_softmax_forward(cudaStream_t st, const ptdp_attn_desc *d, float *probs, uint8_t *mask,
-                                     float *probs_drop);
-/* dP [al, s, s] of sample bi (in place) to dS through dropout and softmax. */
-cudaError_t ptdp_cuk_softmax_backward(cudaStream_t st, const ptdp_attn_desc *d, int bi, const float *probs,
-                                      const uint8_t *mask, float *dp);
+/* Causal softmax + dropout of samples [bi0, bi0 + nb): scores S [nb, al, s, s] (fp32; S may be
+ * the samples' rows of probs when t is fp32: in place) to probs, mask and Pd (when
+ * d->drop.p > 0) [b, al, s, s]. */
+cudaError_t ptdp_cuk_softmax_forward(cudaStream_t st, ptdp_dtype t, const ptdp_attn_desc *d, int bi0, int nb,
+                                     const float *S, void *probs, uint8_t *mask, void *probs_drop);
+/* dP [al, s, s] (fp32) of sample bi to dS [al, s, s] (type t; dS may be dP in fp32) through
+ * dropout and softmax. */
+cudaError_t ptdp_cuk_softmax_backward(cudaStream_t st, ptdp_dtype t, const ptdp_attn_desc *d, int bi, const void *probs,
+                                      const uint8_t *mask, const float *dp, void *ds);
 /* A buffer filled with one float value (tests poison outputs with NaN). */
 cudaError_t ptdp_cuk_fill(cudaStream_t st, float *x, float v, size_t n);
+/* Fused causal attention (cuda_flash.cu) in the 16-bit storage type t (PTDP_BF16 or PTDP_F16;
+ * FlashAttention has no fp32 path), the contract of the table's flash_forward/backward: qkv, ctx,
+ * dctx, dqkv of type t; lse [b, al, s] and drow [b, al, s] (the backward's scratch:
+ * D = rowsum(dctx * ctx)) fp32.  cudaErrorInvalidValue for a shape the kernels do not cover:
+ * ptdp_cuk_flash_supported says 1 for hd a multiple of 16 up to 128 and b al <= 65535. */
+int ptdp_cuk_flash_supported(const ptdp_attn_desc *d);
+cudaError_t ptdp_cuk_flash_forward(cudaStream_t st, ptdp_dtype t, const ptdp_attn_desc *d, const void *qkv, void *ctx,
+                                   float *lse);
+cudaError_t ptdp_cuk_flash_backward(cudaStream_t st, ptdp_dtype t, const ptdp_attn_desc *d, const void *qkv,
+                                    const void *ctx, const float *lse, const void *dctx, void *dqkv, float *drow);
 
 #ifdef __cplusplus
 }

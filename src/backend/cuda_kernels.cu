@@ -2,14 +2,19 @@
 // N = rows).  Each mirrors the CPU backend's formula (src/backend/cpu.c) so results agree to
 // rounding: row statistics in double where the CPU sums in double, the same tanh-form GELU, the
 // same counter-based dropout keys (cuda_rng.h), AdamW's bias corrections computed on the host.
+// Kernels with (S) operands are templates on the storage type T (cuda_elem.h): fp32 math, one
+// rounding per stored element, so a bf16/fp16 table rounds where the mixed-precision wrapper
+// does.  LayerNorm keeps its double statistics in every type: fp32 sums of h terms would do for
+// a bf16 y, but the suite holds mean and rstd (fp32 outputs) to a few fp32 ulps of their own
+// size, and a mean near zero of terms of size 3 loses about h u relative to itself in fp32; a
+// row pass is bound by memory, not by the double adds (to be confirmed on a GPU).
 // Column sums (LayerNorm dw/db, bias db) go through fixed row chunks and a second pass, so
 // they are deterministic; only embedding_backward adds with atomics (rows sharing a token).
 // NOT YET RUN ON A GPU: see README, "GPUs".
+#include "cuda_elem.h"
 #include "cuda_internal.h"
 #include "cuda_rng.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <math.h>
 #include <string.h>
 
@@ -54,22 +59,23 @@ __device__ float block_max(float v)
 
 // ---------------------------------------------------------------- LayerNorm
 // one block per row of h: mean and variance in double (as the CPU), y = (x - m) rs w + b
-__global__ void ln_forward(const float *x, const float *w, const float *b, float *y, float *mean, float *rstd, int h,
-                           float eps)
+template <typename T>
+__global__ void ln_forward(const T *x, const T *w, const T *b, T *y, float *mean, float *rstd, int h, float eps)
 {
   const long long r = blockIdx.x;
-  const float *xr = x + r * h;
-  float *yr = y + r * h;
+  const T *xr = x + r * h;
+  T *yr = y + r * h;
   double s = 0;
-  for (int i = threadIdx.x; i < h; i += blockDim.x) s += xr[i];
+  for (int i = threadIdx.x; i < h; i += blockDim.x) s += ptdp_ld(xr[i]);
   float m = (float)(block_sum(s) / h);
   double ss = 0;
   for (int i = threadIdx.x; i < h; i += blockDim.x) {
-    float d = xr[i] - m;
+    float d = ptdp_ld(xr[i]) - m;
     ss += (double)d * d;
   }
   float rs = 1.0f / sqrtf((float)(block_sum(ss) / h) + eps);
-  for (int i = threadIdx.x; i < h; i += blockDim.x) yr[i] = (xr[i] - m) * rs * w[i] + b[i];
+  for (int i = threadIdx.x; i < h; i += blockDim.x)
+    ptdp_st(&yr[i], (ptdp_ld(xr[i]) - m) * rs * ptdp_ld(w[i]) + ptdp_ld(b[i]));
   if (threadIdx.x == 0) {
     mean[r] = m;
     rstd[r] = rs;
@@ -77,37 +83,38 @@ __global__ void ln_forward(const float *x, const float *w, const float *b, float
 }
 
 // dx = rs (g - mean(g) - xhat mean(g xhat)), g = dy w; one block per row
-__global__ void ln_backward_dx(const float *dy, const float *x, const float *w, const float *mean, const float *rstd,
-                               float *dx, int h)
+template <typename T>
+__global__ void ln_backward_dx(const T *dy, const T *x, const T *w, const float *mean, const float *rstd, T *dx, int h)
 {
   const long long r = blockIdx.x;
-  const float *dyr = dy + r * h, *xr = x + r * h;
+  const T *dyr = dy + r * h, *xr = x + r * h;
   const float m = mean[r], rs = rstd[r];
   double sg = 0, sgx = 0;
   for (int i = threadIdx.x; i < h; i += blockDim.x) {
-    float xh = (xr[i] - m) * rs, g = dyr[i] * w[i];
+    float xh = (ptdp_ld(xr[i]) - m) * rs, g = ptdp_ld(dyr[i]) * ptdp_ld(w[i]);
     sg += g;
     sgx += (double)g * xh;
   }
   float mg = (float)(block_sum(sg) / h), mgx = (float)(block_sum(sgx) / h);
   for (int i = threadIdx.x; i < h; i += blockDim.x) {
-    float xh = (xr[i] - m) * rs;
-    dx[r * h + i] = rs * (dyr[i] * w[i] - mg - xh * mgx);
+    float xh = (ptdp_ld(xr[i]) - m) * rs;
+    ptdp_st(&dx[r * h + i], rs * (ptdp_ld(dyr[i]) * ptdp_ld(w[i]) - mg - xh * mgx));
   }
 }
 
 // part[0][chunk][col] = sum over the chunk's rows of dy xhat (with_xhat) or dy; part[1] = dy
 // (LayerNorm only).  grid (ceil(cols / THREADS), chunks); rows in order inside a chunk.
-__global__ void colsum_partial(const float *dy, const float *x, const float *mean, const float *rstd, long long rows,
-                               int cols, int chunks, float *part, int with_xhat)
+template <typename T>
+__global__ void colsum_partial(const T *dy, const T *x, const float *mean, const float *rstd, long long rows, int cols,
+                               int chunks, float *part, int with_xhat)
 {
   int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= cols) return;
   long long r0 = rows * blockIdx.y / chunks, r1 = rows * (blockIdx.y + 1) / chunks;
   float sw = 0.0f, sb = 0.0f;
   for (long long r = r0; r < r1; r++) {
-    float d = dy[r * cols + c];
-    if (with_xhat) sw += d * ((x[r * cols + c] - mean[r]) * rstd[r]);
+    float d = ptdp_ld(dy[r * cols + c]);
+    if (with_xhat) sw += d * ((ptdp_ld(x[r * cols + c]) - mean[r]) * rstd[r]);
     sb += d;
   }
   part[(size_t)blockIdx.y * cols + c] = with_xhat ? sw : sb;
@@ -126,60 +133,84 @@ __global__ void colsum_final(const float *part, int chunks, int cols, float *out
 
 static int row_threads(int h) { return h >= 1024 ? 512 : h >= 256 ? 256 : 128; }
 
-extern "C" cudaError_t ptdp_cuk_layernorm_forward(cudaStream_t st, const float *x, const float *w, const float *b,
-                                                  float *y, float *mean, float *rstd, long long rows, int h, float eps)
+template <typename T>
+static cudaError_t ln_forward_launch(cudaStream_t st, const void *x, const void *w, const void *b, void *y, float *mean,
+                                     float *rstd, long long rows, int h, float eps)
 {
-  if (rows > 0) ln_forward<<<(unsigned)rows, row_threads(h), 0, st>>>(x, w, b, y, mean, rstd, h, eps);
+  void (*kernel)(const T *, const T *, const T *, T *, float *, float *, int, float) = ln_forward<T>;
+  const T *xt = (const T *)x, *wt = (const T *)w, *bt = (const T *)b;
+  if (rows > 0) kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(xt, wt, bt, (T *)y, mean, rstd, h, eps);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t ptdp_cuk_layernorm_backward(cudaStream_t st, const float *dy, const float *x, const float *w,
-                                                   const float *mean, const float *rstd, float *dx, float *dw,
-                                                   float *db, long long rows, int h, float *part, int chunks)
+extern "C" cudaError_t ptdp_cuk_layernorm_forward(cudaStream_t st, ptdp_dtype t, const void *x, const void *w,
+                                                  const void *b, void *y, float *mean, float *rstd, long long rows,
+                                                  int h, float eps)
 {
+  return PTDP_CUK_DISPATCH(t, ln_forward_launch, st, x, w, b, y, mean, rstd, rows, h, eps);
+}
+
+template <typename T>
+static cudaError_t ln_backward_launch(cudaStream_t st, const void *dy, const void *x, const void *w,
+                                      const float *mean, const float *rstd, void *dx, float *dw, float *db,
+                                      long long rows, int h, float *part, int chunks)
+{
+  void (*dx_kernel)(const T *, const T *, const T *, const float *, const float *, T *, int) = ln_backward_dx<T>;
+  void (*part_kernel)(const T *, const T *, const float *, const float *, long long, int, int, float *, int) =
+      colsum_partial<T>;
   if (rows <= 0) return cudaGetLastError();
-  ln_backward_dx<<<(unsigned)rows, row_threads(h), 0, st>>>(dy, x, w, mean, rstd, dx, h);
+  const T *dyt = (const T *)dy, *xt = (const T *)x, *wt = (const T *)w;
+  dx_kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(dyt, xt, wt, mean, rstd, (T *)dx, h);
   dim3 g((h + THREADS - 1) / THREADS, chunks);
-  colsum_partial<<<g, THREADS, 0, st>>>(dy, x, mean, rstd, rows, h, chunks, part, 1);
+  part_kernel<<<g, THREADS, 0, st>>>(dyt, xt, mean, rstd, rows, h, chunks, part, 1);
   colsum_final<<<g.x, THREADS, 0, st>>>(part, chunks, h, dw);
   colsum_final<<<g.x, THREADS, 0, st>>>(part + (size_t)chunks * h, chunks, h, db);
   return cudaGetLastError();
 }
 
+extern "C" cudaError_t ptdp_cuk_layernorm_backward(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x,
+                                                   const void *w, const float *mean, const float *rstd, void *dx,
+                                                   float *dw, float *db, long long rows, int h, float *part,
+                                                   int chunks)
+{
+  return PTDP_CUK_DISPATCH(t, ln_backward_launch, st, dy, x, w, mean, rstd, dx, dw, db, rows, h, part, chunks);
+}
+
 // ---------------------------------------------------------------- GELU, bias, add, scale
 // tanh form through the sigmoid: gelu(x) = x sigma(2u), u = k (x + 0.044715 x^3)
-__global__ void gelu_fwd(const float *x, float *y, size_t n)
+template <typename T> __global__ void gelu_fwd(const T *x, T *y, size_t n)
 {
   FOR_EACH(i, n)
   {
-    float v = x[i], u = GELU_K * (v + 0.044715f * v * v * v);
-    y[i] = v / (1.0f + expf(-2.0f * u));
+    float v = ptdp_ld(x[i]), u = GELU_K * (v + 0.044715f * v * v * v);
+    ptdp_st(&y[i], v / (1.0f + expf(-2.0f * u)));
   }
 }
 
-__global__ void gelu_bwd(const float *x, const float *dy, float *dx, size_t n)
+// dx may be dy (the model's habit): each element read, then written, by one thread
+template <typename T> __global__ void gelu_bwd(const T *x, const T *dy, T *dx, size_t n)
 {
   FOR_EACH(i, n)
   {
-    float v = x[i], u = GELU_K * (v + 0.044715f * v * v * v);
+    float v = ptdp_ld(x[i]), u = GELU_K * (v + 0.044715f * v * v * v);
     float sg = 1.0f / (1.0f + expf(-2.0f * u)), du = GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
-    dx[i] = dy[i] * (sg + 2.0f * v * sg * (1.0f - sg) * du);
+    ptdp_st(&dx[i], ptdp_ld(dy[i]) * (sg + 2.0f * v * sg * (1.0f - sg) * du));
   }
 }
 
-__global__ void bias_fwd(float *y, const float *b, size_t n, int cols)
+template <typename T> __global__ void bias_fwd(T *y, const T *b, size_t n, int cols)
 {
-  FOR_EACH(i, n) y[i] += b[i % cols];
+  FOR_EACH(i, n) ptdp_st(&y[i], ptdp_ld(y[i]) + ptdp_ld(b[i % cols]));
 }
 
-__global__ void add_k(float *y, const float *x, size_t n)
+template <typename T> __global__ void add_k(T *y, const T *x, size_t n)
 {
-  FOR_EACH(i, n) y[i] += x[i];
+  FOR_EACH(i, n) ptdp_st(&y[i], ptdp_ld(y[i]) + ptdp_ld(x[i]));
 }
 
-__global__ void scale_k(float *y, float a, size_t n)
+template <typename T> __global__ void scale_k(T *y, float a, size_t n)
 {
-  FOR_EACH(i, n) y[i] *= a;
+  FOR_EACH(i, n) ptdp_st(&y[i], ptdp_ld(y[i]) * a);
 }
 
 __global__ void fill_k(float *y, float v, size_t n)
@@ -187,45 +218,92 @@ __global__ void fill_k(float *y, float v, size_t n)
   FOR_EACH(i, n) y[i] = v;
 }
 
-extern "C" cudaError_t ptdp_cuk_gelu_forward(cudaStream_t st, const float *x, float *y, size_t n)
+template <typename T> static cudaError_t gelu_forward_launch(cudaStream_t st, const void *x, void *y, size_t n)
 {
-  if (n) gelu_fwd<<<grid_for(n), THREADS, 0, st>>>(x, y, n);
+  void (*kernel)(const T *, T *, size_t) = gelu_fwd<T>;
+  if (n) kernel<<<grid_for(n), THREADS, 0, st>>>((const T *)x, (T *)y, n);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t ptdp_cuk_gelu_backward(cudaStream_t st, const float *x, const float *dy, float *dx, size_t n)
+extern "C" cudaError_t ptdp_cuk_gelu_forward(cudaStream_t st, ptdp_dtype t, const void *x, void *y, size_t n)
 {
-  if (n) gelu_bwd<<<grid_for(n), THREADS, 0, st>>>(x, dy, dx, n);
+  return PTDP_CUK_DISPATCH(t, gelu_forward_launch, st, x, y, n);
+}
+
+template <typename T>
+static cudaError_t gelu_backward_launch(cudaStream_t st, const void *x, const void *dy, void *dx, size_t n)
+{
+  void (*kernel)(const T *, const T *, T *, size_t) = gelu_bwd<T>;
+  if (n) kernel<<<grid_for(n), THREADS, 0, st>>>((const T *)x, (const T *)dy, (T *)dx, n);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t ptdp_cuk_bias_forward(cudaStream_t st, float *y, const float *b, long long rows, int cols)
+extern "C" cudaError_t ptdp_cuk_gelu_backward(cudaStream_t st, ptdp_dtype t, const void *x, const void *dy, void *dx,
+                                              size_t n)
 {
-  size_t n = (size_t)rows * cols;
-  if (n) bias_fwd<<<grid_for(n), THREADS, 0, st>>>(y, b, n, cols);
+  return PTDP_CUK_DISPATCH(t, gelu_backward_launch, st, x, dy, dx, n);
+}
+
+template <typename T>
+static cudaError_t bias_forward_launch(cudaStream_t st, void *y, const void *b, size_t n, int cols)
+{
+  void (*kernel)(T *, const T *, size_t, int) = bias_fwd<T>;
+  if (n) kernel<<<grid_for(n), THREADS, 0, st>>>((T *)y, (const T *)b, n, cols);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t ptdp_cuk_bias_backward(cudaStream_t st, const float *dy, float *db, long long rows, int cols,
-                                              float *part, int chunks)
+extern "C" cudaError_t ptdp_cuk_bias_forward(cudaStream_t st, ptdp_dtype t, void *y, const void *b, long long rows,
+                                             int cols)
 {
+  return PTDP_CUK_DISPATCH(t, bias_forward_launch, st, y, b, (size_t)rows * cols, cols);
+}
+
+template <typename T>
+static cudaError_t bias_backward_launch(cudaStream_t st, const void *dy, float *db, long long rows, int cols,
+                                        float *part, int chunks)
+{
+  void (*part_kernel)(const T *, const T *, const float *, const float *, long long, int, int, float *, int) =
+      colsum_partial<T>;
   if (rows <= 0 || cols <= 0) return cudaGetLastError();
   dim3 g((cols + THREADS - 1) / THREADS, chunks);
-  colsum_partial<<<g, THREADS, 0, st>>>(dy, NULL, NULL, NULL, rows, cols, chunks, part, 0);
+  part_kernel<<<g, THREADS, 0, st>>>((const T *)dy, NULL, NULL, NULL, rows, cols, chunks, part, 0);
   colsum_final<<<g.x, THREADS, 0, st>>>(part, chunks, cols, db);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t ptdp_cuk_add(cudaStream_t st, float *y, const float *x, size_t n)
+extern "C" cudaError_t ptdp_cuk_bias_backward(cudaStream_t st, ptdp_dtype t, const void *dy, float *db, long long rows,
+                                              int cols, float *part, int chunks)
 {
-  if (n) add_k<<<grid_for(n), THREADS, 0, st>>>(y, x, n);
+  return PTDP_CUK_DISPATCH(t, bias_backward_launch, st, dy, db, rows, cols, part, chunks);
+}
+
+template <typename T> static cudaError_t add_launch(cudaStream_t st, void *y, const void *x, size_t n)
+{
+  void (*kernel)(T *, const T *, size_t) = add_k<T>;
+  if (n) kernel<<<grid_for(n), THREADS, 0, st>>>((T *)y, (const T *)x, n);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_add(cudaStream_t st, ptdp_dtype t, void *y, const void *x, size_t n)
+{
+  return PTDP_CUK_DISPATCH(t, add_launch, st, y, x, n);
+}
+
+template <typename T> static cudaError_t scale_launch(cudaStream_t st, void *y, float a, size_t n)
+{
+  void (*kernel)(T *, float, size_t) = scale_k<T>;
+  if (n) kernel<<<grid_for(n), THREADS, 0, st>>>((T *)y, a, n);
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t ptdp_cuk_scale(cudaStream_t st, float *y, float a, size_t n)
 {
-  if (n) scale_k<<<grid_for(n), THREADS, 0, st>>>(y, a, n);
-  return cudaGetLastError();
+  return scale_launch<float>(st, y, a, n);
+}
+
+extern "C" cudaError_t ptdp_cuk_scale_s(cudaStream_t st, ptdp_dtype t, void *y, float a, size_t n)
+{
+  return PTDP_CUK_DISPATCH(t, scale_launch, st, y, a, n);
 }
 
 extern "C" cudaError_t ptdp_cuk_fill(cudaStream_t st, float *x, float v, size_t n)
@@ -298,7 +376,8 @@ extern "C" cudaError_t ptdp_cuk_unscale_check(cudaStream_t st, float *x, size_t 
 // ---------------------------------------------------------------- dropout
 // element (r, c): global row R = row0 + r of the [s, b] grid (pos R / b, sample sample0 + R % b),
 // global column col0 + c; the CPU's key, so the mask is the CPU's bit for bit
-__global__ void dropout_fwd(float *x, uint8_t *mask, long long rows, int cols, ptdp_dropout_key k, float keep_scale)
+template <typename T>
+__global__ void dropout_fwd(T *x, uint8_t *mask, long long rows, int cols, ptdp_dropout_key k, float keep_scale)
 {
   FOR_EACH(i, (size_t)rows * cols)
   {
@@ -306,123 +385,184 @@ __global__ void dropout_fwd(float *x, uint8_t *mask, long long rows, int cols, p
     uint64_t rh = ptdp_cu_rng_row(k.seed, k.site, k.layer, (uint64_t)(k.sample0 + R % k.b), (uint64_t)(R / k.b));
     uint8_t keep = ptdp_cu_rng_uniform(ptdp_cu_rng_at(rh, (uint64_t)(k.col0 + c))) >= k.p;
     mask[i] = keep;
-    x[i] = keep ? x[i] * keep_scale : 0.0f;
+    ptdp_st(&x[i], keep ? ptdp_ld(x[i]) * keep_scale : 0.0f);
   }
 }
 
-__global__ void dropout_bwd(float *dx, const uint8_t *mask, size_t n, float keep_scale)
+template <typename T> __global__ void dropout_bwd(T *dx, const uint8_t *mask, size_t n, float keep_scale)
 {
-  FOR_EACH(i, n) dx[i] = mask[i] ? dx[i] * keep_scale : 0.0f;
+  FOR_EACH(i, n) ptdp_st(&dx[i], mask[i] ? ptdp_ld(dx[i]) * keep_scale : 0.0f);
 }
 
-extern "C" cudaError_t ptdp_cuk_dropout_forward(cudaStream_t st, float *x, uint8_t *mask, long long rows, int cols,
-                                                ptdp_dropout_key k)
+template <typename T>
+static cudaError_t dropout_forward_launch(cudaStream_t st, void *x, uint8_t *mask, long long rows, int cols,
+                                          ptdp_dropout_key k)
 {
+  void (*kernel)(T *, uint8_t *, long long, int, ptdp_dropout_key, float) = dropout_fwd<T>;
   size_t n = (size_t)rows * cols;
-  if (k.p > 0.0f && n) dropout_fwd<<<grid_for(n), THREADS, 0, st>>>(x, mask, rows, cols, k, 1.0f / (1.0f - k.p));
+  if (k.p > 0.0f && n) kernel<<<grid_for(n), THREADS, 0, st>>>((T *)x, mask, rows, cols, k, 1.0f / (1.0f - k.p));
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t ptdp_cuk_dropout_backward(cudaStream_t st, float *dx, const uint8_t *mask, size_t n, float p)
+extern "C" cudaError_t ptdp_cuk_dropout_forward(cudaStream_t st, ptdp_dtype t, void *x, uint8_t *mask, long long rows,
+                                                int cols, ptdp_dropout_key k)
 {
-  if (p > 0.0f && n) dropout_bwd<<<grid_for(n), THREADS, 0, st>>>(dx, mask, n, 1.0f / (1.0f - p));
+  return PTDP_CUK_DISPATCH(t, dropout_forward_launch, st, x, mask, rows, cols, k);
+}
+
+template <typename T>
+static cudaError_t dropout_backward_launch(cudaStream_t st, void *dx, const uint8_t *mask, size_t n, float p)
+{
+  void (*kernel)(T *, const uint8_t *, size_t, float) = dropout_bwd<T>;
+  if (p > 0.0f && n) kernel<<<grid_for(n), THREADS, 0, st>>>((T *)dx, mask, n, 1.0f / (1.0f - p));
   return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_dropout_backward(cudaStream_t st, ptdp_dtype t, void *dx, const uint8_t *mask, size_t n,
+                                                 float p)
+{
+  return PTDP_CUK_DISPATCH(t, dropout_backward_launch, st, dx, mask, n, p);
 }
 
 // ---------------------------------------------------------------- embedding
-__global__ void embed_fwd(const float *wte, const int32_t *tok, long long v0, long long vl, float *out, size_t n, int h)
+template <typename T>
+__global__ void embed_fwd(const T *wte, const int32_t *tok, long long v0, long long vl, T *out, size_t n, int h)
 {
   FOR_EACH(i, n)
   {
     long long r = (long long)(i / h), id = (long long)tok[r] - v0;
-    out[i] = (id >= 0 && id < vl) ? wte[id * h + (long long)(i % h)] : 0.0f;
+    ptdp_st(&out[i], (id >= 0 && id < vl) ? ptdp_ld(wte[id * h + (long long)(i % h)]) : 0.0f);
   }
 }
 
 // rows sharing a token add into one row of dwte: atomics (the order of those few additions is
 // the only nondeterminism of the backend)
-__global__ void embed_bwd(const float *dout, const int32_t *tok, long long v0, long long vl, float *dwte, size_t n,
-                          int h)
+template <typename T>
+__global__ void embed_bwd(const T *dout, const int32_t *tok, long long v0, long long vl, float *dwte, size_t n, int h)
 {
   FOR_EACH(i, n)
   {
     long long r = (long long)(i / h), id = (long long)tok[r] - v0;
-    if (id >= 0 && id < vl) atomicAdd(dwte + id * h + (long long)(i % h), dout[i]);
+    if (id >= 0 && id < vl) atomicAdd(dwte + id * h + (long long)(i % h), ptdp_ld(dout[i]));
   }
 }
 
-extern "C" cudaError_t ptdp_cuk_embedding_forward(cudaStream_t st, const float *wte, const int32_t *tok, long long v0,
-                                                  long long vl, float *out, long long rows, int h)
+template <typename T>
+static cudaError_t embedding_forward_launch(cudaStream_t st, const void *wte, const int32_t *tok, long long v0,
+                                            long long vl, void *out, long long rows, int h)
 {
+  void (*kernel)(const T *, const int32_t *, long long, long long, T *, size_t, int) = embed_fwd<T>;
   size_t n = (size_t)rows * h;
-  if (n) embed_fwd<<<grid_for(n), THREADS, 0, st>>>(wte, tok, v0, vl, out, n, h);
+  if (n) kernel<<<grid_for(n), THREADS, 0, st>>>((const T *)wte, tok, v0, vl, (T *)out, n, h);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t ptdp_cuk_embedding_backward(cudaStream_t st, const float *dout, const int32_t *tok,
+extern "C" cudaError_t ptdp_cuk_embedding_forward(cudaStream_t st, ptdp_dtype t, const void *wte, const int32_t *tok,
+                                                  long long v0, long long vl, void *out, long long rows, int h)
+{
+  return PTDP_CUK_DISPATCH(t, embedding_forward_launch, st, wte, tok, v0, vl, out, rows, h);
+}
+
+template <typename T>
+static cudaError_t embedding_backward_launch(cudaStream_t st, const void *dout, const int32_t *tok, long long v0,
+                                             long long vl, float *dwte, long long rows, int h)
+{
+  void (*kernel)(const T *, const int32_t *, long long, long long, float *, size_t, int) = embed_bwd<T>;
+  size_t n = (size_t)rows * h;
+  if (n) kernel<<<grid_for(n), THREADS, 0, st>>>((const T *)dout, tok, v0, vl, dwte, n, h);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_embedding_backward(cudaStream_t st, ptdp_dtype t, const void *dout, const int32_t *tok,
                                                    long long v0, long long vl, float *dwte, long long rows, int h)
 {
-  size_t n = (size_t)rows * h;
-  if (n) embed_bwd<<<grid_for(n), THREADS, 0, st>>>(dout, tok, v0, vl, dwte, n, h);
-  return cudaGetLastError();
+  return PTDP_CUK_DISPATCH(t, embedding_backward_launch, st, dout, tok, v0, vl, dwte, rows, h);
 }
 
 // ---------------------------------------------------------------- cross entropy (one block per row)
-__global__ void xent_stats_k(const float *logits, const int32_t *target, long long v0, int vl, float *rowmax,
-                             float *tgt)
+// The logits of the storage type, statistics and arithmetic in fp32 (the CPU's too).
+template <typename T>
+__global__ void xent_stats_k(const T *logits, const int32_t *target, long long v0, int vl, float *rowmax, float *tgt)
 {
   const long long r = blockIdx.x;
-  const float *l = logits + r * vl;
+  const T *l = logits + r * vl;
   float m = -INFINITY;
-  for (int j = threadIdx.x; j < vl; j += blockDim.x) m = fmaxf(m, l[j]);
+  for (int j = threadIdx.x; j < vl; j += blockDim.x) m = fmaxf(m, ptdp_ld(l[j]));
   m = block_max(m);
   if (threadIdx.x == 0) {
     rowmax[r] = m;
     long long id = (long long)target[r] - v0;
-    tgt[r] = (id >= 0 && id < vl) ? l[id] : 0.0f;
+    tgt[r] = (id >= 0 && id < vl) ? ptdp_ld(l[id]) : 0.0f;
   }
 }
 
-__global__ void xent_sumexp_k(const float *logits, const float *gmax, int vl, float *se)
+template <typename T> __global__ void xent_sumexp_k(const T *logits, const float *gmax, int vl, float *se)
 {
   const long long r = blockIdx.x;
-  const float *l = logits + r * vl;
+  const T *l = logits + r * vl;
   const float m = gmax[r];
   float s = 0.0f;
-  for (int j = threadIdx.x; j < vl; j += blockDim.x) s += expf(l[j] - m);
+  for (int j = threadIdx.x; j < vl; j += blockDim.x) s += expf(ptdp_ld(l[j]) - m);
   s = block_sum(s);
   if (threadIdx.x == 0) se[r] = s;
 }
 
-__global__ void xent_grad_k(float *logits, const int32_t *target, long long v0, const float *gmax, const float *se,
-                            int vl, float scale)
+template <typename T>
+__global__ void xent_grad_k(T *logits, const int32_t *target, long long v0, const float *gmax, const float *se, int vl,
+                            float scale)
 {
   const long long r = blockIdx.x;
-  float *l = logits + r * vl;
+  T *l = logits + r * vl;
   const float m = gmax[r], inv = scale / se[r];
   const long long id = (long long)target[r] - v0;
-  for (int j = threadIdx.x; j < vl; j += blockDim.x) l[j] = expf(l[j] - m) * inv - (j == id ? scale : 0.0f);
+  for (int j = threadIdx.x; j < vl; j += blockDim.x)
+    ptdp_st(&l[j], expf(ptdp_ld(l[j]) - m) * inv - (j == id ? scale : 0.0f));
 }
 
-extern "C" cudaError_t ptdp_cuk_xent_stats(cudaStream_t st, const float *logits, const int32_t *target, long long v0,
-                                           long long rows, int vl, float *rowmax, float *tgt)
+template <typename T>
+static cudaError_t xent_stats_launch(cudaStream_t st, const void *logits, const int32_t *target, long long v0,
+                                     long long rows, int vl, float *rowmax, float *tgt)
 {
-  if (rows > 0) xent_stats_k<<<(unsigned)rows, THREADS, 0, st>>>(logits, target, v0, vl, rowmax, tgt);
+  void (*kernel)(const T *, const int32_t *, long long, int, float *, float *) = xent_stats_k<T>;
+  if (rows > 0) kernel<<<(unsigned)rows, THREADS, 0, st>>>((const T *)logits, target, v0, vl, rowmax, tgt);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t ptdp_cuk_xent_sumexp(cudaStream_t st, const float *logits, const float *gmax, long long rows,
-                                            int vl, float *se)
+extern "C" cudaError_t ptdp_cuk_xent_stats(cudaStream_t st, ptdp_dtype t, const void *logits, const int32_t *target,
+                                           long long v0, long long rows, int vl, float *rowmax, float *tgt)
 {
-  if (rows > 0) xent_sumexp_k<<<(unsigned)rows, THREADS, 0, st>>>(logits, gmax, vl, se);
+  return PTDP_CUK_DISPATCH(t, xent_stats_launch, st, logits, target, v0, rows, vl, rowmax, tgt);
+}
+
+template <typename T>
+static cudaError_t xent_sumexp_launch(cudaStream_t st, const void *logits, const float *gmax, long long rows, int vl,
+                                      float *se)
+{
+  void (*kernel)(const T *, const float *, int, float *) = xent_sumexp_k<T>;
+  if (rows > 0) kernel<<<(unsigned)rows, THREADS, 0, st>>>((const T *)logits, gmax, vl, se);
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t ptdp_cuk_xent_grad(cudaStream_t st, float *logits, const int32_t *target, long long v0,
-                                          const float *gmax, const float *se, long long rows, int vl, float scale)
+extern "C" cudaError_t ptdp_cuk_xent_sumexp(cudaStream_t st, ptdp_dtype t, const void *logits, const float *gmax,
+                                            long long rows, int vl, float *se)
 {
-  if (rows > 0) xent_grad_k<<<(unsigned)rows, THREADS, 0, st>>>(logits, target, v0, gmax, se, vl, scale);
+  return PTDP_CUK_DISPATCH(t, xent_sumexp_launch, st, logits, gmax, rows, vl, se);
+}
+
+template <typename T>
+static cudaError_t xent_grad_launch(cudaStream_t st, void *logits, const int32_t *target, long long v0,
+                                    const float *gmax, const float *se, long long rows, int vl, float scale)
+{
+  void (*kernel)(T *, const int32_t *, long long, const float *, const float *, int, float) = xent_grad_k<T>;
+  if (rows > 0) kernel<<<(unsigned)rows, THREADS, 0, st>>>((T *)logits, target, v0, gmax, se, vl, scale);
   return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_xent_grad(cudaStream_t st, ptdp_dtype t, void *logits, const int32_t *target,
+                                          long long v0, const float *gmax, const float *se, long long rows, int vl,
+                                          float scale)
+{
+  return PTDP_CUK_DISPATCH(t, xent_grad_launch, st, logits, target, v0, gmax, se, rows, vl, scale);
 }
 
 // ---------------------------------------------------------------- AdamW, sum of squares

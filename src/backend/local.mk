@@ -4,8 +4,10 @@ libptdp_a_SOURCES += src/backend/backend.c src/backend/cuda_select.c
 libptdp_a_SOURCES += src/backend/cpu.c src/backend/cpu_attention.c src/backend/cpu_math.h src/backend/cpu_threads.c
 libptdp_a_SOURCES += src/backend/guard.c src/backend/guard.h src/backend/guard_arena.c src/backend/guard_arena.h
 libptdp_a_SOURCES += src/backend/mixed.c
+libptdp_a_SOURCES += src/backend/typed.c
 # headers the CUDA sources share; distributed whether or not CUDA is configured
 noinst_HEADERS += src/backend/cuda_internal.h src/backend/cuda_rng.h src/backend/cuda_gemm_map.h
+noinst_HEADERS += src/backend/cuda_elem.h
 
 # The CUDA backend: host C (compiled by $(CC) with CUDA_CFLAGS) and kernels (.cu, by nvcc with
 # NVCC_FLAGS from configure: -gencode per --with-cuda-arch, PTX for the last).
@@ -20,6 +22,7 @@ NVCC_COMPILE = $(NVCC) $(NVCC_FLAGS) -O3 $(DEFS) -I$(top_srcdir)/include -I$(top
 # nvcc objects depend on their headers by hand (automake tracks only C)
 src/backend/cuda_kernels.$(OBJEXT) src/backend/cuda_softmax.$(OBJEXT): src/backend/cuda_internal.h \
   src/backend/cuda_rng.h include/ptdp/backend.h
+src/backend/cuda_kernels.$(OBJEXT) src/backend/cuda_softmax.$(OBJEXT): src/backend/cuda_elem.h
 
 # Tests (validation/tests/backend).  test_ops is the conformance suite of every backend (cpu
 # against a double-precision reference, guard and, where a GPU is present, cuda against cpu), in

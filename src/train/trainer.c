@@ -153,9 +153,13 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
   PTDP_CALL(resolve_vocab(a, &tr->vocab));
   PTDP_CALL(ptdp_grid_create(MPI_COMM_WORLD, (int)t, (int)p, a->parallel_order, &tr->grid));
   PTDP_CALL(ptdp_batch_open(&tr->data, &tr->args, tr->vocab, MPI_COMM_WORLD));
-  PTDP_CALL(ptdp_backend_create_kind(a->backend, bopt, &tr->be));
   const ptdp_dtype dt = a->bf16 ? PTDP_BF16 : a->fp16 ? PTDP_F16 : PTDP_F32;
-  PTDP_CALL(ptdp_backend_mixed_create(tr->be, dt, &tr->be)); /* bf16/fp16 storage; fp32: the backend itself */
+  int native = 1; /* bf16/fp16 natively (cuda) or through the mixed-precision wrapper (cpu, guard) */
+  PTDP_CALL(ptdp_backend_create_typed(a->backend, bopt, dt, &tr->be, &native));
+  if (dt != PTDP_F32 && tr->grid.world_rank == 0)
+    printf("[backend] %s stores %s %s\n", tr->be->name, ptdp_dtype_name(dt),
+           native ? "natively (16-bit kernels and GEMMs, fp32 math)" : "through the mixed-precision wrapper "
+                                                                      "(fp32 operations on converted copies)");
   PTDP_CALL(ptdp_grid_attach_backend(&tr->grid, tr->be)); /* float messages are backend memory */
   PTDP_CALL(choose_transport(tr, a, bopt));
   int flash;

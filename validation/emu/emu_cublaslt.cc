@@ -34,7 +34,7 @@ struct cublasLtMatmulDescEmu {
   int32_t sm_target = 0, aux_type = -1, bias_type = -1; /* -1: D's type */
 };
 struct cublasLtMatmulPreferenceEmu {
-  uint32_t search = 0, reduction = 0;
+  uint32_t search = 0, reduction = CUBLASLT_REDUCTION_SCHEME_MASK; /* every scheme allowed */
   uint64_t max_workspace = 0;
   uint32_t align[4] = {256, 256, 256, 256}; /* A, B, C, D */
   float max_waves = 0;
@@ -446,7 +446,8 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
   const char *call = "cublasLtMatmulPreferenceSetAttribute";
   return guarded(call, [&] {
     if (!is_live(p, Kind::pref)) return refuse(CUBLAS_STATUS_INVALID_VALUE, call, "preference %p not live", (void *)p);
-    return set_attr(call, raw(&attr), pref_field(p, raw(&attr)), buf, size, [] { return true; });
+    return set_attr(call, raw(&attr), pref_field(p, raw(&attr)), buf, size,
+                    [&] { return (p->reduction & ~(uint32_t)CUBLASLT_REDUCTION_SCHEME_MASK) == 0; });
   });
 }
 

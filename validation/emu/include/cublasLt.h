@@ -124,7 +124,7 @@ typedef enum {
 typedef enum {
   CUBLASLT_MATMUL_PREF_SEARCH_MODE = 0,          /* uint32_t, accepted and ignored */
   CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,  /* uint64_t, default 0 */
-  CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = 3, /* uint32_t, accepted and ignored */
+  CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK = 3, /* uint32_t, bits of cublasLtReductionScheme_t */
   CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5, /* uint32_t, default 256 */
   CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
   CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
@@ -132,6 +132,16 @@ typedef enum {
   CUBLASLT_MATMUL_PREF_MAX_WAVES_COUNT = 9,      /* float, accepted and ignored */
   CUBLASLT_MATMUL_PREF_IMPL_MASK = 12            /* uint64_t, accepted and ignored */
 } cublasLtMatmulPreferenceAttributes_t;
+
+/* Where split-K partial sums may be reduced (bits of CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK;
+ * the emulated algorithm sums in fp32 whatever the mask allows, as COMPUTE_TYPE). */
+typedef enum {
+  CUBLASLT_REDUCTION_SCHEME_NONE = 0,
+  CUBLASLT_REDUCTION_SCHEME_INPLACE = 1,     /* in the output buffer, in the output type */
+  CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE = 2, /* in the workspace, in the compute type */
+  CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE = 4,  /* in the workspace, in the output type */
+  CUBLASLT_REDUCTION_SCHEME_MASK = 0x7
+} cublasLtReductionScheme_t;
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *lightHandle);
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle);
