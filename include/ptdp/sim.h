@@ -11,10 +11,10 @@
  *               Multiplication Background User's Guide": tile and wave quantisation);
  *   memory-bound operators   bytes moved / achievable HBM bandwidth + launch; which operators
  *               are fused is the implementation's (fusion key);
- *   collectives latency-bandwidth (alpha-beta): ring all-reduce 2 (n-1)/n S / B + 2 (n-1) alpha,
- *               all-gather and reduce-scatter (n-1)/n S / B + (n-1) alpha, double binary tree
- *               2 S / B + 2 log2(n) alpha, over the link the group crosses (NVLink within a node,
- *               the NICs between nodes);
+ *   collectives latency-bandwidth (alpha-beta) by topology (collective.c): a group's ranks per
+ *               node and nodes from the layout, NVLink within a node, between nodes the share of
+ *               the node's NICs its members have; NCCL's ring and tree (and NVLink SHARP's
+ *               hierarchical all-reduce) with a latency per hop, the fastest for the size;
  *   pipeline    each stage's work items from the schedule, with the durations above, replayed
  *               event by event (ptdp_schedule_replay): the bubble comes out of the replay. */
 #ifndef PTDP_SIM_H
@@ -72,6 +72,7 @@ typedef struct {
   double threads_per_rank;    /* threads of the rank the file's rates were measured with */
   double intra_allgather_bandwidth;      /* B/s, bus bandwidth of the node's all-gather (file: GB/s); 0: intra */
   double intra_reduce_scatter_bandwidth; /* the same for reduce-scatter: MPI libraries pick other algorithms */
+  int nvlink_sharp;           /* the node's switches reduce (NVSwitch 3, NCCL's NVLS): hierarchical all-reduce */
   double collective_sms;      /* SMs a running collective's kernel holds (one CTA per NCCL channel):
                                * a GEMM it overlaps runs on the others, so hiding comm of time x
                                * costs the GEMM x collective_sms / sm_count */
@@ -79,7 +80,9 @@ typedef struct {
 
 /* The implementation modelled: which operators are fused, whether DP overlaps backward. */
 typedef enum { PTDP_SIM_FUSION_NONE = 0, PTDP_SIM_FUSION_MEGATRON = 1, PTDP_SIM_FUSION_CPU = 2 } ptdp_sim_fusion;
-typedef enum { PTDP_SIM_ALLREDUCE_AUTO = 0, PTDP_SIM_ALLREDUCE_RING, PTDP_SIM_ALLREDUCE_TREE } ptdp_sim_allreduce;
+typedef enum {
+  PTDP_SIM_ALLREDUCE_AUTO = 0, PTDP_SIM_ALLREDUCE_RING, PTDP_SIM_ALLREDUCE_TREE, PTDP_SIM_ALLREDUCE_HIERARCHICAL
+} ptdp_sim_allreduce;
 
 /* ptdp-sim's own keys (beside ptdp-train's). */
 typedef struct {
@@ -100,6 +103,23 @@ typedef struct {
 /* Time of one collective over n ranks of S bytes on a link of bandwidth B and step latency a. */
 double ptdp_sim_allreduce_time(ptdp_sim_allreduce algo, int n, double bytes, double bw, double alpha);
 double ptdp_sim_allgather_time(int n, double bytes, double bw, double alpha); /* also reduce-scatter; S = full size */
+/* A group of n ranks spaced stride apart in rank order, placed on nodes of gpus-per-node
+ * (collective.c): g of its ranks per node, k nodes; the bus bandwidth of a ring or tree over it
+ * (NVLink within a node; between nodes min(NVLink, nic_share x the NIC's rate), nic_share =
+ * nics-per-node x g / gpus-per-node: every group of its kind runs at once and they share the
+ * node's NICs); latency per hop inside a node and between nodes. */
+typedef struct {
+  int n, g, k;
+  double bw, nvlink_bw, nic_share;
+  double alpha_intra, alpha_inter;
+} ptdp_sim_group;
+typedef enum { PTDP_SIM_COLL_ALLREDUCE = 0, PTDP_SIM_COLL_ALLGATHER, PTDP_SIM_COLL_REDUCE_SCATTER } ptdp_sim_coll;
+ptdp_sim_group ptdp_sim_group_of(const ptdp_sim_hw *hw, int n, int stride);
+/* A collective of S bytes (the full tensor) over the group; all-reduce by algo (auto: the
+ * fastest NCCL considers), all-gather and reduce-scatter by ring; *chosen (may be NULL) says
+ * which algorithm was timed. */
+double ptdp_sim_collective_time(const ptdp_sim_hw *hw, const ptdp_sim_group *gr, ptdp_sim_coll kind,
+                                ptdp_sim_allreduce algo, double bytes, ptdp_sim_allreduce *chosen);
 /* One GEMM C[M,N] += A[M,K] B[K,N], batch of them, elements of e bytes, peak R (FLOP/s). */
 double ptdp_sim_gemm_time(const ptdp_sim_hw *hw, double R, double M, double N, double K, double batch, double e);
 /* A memory-bound operator moving bytes. */

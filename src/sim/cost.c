@@ -84,7 +84,7 @@ const char *ptdp_sim_component_name(ptdp_sim_component c)
 typedef struct {
   char name[PTDP_OPT_STRLEN];
   double peak16, peak32, eta, sms, tm, tn, k0, launch_us, hbm, mem_gb, gpn, intra_bw, intra_lat, inter_bw, inter_lat,
-    nics, coll_sms;
+    nics, coll_sms, nvls;
   double cpu_ns[PTDP_SIM_CPU_OPS], cores, threads, ag_bw, rs_bw;
 } hw_file;
 
@@ -136,6 +136,10 @@ static const ptdp_option hw_table[] = {
    "GB/s, bus bandwidth of an all-gather within a node, --fusion cpu (0: intra-node-bandwidth-gbs)", NULL},
   {"intra-node-reduce-scatter-bandwidth-gbs", PTDP_OPT_REAL, HOFF(rs_bw), "0", 0, 1e7, NULL,
    "GB/s, bus bandwidth of a reduce-scatter within a node, --fusion cpu (0: intra-node-bandwidth-gbs)", NULL},
+  {"nvlink-sharp", PTDP_OPT_REAL, HOFF(nvls), "0", 0, 1, NULL,
+   "1: the node's NVSwitches reduce (NVLink SHARP, NVSwitch 3): NCCL's hierarchical all-reduce (NVLS) is "
+   "considered",
+   NULL},
   {"collective-sms", PTDP_OPT_REAL, HOFF(coll_sms), "0", 0, 1e6, NULL,
    "SMs a collective's kernel holds while it runs (NCCL: one CTA per channel); 0: overlap is free", NULL},
 };
@@ -188,6 +192,7 @@ int ptdp_sim_hw_read(const char *path, ptdp_sim_hw *hw)
   PTDP_CHECK(f.coll_sms < f.sms, "hardware file %s: collective-sms (%g) must be below sm-count (%g)", path, f.coll_sms,
              f.sms);
   hw->collective_sms = f.coll_sms;
+  hw->nvlink_sharp = f.nvls >= 0.5;
   return 0;
 }
 
@@ -221,8 +226,11 @@ static const ptdp_option sim_table[] = {
    "backward TP all-reduce (SP: reduce-scatter) of a column-parallel GEMM's input gradient overlapped with its "
    "weight-gradient GEMM (Megatron since late 2021; false for 2021's Megatron)",
    NULL},
-  {"allreduce-algorithm", PTDP_OPT_ENUM, SOFF(allreduce), "auto", 0, 0, "auto|ring|tree",
-   "DP all-reduce: ring, NCCL's double binary tree, or the faster", NULL},
+  {"allreduce-algorithm", PTDP_OPT_ENUM, SOFF(allreduce), "auto", 0, 0, "auto|ring|tree|hierarchical",
+   "all-reduce algorithm of every group that crosses nodes (DP, TP beyond a node): ring, NCCL's tree (a chain "
+   "in the node, a double binary tree between nodes), hierarchical (reduce-scatter in the node, all-reduce between "
+   "nodes, all-gather; NVLink SHARP's), or the fastest NCCL considers for the size",
+   NULL},
   {"software-efficiency", PTDP_OPT_REAL, SOFF(software_efficiency), "1", 0.01, 2, NULL,
    "multiplies the hardware file's gemm-efficiency (the modelled software stack: 1 for 2021's Megatron, 1.055 for "
    "2022's; ptdp(7), VALIDATION OF THE SIMULATOR)",

@@ -43,7 +43,7 @@ typedef struct {
   double R, e, ge; /* peak FLOP/s for the precision; bytes per element; 1-byte masks */
   ptdp_sim_dims d; /* this rank's sizes */
   int fused, hdrop, adrop;
-  double tp_bw, tp_alpha;
+  ptdp_sim_group tp; /* the TP group: t consecutive ranks, across nodes when t > gpus-per-node */
 } ctx;
 
 static void ctx_init(ctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o)
@@ -57,10 +57,7 @@ static void ctx_init(ctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const pt
   c->fused = o->fusion == PTDP_SIM_FUSION_MEGATRON;
   c->hdrop = a->hidden_dropout > 0;
   c->adrop = a->attention_dropout > 0;
-  /* TP groups are t consecutive ranks: within a node while t <= gpus-per-node */
-  const int inside = c->d.t <= hw->gpus_per_node;
-  c->tp_bw = inside ? hw->intra_bandwidth : hw->inter_bandwidth;
-  c->tp_alpha = inside ? hw->intra_latency : hw->inter_latency;
+  c->tp = ptdp_sim_group_of(hw, c->d.t, 1);
 }
 
 static ptdp_sim_op *add(ptdp_sim_oplist *l, const char *name, ptdp_sim_component comp, double fwd, double bwd, int sel)
@@ -85,9 +82,12 @@ static void linear(const ctx *c, ptdp_sim_oplist *l, const char *name, double M,
  * same bytes on the wire, half the steps each. */
 static double tp_allreduce(const ctx *c, double bytes)
 {
-  return ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, c->d.t, bytes, c->tp_bw, c->tp_alpha);
+  return ptdp_sim_collective_time(c->hw, &c->tp, PTDP_SIM_COLL_ALLREDUCE, c->o->allreduce, bytes, NULL);
 }
-static double tp_gather(const ctx *c, double bytes) { return ptdp_sim_allgather_time(c->d.t, bytes, c->tp_bw, c->tp_alpha); }
+static double tp_gather(const ctx *c, double bytes)
+{
+  return ptdp_sim_collective_time(c->hw, &c->tp, PTDP_SIM_COLL_ALLGATHER, c->o->allreduce, bytes, NULL);
+}
 
 /* LayerNorm: forward reads x and writes y (statistics are small); backward reads x, dy, writes dx. */
 static void layernorm(const ctx *c, ptdp_sim_oplist *l, const char *name)

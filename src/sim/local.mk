@@ -1,7 +1,7 @@
 # src/sim: ptdp-sim, the performance and memory simulator (a cost model over the shared schedule,
 # replay and memory plan)
-libptdp_a_SOURCES += src/sim/cost.c src/sim/layer.c src/sim/layer_cpu.c src/sim/sim.c src/sim/sim_mem.c src/sim/report.c \
-                     src/sim/sim_out.c src/sim/sim_internal.h
+libptdp_a_SOURCES += src/sim/cost.c src/sim/collective.c src/sim/layer.c src/sim/layer_cpu.c src/sim/sim.c \
+                     src/sim/sim_mem.c src/sim/report.c src/sim/sim_out.c src/sim/sim_internal.h
 bin_PROGRAMS += ptdp-sim
 ptdp_sim_SOURCES = src/sim/ptdp_sim.c
 
@@ -9,6 +9,10 @@ ptdp_sim_SOURCES = src/sim/ptdp_sim.c
 check_PROGRAMS += validation/tests/sim/test_sim
 validation_tests_sim_test_sim_SOURCES = validation/tests/sim/test_sim.c
 TESTS += validation/tests/sim/test_sim
+# Communication by topology (groups on nodes, NCCL's algorithms) and the DP reduction, by hand
+check_PROGRAMS += validation/tests/sim/test_sim_comm
+validation_tests_sim_test_sim_comm_SOURCES = validation/tests/sim/test_sim_comm.c
+TESTS += validation/tests/sim/test_sim_comm
 # The CPU model (--fusion cpu): its cost terms against hand computations
 check_PROGRAMS += validation/tests/sim/test_sim_cpu
 validation_tests_sim_test_sim_cpu_SOURCES = validation/tests/sim/test_sim_cpu.c

@@ -13,26 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-ptdp_sim_link ptdp_sim_group_link(const ptdp_sim_hw *hw, int n, int stride)
-{
-  ptdp_sim_link k;
-  const double gpn = hw->gpus_per_node;
-  double g = stride < gpn ? floor(gpn / stride) : 1;
-  if (g > n) g = n;
-  k.crosses = n > 1 && (double)stride * (n - 1) + 1 > gpn;
-  if (!k.crosses) {
-    k.bw = hw->intra_bandwidth;
-    k.alpha = hw->intra_latency;
-    return k;
-  }
-  double nics = hw->nics_per_node * g / gpn;
-  if (nics < 1) nics = 1; /* ranks beyond the NICs queue on one adapter; ptdp(7), THE SIMULATOR'S COST MODEL */
-  k.bw = nics * hw->inter_bandwidth;
-  if (k.bw > hw->intra_bandwidth) k.bw = hw->intra_bandwidth;
-  k.alpha = hw->inter_latency;
-  return k;
-}
-
 /* The layout from the keys; errors say what to change. */
 static int layout(const ptdp_args *a, const ptdp_sim_options *o, ptdp_sim_result *r, ptdp_schedule_kind *kind)
 {
@@ -141,21 +121,30 @@ static int stage_durations(const ptdp_args *a, ptdp_schedule_kind kind, ptdp_sim
 }
 
 /* One pipeline message [b s h]: the t ranks of a stage each send b s h / t over their own
- * NIC and all-gather the rest over NVLink (scatter/gather, or sequence parallelism, whose
- * messages are already [s/t, b, h]), else each sends the whole [b s h]. */
+ * NIC share and all-gather the rest over NVLink (scatter/gather, or sequence parallelism, whose
+ * messages are already [s/t, b, h]), else each sends the whole [b s h].  Every rank of a node
+ * sends at once, so a rank has nics-per-node / gpus-per-node adapters (collective.c). */
 static double p2p_time(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_result *r)
 {
   if (r->p == 1) return 0;
   const double e = a->fp16 || a->bf16 ? 2 : 4;
   const double bytes = (double)a->micro_batch_size * a->seq_length * a->hidden_size * e;
   const int stride = a->parallel_order == PTDP_ORDER_TP_DP_PP ? r->t * r->d : r->t;
-  const ptdp_sim_link k = ptdp_sim_group_link(hw, 2, stride);
-  const double bw = k.crosses ? hw->inter_bandwidth : hw->intra_bandwidth;
+  const ptdp_sim_group pair = ptdp_sim_group_of(hw, 2, stride);
+  const int crosses = pair.k > 1;
+  double bw = hw->intra_bandwidth, alpha = hw->intra_latency;
+  if (crosses) {
+    const double nic = hw->nics_per_node / hw->gpus_per_node * hw->inter_bandwidth;
+    bw = nic < hw->intra_bandwidth ? nic : hw->intra_bandwidth;
+    alpha = hw->inter_latency;
+  }
   const int sp = a->sequence_parallel && r->t > 1;
-  if (sp) return k.alpha + bytes / r->t / bw;
-  if (o->scatter_gather && r->t > 1 && k.crosses)
-    return k.alpha + bytes / r->t / bw + ptdp_sim_allgather_time(r->t, bytes, hw->intra_bandwidth, hw->intra_latency);
-  return k.alpha + bytes / bw;
+  if (sp) return alpha + bytes / r->t / bw;
+  if (o->scatter_gather && r->t > 1 && crosses) {
+    const ptdp_sim_group tp = ptdp_sim_group_of(hw, r->t, 1);
+    return alpha + bytes / r->t / bw + ptdp_sim_collective_time(hw, &tp, PTDP_SIM_COLL_ALLGATHER, o->allreduce, bytes, NULL);
+  }
+  return alpha + bytes / bw;
 }
 
 /* The replay of r's layout (ptdp_sim_run's, done again): for --out's /pipeline/events.  r's op

@@ -5,16 +5,6 @@
 #include "ptdp/schedule.h"
 #include "ptdp/sim.h"
 
-/* A group of n ranks spaced stride apart in rank order: whether it crosses nodes, and the
- * bandwidth and step latency its collectives see.  Between nodes the group's g members in one
- * node share the node's NICs with the other groups running at once: nics x g / gpus-per-node
- * adapters, each carrying one ring (NCCL opens a channel per NIC), capped by NVLink. */
-typedef struct {
-  int crosses;
-  double bw, alpha;
-} ptdp_sim_link;
-ptdp_sim_link ptdp_sim_group_link(const ptdp_sim_hw *hw, int n, int stride);
-
 /* Memory per stage from the plan (worst stage into r); params_per_stage[p]: elements held. */
 int ptdp_sim_memory(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r,
                     ptdp_schedule_kind kind, double *params_per_stage);

@@ -185,17 +185,17 @@ int ptdp_sim_reductions(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_si
 {
   const int p = r->p, d = r->d, half = a->fp16 || a->bf16, tp_dp_pp = a->parallel_order == PTDP_ORDER_TP_DP_PP;
   const double e = half ? 2 : 4, gb = a->fp16 ? 2 : 4;
-  const ptdp_sim_link dl = ptdp_sim_group_link(hw, d, tp_dp_pp ? r->t : r->t * r->p);
-  const ptdp_sim_link el = ptdp_sim_group_link(hw, 2, (p - 1) * (tp_dp_pp ? r->t * d : r->t));
-  const ptdp_sim_allreduce algo = dl.crosses ? o->allreduce : PTDP_SIM_ALLREDUCE_RING;
+  const ptdp_sim_group dg = ptdp_sim_group_of(hw, d, tp_dp_pp ? r->t : r->t * r->p);
+  const ptdp_sim_group eg = ptdp_sim_group_of(hw, 2, (p - 1) * (tp_dp_pp ? r->t * d : r->t));
   r->iteration = 0;
   for (int s = 0; s < p; s++) {
     const double np = params[s];
     double dp = 0, hidden = 0, emb = 0;
     if (d > 1)
       dp = a->use_distributed_optimizer
-             ? ptdp_sim_allgather_time(d, np * gb, dl.bw, dl.alpha) + ptdp_sim_allgather_time(d, np * e, dl.bw, dl.alpha)
-             : ptdp_sim_allreduce_time(algo, d, np * gb, dl.bw, dl.alpha);
+             ? ptdp_sim_collective_time(hw, &dg, PTDP_SIM_COLL_REDUCE_SCATTER, o->allreduce, np * gb, NULL) +
+                 ptdp_sim_collective_time(hw, &dg, PTDP_SIM_COLL_ALLGATHER, o->allreduce, np * e, NULL)
+             : ptdp_sim_collective_time(hw, &dg, PTDP_SIM_COLL_ALLREDUCE, o->allreduce, np * gb, NULL);
     if (o->overlap_grad_reduce && dp > 0) {
       const double nb = ceil(np / (double)a->ddp_bucket_size);
       hidden = dp * (1 - 1 / nb);
@@ -203,7 +203,7 @@ int ptdp_sim_reductions(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_si
     }
     if (p > 1 && (s == 0 || s == p - 1)) {
       const double bytes = (double)r->vocab_padded / r->t * a->hidden_size * gb;
-      emb = ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, 2, bytes, el.crosses ? hw->inter_bandwidth : el.bw, el.alpha);
+      emb = ptdp_sim_collective_time(hw, &eg, PTDP_SIM_COLL_ALLREDUCE, o->allreduce, bytes, NULL);
     }
     const double opt = (o->fusion == PTDP_SIM_FUSION_CPU
                           ? ptdp_sim_cpu_optimizer_time(hw, a->use_distributed_optimizer ? np / d : np)
