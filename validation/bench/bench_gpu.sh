@@ -10,7 +10,9 @@
 #      out of GPU memory tries the next), ITERS iterations, the mean of iterations 3..ITERS;
 #   3. per run: step ms, tokens/s, model TFLOP/s (ptdp-train's own figure, Narayanan et al.
 #      eq. 3), MFU against PEAK (the card's dense bf16 peak, from its name; fp32 runs too, as MFU
-#      is quoted), and the ratio to the GEMM ceiling measured for the run's own precision.
+#      is quoted), and the ratio to the GEMM ceiling measured for the run's own precision; a bf16
+#      or fp16 run's note says how the CUDA backend stored the type ("16-bit storage native": its
+#      own 16-bit kernels and cuBLASLt bf16/fp16 GEMMs, the path ptdp-train takes on cuda).
 # A precision the trainer refuses (bf16 until mixed precision is built) is a SKIP whose reason is
 # the trainer's own message, found by a one-iteration probe of a small model; the same script
 # measures it once the trainer takes it.
@@ -122,6 +124,13 @@ train() {
     --hidden-dropout 0 --attention-dropout 0 --lr-warmup-iters 0 --log-interval 1 --run-file none "$@" \
     < /dev/null > "$log" 2>&1
 }
+# path_of LOG: how a 16-bit run stored its type (the trainer's [backend] line: the CUDA backend's
+# own 16-bit kernels and GEMMs, "native", or fp32 operations under the mixed-precision wrapper)
+path_of() {
+  grep -q '^\[backend\] .* natively' "$1" && echo "; 16-bit storage native"
+  grep -q '^\[backend\] .* through the mixed-precision wrapper' "$1" && echo "; 16-bit storage wrapped"
+  return 0
+}
 # measure LOG MB SEQ PRECISION: "step_ms tokens_per_s tflops mfu_pct gemm_pct" from the log lines
 measure() {
   g=$(eval echo "\${gemm_$4:-}")
@@ -180,7 +189,8 @@ for prec in ${PRECISIONS:-fp32 bf16}; do
     if [ $result = PASS ]; then
       # shellcheck disable=SC2086
       set -- $m
-      row "$name" "$prec" "$rc_mode" "$used" PASS "$1" "$2" "$3" "$4" "$5" "$iters iterations, mean of 3..$iters"
+      note="$iters iterations, mean of 3..$iters$(path_of "$log")"
+      row "$name" "$prec" "$rc_mode" "$used" PASS "$1" "$2" "$3" "$4" "$5" "$note"
     else
       row "$name" "$prec" "$rc_mode" "$used" FAIL - - - - - "$reason"
     fi
