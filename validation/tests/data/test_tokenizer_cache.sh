@@ -11,7 +11,7 @@
 . "$top_srcdir/validation/tests/common.sh"
 D=${PTDP_DATA_DIR:-$top_srcdir/data}
 for f in gpt2-vocab.json gpt2-merges.txt; do
-  [ -f "$D/$f" ] || { echo "SKIP: $D/$f missing (run inputs/fetch-data.sh)"; exit 77; }
+  [ -f "$D/$f" ] || skip "$D/$f missing (run inputs/fetch-data.sh)"
 done
 T="$top_builddir/validation/tests/data/tokenize_tool"
 n=300000

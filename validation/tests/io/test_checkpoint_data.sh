@@ -5,16 +5,13 @@
 # iteration 4 on t 2 and a resume on the same layout; a resume with another eval-interval goes on
 # from the checkpoint's consumed_valid_samples.  SKIP (77) without the prepared data.
 . "$top_srcdir/validation/tests/common.sh"
-data=${PTDP_DATA_DIR:-$top_srcdir/data}
-prefix="$data/sotu_shuffled_text_document"
-[ -f "$prefix.idx" ] && [ -f "$data/gpt2-vocab.json" ] || { echo "no prepared data in $data: SKIP"; exit 77; }
+corpus_or_skip
 run() { # NAME FLAGS...
   name=$1
   shift
-  timeout 120 $MPIRUN -n 2 "$TRAIN" "$top_srcdir/inputs/gpt-tiny.in" --data-path "$prefix" \
-    --vocab-file "$data/gpt2-vocab.json" --merge-file "$data/gpt2-merges.txt" --data-cache-path "$TMPD/cache" \
-    --train-iters 8 --lr-decay-iters 300 --log-interval 1 --eval-interval 2 --eval-iters 1 --micro-batch-size 4 \
-    --tensor-model-parallel-size 2 "$@" < /dev/null > "$TMPD/$name.log" 2>&1
+  # shellcheck disable=SC2086
+  launch 2 "$TRAIN" $CORPUS --train-iters 8 --lr-decay-iters 300 --log-interval 1 --eval-interval 2 --eval-iters 1 \
+    --micro-batch-size 4 --tensor-model-parallel-size 2 "$@" > "$TMPD/$name.log" 2>&1
   ok $? "$name: $*"
 }
 run straight
