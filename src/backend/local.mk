@@ -22,6 +22,11 @@ NVCC_COMPILE = $(NVCC) $(NVCC_FLAGS) -O3 $(DEFS) -I$(top_srcdir)/include -I$(top
 # nvcc objects depend on their headers by hand (automake tracks only C)
 src/backend/cuda_kernels.$(OBJEXT) src/backend/cuda_softmax.$(OBJEXT): src/backend/cuda_internal.h \
   src/backend/cuda_rng.h include/ptdp/backend.h
+# the fused (flash) attention kernels (issue 23): wmma, bf16/fp16 only
+if PTDP_CUDA
+libptdp_a_SOURCES += src/backend/cuda_flash.cu
+endif
+src/backend/cuda_flash.$(OBJEXT): src/backend/cuda_internal.h src/backend/cuda_rng.h include/ptdp/backend.h
 src/backend/cuda_kernels.$(OBJEXT) src/backend/cuda_softmax.$(OBJEXT): src/backend/cuda_elem.h
 
 # Tests (validation/tests/backend).  test_ops is the conformance suite of every backend (cpu

@@ -122,3 +122,70 @@ include validation/emu/nccl.mk
 include validation/emu/cublas.mk
 include validation/emu/ops.mk
 EXTRA_DIST += validation/emu/tests/emu_test.h
+
+# The fused attention of issue 23 (src/backend/cuda_flash.cu) and the emulated wmma it runs on
+# (include/mma.h).  test_emu_flash_wmma: mma_sync and the tile loads and stores against their
+# stated arithmetic, and the misuses mma.h refuses.  test_emu_flash: the kernels against the
+# CPU backend's flash attention (libemu_flash.a: the kernels alone, so the test needs neither
+# the rest of the CUDA backend nor cuBLAS); test_emu_flash_mutant and _mutant_bwd: the same
+# test on copies with a planted mistake (the forward's rescale of the output accumulator
+# dropped; the backward's causal mask dropped from dS), which test_emu_flash_plant.sh runs and
+# sees fail.  The rules fail if the line to change is gone.
+check_LIBRARIES += validation/emu/libemu_wmma.a validation/emu/libemu_flash.a validation/emu/libemu_flash_mutant.a \
+                   validation/emu/libemu_flash_mutant_bwd.a
+nodist_validation_emu_libemu_wmma_a_SOURCES = validation/emu/gen/test_emu_flash_wmma.cc
+validation_emu_libemu_wmma_a_CPPFLAGS = $(EMU_CPP)
+validation_emu_libemu_wmma_a_CXXFLAGS = $(EMU_KCXX)
+validation/emu/gen/test_emu_flash_wmma.cc: $(top_srcdir)/validation/emu/tests/test_emu_flash_wmma.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/validation/emu/tests/test_emu_flash_wmma.cu $@
+nodist_validation_emu_libemu_flash_a_SOURCES = validation/emu/gen/cuda_flash.cc
+validation_emu_libemu_flash_a_CPPFLAGS = $(EMU_CPP)
+validation_emu_libemu_flash_a_CXXFLAGS = $(EMU_KCXX)
+validation/emu/gen/cuda_flash.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@
+EMU_FLASH_MUTATION = s|Ow\[r \* hd + c\] \*= alpha;|/* mutant: rescale dropped */|
+nodist_validation_emu_libemu_flash_mutant_a_SOURCES = validation/emu/gen/flash_mutant.cc
+validation_emu_libemu_flash_mutant_a_CPPFLAGS = $(EMU_CPP)
+validation_emu_libemu_flash_mutant_a_CXXFLAGS = $(EMU_KCXX)
+validation/emu/gen/flash_mutant.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
+	test "`grep -c 'Ow\[r \* hd + c\] \*= alpha;' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
+	  { echo "local.mk: the forward's rescale not found in cuda_flash.cu: update EMU_FLASH_MUTATION" >&2; exit 1; } && \
+	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ '$(EMU_FLASH_MUTATION)'
+EMU_FLASH_MUTATION_BWD = s|const int causal = k <= q;|const int causal = 1; /* mutant: causal mask dropped */|
+nodist_validation_emu_libemu_flash_mutant_bwd_a_SOURCES = validation/emu/gen/flash_mutant_bwd.cc
+validation_emu_libemu_flash_mutant_bwd_a_CPPFLAGS = $(EMU_CPP)
+validation_emu_libemu_flash_mutant_bwd_a_CXXFLAGS = $(EMU_KCXX)
+validation/emu/gen/flash_mutant_bwd.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
+	test "`grep -c 'const int causal = k <= q;' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
+	  { echo "local.mk: the backward's causal mask not found in cuda_flash.cu: update EMU_FLASH_MUTATION_BWD" >&2; exit 1; } && \
+	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ '$(EMU_FLASH_MUTATION_BWD)'
+CLEANFILES += validation/emu/gen/test_emu_flash_wmma.cc validation/emu/gen/cuda_flash.cc validation/emu/gen/flash_mutant.cc \
+              validation/emu/gen/flash_mutant_bwd.cc
+check_PROGRAMS += validation/emu/tests/test_emu_flash_wmma validation/emu/tests/test_emu_flash \
+                  validation/emu/tests/test_emu_flash_mutant validation/emu/tests/test_emu_flash_mutant_bwd
+validation_emu_tests_test_emu_flash_wmma_SOURCES = validation/emu/tests/test_emu_flash_wmma.c
+validation_emu_tests_test_emu_flash_wmma_CPPFLAGS = -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -I$(top_srcdir)/validation/emu/include
+validation_emu_tests_test_emu_flash_wmma_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_wmma.a,--no-whole-archive
+validation_emu_tests_test_emu_flash_wmma_LDADD = -lstdc++ -lm -ldl -lpthread
+EXTRA_validation_emu_tests_test_emu_flash_wmma_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_wmma.a
+validation_emu_tests_test_emu_flash_SOURCES = validation/emu/tests/test_emu_flash.c
+validation_emu_tests_test_emu_flash_CPPFLAGS = $(AM_CPPFLAGS) $(EMU_RACE_CPP)
+validation_emu_tests_test_emu_flash_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_flash.a,--no-whole-archive
+validation_emu_tests_test_emu_flash_LDADD = $(EMU_LIBS)
+EXTRA_validation_emu_tests_test_emu_flash_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_flash.a libptdp.a
+validation_emu_tests_test_emu_flash_mutant_SOURCES = validation/emu/tests/test_emu_flash.c
+validation_emu_tests_test_emu_flash_mutant_CPPFLAGS = $(AM_CPPFLAGS) $(EMU_RACE_CPP)
+validation_emu_tests_test_emu_flash_mutant_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_flash_mutant.a,--no-whole-archive
+validation_emu_tests_test_emu_flash_mutant_LDADD = $(EMU_LIBS)
+EXTRA_validation_emu_tests_test_emu_flash_mutant_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_flash_mutant.a libptdp.a
+validation_emu_tests_test_emu_flash_mutant_bwd_SOURCES = validation/emu/tests/test_emu_flash.c
+validation_emu_tests_test_emu_flash_mutant_bwd_CPPFLAGS = $(AM_CPPFLAGS) $(EMU_RACE_CPP)
+validation_emu_tests_test_emu_flash_mutant_bwd_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_flash_mutant_bwd.a,--no-whole-archive
+validation_emu_tests_test_emu_flash_mutant_bwd_LDADD = $(EMU_LIBS)
+EXTRA_validation_emu_tests_test_emu_flash_mutant_bwd_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_flash_mutant_bwd.a libptdp.a
+TESTS += validation/emu/tests/test_emu_flash_wmma validation/emu/tests/test_emu_flash validation/emu/tests/test_emu_flash_plant.sh
+dist_noinst_SCRIPTS += validation/emu/tests/test_emu_flash_plant.sh
+EXTRA_DIST += validation/emu/tests/test_emu_flash_wmma.cu
+EXTRA_DIST += validation/emu/include/mma.h

@@ -1,0 +1,318 @@
+/* The fused attention kernels (src/backend/cuda_flash.cu) in the CUDA emulation against the CPU
+ * backend's flash attention (ptdp_cpu_flash_forward/backward, fp32) on the same inputs: random
+ * qkv and dctx rounded to the 16-bit type, given to the CPU widened to fp32 (exactly the same
+ * values).  Outputs on the emulated GPU are poisoned with NaN before each call, so an element a
+ * kernel fails to write fails the comparison.  Shapes with tails: s 1, 17, 64, 100, 130 (not
+ * multiples of the 64-row tiles), hd 16 to 128, b 1-2, al 1-3, head0 > 0, dropout p 0 and 0.1.
+ *
+ * Forward.  ctx: the kernel rounds P to the 16-bit type before P V (unit roundoff u: 2^-8 bf16,
+ * 2^-11 fp16) and rounds ctx; the CPU keeps fp32.  With sum_k P = 1 and dropout's factor
+ * 1/(1-p), |ctx - ctx_cpu| <= u max|V| / (1-p) + u |ctx| + fp32 noise; bound used:
+ * 2 u max|V| / (1-p) + 1e-5.  lse: fp32 on both sides, sums in another order: 1e-4 (values up
+ * to ~10).  The dropout masks: p = 0.1 within that bound means the masks agree (one dropped
+ * entry more or less moves ctx by ~ P V / (1-p), far above it); and, to show that the
+ * comparison sees a mask, a run with another seed must differ by more than the bound.
+ * Backward, from the CPU's lse and its ctx rounded to the type (both sides the same inputs):
+ * the kernels round Pd and dS to the type for the tensor-core products (and their outputs),
+ * so per element, with P, Pd and dS from a double reference,
+ *     dV[k] : u (sum_q Pd[q,k]) max|dO| + u |dV|
+ *     dK[k] : u scale (sum_q |dS[q,k]|) max|Q| + u |dK|
+ *     dQ[q] : u scale (sum_k |dS[q,k]|) max|K| + u |dQ|
+ * times 1.5 for the fp32 differences in the dS they round (and 1e-5 absolute).  The worst
+ * ratio of difference to bound is printed per case.
+ * test_emu_flash_mutant is this program linked with a planted mistake (validation/emu/local.mk:
+ * the forward's rescale of the output accumulator dropped): it must fail. */
+#include <cuda_runtime.h>
+
+#include "../../tests/expect.h"
+#include "cuda_internal.h"
+#include "emu_test.h"
+#include "ptdp/backend.h"
+#include "ptdp/half.h"
+#include "ptdp/rng.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  ptdp_dtype t;
+  int b, s, al, hd;
+  float p;
+} flash_case;
+
+static const flash_case cases[] = {
+    {PTDP_BF16, 1, 1, 1, 64, 0.0f},   {PTDP_BF16, 2, 17, 2, 32, 0.1f},  {PTDP_BF16, 1, 64, 1, 128, 0.0f},
+    {PTDP_BF16, 2, 100, 3, 64, 0.1f}, {PTDP_BF16, 1, 130, 2, 128, 0.1f}, {PTDP_BF16, 1, 130, 1, 48, 0.0f},
+    {PTDP_F16, 2, 17, 1, 64, 0.1f},   {PTDP_F16, 1, 100, 2, 32, 0.0f},  {PTDP_F16, 1, 130, 1, 128, 0.1f},
+    {PTDP_F16, 2, 64, 1, 80, 0.0f},   {PTDP_F16, 1, 1, 3, 16, 0.1f},
+};
+
+static float round_to(ptdp_dtype t, float v)
+{
+  return t == PTDP_BF16 ? ptdp_bf16_to_float(ptdp_float_to_bf16(v)) : ptdp_f16_to_float(ptdp_float_to_f16(v));
+}
+static uint16_t bits_of(ptdp_dtype t, float v) { return t == PTDP_BF16 ? ptdp_float_to_bf16(v) : ptdp_float_to_f16(v); }
+static float float_of(ptdp_dtype t, uint16_t h)
+{
+  return t == PTDP_BF16 ? ptdp_bf16_to_float(h) : ptdp_f16_to_float(h);
+}
+static float urand(void) { return 2.0f * (float)rand() / (float)RAND_MAX - 1.0f; }
+
+/* Device buffers of n 16-bit elements or floats, poisoned with all-ones bytes (NaN in bf16,
+ * fp16 and fp32). */
+static void *dev_poisoned(size_t bytes)
+{
+  void *p;
+  CK(cudaMalloc(&p, bytes));
+  CK(cudaMemset(p, 0xff, bytes));
+  return p;
+}
+static void *dev_of16(ptdp_dtype t, const float *x, size_t n)
+{
+  uint16_t *h = malloc(n * sizeof *h);
+  for (size_t i = 0; i < n; i++) h[i] = bits_of(t, x[i]);
+  void *p = dev_poisoned(n * sizeof *h);
+  CK(cudaMemcpy(p, h, n * sizeof *h, cudaMemcpyHostToDevice));
+  free(h);
+  return p;
+}
+static float *host_of16(ptdp_dtype t, const void *dev, size_t n)
+{
+  uint16_t *h = malloc(n * sizeof *h);
+  float *f = malloc(n * sizeof *f);
+  CK(cudaMemcpy(h, dev, n * sizeof *h, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < n; i++) f[i] = float_of(t, h[i]);
+  free(h);
+  return f;
+}
+
+/* The double reference's per-element sums for the backward bounds (see the top). */
+typedef struct {
+  double *colsum_pd; /* [b, al, s]: sum_q Pd[q, k] */
+  double *colsum_ds; /* [b, al, s]: sum_q |dS[q, k]| */
+  double *rowsum_ds; /* [b, al, s]: sum_k |dS[q, k]| */
+} ref_sums;
+
+static void reference_sums(const ptdp_attn_desc *d, const float *qkv, const float *dctx, const float *ctx, ref_sums *r)
+{
+  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd;
+  const long long ld = 3LL * b * hl, ldc = (long long)b * hl;
+  const double scale = 1.0 / sqrt((double)hd), p = d->drop.p, ks = p > 0 ? 1.0 / (1.0 - p) : 1.0;
+  double *P = malloc(sizeof(double) * s), *dP = malloc(sizeof(double) * s);
+  size_t n = (size_t)b * al * s;
+  r->colsum_pd = calloc(n, sizeof(double));
+  r->colsum_ds = calloc(n, sizeof(double));
+  r->rowsum_ds = calloc(n, sizeof(double));
+  for (int bi = 0; bi < b; bi++)
+    for (int hh = 0; hh < al; hh++) {
+      const float *Q = qkv + (size_t)bi * 3 * hl + (size_t)hh * 3 * hd, *K = Q + hd, *V = Q + 2 * hd;
+      const float *dO = dctx + (size_t)bi * hl + (size_t)hh * hd, *O = ctx + (size_t)bi * hl + (size_t)hh * hd;
+      size_t base = ((size_t)bi * al + hh) * s;
+      for (int q = 0; q < s; q++) {
+        double m = -INFINITY, sum = 0, D = 0;
+        for (int k = 0; k <= q; k++) {
+          double acc = 0;
+          for (int j = 0; j < hd; j++) acc += (double)Q[q * ld + j] * K[k * ld + j];
+          P[k] = acc * scale;
+          m = fmax(m, P[k]);
+        }
+        for (int k = 0; k <= q; k++) sum += (P[k] = exp(P[k] - m));
+        for (int j = 0; j < hd; j++) D += (double)dO[q * ldc + j] * O[q * ldc + j];
+        uint64_t rh = ptdp_rng_row(d->drop.seed, d->drop.site, d->drop.layer, (uint64_t)(d->drop.sample0 + bi),
+                                   (uint64_t)((d->head0 + hh) * s + q));
+        for (int k = 0; k <= q; k++) {
+          P[k] /= sum;
+          int keep = p == 0 || ptdp_rng_uniform(ptdp_rng_at(rh, (uint64_t)k)) >= p;
+          double acc = 0;
+          for (int j = 0; j < hd; j++) acc += (double)dO[q * ldc + j] * V[k * ld + j];
+          dP[k] = keep ? acc * ks : 0;
+          double ds = fabs(P[k] * (dP[k] - D));
+          r->colsum_pd[base + k] += keep ? P[k] * ks : 0;
+          r->colsum_ds[base + k] += ds;
+          r->rowsum_ds[base + q] += ds;
+        }
+      }
+    }
+  free(P);
+  free(dP);
+}
+
+static float max_abs(const float *x, size_t n)
+{
+  float m = 0;
+  for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(x[i]));
+  return m;
+}
+
+/* Worst |got - want| / bound over a [N, width] block's elements that belong to (bi, hh) pairs;
+ * NaN (an unwritten element) counts as infinitely bad. */
+typedef double (*bound_fn)(const void *ctx, int bi, int hh, int pos, int j);
+
+static double worst_ratio(const flash_case *c, const float *got, const float *want, long long row_stride, int col0,
+                          int stride_pair, bound_fn bound, const void *bctx, double *worst_abs)
+{
+  double worst = 0;
+  for (int pos = 0; pos < c->s; pos++)
+    for (int bi = 0; bi < c->b; bi++)
+      for (int hh = 0; hh < c->al; hh++)
+        for (int j = 0; j < c->hd; j++) {
+          size_t i = (size_t)(pos * c->b + bi) * row_stride + (size_t)hh * stride_pair + col0 + j;
+          double diff = fabs((double)got[i] - want[i]), bd = bound(bctx, bi, hh, pos, j);
+          if (!(diff <= 1e30)) diff = INFINITY;
+          worst = fmax(worst, diff / bd);
+          *worst_abs = fmax(*worst_abs, diff);
+        }
+  return worst;
+}
+
+typedef struct {
+  const flash_case *c;
+  double u, vmax, qmax, kmax, domax, scale;
+  const ref_sums *r;
+  const float *want; /* the reference output, for the u |x| term */
+  long long row_stride;
+  int stride_pair, col0;
+} bound_ctx;
+
+static double ref_at(const bound_ctx *b, int bi, int hh, int pos, int j)
+{
+  return fabs(b->want[(size_t)(pos * b->c->b + bi) * b->row_stride + (size_t)hh * b->stride_pair + b->col0 + j]);
+}
+static double bound_ctx_fwd(const void *p, int bi, int hh, int pos, int j)
+{
+  const bound_ctx *b = p;
+  (void)bi, (void)hh, (void)pos, (void)j;
+  return 2 * b->u * b->vmax / (1.0 - b->c->p) + 1e-5;
+}
+static size_t pair_row(const bound_ctx *b, int bi, int hh, int pos)
+{
+  return ((size_t)bi * b->c->al + hh) * b->c->s + pos;
+}
+static double bound_dq(const void *p, int bi, int hh, int pos, int j)
+{
+  const bound_ctx *b = p;
+  const double sum = b->r->rowsum_ds[pair_row(b, bi, hh, pos)];
+  return 1.5 * (b->u * b->scale * sum * b->kmax + b->u * ref_at(b, bi, hh, pos, j)) + 1e-5;
+}
+static double bound_dk(const void *p, int bi, int hh, int pos, int j)
+{
+  const bound_ctx *b = p;
+  const double sum = b->r->colsum_ds[pair_row(b, bi, hh, pos)];
+  return 1.5 * (b->u * b->scale * sum * b->qmax + b->u * ref_at(b, bi, hh, pos, j)) + 1e-5;
+}
+static double bound_dv(const void *p, int bi, int hh, int pos, int j)
+{
+  const bound_ctx *b = p;
+  return 1.5 * (b->u * b->r->colsum_pd[pair_row(b, bi, hh, pos)] * b->domax + b->u * ref_at(b, bi, hh, pos, j)) + 1e-5;
+}
+
+static void run_case(ptdp_backend *cpu, const flash_case *c, double *worst_fwd, double *worst_bwd)
+{
+  const int b = c->b, s = c->s, al = c->al, hd = c->hd, hl = al * hd;
+  const size_t N = (size_t)s * b, nqkv = N * 3 * hl, nctx = N * hl, nl = (size_t)b * al * s;
+  ptdp_attn_desc d = {.b = b, .s = s, .al = al, .hd = hd, .head0 = 2};
+  d.drop = (ptdp_dropout_key){.seed = 1234, .site = 5, .layer = 3, .sample0 = 7, .b = b, .p = c->p};
+  float *qkv = malloc(nqkv * sizeof *qkv), *dctx = malloc(nctx * sizeof *dctx);
+  float *ctx = malloc(nctx * sizeof *ctx), *lse = malloc(nl * sizeof *lse), *dqkv = malloc(nqkv * sizeof *dqkv);
+  for (size_t i = 0; i < nqkv; i++) qkv[i] = round_to(c->t, 2.0f * urand());
+  for (size_t i = 0; i < nctx; i++) dctx[i] = round_to(c->t, urand());
+  /* the CPU reference: forward, then backward from its lse and its ctx as stored in the type */
+  EXPECT(cpu->flash_forward(cpu, &d, qkv, ctx, lse) == 0, "cpu flash_forward failed");
+  float *ctx16 = malloc(nctx * sizeof *ctx16);
+  for (size_t i = 0; i < nctx; i++) ctx16[i] = round_to(c->t, ctx[i]);
+  EXPECT(cpu->flash_backward(cpu, &d, qkv, ctx16, lse, dctx, dqkv) == 0, "cpu flash_backward failed");
+
+  /* the kernels */
+  void *g_qkv = dev_of16(c->t, qkv, nqkv), *g_dctx = dev_of16(c->t, dctx, nctx), *g_ctx16 = dev_of16(c->t, ctx16, nctx);
+  void *g_ctx = dev_poisoned(nctx * 2), *g_dqkv = dev_poisoned(nqkv * 2);
+  float *g_lse = dev_poisoned(nl * 4), *g_lse_cpu, *g_drow = dev_poisoned(nl * 4);
+  CK(cudaMalloc((void **)&g_lse_cpu, nl * 4));
+  CK(cudaMemcpy(g_lse_cpu, lse, nl * 4, cudaMemcpyHostToDevice));
+  CK(ptdp_cuk_flash_forward(0, c->t, &d, g_qkv, g_ctx, g_lse));
+  CK(ptdp_cuk_flash_backward(0, c->t, &d, g_qkv, g_ctx16, g_lse_cpu, g_dctx, g_dqkv, g_drow));
+  CK(cudaDeviceSynchronize());
+  float *k_ctx = host_of16(c->t, g_ctx, nctx), *k_dqkv = host_of16(c->t, g_dqkv, nqkv), *k_lse = malloc(nl * 4);
+  CK(cudaMemcpy(k_lse, g_lse, nl * 4, cudaMemcpyDeviceToHost));
+
+  ref_sums r;
+  reference_sums(&d, qkv, dctx, ctx16, &r);
+  float vmax = 0, qmax = 0, kmax = 0;
+  for (size_t n = 0; n < N; n++)
+    for (int hh = 0; hh < al; hh++)
+      for (int j = 0; j < hd; j++) {
+        const float *row = qkv + n * 3 * hl + (size_t)hh * 3 * hd;
+        qmax = fmaxf(qmax, fabsf(row[j])), kmax = fmaxf(kmax, fabsf(row[hd + j]));
+        vmax = fmaxf(vmax, fabsf(row[2 * hd + j]));
+      }
+  bound_ctx bc = {.c = c, .u = c->t == PTDP_BF16 ? 1.0 / 256 : 1.0 / 2048, .vmax = vmax, .qmax = qmax, .kmax = kmax,
+                  .domax = max_abs(dctx, nctx), .scale = 1.0 / sqrt((double)hd), .r = &r, .want = ctx,
+                  .row_stride = hl, .stride_pair = hd, .col0 = 0};
+  double abs_ctx = 0, abs_lse = 0, abs_dq = 0, abs_dk = 0, abs_dv = 0;
+  double rc = worst_ratio(c, k_ctx, ctx, hl, 0, hd, bound_ctx_fwd, &bc, &abs_ctx);
+  for (size_t i = 0; i < nl; i++) {
+    double diff = fabs((double)k_lse[i] - lse[i]);
+    abs_lse = diff <= 1e30 ? fmax(abs_lse, diff) : INFINITY;
+  }
+  bc.want = dqkv, bc.row_stride = 3 * hl, bc.stride_pair = 3 * hd;
+  bc.col0 = 0;
+  double rq = worst_ratio(c, k_dqkv, dqkv, 3 * hl, 0, 3 * hd, bound_dq, &bc, &abs_dq);
+  bc.col0 = hd;
+  double rk = worst_ratio(c, k_dqkv, dqkv, 3 * hl, hd, 3 * hd, bound_dk, &bc, &abs_dk);
+  bc.col0 = 2 * hd;
+  double rv = worst_ratio(c, k_dqkv, dqkv, 3 * hl, 2 * hd, 3 * hd, bound_dv, &bc, &abs_dv);
+  const char *tn = c->t == PTDP_BF16 ? "bf16" : "fp16";
+  printf("%s b %d s %3d al %d hd %3d p %.1f: worst |diff| (and / bound): ctx %.2e (%.2f) lse %.2e dQ %.2e (%.2f) "
+         "dK %.2e (%.2f) dV %.2e (%.2f)\n",
+         tn, b, s, al, hd, c->p, abs_ctx, rc, abs_lse, abs_dq, rq, abs_dk, rk, abs_dv, rv);
+  EXPECT(rc <= 1, "%s s %d hd %d p %.1f: ctx differs from the CPU's by %.3g, %.2f times the bound", tn, s, hd, c->p,
+         abs_ctx, rc);
+  EXPECT(abs_lse <= 1e-4, "%s s %d hd %d: lse differs by %.3g (bound 1e-4)", tn, s, hd, abs_lse);
+  EXPECT(rq <= 1, "%s s %d hd %d p %.1f: dQ differs by %.3g, %.2f times the bound", tn, s, hd, c->p, abs_dq, rq);
+  EXPECT(rk <= 1, "%s s %d hd %d p %.1f: dK differs by %.3g, %.2f times the bound", tn, s, hd, c->p, abs_dk, rk);
+  EXPECT(rv <= 1, "%s s %d hd %d p %.1f: dV differs by %.3g, %.2f times the bound", tn, s, hd, c->p, abs_dv, rv);
+  worst_fwd[c->t == PTDP_F16] = fmax(worst_fwd[c->t == PTDP_F16], abs_ctx);
+  worst_bwd[c->t == PTDP_F16] = fmax(worst_bwd[c->t == PTDP_F16], fmax(abs_dq, fmax(abs_dk, abs_dv)));
+
+  /* a mask the comparison would see: another seed moves ctx beyond the bound */
+  if (c->p > 0 && s >= 17) {
+    ptdp_attn_desc d2 = d;
+    d2.drop.seed++;
+    CK(ptdp_cuk_flash_forward(0, c->t, &d2, g_qkv, g_ctx, g_lse));
+    float *k2 = host_of16(c->t, g_ctx, nctx);
+    double abs2 = 0, r2 = worst_ratio(c, k2, ctx, hl, 0, hd, bound_ctx_fwd, &bc, &abs2);
+    EXPECT(r2 > 1, "%s s %d: another dropout seed stays within the bound (%.2f): the test would not see a mask", tn, s,
+           r2);
+    free(k2);
+  }
+  free(r.colsum_pd), free(r.colsum_ds), free(r.rowsum_ds);
+  free(qkv), free(dctx), free(ctx), free(lse), free(dqkv), free(ctx16), free(k_ctx), free(k_dqkv), free(k_lse);
+  void *dev[] = {g_qkv, g_dctx, g_ctx16, g_ctx, g_dqkv, g_lse, g_lse_cpu, g_drow};
+  for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
+}
+
+int main(void)
+{
+  ptdp_backend *cpu = NULL;
+  if (ptdp_backend_cpu_create(&cpu) || !cpu->flash_forward) {
+    fprintf(stderr, "test_emu_flash: no CPU backend with flash attention\n");
+    return 2;
+  }
+  srand(11);
+  double worst_fwd[2] = {0, 0}, worst_bwd[2] = {0, 0};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(cpu, &cases[i], worst_fwd, worst_bwd);
+  /* shapes the kernels do not cover are refused, not run */
+  ptdp_attn_desc bad = {.b = 1, .s = 8, .al = 1, .hd = 40};
+  EXPECT(ptdp_cuk_flash_forward(0, PTDP_BF16, &bad, NULL, NULL, NULL) == cudaErrorInvalidValue, "hd 40 not refused");
+  bad.hd = 144;
+  EXPECT(!ptdp_cuk_flash_supported(&bad), "hd 144 said to be supported");
+  bad.hd = 64;
+  EXPECT(ptdp_cuk_flash_forward(0, PTDP_F32, &bad, NULL, NULL, NULL) == cudaErrorInvalidValue, "fp32 not refused");
+  printf("worst |diff| over all cases: bf16 ctx %.2e, gradients %.2e; fp16 ctx %.2e, gradients %.2e\n", worst_fwd[0],
+         worst_bwd[0], worst_fwd[1], worst_bwd[1]);
+  cpu->destroy(cpu); /* not ptdp_backend_destroy: backend.c would link the whole CUDA backend */
+  free(cpu);
+  return expect_summary("test_emu_flash");
+}
