@@ -127,16 +127,6 @@ cudaError_t ptdp_cuk_flash_forward(cudaStream_t st, ptdp_dtype t, const ptdp_att
                                    float *lse);
 cudaError_t ptdp_cuk_flash_backward(cudaStream_t st, ptdp_dtype t, const ptdp_attn_desc *d, const void *qkv,
                                     const void *ctx, const float *lse, const void *dctx, void *dqkv, float *drow);
-/* Fused causal attention (cuda_flash.cu) in the 16-bit storage type t (PTDP_BF16 or PTDP_F16;
- * FlashAttention has no fp32 path), the contract of the table's flash_forward/backward: qkv, ctx,
- * dctx, dqkv of type t; lse [b, al, s] and drow [b, al, s] (the backward's scratch:
- * D = rowsum(dctx * ctx)) fp32.  cudaErrorInvalidValue for a shape the kernels do not cover:
- * ptdp_cuk_flash_supported says 1 for hd a multiple of 16 up to 128 and b al <= 65535. */
-int ptdp_cuk_flash_supported(const ptdp_attn_desc *d);
-cudaError_t ptdp_cuk_flash_forward(cudaStream_t st, ptdp_dtype t, const ptdp_attn_desc *d, const void *qkv, void *ctx,
-                                   float *lse);
-cudaError_t ptdp_cuk_flash_backward(cudaStream_t st, ptdp_dtype t, const ptdp_attn_desc *d, const void *qkv,
-                                    const void *ctx, const float *lse, const void *dctx, void *dqkv, float *drow);
 
 #ifdef __cplusplus
 }
