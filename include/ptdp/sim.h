@@ -92,7 +92,8 @@ typedef struct {
   int explain;
   ptdp_sim_fusion fusion;
   int scatter_gather;        /* Narayanan et al. Sec. 4.1: p2p of b s h / t per rank + NVLink all-gather */
-  int overlap_grad_reduce;   /* DP reduction overlapped with the last micro-batch's backward */
+  int overlap_grad_reduce;   /* DP reduction bucket by bucket during the backward (ptdp-train: always) */
+  int overlap_param_gather;  /* distributed optimizer: parameter all-gather ahead of the next forward */
   ptdp_sim_allreduce allreduce;
   double software_efficiency; /* multiplies eta: the GEMM library and stack of the modelled run */
   double train_tokens;       /* tokens for the training-time estimate */
@@ -120,6 +121,26 @@ ptdp_sim_group ptdp_sim_group_of(const ptdp_sim_hw *hw, int n, int stride);
  * which algorithm was timed. */
 double ptdp_sim_collective_time(const ptdp_sim_hw *hw, const ptdp_sim_group *gr, ptdp_sim_coll kind,
                                 ptdp_sim_allreduce algo, double bytes, ptdp_sim_allreduce *chosen);
+/* A stage's times from the replay that its DP reduction needs (s from the iteration's start). */
+#define PTDP_SIM_MAX_CHUNKS 64
+typedef struct {
+  double end;                      /* its last item ends */
+  double first_start, first_fwd;   /* its first item (a forward) starts, and lasts */
+  int v;                           /* model chunks */
+  double bwd_start[PTDP_SIM_MAX_CHUNKS], bwd_end[PTDP_SIM_MAX_CHUNKS]; /* each chunk's last backward item */
+} ptdp_sim_stage_times;
+/* The overlapped DP reduction of np parameters, v chunks of np / v each in buckets of bucket
+ * elements (elem_bytes each); chunk c's buckets ready evenly through [t0[c], t1[c]], the last at
+ * t1[c], their collectives one after another: when the last ends (*busy: their summed time). */
+double ptdp_sim_bucket_finish(const ptdp_sim_hw *hw, const ptdp_sim_group *g, ptdp_sim_coll kind,
+                              ptdp_sim_allreduce algo, double np, double bucket, double elem_bytes, int v,
+                              const double *t0, const double *t1, double *busy);
+/* The distributed optimizer's parameter all-gather overlapped with the next forward
+ * (overlap-param-gather): the first chunk's buckets, bucket j needed (j - 1) / nb of the way
+ * through the forward item of duration fwd that starts slack after the gather does; the time
+ * the forward waits (*busy: every chunk's gathers' summed time). */
+double ptdp_sim_gather_exposed(const ptdp_sim_hw *hw, const ptdp_sim_group *g, double np, double bucket,
+                               double elem_bytes, int v, double slack, double fwd, double *busy);
 /* One GEMM C[M,N] += A[M,K] B[K,N], batch of them, elements of e bytes, peak R (FLOP/s). */
 double ptdp_sim_gemm_time(const ptdp_sim_hw *hw, double R, double M, double N, double K, double batch, double e);
 /* A memory-bound operator moving bytes. */

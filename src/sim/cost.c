@@ -221,7 +221,13 @@ static const ptdp_option sim_table[] = {
   {"scatter-gather", PTDP_OPT_BOOL, SOFF(scatter_gather), "true", 0, 0, NULL,
    "pipeline messages split over the t ranks and all-gathered over NVLink (Narayanan et al. Sec. 4.1)", NULL},
   {"overlap-grad-reduce", PTDP_OPT_BOOL, SOFF(overlap_grad_reduce), "false", 0, 0, NULL,
-   "the DP reduction runs bucket by bucket during the last micro-batch's backward", NULL},
+   "Megatron's: the DP reduction runs bucket by bucket (ddp-bucket-size) as each model chunk's last backward "
+   "makes its gradients, only the rest exposed (ptdp-train, fusion none or cpu, always overlaps)",
+   NULL},
+  {"overlap-param-gather", PTDP_OPT_BOOL, SOFF(overlap_param_gather), "false", 0, 0, NULL,
+   "Megatron's: the distributed optimizer's parameter all-gather runs bucket by bucket ahead of the next "
+   "iteration's first forward instead of after the step",
+   NULL},
   {"async-tp-allreduce", PTDP_OPT_BOOL, SOFF(async_tp_allreduce), "true", 0, 0, NULL,
    "backward TP all-reduce (SP: reduce-scatter) of a column-parallel GEMM's input gradient overlapped with its "
    "weight-gradient GEMM (Megatron since late 2021; false for 2021's Megatron)",

@@ -93,8 +93,9 @@ static int stage_durations(const ptdp_args *a, ptdp_schedule_kind kind, ptdp_sim
   const int nrec = chunk_recomputed_layers(a, nl), sel = a->recompute_granularity == PTDP_RECOMPUTE_SELECTIVE;
   const double Lf = sum_fwd(&r->layer, 0), Lb = sum_bwd(&r->layer), Ls = sum_fwd(&r->layer, 1);
   const double rec = nrec * Lf + (sel ? nl * Ls : 0);
-  double fwd[64], bwd[64]; /* per chunk; v <= layers per stage, checked below */
-  PTDP_CHECK(v <= 64, "more than 64 model chunks per stage (v = %d) are not simulated", v);
+  double fwd[PTDP_SIM_MAX_CHUNKS], bwd[PTDP_SIM_MAX_CHUNKS]; /* per chunk; checked below */
+  PTDP_CHECK(v <= PTDP_SIM_MAX_CHUNKS, "more than %d model chunks per stage (v = %d) are not simulated",
+             PTDP_SIM_MAX_CHUNKS, v);
   for (int s = 0; s < p; s++) {
     double *comp = sc->comp + s * PTDP_SIM_COMPONENTS, *hid = sc->hidden + s * PTDP_SIM_COMPONENTS;
     for (int c = 0; c < v; c++) {
@@ -176,6 +177,25 @@ int ptdp_sim_pipeline_replay(const ptdp_args *a, const ptdp_sim_hw *hw, const pt
   return 0;
 }
 
+/* Stage s's times for its DP reduction (reduce.c): its end, its first item, and each chunk's
+ * last backward item, from the replay. */
+static void stage_times(const ptdp_replay *rp, const double *dur, int s, int n, int v, ptdp_sim_stage_times *st)
+{
+  const size_t o = (size_t)s * n;
+  st->v = v;
+  for (int i = 0; i < n; i++) st->end = rp->end[o + i] > st->end ? rp->end[o + i] : st->end;
+  st->first_start = rp->start[o];
+  st->first_fwd = dur[o];
+  int found = 0;
+  for (int i = n - 1; i >= 0 && found < v; i--) {
+    const ptdp_work *w = &rp->sched[s].items[i];
+    if (w->kind != PTDP_WORK_BACKWARD || st->bwd_end[w->chunk] > 0) continue;
+    st->bwd_start[w->chunk] = rp->start[o + i];
+    st->bwd_end[w->chunk] = rp->end[o + i];
+    found++;
+  }
+}
+
 int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r)
 {
   memset(r, 0, sizeof *r);
@@ -190,20 +210,19 @@ int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_optio
   PTDP_CALL(ptdp_sim_head_ops(a, hw, o, &r->head));
   const int p = r->p, n = 2 * r->m * r->v;
   stage_costs sc = {.p2p = p2p_time(a, hw, o, r)};
-  double *params = NULL, *end = NULL, *last_bwd = NULL;
+  double *params = NULL;
+  ptdp_sim_stage_times *st = NULL;
   PTDP_CALLOC(sc.dur, (size_t)p * n, sizeof *sc.dur);
   PTDP_CALLOC(sc.comp, (size_t)p * PTDP_SIM_COMPONENTS, sizeof *sc.comp);
   PTDP_CALLOC(sc.hidden, (size_t)p * PTDP_SIM_COMPONENTS, sizeof *sc.hidden);
   PTDP_CALLOC(sc.recompute, (size_t)p, sizeof *sc.recompute);
   PTDP_CALLOC(params, (size_t)p, sizeof *params);
-  PTDP_CALLOC(end, (size_t)p, sizeof *end);
-  PTDP_CALLOC(last_bwd, (size_t)p, sizeof *last_bwd);
+  PTDP_CALLOC(st, (size_t)p, sizeof *st);
   int err = stage_durations(a, kind, r, &sc);
   ptdp_replay rp = {0};
   if (!err) err = ptdp_schedule_replay(kind, p, r->v, r->m, sc.dur, 0.0, &rp);
   for (int s = 0; !err && s < p; s++) {
-    for (int i = 0; i < n; i++) end[s] = rp.end[(size_t)s * n + i] > end[s] ? rp.end[(size_t)s * n + i] : end[s];
-    last_bwd[s] = sc.dur[(size_t)s * n + n - 1];
+    stage_times(&rp, sc.dur, s, n, r->v, &st[s]);
     r->bubble = rp.idle[s] > r->bubble ? rp.idle[s] : r->bubble;
   }
   if (!err) {
@@ -217,7 +236,7 @@ int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_optio
     memcpy(r->comp, sc.comp + busiest * PTDP_SIM_COMPONENTS, sizeof r->comp);
     memcpy(r->hidden, sc.hidden + busiest * PTDP_SIM_COMPONENTS, sizeof r->hidden);
     r->recompute = sc.recompute[busiest];
-    err = ptdp_sim_reductions(a, hw, o, r, params, end, last_bwd);
+    err = ptdp_sim_reductions(a, hw, o, r, params, st);
     if (!err) ptdp_sim_core_bound(hw, rp.busy, r); /* ranks beyond a CPU node's cores */
   }
   ptdp_replay_destroy(&rp);
@@ -226,8 +245,7 @@ int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_optio
   free(sc.hidden);
   free(sc.recompute);
   free(params);
-  free(end);
-  free(last_bwd);
+  free(st);
   PTDP_CALL(err);
   const long long L = a->num_layers, s = a->seq_length, h = a->hidden_size;
   r->model_flops = ptdp_model_flops(r->gbs, s, L, h, r->vocab_padded);

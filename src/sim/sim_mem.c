@@ -1,6 +1,5 @@
-/* ptdp-sim: memory per GPU from ptdp-train's plan, and what follows the pipeline (DP reduction,
- * tied-embedding all-reduce, optimizer step).  The plan is built in the precision modelled and
- * counts bytes by type itself (ptdp/plan.h); the implementation modelled (--fusion) decides
+/* ptdp-sim: memory per GPU from ptdp-train's plan (what follows the pipeline is reduce.c's).  The
+ * plan is built in the precision modelled and counts bytes by type itself (ptdp/plan.h); the implementation modelled (--fusion) decides
  * whether its classes are taken as they are (ptdp-train's) or adjusted to Megatron's. */
 #include "ptdp/backend.h"
 #include "ptdp/error.h"
@@ -151,72 +150,5 @@ int ptdp_sim_memory(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_op
   r->mem_total = sm[w].total;
   r->plan_peak_activations = sm[0].plan_act;
   r->fits = r->mem_total <= hw->memory_bytes * o->memory_margin;
-  return 0;
-}
-
-/* After a stage's last backward: its DP reduction (all-reduce, or with the distributed
- * optimizer a reduce-scatter of gradients and an all-gather of 16-bit parameters), hidden behind
- * the last backward item bucket by bucket when overlapped (all but the last bucket); the first
- * and last stages' all-reduce of the tied word embedding's gradient; the optimizer step, memory
- * bound: per parameter it reads the gradient (4 B), reads and writes the fp32 master weight,
- * Adam's two moments (24 B) and writes the 16-bit copy (2 B), plus the norm's read and the
- * zeroing write (8 B) (fp32: no copy, 36 B). */
-/* Bytes the optimizer step moves per parameter held (Megatron's mixed-precision optimizer):
- *   fp16 (2021): copy the 16-bit gradients into fp32 main gradients (read 2, write 4), unscale
- *     and check for inf/NaN in place (read 4, write 4);
- *   the gradient norm (read 4), Adam's update (read p, g, m, v; write p, m, v: 28 in fp32),
- *   the fp32 master weights copied to the 16-bit model (read 4, write 2);
- *   zeroing the gradient buffer for the next iteration (write 2 or 4);
- *   before the DP all-reduce, the whole gradient buffer divided by d in place (read and write
- *   2 or 4), whatever d (Megatron's DistributedDataParallel.allreduce_gradients, d = 1 too).
- * fp32 (the CPU trainer): norm 4 + Adam 28 + zero 4.  With the distributed optimizer every step
- * but the zeroing runs on the rank's 1/d shard. */
-static double optimizer_bytes(const ptdp_args *a, int d)
-{
-  const int half = a->fp16 || a->bf16;
-  const double zero = a->fp16 ? 2 : 4;
-  const double shard = half ? (a->fp16 ? 6 + 8 : 0) + 4 + 28 + 6 : 4 + 28;
-  const double scale = half ? 2 * zero : 0;
-  return zero + scale + (a->use_distributed_optimizer ? shard / d : shard);
-}
-
-int ptdp_sim_reductions(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r,
-                        const double *params, const double *end, const double *last_bwd)
-{
-  const int p = r->p, d = r->d, half = a->fp16 || a->bf16, tp_dp_pp = a->parallel_order == PTDP_ORDER_TP_DP_PP;
-  const double e = half ? 2 : 4, gb = a->fp16 ? 2 : 4;
-  const ptdp_sim_group dg = ptdp_sim_group_of(hw, d, tp_dp_pp ? r->t : r->t * r->p);
-  const ptdp_sim_group eg = ptdp_sim_group_of(hw, 2, (p - 1) * (tp_dp_pp ? r->t * d : r->t));
-  r->iteration = 0;
-  for (int s = 0; s < p; s++) {
-    const double np = params[s];
-    double dp = 0, hidden = 0, emb = 0;
-    if (d > 1)
-      dp = a->use_distributed_optimizer
-             ? ptdp_sim_collective_time(hw, &dg, PTDP_SIM_COLL_REDUCE_SCATTER, o->allreduce, np * gb, NULL) +
-                 ptdp_sim_collective_time(hw, &dg, PTDP_SIM_COLL_ALLGATHER, o->allreduce, np * e, NULL)
-             : ptdp_sim_collective_time(hw, &dg, PTDP_SIM_COLL_ALLREDUCE, o->allreduce, np * gb, NULL);
-    if (o->overlap_grad_reduce && dp > 0) {
-      const double nb = ceil(np / (double)a->ddp_bucket_size);
-      hidden = dp * (1 - 1 / nb);
-      if (hidden > last_bwd[s]) hidden = last_bwd[s];
-    }
-    if (p > 1 && (s == 0 || s == p - 1)) {
-      const double bytes = (double)r->vocab_padded / r->t * a->hidden_size * gb;
-      emb = ptdp_sim_collective_time(hw, &eg, PTDP_SIM_COLL_ALLREDUCE, o->allreduce, bytes, NULL);
-    }
-    const double opt = (o->fusion == PTDP_SIM_FUSION_CPU
-                          ? ptdp_sim_cpu_optimizer_time(hw, a->use_distributed_optimizer ? np / d : np)
-                          : ptdp_sim_membound_time(hw, np * optimizer_bytes(a, d)));
-    /* the hidden part still costs the backward it hides behind the SMs it holds */
-    const double exposed = dp - hidden + ptdp_sim_overlap_cost(hw, hidden), total = end[s] + exposed + emb + opt;
-    if (total > r->iteration) {
-      r->iteration = total;
-      r->comp[PTDP_SIM_DP] = exposed; /* the hidden part beside it */
-      r->hidden[PTDP_SIM_DP] = hidden;
-      r->comp[PTDP_SIM_EMBEDDING_AR] = emb;
-      r->comp[PTDP_SIM_OPTIMIZER] = opt;
-    }
-  }
   return 0;
 }

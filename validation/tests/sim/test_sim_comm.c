@@ -8,6 +8,10 @@
  *   - ring and tree all-reduce with their latencies per hop (intra and inter), all-gather, the
  *     choice by size (the tree for a small message over 32 nodes, the ring for a large one),
  *     the hierarchical all-reduce of NVLink SHARP;
+ *   - the DP reduction's buckets on one communication stream, ready through each chunk's last
+ *     backward; the distributed optimizer's all-gather ahead of the next forward; in a run:
+ *     Megatron's one exposed all-reduce, overlapped, ptdp-train's (always overlapped), the
+ *     distributed optimizer's reduce-scatter + all-gather and overlap-param-gather;
  *   - the layer's TP all-reduce for t = 16 crosses the 2 nodes at the 8 NICs' rate (the tree at
  *     2 MB). */
 #include "ptdp/error.h"
@@ -153,11 +157,86 @@ static void check_tp_across_nodes(void)
   EXPECT(op && near(op->fwd, want, 1e-12), "t 16 attention all-reduce %g, by hand %g", op ? op->fwd : -1, want);
 }
 
+/* The bucketed DP reduction on two ranks of a node (200 GB/s, 2 us a hop): an all-reduce of S
+ * bytes is S / 200 GB/s + 4 us, an all-gather 0.5 S / 200 GB/s + 2 us. */
+static void check_buckets(void)
+{
+  ptdp_sim_hw hw = gpu();
+  const ptdp_sim_group g = ptdp_sim_group_of(&hw, 2, 1);
+  /* 1e8 fp32 gradients in buckets of 4e7: 160, 160 and 80 MB, 0.804, 0.804 and 0.404 ms, ready
+   * at 1/3, 2/3 and 1 of a 1 ms backward: they end at 1.1373, 1.9413, 2.3453 ms */
+  const double t0 = 0, t1 = 1e-3;
+  double busy = 0;
+  const double fin = ptdp_sim_bucket_finish(&hw, &g, PTDP_SIM_COLL_ALLREDUCE, PTDP_SIM_ALLREDUCE_RING, 1e8, 4e7, 4, 1,
+                                            &t0, &t1, &busy);
+  EXPECT(near(fin, 1e-3 / 3 + 2 * 0.804e-3 + 0.404e-3, 1e-12), "three buckets end at %g s", fin);
+  EXPECT(near(busy, 2.012e-3, 1e-12), "their collectives take 2.012 ms together");
+  /* two chunks of 5e7 (buckets 4e7 and 1e7: 0.804 and 0.204 ms), chunk 1's last backward
+   * [0, 1] ms, chunk 0's [2, 3] ms: chunk 1's end at 1.304 ms, chunk 0's at 2.5 + 0.804 =
+   * 3.304 (it waits for its first bucket), then 3.508 */
+  const double s2[2] = {2e-3, 0}, e2[2] = {3e-3, 1e-3};
+  const double fin2 = ptdp_sim_bucket_finish(&hw, &g, PTDP_SIM_COLL_ALLREDUCE, PTDP_SIM_ALLREDUCE_RING, 1e8, 4e7, 4, 2,
+                                             s2, e2, NULL);
+  EXPECT(near(fin2, 3.508e-3, 1e-12), "two chunks: %g s", fin2);
+  /* the parameter all-gather (2 B) ahead of a 0.3 ms forward that starts 0.1 ms after it:
+   * buckets of 80, 80, 40 MB take 0.202, 0.202, 0.102 ms; bucket j is needed at 0.1 + 0.1 (j-1)
+   * ms; done at 0.202, 0.404, 0.506: the forward waits max(0.102, 0.204, 0.206) = 0.206 ms */
+  const double w = ptdp_sim_gather_exposed(&hw, &g, 1e8, 4e7, 2, 1, 0.1e-3, 0.3e-3, &busy);
+  EXPECT(near(w, 0.206e-3, 1e-12) && near(busy, 0.506e-3, 1e-12), "gather exposed %g, busy %g", w, busy);
+}
+
+/* The DP reduction in a run (p 1, d 2 on one node): Megatron's default (one all-reduce of the
+ * fp32 gradient buffer after the backward, all exposed), overlapped (less exposed, the rest
+ * hidden), the distributed optimizer (reduce-scatter of 4 B, all-gather of 2 B per parameter). */
+static void check_dp_in_run(void)
+{
+  ptdp_sim_hw hw = gpu();
+  ptdp_sim_options so;
+  ptdp_options sopt, o;
+  ptdp_args a;
+  ptdp_sim_result *r = calloc(1, sizeof *r), *ro = calloc(1, sizeof *ro);
+  ptdp_sim_options_init(&sopt, &so);
+  ptdp_options_free(&sopt);
+  so.world_size = 2;
+  EXPECT(parse(&a, &o, "--ddp-bucket-size 1000000") == 0, "parse d 2");
+  ptdp_options_free(&o);
+  EXPECT(ptdp_sim_run(&a, &hw, &so, r) == 0, "run d 2");
+  const double np = r->mem_weights / 2;
+  const ptdp_sim_group g = ptdp_sim_group_of(&hw, 2, 1);
+  const double ar = ptdp_sim_collective_time(&hw, &g, PTDP_SIM_COLL_ALLREDUCE, PTDP_SIM_ALLREDUCE_AUTO, np * 4, NULL);
+  EXPECT(near(r->comp[PTDP_SIM_DP], ar, 1e-12) && r->hidden[PTDP_SIM_DP] == 0, "not overlapped: one all-reduce, %g s",
+         r->comp[PTDP_SIM_DP]);
+  so.overlap_grad_reduce = 1;
+  EXPECT(ptdp_sim_run(&a, &hw, &so, ro) == 0, "run d 2 overlapped");
+  EXPECT(ro->comp[PTDP_SIM_DP] < r->comp[PTDP_SIM_DP] && ro->hidden[PTDP_SIM_DP] > 0 &&
+           near(ro->iteration - ro->comp[PTDP_SIM_DP], r->iteration - r->comp[PTDP_SIM_DP], 1e-12),
+         "overlapped: %g exposed, %g hidden (was %g)", ro->comp[PTDP_SIM_DP], ro->hidden[PTDP_SIM_DP],
+         r->comp[PTDP_SIM_DP]);
+  so.fusion = PTDP_SIM_FUSION_NONE; /* ptdp-train's own implementation overlaps whatever the key */
+  so.overlap_grad_reduce = 0;
+  EXPECT(ptdp_sim_run(&a, &hw, &so, ro) == 0 && ro->hidden[PTDP_SIM_DP] > 0, "ptdp-train's implementation overlaps");
+  so.fusion = PTDP_SIM_FUSION_MEGATRON;
+  EXPECT(parse(&a, &o, "--use-distributed-optimizer") == 0, "parse distributed optimizer");
+  ptdp_options_free(&o);
+  EXPECT(ptdp_sim_run(&a, &hw, &so, r) == 0, "run d 2 distributed optimizer");
+  const double rs = ptdp_sim_collective_time(&hw, &g, PTDP_SIM_COLL_REDUCE_SCATTER, PTDP_SIM_ALLREDUCE_AUTO, np * 4, NULL);
+  const double ag = ptdp_sim_collective_time(&hw, &g, PTDP_SIM_COLL_ALLGATHER, PTDP_SIM_ALLREDUCE_AUTO, np * 2, NULL);
+  EXPECT(near(r->comp[PTDP_SIM_DP], rs + ag, 1e-12), "distributed optimizer: reduce-scatter + all-gather, %g s",
+         r->comp[PTDP_SIM_DP]);
+  so.overlap_param_gather = 1;
+  EXPECT(ptdp_sim_run(&a, &hw, &so, ro) == 0 && ro->comp[PTDP_SIM_DP] < r->comp[PTDP_SIM_DP],
+         "overlap-param-gather hides part of the gather: %g < %g", ro->comp[PTDP_SIM_DP], r->comp[PTDP_SIM_DP]);
+  free(r);
+  free(ro);
+}
+
 int main(void)
 {
   check_placement();
   check_algorithms();
   check_tp_across_nodes();
+  check_buckets();
+  check_dp_in_run();
   printf("test_sim_comm: %d checks passed, %d failed\n", n_pass, n_fail);
   return n_fail ? 1 : 0;
 }
