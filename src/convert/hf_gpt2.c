@@ -60,7 +60,8 @@ static int gpt2_config_write(FILE *f, const hf_model *m)
   const hf_dims *d = &m->d;
   char eps[32], hd[32], ad[32], std[32];
   fprintf(f, "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n");
-  fprintf(f, "  \"vocab_size\": %lld,\n  \"n_positions\": %lld,\n  \"n_ctx\": %lld,\n", d->vocab, d->max_pos, d->max_pos);
+  fprintf(f, "  \"vocab_size\": %lld,\n  \"n_positions\": %lld,\n  \"n_ctx\": %lld,\n", d->vocab, d->max_pos,
+          d->max_pos);
   fprintf(f, "  \"n_embd\": %lld,\n  \"n_layer\": %lld,\n  \"n_head\": %lld,\n  \"n_inner\": %lld,\n", d->h, d->layers,
           d->heads, d->ffn);
   /* ptdp's GELU is the tanh approximation (src/backend/cpu.c), Hugging Face's gelu_new */

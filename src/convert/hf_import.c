@@ -199,8 +199,9 @@ static int check_extra(const weights *w, const hf_dims *d, const hf_tensor *wte)
       const ptdp_st_tensor *t = &w->file[f]->tensors[i];
       if (known(names, n, w->arch->prefix, t->name) || is_buffer(w->arch, t->name)) continue;
       if (!strcmp(t->name, w->arch->tied_output)) rc = check_tied(w, wte, t, w->file[f]);
-      else rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: tensor '%s' is not part of a %s that ptdp can represent", w->file[f]->path,
-                          t->name, w->arch->architecture);
+      else
+        rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: tensor '%s' is not part of a %s that ptdp can represent",
+                       w->file[f]->path, t->name, w->arch->architecture);
     }
   hf_names_free(names, n);
   return rc;

@@ -70,7 +70,10 @@ static int hex4(cursor *c, uint32_t *out)
   uint32_t v = 0;
   for (int i = 0; i < 4; i++) {
     const char h = c->s[c->at++];
-    const int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+    const int d = h >= '0' && h <= '9'   ? h - '0'
+                  : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                  : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                         : -1;
     if (d < 0) return fail(c, "a \\u escape with a character that is not hexadecimal");
     v = v << 4 | (uint32_t)d;
   }

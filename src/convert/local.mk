@@ -7,3 +7,10 @@ libptdp_a_SOURCES += src/convert/safetensors.c src/convert/json_doc.c src/conver
 noinst_HEADERS += include/ptdp/safetensors.h
 bin_PROGRAMS += ptdp-convert
 ptdp_convert_SOURCES = src/convert/ptdp_convert.c
+
+# Tests (validation/tests/convert); the check with Hugging Face's packages that a GPU machine's
+# image has (validation/gpu/check_hf_export.py, on test_convert.sh's kept export)
+TESTS += validation/tests/convert/test_convert.sh validation/tests/convert/test_convert_bad.sh
+dist_noinst_SCRIPTS += validation/tests/convert/test_convert.sh validation/tests/convert/test_convert_bad.sh \
+                       validation/tests/convert/st_read.py validation/tests/convert/hf_gpt2_logits.py \
+                       validation/tests/convert/convert_checks.py validation/gpu/check_hf_export.py

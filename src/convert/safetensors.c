@@ -417,8 +417,9 @@ int ptdp_safetensors_write(const char *path, const ptdp_st_out *t, int n, const 
   PTDP_CALL(header_text(t, n, meta, nmeta, &text, &len));
   FILE *f = fopen(path, "wb");
   void *buf = malloc(2 * IO_ELEMS);
-  int rc = f && buf ? 0 : f ? PTDP_FAIL(PTDP_ERR_MEM, "out of memory") : PTDP_FAIL(PTDP_ERR_IO, "cannot create '%s': %s",
-                                                                                   path, strerror(errno));
+  int rc = 0;
+  if (!f) rc = PTDP_FAIL(PTDP_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+  else if (!buf) rc = PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
   uint8_t len8[8];
   for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)len >> (8 * i));
   if (!rc && (fwrite(len8, 1, 8, f) != 8 || fwrite(text, 1, len, f) != len))

@@ -8,6 +8,9 @@ writes.
                                       per file; exit 1 naming the first violation
     st_read.py dump FILE NAME         print one tensor's shape and first values
 
+write_file() writes a file to the same specification, for the tests' planted and hub-style
+inputs (never to check ptdp's files with).
+
 The specification (huggingface/safetensors, README "Format"): 8 bytes, N, an unsigned
 little-endian 64-bit integer; N bytes, a UTF-8 JSON object that starts with '{' and may be
 padded at its end with spaces (0x20); then the data.  Each key but "__metadata__" names a tensor:
@@ -144,6 +147,26 @@ def read_dir(path, aligned=True):
     if os.path.exists(index) and set(wmap) != set(out):
         raise Invalid("%s: the index and the files name different tensors" % path)
     return out, dtypes
+
+
+def write_file(path, tensors, meta=None, header_extra=None):
+    """Write {name: (dtype, array)} in order; header_extra: raw entries merged into the header."""
+    header, data = {}, b""
+    if meta is not None:
+        header["__metadata__"] = meta
+    for name, (dtype, a) in tensors.items():
+        if dtype == "BF16":
+            u = np.asarray(a, dtype="<f4").view("<u4")
+            raw = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2").tobytes()  # nearest even
+        else:
+            raw = np.ascontiguousarray(a, dtype=DTYPES[dtype][0]).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(np.shape(a)), "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    header.update(header_extra or {})
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-(8 + len(h)) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + data)
 
 
 def main(argv):

@@ -1,0 +1,112 @@
+#!/bin/sh
+# ptdp-convert refuses what it cannot convert, each with one message naming the file and the
+# reason and exit status 1 (never a crash): wrong usage, a missing checkpoint or directory,
+# another architecture or a model ptdp does not compute (config.json's keys), tensors missing,
+# extra, of the wrong shape or dtype, an untied output layer, damaged safetensors headers, an
+# index naming files outside the directory.  Also the independent reader (st_read.py) refuses the
+# damaged headers, so it is shown to catch what it checks ptdp's files for.
+# SKIP (77) when $PYTHON3 has no numpy or h5py.
+. "$top_srcdir/validation/tests/common.sh"
+: "${PYTHON3:=python3}"
+python_or_skip numpy h5py
+CONVERT="$top_builddir/ptdp-convert"
+HERE="$top_srcdir/validation/tests/convert"
+CHECK="$PYTHON3 $HERE/convert_checks.py"
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+
+# refused NAME PATTERN NP ARGS...: ptdp-convert on NP ranks exits 1 with a message matching PATTERN
+refused() {
+  refused_name=$1 refused_pattern=$2 refused_np=$3
+  shift 3
+  launch "$refused_np" "$CONVERT" "$@" > "$TMPD/$refused_name.log" 2>&1
+  rc=$?
+  [ $rc -eq 1 ] && grep -q -- "$refused_pattern" "$TMPD/$refused_name.log"
+  ok $? "$refused_name: refused (exit $rc): $(grep -m 1 'error' "$TMPD/$refused_name.log" | cut -c 1-150)"
+}
+
+DECK="$TMPD/tiny.in"
+write_deck "$DECK" hidden-dropout=0 attention-dropout=0 train-iters=1 eval-iters=0
+train_log orig 1 --save "$TMPD/ck"
+ok $? "ptdp-train saves a tiny GPT"
+launch 1 "$CONVERT" --load "$TMPD/ck" --hf-out "$TMPD/hf" > "$TMPD/out.log" 2>&1
+ok $? "ptdp-convert exports it"
+
+# ---- usage
+refused nothing "nothing to do" 1
+refused both "not keys of both" 1 --load "$TMPD/ck" --hf-in "$TMPD/hf"
+refused half "needs both --load" 1 --load "$TMPD/ck"
+refused two-ranks "runs on one rank" 2 --load "$TMPD/ck" --hf-out "$TMPD/x"
+refused shard-size "unknown unit" 1 --load "$TMPD/ck" --hf-out "$TMPD/x" --max-shard-size 5XB
+refused no-checkpoint "no checkpoint in" 1 --load "$TMPD/none" --hf-out "$TMPD/x"
+refused no-dir "no readable config.json" 1 --hf-in "$TMPD/none" --save "$TMPD/x"
+
+# ---- config.json
+edited() { # NAME KEY=JSON...: a copy of the export with config.json edited, in $TMPD/NAME
+  edited_name=$1
+  shift
+  rm -rf "${TMPD:?}/$edited_name"
+  cp -r "$TMPD/hf" "$TMPD/$edited_name"
+  [ $# -eq 0 ] || $CHECK edit "$TMPD/$edited_name" "$@"
+}
+edited llama 'architectures=["LlamaForCausalLM"]' 'model_type="llama"'
+refused architecture "architecture 'LlamaForCausalLM'" 1 --hf-in "$TMPD/llama" --save "$TMPD/x"
+edited erf 'activation_function="gelu"'
+refused gelu-erf "activation_function 'gelu'" 1 --hf-in "$TMPD/erf" --save "$TMPD/x"
+edited untied 'tie_word_embeddings=false'
+refused untied-config "tie_word_embeddings is false" 1 --hf-in "$TMPD/untied" --save "$TMPD/x"
+edited inner 'n_inner=200'
+refused n-inner "needs \[64, 200\]" 1 --hf-in "$TMPD/inner" --save "$TMPD/x"
+edited layer-scale 'scale_attn_by_inverse_layer_idx=true'
+refused layer-scale "scale_attn_by_inverse_layer_idx is true" 1 --hf-in "$TMPD/layer-scale" --save "$TMPD/x"
+edited heads 'n_head=5'
+refused heads "not a multiple of n_head" 1 --hf-in "$TMPD/heads" --save "$TMPD/x"
+printf '{"architectures": ["GPT2LMHeadModel"], "n_embd": 64,}' > "$TMPD/badjson.json"
+edited badjson && cp "$TMPD/badjson.json" "$TMPD/badjson/config.json"
+refused config-json "not valid JSON" 1 --hf-in "$TMPD/badjson" --save "$TMPD/x"
+
+# ---- tensors
+for kind in missing:"holds no tensor 'transformer.h.0.ln_2.bias'" extra:"is not part of a GPT2LMHeadModel" \
+  int32:"stored as I32" shape:"has shape \[64, 255\]" lm_head_untied:"differs from the word embedding"; do
+  k=${kind%%:*}
+  $CHECK plant "$TMPD/hf" "$TMPD/p-$k" "$k" > /dev/null
+  refused "tensor-$k" "${kind#*:}" 1 --hf-in "$TMPD/p-$k" --save "$TMPD/x"
+done
+
+# ---- damaged files (each also refused by the independent reader)
+damaged() { # NAME PYTHON-EXPR-OF-b: model.safetensors rewritten as the expression of its bytes b
+  rm -rf "${TMPD:?}/$1"
+  cp -r "$TMPD/hf" "$TMPD/$1"
+  "$PYTHON3" -c "import sys; b = open(sys.argv[1], 'rb').read(); open(sys.argv[1], 'wb').write($2)" \
+    "$TMPD/$1/model.safetensors"
+}
+damaged truncated 'b[:len(b) - 4]'
+damaged length 'bytes([0xff] * 8) + b[8:]'
+damaged json 'b[:8] + b"[" + b[9:]'
+damaged offsets 'b.replace(b"\"data_offsets\":[0,", b"\"data_offsets\":[4,", 1)'
+damaged dtype 'b.replace(b"\"F32\"", b"\"F31\"", 1)'
+damaged unaligned b
+$CHECK unpad "$TMPD/unaligned/model.safetensors"
+refused truncated "tensors end at\|past its end" 1 --hf-in "$TMPD/truncated" --save "$TMPD/x"
+refused header-length "header length 18446744073709551615 exceeds" 1 --hf-in "$TMPD/length" --save "$TMPD/x"
+refused header-json "does not start with '{'" 1 --hf-in "$TMPD/json" --save "$TMPD/x"
+refused offsets "make [0-9]* bytes but data_offsets \[4, " 1 --hf-in "$TMPD/offsets" --save "$TMPD/x"
+refused dtype "unknown dtype 'F31'" 1 --hf-in "$TMPD/dtype" --save "$TMPD/x"
+for d in truncated length json offsets dtype unaligned; do
+  "$PYTHON3" "$HERE/st_read.py" check "$TMPD/$d/model.safetensors" > "$TMPD/st-$d.log" 2>&1
+  [ $? -eq 1 ] && grep -q INVALID "$TMPD/st-$d.log"
+  ok $? "the independent reader refuses the $d file: $(cut -c 1-120 "$TMPD/st-$d.log")"
+done
+launch 1 "$CONVERT" --hf-in "$TMPD/unaligned" --save "$TMPD/ck-unaligned" > "$TMPD/unaligned.log" 2>&1
+ok $? "an unpadded header (valid, if not as the reference writes it) is read by ptdp"
+
+# ---- the index
+rm -rf "$TMPD/escape"
+mkdir -p "$TMPD/escape"
+cp "$TMPD/hf/config.json" "$TMPD/escape/"
+cp "$TMPD/hf/model.safetensors" "$TMPD/outside.safetensors"
+printf '{"metadata": {}, "weight_map": {"transformer.wte.weight": "../outside.safetensors"}}' \
+  > "$TMPD/escape/model.safetensors.index.json"
+refused index-escape "not a .safetensors file in the directory" 1 --hf-in "$TMPD/escape" --save "$TMPD/x"
+rm "$TMPD/escape/model.safetensors.index.json"
+refused no-weights "no model.safetensors or model.safetensors.index.json" 1 --hf-in "$TMPD/escape" --save "$TMPD/x"
+finish
