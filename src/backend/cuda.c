@@ -7,7 +7,8 @@
  * Those waits poll (ptdp/cuda.h, "How the host waits"): the stream may hold collectives that
  * never finish, which the NCCL transport's checkers then turn into an error instead of a hang.
  * Memory is cudaMalloc'ed and zeroed on the stream.  Kernels live in cuda_kernels.cu and
- * cuda_softmax.cu, GEMMs in cuda_gemm.c, the attention in cuda_attention.c.
+ * cuda_softmax.cu, GEMMs in cuda_gemm.c, the attention in cuda_attention.c, the fused attention
+ * (16-bit tables) in cuda_flash.cu.
  * Storage type (ptdp_backend_options.dtype): fp32, or bf16/fp16 natively: every (S) operand of
  * ptdp/backend.h in the 16-bit type, kernels templated on it with fp32 math (cuda_elem.h),
  * GEMMs on the tensor cores with fp32 accumulation (cuda_gemm.c), so no conversion passes and
@@ -446,15 +447,49 @@ static int cu_unscale_check(ptdp_backend *be, float *x, size_t n, float inv_scal
 #define cu_attention_forward ptdp_cu_attention_forward
 #define cu_attention_backward ptdp_cu_attention_backward
 
-/* A 16-bit table has gemm_wgrad (16-bit A, B into the fp32 main gradient); an fp32 one does
- * not (its gemm with beta 1 is the same operation). */
+/* Fused attention (cuda_flash.cu: wmma on 16-bit operands, so 16-bit tables only).  A head
+ * size the kernels do not cover is the user's model: refused with the way out. */
+static int flash_covers(const ptdp_attn_desc *d)
+{
+  PTDP_CHECK(ptdp_cuk_flash_supported(d),
+             "attention-backend flash on the cuda backend needs a head size that is a multiple of 16 up to 128 "
+             "(this model: %d) and at most 65535 samples x local heads (%d x %d); use --attention-backend unfused",
+             d->hd, d->b, d->al);
+  return PTDP_OK;
+}
+
+static int cu_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse)
+{
+  PTDP_CALL(flash_covers(d));
+  PTDP_CALL_CUDA(ptdp_cuk_flash_forward(CTX->stream, CTX->t, d, qkv, ctx, lse));
+  return PTDP_OK;
+}
+
+/* The backward's row sums D = rowsum(dctx * ctx) [b, al, s] live in the backend's scratch. */
+static int cu_flash_backward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *ctx,
+                             const float *lse, const float *dctx, float *dqkv)
+{
+  float *drow;
+  PTDP_CALL(flash_covers(d));
+  PTDP_CALL(ptdp_cu_scratch(be, (size_t)d->b * d->al * d->s, &drow));
+  PTDP_CALL_CUDA(ptdp_cuk_flash_backward(CTX->stream, CTX->t, d, qkv, ctx, lse, dctx, dqkv, drow));
+  return PTDP_OK;
+}
+
+/* A 16-bit table has gemm_wgrad (16-bit A, B into the fp32 main gradient) and the fused
+ * attention; an fp32 one has neither (its gemm with beta 1 is the same operation; FlashAttention
+ * has no fp32 path, so --attention-backend auto runs the unfused attention there). */
 static void fill_table(ptdp_backend *be, ptdp_dtype t)
 {
   be->name = "cuda";
   be->host_accessible = 0;
   be->dtype = t;
   PTDP_BACKEND_FILL(be, cu);
-  if (t != PTDP_F32) be->gemm_wgrad = ptdp_cu_gemm_wgrad;
+  if (t != PTDP_F32) {
+    be->gemm_wgrad = ptdp_cu_gemm_wgrad;
+    be->flash_forward = cu_flash_forward;
+    be->flash_backward = cu_flash_backward;
+  }
 }
 
 /* The GPU, its stream, the cuBLAS(Lt) handles and the fixed buffers.  The batched GEMMs' math

@@ -42,6 +42,7 @@ validation_emu_libptdp_emu_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libptdp_emu_a_CXXFLAGS = $(EMU_CXX)
 
 EMU_GEN = validation/emu/gen/cuda_kernels.cc validation/emu/gen/cuda_softmax.cc
+EMU_GEN += validation/emu/gen/cuda_flash.cc
 nodist_validation_emu_libemu_kernels_a_SOURCES = $(EMU_GEN)
 validation_emu_libemu_kernels_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_kernels_a_CXXFLAGS = $(EMU_KCXX)
