@@ -72,6 +72,11 @@ typedef struct {
   double threads_per_rank;    /* threads of the rank the file's rates were measured with */
   double intra_allgather_bandwidth;      /* B/s, bus bandwidth of the node's all-gather (file: GB/s); 0: intra */
   double intra_reduce_scatter_bandwidth; /* the same for reduce-scatter: MPI libraries pick other algorithms */
+  double flash_efficiency_fwd; /* fraction of the 16-bit peak the fused (flash) attention kernel reaches on
+                                * the FLOPs it does (causal: half the s x s), forward; 0: not given */
+  double flash_efficiency_bwd; /* the same, backward (five s x s GEMMs: the scores recomputed) */
+  int gemm_stack;             /* ptdp_sim_impl whose GEMMs gemm_efficiency describes (2021's for the
+                               * A100 file, calibrated on Narayanan et al.; today's where measured) */
   int nvlink_sharp;           /* the node's switches reduce (NVSwitch 3, NCCL's NVLS): hierarchical all-reduce */
   double collective_sms;      /* SMs a running collective's kernel holds (one CTA per NCCL channel):
                                * a GEMM it overlaps runs on the others, so hiding comm of time x
@@ -83,6 +88,13 @@ typedef enum { PTDP_SIM_FUSION_NONE = 0, PTDP_SIM_FUSION_MEGATRON = 1, PTDP_SIM_
 typedef enum {
   PTDP_SIM_ALLREDUCE_AUTO = 0, PTDP_SIM_ALLREDUCE_RING, PTDP_SIM_ALLREDUCE_TREE, PTDP_SIM_ALLREDUCE_HIERARCHICAL
 } ptdp_sim_allreduce;
+
+/* The software stack modelled (--implementation): what code exists (fused attention, Transformer
+ * Engine's fused paths, the async TP all-reduce) and its GEMM rate; the overlap keys stay the
+ * user's, opt-in as in Megatron.  KEYS: no preset, every key as given or defaulted. */
+typedef enum {
+  PTDP_SIM_IMPL_KEYS = 0, PTDP_SIM_IMPL_2021, PTDP_SIM_IMPL_2022, PTDP_SIM_IMPL_CORE
+} ptdp_sim_impl;
 
 /* ptdp-sim's own keys (beside ptdp-train's). */
 typedef struct {
@@ -99,7 +111,17 @@ typedef struct {
   double train_tokens;       /* tokens for the training-time estimate */
   double memory_margin;      /* fraction of device memory usable (allocator fragmentation, context) */
   int async_tp_allreduce;    /* backward TP all-reduce (SP: reduce-scatter) hidden behind the weight-gradient GEMM */
+  ptdp_sim_impl implementation;
+  int tp_comm_overlap;       /* TE userbuffers: SP's all-gather / reduce-scatter pipelined with their GEMMs */
+  int te_fused;              /* set by the implementation: TE's bias and GeLU in the GEMMs' epilogues */
 } ptdp_sim_options;
+
+/* After the keys and the hardware file are read: the implementation's defaults for the keys not
+ * given (opt: ptdp-sim's table, to know which were), and what follows from it. */
+int ptdp_sim_options_resolve(const ptdp_options *opt, ptdp_sim_options *o, const ptdp_sim_hw *hw);
+/* Whether the modelled run uses the fused (flash) attention: attention-backend flash, or auto with
+ * a stack that has it (megatron-core's). */
+int ptdp_sim_flash(const ptdp_args *a, const ptdp_sim_options *o);
 
 /* Time of one collective over n ranks of S bytes on a link of bandwidth B and step latency a. */
 double ptdp_sim_allreduce_time(ptdp_sim_allreduce algo, int n, double bytes, double bw, double alpha);

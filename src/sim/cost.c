@@ -2,6 +2,7 @@
  * hardware file and ptdp-sim's own keys. */
 #include "ptdp/sim.h"
 
+#include "ptdp/backend.h"
 #include "ptdp/error.h"
 
 #include <math.h>
@@ -84,7 +85,8 @@ const char *ptdp_sim_component_name(ptdp_sim_component c)
 typedef struct {
   char name[PTDP_OPT_STRLEN];
   double peak16, peak32, eta, sms, tm, tn, k0, launch_us, hbm, mem_gb, gpn, intra_bw, intra_lat, inter_bw, inter_lat,
-    nics, coll_sms, nvls;
+    nics, coll_sms, nvls, flash_fwd, flash_bwd;
+  int stack; /* an ENUM key's field */
   double cpu_ns[PTDP_SIM_CPU_OPS], cores, threads, ag_bw, rs_bw;
 } hw_file;
 
@@ -136,6 +138,15 @@ static const ptdp_option hw_table[] = {
    "GB/s, bus bandwidth of an all-gather within a node, --fusion cpu (0: intra-node-bandwidth-gbs)", NULL},
   {"intra-node-reduce-scatter-bandwidth-gbs", PTDP_OPT_REAL, HOFF(rs_bw), "0", 0, 1e7, NULL,
    "GB/s, bus bandwidth of a reduce-scatter within a node, --fusion cpu (0: intra-node-bandwidth-gbs)", NULL},
+  {"flash-attention-efficiency-forward", PTDP_OPT_REAL, HOFF(flash_fwd), "0", 0, 1, NULL,
+   "fraction of the 16-bit peak the fused (flash) attention forward reaches on its FLOPs (causal: half of "
+   "the s x s); needed when the attention is flash",
+   NULL},
+  {"flash-attention-efficiency-backward", PTDP_OPT_REAL, HOFF(flash_bwd), "0", 0, 1, NULL,
+   "the same for its backward (the scores recomputed: 2.5 forwards of FLOPs)", NULL},
+  {"gemm-efficiency-stack", PTDP_OPT_ENUM, HOFF(stack), "megatron-2021", 0, 0, "megatron-2021|megatron-2022|megatron-core",
+   "the software stack whose GEMMs gemm-efficiency describes (a measurement with today's cuBLAS: megatron-core)",
+   NULL},
   {"nvlink-sharp", PTDP_OPT_REAL, HOFF(nvls), "0", 0, 1, NULL,
    "1: the node's NVSwitches reduce (NVLink SHARP, NVSwitch 3): NCCL's hierarchical all-reduce (NVLS) is "
    "considered",
@@ -193,6 +204,9 @@ int ptdp_sim_hw_read(const char *path, ptdp_sim_hw *hw)
              f.sms);
   hw->collective_sms = f.coll_sms;
   hw->nvlink_sharp = f.nvls >= 0.5;
+  hw->flash_efficiency_fwd = f.flash_fwd;
+  hw->flash_efficiency_bwd = f.flash_bwd;
+  hw->gemm_stack = (int)f.stack + PTDP_SIM_IMPL_2021;
   return 0;
 }
 
@@ -238,8 +252,19 @@ static const ptdp_option sim_table[] = {
    "nodes, all-gather; NVLink SHARP's), or the fastest NCCL considers for the size",
    NULL},
   {"software-efficiency", PTDP_OPT_REAL, SOFF(software_efficiency), "1", 0.01, 2, NULL,
-   "multiplies the hardware file's gemm-efficiency (the modelled software stack: 1 for 2021's Megatron, 1.055 for "
-   "2022's; ptdp(7), VALIDATION OF THE SIMULATOR)",
+   "multiplies the hardware file's gemm-efficiency (the modelled stack's GEMMs against the file's stack; an "
+   "implementation sets it: 2021's 1, 2022's and megatron-core's 1.055, over the file's gemm-efficiency-stack; "
+   "ptdp(7), VALIDATION OF THE SIMULATOR)",
+   NULL},
+  {"implementation", PTDP_OPT_ENUM, SOFF(implementation), "keys", 0, 0,
+   "keys|megatron-2021|megatron-2022|megatron-core",
+   "the stack modelled, setting the keys not given: megatron-2021 (no async TP all-reduce, unfused attention), "
+   "megatron-2022 (async TP all-reduce, its GEMM rate), megatron-core (as 2022, plus flash attention for "
+   "attention-backend auto, Transformer Engine's bias and GeLU in the GEMMs' epilogues); keys: none",
+   NULL},
+  {"tp-comm-overlap", PTDP_OPT_BOOL, SOFF(tp_comm_overlap), "false", 0, 0, NULL,
+   "Megatron's (Transformer Engine's userbuffers, sequence parallel, TP within a node): each TP all-gather and "
+   "reduce-scatter pipelined with its GEMM in t chunks",
    NULL},
   {"train-tokens", PTDP_OPT_REAL, SOFF(train_tokens), "300e9", 0, 1e18, NULL,
    "tokens for the training-time estimate (Narayanan et al. eq. 4 beside the simulated rate)", NULL},
@@ -252,4 +277,26 @@ int ptdp_sim_options_init(ptdp_options *opt, ptdp_sim_options *o)
 {
   memset(o, 0, sizeof *o);
   return ptdp_options_init(opt, sim_table, NSIM, o);
+}
+
+/* The GEMM rate of each stack against 2021's (on which the A100 file is calibrated): 2022's from
+ * Korthikanti et al. Table 4's layer (ptdp(7), VALIDATION OF THE SIMULATOR); megatron-core's
+ * taken as 2022's (no measurement on the A100 says otherwise). */
+static double stack_gemm_rate(int impl) { return impl == PTDP_SIM_IMPL_2021 ? 1.0 : 1.055; }
+
+int ptdp_sim_options_resolve(const ptdp_options *opt, ptdp_sim_options *o, const ptdp_sim_hw *hw)
+{
+  const ptdp_sim_impl im = o->implementation;
+  o->te_fused = im == PTDP_SIM_IMPL_CORE;
+  if (im == PTDP_SIM_IMPL_KEYS) return 0;
+  if (!ptdp_options_given(opt, "async-tp-allreduce")) o->async_tp_allreduce = im != PTDP_SIM_IMPL_2021;
+  if (!ptdp_options_given(opt, "software-efficiency"))
+    o->software_efficiency = stack_gemm_rate(im) / stack_gemm_rate(hw->gemm_stack ? hw->gemm_stack : PTDP_SIM_IMPL_2021);
+  return 0;
+}
+
+int ptdp_sim_flash(const ptdp_args *a, const ptdp_sim_options *o)
+{
+  return a->attention_backend == PTDP_ATTN_FLASH ||
+         (a->attention_backend == PTDP_ATTN_AUTO && o->implementation == PTDP_SIM_IMPL_CORE);
 }

@@ -43,6 +43,9 @@ typedef struct {
   double R, e, ge; /* peak FLOP/s for the precision; bytes per element; 1-byte masks */
   ptdp_sim_dims d; /* this rank's sizes */
   int fused, hdrop, adrop;
+  int flash;       /* the fused (flash) attention: one kernel, no s x s tensors */
+  int te;          /* Transformer Engine: bias and GeLU in the GEMMs' epilogues */
+  int ub;          /* TP comm overlap (userbuffers): SP's collectives pipelined with their GEMMs */
   ptdp_sim_group tp; /* the TP group: t consecutive ranks, across nodes when t > gpus-per-node */
 } ctx;
 
@@ -58,6 +61,11 @@ static void ctx_init(ctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const pt
   c->hdrop = a->hidden_dropout > 0;
   c->adrop = a->attention_dropout > 0;
   c->tp = ptdp_sim_group_of(hw, c->d.t, 1);
+  c->flash = ptdp_sim_flash(a, o);
+  c->te = o->te_fused;
+  /* userbuffers work within a node and on sequence-parallel layouts only (Megatron refuses it
+   * without SP; across nodes it has no transport) */
+  c->ub = o->tp_comm_overlap && c->d.sp && c->d.t > 1 && c->tp.k == 1;
 }
 
 static ptdp_sim_op *add(ptdp_sim_oplist *l, const char *name, ptdp_sim_component comp, double fwd, double bwd, int sel)
@@ -96,19 +104,38 @@ static void layernorm(const ctx *c, ptdp_sim_oplist *l, const char *name)
   add(l, name, PTDP_SIM_MEMBOUND, mem(c, 2 * x), mem(c, 3 * x), 0);
 }
 
-/* The region after a row-parallel GEMM: (SP: reduce-scatter | all-reduce), bias, dropout, residual add. */
-static void row_epilogue(const ctx *c, ptdp_sim_oplist *l, const char *coll, const char *bda)
+/* A TP collective of time x beside a GEMM of time G under tp-comm-overlap: pipelined in t
+ * chunks, at least one chunk's communication shows (the first all-gather chunk, or the last
+ * reduce-scatter chunk, has no GEMM beside it), and whatever the GEMM cannot cover; the hidden
+ * rest costs the GEMM the SMs the copies hold.  Without the overlap, x. */
+static double ub_exposed(const ctx *c, double x, double G, double *hidden)
+{
+  if (!c->ub || x <= 0) return x;
+  double shown = x - G;
+  if (shown < x / c->d.t) shown = x / c->d.t;
+  const double hid = x - shown;
+  if (hidden) *hidden += hid;
+  return shown + ptdp_sim_overlap_cost(c->hw, hid);
+}
+
+/* The region after a row-parallel GEMM (forward time G, backward input-gradient GEMM dgrad):
+ * (SP: reduce-scatter | all-reduce), bias, dropout, residual add. */
+static void row_epilogue(const ctx *c, ptdp_sim_oplist *l, const char *coll, const char *bda, double G, double dgrad)
 {
   const double full = c->d.N * c->d.h * c->e, x = c->d.Nl * c->d.h * c->e, mask = c->hdrop ? c->d.Nl * c->d.h : 0;
-  /* forward g: all-reduce (or reduce-scatter); backward g is the identity (or an all-gather) */
-  add(l, coll, PTDP_SIM_TP, c->d.sp ? tp_gather(c, full) : tp_allreduce(c, full), c->d.sp ? tp_gather(c, full) : 0, 0);
+  /* forward g: all-reduce (or reduce-scatter); backward g is the identity (or an all-gather of
+   * the output gradient, which tp-comm-overlap pipelines with the input-gradient GEMM) */
+  double hidden = 0;
+  const double fwd = c->d.sp ? ub_exposed(c, tp_gather(c, full), G, &hidden) : tp_allreduce(c, full);
+  const double bwd = c->d.sp ? ub_exposed(c, tp_gather(c, full), dgrad, &hidden) : 0;
+  add(l, coll, PTDP_SIM_TP, fwd, bwd, 0)->hidden = hidden;
   /* fused: read out, residual, bias; write sum and mask.  Unfused: bias add, dropout, add apart.
    * Backward: read dy, mask; write dx (the residual's gradient passes through) and add into the
    * residual stream's gradient; the bias gradient (the GEMM skipped its bias) is a reduction of
    * dx over the Nl tokens, one more read. */
-  const double fwd = c->fused ? 3 * x + mask : (2 * x) + (c->hdrop ? 2 * x + mask : 0) + 3 * x;
-  const double bwd = 2 * x + mask + 3 * x + x;
-  add(l, bda, PTDP_SIM_MEMBOUND, mem(c, fwd), mem(c, bwd), 0);
+  const double bf = c->fused ? 3 * x + mask : (2 * x) + (c->hdrop ? 2 * x + mask : 0) + 3 * x;
+  const double bb = 2 * x + mask + 3 * x + x;
+  add(l, bda, PTDP_SIM_MEMBOUND, mem(c, bf), mem(c, bb), 0);
 }
 
 /* The conjugate f of a column-parallel GEMM's input: forward identity (SP: all-gather of the
@@ -118,9 +145,12 @@ static void row_epilogue(const ctx *c, ptdp_sim_oplist *l, const char *coll, con
  * input-gradient GEMM (dgrad) and, with async-tp-allreduce, the input gradient's all-reduce
  * (SP: reduce-scatter) before the weight-gradient GEMM (wgrad): each hides behind its GEMM
  * and what is longer than the GEMM shows.  2021's Megatron ran the all-reduce after both. */
-static void column_prologue(const ctx *c, ptdp_sim_oplist *l, const char *name, double dgrad, double wgrad)
+static void column_prologue(const ctx *c, ptdp_sim_oplist *l, const char *name, double G, double dgrad,
+                            double wgrad)
 {
   const double full = c->d.N * c->d.h * c->e;
+  double ub_hidden = 0;
+  const double fwd = c->d.sp ? ub_exposed(c, tp_gather(c, full), G, &ub_hidden) : 0;
   const double reduce = c->d.sp ? tp_gather(c, full) : tp_allreduce(c, full);
   double bwd = reduce, hidden = 0;
   if (c->o->async_tp_allreduce) {
@@ -134,7 +164,44 @@ static void column_prologue(const ctx *c, ptdp_sim_oplist *l, const char *name, 
   }
   /* hidden, not free: the GEMMs run on the SMs the collective leaves them */
   bwd += ptdp_sim_overlap_cost(c->hw, hidden);
-  add(l, name, PTDP_SIM_TP, c->d.sp ? tp_gather(c, full) : 0, bwd, 0)->hidden = hidden;
+  add(l, name, PTDP_SIM_TP, fwd, bwd, 0)->hidden = hidden + ub_hidden;
+}
+
+/* Megatron's attention core, unfused: QK^T [s,hd]x[hd,s] per (sample, local head) with the scale
+ * folded in (baddbmm), softmax, dropout, attention over V, the context back to [s, b, hl];
+ * selective recomputation runs all of it again. */
+static void attention_unfused(const ctx *c, ptdp_sim_oplist *l)
+{
+  const double N = c->d.N, e = c->e, B = c->d.b * c->d.al, s = c->d.s, hd = c->d.hd;
+  const double S2 = B * s * s; /* elements of the local score tensor */
+  add(l, "QK^T", PTDP_SIM_ATTENTION, gemm(c, s, s, hd, B), gemm(c, s, hd, s, B) + gemm(c, hd, s, s, B), 1);
+  /* softmax: fused scale-mask-softmax reads and writes the scores once; unfused also a masking
+   * pass and a scaling pass.  Backward reads y and dy, writes dx. */
+  add(l, "softmax", PTDP_SIM_ATTENTION, mem(c, (c->fused ? 2 : 6) * S2 * e), mem(c, 3 * S2 * e), 1);
+  if (c->adrop) add(l, "attention dropout", PTDP_SIM_ATTENTION, mem(c, S2 * (2 * e + 1)), mem(c, S2 * (2 * e + 1)), 1);
+  add(l, "attention over V", PTDP_SIM_ATTENTION, gemm(c, s, hd, s, B), gemm(c, s, s, hd, B) + gemm(c, s, hd, s, B), 1);
+  /* [b, al, s, hd] -> [s, b, hl]: a copy each way; the last step of Megatron's core attention */
+  add(l, "context transpose", PTDP_SIM_MEMBOUND, mem(c, 2 * N * c->d.hl * e), mem(c, 2 * N * c->d.hl * e), 1);
+}
+
+/* The fused (flash) attention: one kernel over blocks of queries and keys, the scores never
+ * written.  Causal: only the lower triangle's blocks run, half of the two s x s GEMMs' FLOPs,
+ * forward 2 x 2 b al s^2 hd / 2; the backward recomputes the scores (QK^T again, then dV, dP, dQ,
+ * dK: five GEMMs), 2.5 forwards.  At the kernel's own efficiency (the hardware file's
+ * flash-attention-efficiency-*, of the 16-bit peak), and never below reading q, k, v and
+ * writing o (backward: also do, dq, dk, dv).  Nothing is recomputed by selective recomputation
+ * (the trainer's rule too): there is nothing s x s to drop.  Transformer Engine takes and gives
+ * [s, b, h] itself; without it the context is transposed as before. */
+static void attention_flash(const ctx *c, ptdp_sim_oplist *l)
+{
+  const ptdp_sim_hw *hw = c->hw;
+  const double R = c->e == 2 ? hw->peak_flops_16 : hw->peak_flops_32, x = c->d.N * c->d.hl * c->e;
+  const double F = 2.0 * c->d.b * c->d.al * c->d.s * c->d.s * c->d.hd;
+  double fwd = F / (R * hw->flash_efficiency_fwd), bwd = 2.5 * F / (R * hw->flash_efficiency_bwd);
+  if (fwd < 4 * x / hw->memory_bandwidth) fwd = 4 * x / hw->memory_bandwidth;
+  if (bwd < 8 * x / hw->memory_bandwidth) bwd = 8 * x / hw->memory_bandwidth;
+  add(l, "flash attention", PTDP_SIM_ATTENTION, fwd + hw->kernel_launch, bwd + hw->kernel_launch, 0);
+  if (!c->te) add(l, "context transpose", PTDP_SIM_MEMBOUND, mem(c, 2 * x), mem(c, 2 * x), 0);
 }
 
 int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
@@ -144,36 +211,34 @@ int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
   ctx c;
   ctx_init(&c, a, hw, o);
   l->n = 0;
-  const double N = c.d.N, h = c.d.h, e = c.e, S2 = c.d.b * c.d.al * c.d.s * c.d.s; /* elements of the local score tensor */
+  const double N = c.d.N, h = c.d.h, e = c.e, hl = c.d.hl, fl = c.d.fl;
   layernorm(&c, l, "layernorm 1");
-  column_prologue(&c, l, "TP f (QKV input)", gemm(&c, N, h, 3 * c.d.hl, 1), gemm(&c, h, 3 * c.d.hl, N, 1));
-  linear(&c, l, "QKV GEMM", N, 3 * c.d.hl, h);
+  column_prologue(&c, l, "TP f (QKV input)", gemm(&c, N, 3 * hl, h, 1), gemm(&c, N, h, 3 * hl, 1),
+                  gemm(&c, h, 3 * hl, N, 1));
+  linear(&c, l, "QKV GEMM", N, 3 * hl, h);
   /* Megatron's column-parallel linear adds its bias after the GEMM (matmul, then + bias: read and
-   * write [N, 3hl]); backward reduces dy over the N tokens for the bias gradient (one read) */
-  add(l, "QKV bias", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * 3 * c.d.hl * e), mem(&c, N * 3 * c.d.hl * e), 0);
-  /* attention core: QK^T [s,hd]x[hd,s] per (sample, local head), the scale folded in (baddbmm) */
-  add(l, "QK^T", PTDP_SIM_ATTENTION, gemm(&c, c.d.s, c.d.s, c.d.hd, c.d.b * c.d.al),
-      gemm(&c, c.d.s, c.d.hd, c.d.s, c.d.b * c.d.al) + gemm(&c, c.d.hd, c.d.s, c.d.s, c.d.b * c.d.al), 1);
-  /* softmax: fused scale-mask-softmax reads and writes the scores once; unfused also a masking
-   * pass and a scaling pass.  Backward reads y and dy, writes dx. */
-  add(l, "softmax", PTDP_SIM_ATTENTION, mem(&c, (c.fused ? 2 : 6) * S2 * e), mem(&c, 3 * S2 * e), 1);
-  if (c.adrop) add(l, "attention dropout", PTDP_SIM_ATTENTION, mem(&c, S2 * (2 * e + 1)), mem(&c, S2 * (2 * e + 1)), 1);
-  add(l, "attention over V", PTDP_SIM_ATTENTION, gemm(&c, c.d.s, c.d.hd, c.d.s, c.d.b * c.d.al),
-      gemm(&c, c.d.s, c.d.s, c.d.hd, c.d.b * c.d.al) + gemm(&c, c.d.s, c.d.hd, c.d.s, c.d.b * c.d.al), 1);
-  /* [b, al, s, hd] -> [s, b, hl]: a copy each way; the last step of Megatron's core attention,
-   * so selective recomputation runs it again */
-  add(l, "context transpose", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * c.d.hl * e), mem(&c, 2 * N * c.d.hl * e), 1);
-  linear(&c, l, "projection GEMM", N, h, c.d.hl);
-  row_epilogue(&c, l, c.d.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias-dropout-add 1");
+   * write [N, 3hl]); backward reduces dy over the N tokens for the bias gradient (one read).
+   * Transformer Engine adds it, and reduces its gradient, in the GEMMs' epilogues. */
+  if (!c.te) add(l, "QKV bias", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * 3 * hl * e), mem(&c, N * 3 * hl * e), 0);
+  if (c.flash) attention_flash(&c, l);
+  else attention_unfused(&c, l);
+  linear(&c, l, "projection GEMM", N, h, hl);
+  row_epilogue(&c, l, c.d.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias-dropout-add 1",
+               gemm(&c, N, h, hl, 1), gemm(&c, N, hl, h, 1));
   layernorm(&c, l, "layernorm 2");
-  column_prologue(&c, l, "TP f (MLP input)", gemm(&c, N, h, c.d.fl, 1), gemm(&c, h, c.d.fl, N, 1));
-  linear(&c, l, "FC1 GEMM", N, c.d.fl, h);
+  column_prologue(&c, l, "TP f (MLP input)", gemm(&c, N, fl, h, 1), gemm(&c, N, h, fl, 1), gemm(&c, h, fl, N, 1));
+  linear(&c, l, "FC1 GEMM", N, fl, h);
   /* bias + GeLU: fused, one read and one write; unfused, two passes.  Backward reads the input
-   * and dy, writes dx, and reduces the bias gradient (one more read of dx). */
-  const double act = N * c.d.fl * e;
-  add(l, "bias-GeLU", PTDP_SIM_MEMBOUND, mem(&c, (c.fused ? 2 : 4) * act), mem(&c, 4 * act), 0);
-  linear(&c, l, "FC2 GEMM", N, h, c.d.fl);
-  row_epilogue(&c, l, c.d.sp ? "TP reduce-scatter (MLP)" : "TP all-reduce (MLP)", "bias-dropout-add 2");
+   * and dy, writes dx, and reduces the bias gradient (one more read of dx).  Transformer Engine
+   * does both in FC1's epilogue (bias, GeLU, and the pre-activation written for the backward)
+   * and FC2's input-gradient GEMM's (GeLU's derivative from it, the bias gradient): what is
+   * left is that tensor's one write and one read. */
+  const double act = N * fl * e;
+  if (c.te) add(l, "GeLU epilogue (pre-activation)", PTDP_SIM_MEMBOUND, mem(&c, act), mem(&c, act), 0);
+  else add(l, "bias-GeLU", PTDP_SIM_MEMBOUND, mem(&c, (c.fused ? 2 : 4) * act), mem(&c, 4 * act), 0);
+  linear(&c, l, "FC2 GEMM", N, h, fl);
+  row_epilogue(&c, l, c.d.sp ? "TP reduce-scatter (MLP)" : "TP all-reduce (MLP)", "bias-dropout-add 2",
+               gemm(&c, N, h, fl, 1), gemm(&c, N, fl, h, 1));
   return 0;
 }
 
@@ -206,7 +271,8 @@ int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_
   ctx_init(&c, a, hw, o);
   l->n = 0;
   layernorm(&c, l, "final layernorm");
-  column_prologue(&c, l, "TP f (logits input)", gemm(&c, c.d.N, c.d.h, c.d.vl, 1), gemm(&c, c.d.h, c.d.vl, c.d.N, 1));
+  column_prologue(&c, l, "TP f (logits input)", gemm(&c, c.d.N, c.d.vl, c.d.h, 1), gemm(&c, c.d.N, c.d.h, c.d.vl, 1),
+                  gemm(&c, c.d.h, c.d.vl, c.d.N, 1));
   linear(&c, l, "logits GEMM", c.d.N, c.d.vl, c.d.h);
   /* The vocabulary-parallel cross entropy over the z = N vl logits, loss in fp32.  Megatron's
    * (fusion megatron), pass by pass: forward, the fp32 copy (read e, write 4), the row max

@@ -13,6 +13,10 @@ TESTS += validation/tests/sim/test_sim
 check_PROGRAMS += validation/tests/sim/test_sim_comm
 validation_tests_sim_test_sim_comm_SOURCES = validation/tests/sim/test_sim_comm.c
 TESTS += validation/tests/sim/test_sim_comm
+# The modelled stacks (implementation, flash attention, Transformer Engine, tp-comm-overlap), by hand
+check_PROGRAMS += validation/tests/sim/test_sim_stack
+validation_tests_sim_test_sim_stack_SOURCES = validation/tests/sim/test_sim_stack.c
+TESTS += validation/tests/sim/test_sim_stack
 # The CPU model (--fusion cpu): its cost terms against hand computations
 check_PROGRAMS += validation/tests/sim/test_sim_cpu
 validation_tests_sim_test_sim_cpu_SOURCES = validation/tests/sim/test_sim_cpu.c

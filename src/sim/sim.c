@@ -205,6 +205,10 @@ int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_optio
              a->fp16 ? "fp16" : "bf16", hw->name);
   PTDP_CHECK(a->fp16 || a->bf16 || hw->peak_flops_32 > 0,
              "fp32: the hardware file %s gives no peak-tflops-32 (set bf16 or fp16 for a GPU)", hw->name);
+  PTDP_CHECK(!ptdp_sim_flash(a, o) || o->fusion == PTDP_SIM_FUSION_CPU ||
+               (hw->flash_efficiency_fwd > 0 && hw->flash_efficiency_bwd > 0),
+             "flash attention: the hardware file %s gives no flash-attention-efficiency-forward and -backward "
+             "(jobs/measure_gpu_hw.sh measures them; or set attention-backend unfused)", hw->name);
   PTDP_CALL(ptdp_sim_layer_ops(a, hw, o, &r->layer));
   PTDP_CALL(ptdp_sim_embedding_ops(a, hw, o, &r->embedding));
   PTDP_CALL(ptdp_sim_head_ops(a, hw, o, &r->head));

@@ -18,7 +18,8 @@ typedef struct {
 static ptdp_dtype dtype_of(const ptdp_args *a) { return a->bf16 ? PTDP_BF16 : a->fp16 ? PTDP_F16 : PTDP_F32; }
 
 /* The plan ptdp-train would build for one stage of r's layout (ptdp_gpt_plan_config's fields). */
-static ptdp_plan_config plan_config(const ptdp_args *a, const ptdp_sim_result *r, ptdp_schedule_kind kind, int stage)
+static ptdp_plan_config plan_config(const ptdp_args *a, const ptdp_sim_options *o, const ptdp_sim_result *r,
+                                    ptdp_schedule_kind kind, int stage)
 {
   ptdp_plan_config pc = {
     .shape = ptdp_sim_model_shape(a),
@@ -27,7 +28,7 @@ static ptdp_plan_config plan_config(const ptdp_args *a, const ptdp_sim_result *r
     .attention_dropout = a->attention_dropout > 0, .recompute = a->recompute_granularity,
     .recompute_method = a->recompute_method, .recompute_num_layers = (int)a->recompute_num_layers, .schedule = kind,
     .m = r->m, .bucket_elems = a->ddp_bucket_size, .d = r->d, .distributed_optimizer = a->use_distributed_optimizer,
-    .dtype = (int)dtype_of(a)};
+    .dtype = (int)dtype_of(a), .flash_attention = ptdp_sim_flash(a, o)};
   return pc;
 }
 
@@ -109,7 +110,7 @@ static int megatron_memory(const ptdp_args *a, const ptdp_plan *pl, stage_mem *s
 static int stage_memory(const ptdp_args *a, const ptdp_sim_options *o, const ptdp_sim_result *r,
                         ptdp_schedule_kind kind, int stage, stage_mem *sm)
 {
-  const ptdp_plan_config pc = plan_config(a, r, kind, stage);
+  const ptdp_plan_config pc = plan_config(a, o, r, kind, stage);
   ptdp_plan pl;
   PTDP_CALL(ptdp_plan_build(&pc, &pl));
   memset(sm, 0, sizeof *sm);

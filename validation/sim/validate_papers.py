@@ -12,23 +12,24 @@ usage: validate_papers.py PTDP_SIM HW_DIR [--mae PCT] [--max PCT] [--table1 MAE 
 Inputs the papers do not print are fixed by one rule for every row, never per row:
   Table 1: the fastest micro-batch size in {1, 2, 4, 8} that fits (fastest_fitting), the interleaved schedule (Sec. 5.1: "interleaved pipeline schedule with
   the scatter/gather optimization") with v = the smallest divisor > 1 of the layers per stage,
-  full recomputation, fp16 (2021), dropout 0.1, Megatron's fused kernels, no DP overlap.
-  Table 5: the configurations of Table 3 (v = 3 for 175B and 530B, 1 for 1T), bf16, 2022's
-  Megatron: async TP all-reduce, and its software stack's GEMM rate, software-efficiency
-  SOFTWARE_2022 (below), which is not fitted to Table 5.
+  full recomputation, fp16, dropout 0.1, --implementation megatron-2021 (Megatron's fused kernels,
+  no async TP all-reduce, unfused attention), no DP overlap.
+  Table 5: the configurations of Table 3 (v = 3 for 175B and 530B, 1 for 1T), bf16,
+  --implementation megatron-2022: async TP all-reduce, and its software stack's GEMM rate,
+  software-efficiency 1.055 (ptdp-sim's stack table, below), which is not fitted to Table 5.
 """
 import csv, os, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# The GEMM rate of 2022's software stack (Korthikanti et al.: NGC PyTorch of 2022, bf16) over
+# The GEMM rate of 2022's software stack, which --implementation megatron-2022 sets (Korthikanti et al.: NGC PyTorch of 2022, bf16) over
 # 2021's (Narayanan et al., on which the hardware file's gemm-efficiency is calibrated), from a
 # measurement outside Table 5: Korthikanti et al. Table 4's baseline 22B layer (t 8, b 4) takes
 # 7.7 + 11.9 = 19.6 ms forward and backward, which ptdp-sim predicts with 1.055 (ptdp(7),
 # VALIDATION OF THE SIMULATOR).  Cross-check: the 530B layout appears in both papers (t 8, p 35,
 # v 3, m 280, b 1); 2022 ran it 9.3% faster, the mechanisms alone (async TP all-reduce, no DP
 # all-reduce, bf16) account for 3.1 points.
-SOFTWARE_2022 = 1.055
+# (the 1.055 itself: stack_gemm_rate in src/sim/cost.c)
 
 
 def sim(exe, hw, keys):
@@ -80,7 +81,7 @@ def table1(exe, hwdir):
         k = common(int(r["hidden_size"]), int(r["attention_heads"]), L)
         k.update({"tensor-model-parallel-size": t, "pipeline-model-parallel-size": p, "world-size": n,
                   "global-batch-size": r["batch_size"], "fp16": "true", "recompute-granularity": "full",
-                  "async-tp-allreduce": "false"})
+                  "implementation": "megatron-2021"})
         lps = L // p
         if p > 1:
             v = min(q for q in range(2, lps + 1) if lps % q == 0)
@@ -108,8 +109,7 @@ def table5(exe, hwdir):
         k = common(int(c["hidden_size"]), int(c["attention_heads"]), L)
         k.update({"tensor-model-parallel-size": c["tensor_parallel_size"], "pipeline-model-parallel-size": p,
                   "world-size": c["num_gpus"], "global-batch-size": c["global_batch_size"],
-                  "micro-batch-size": c["micro_batch_size"], "bf16": "true", "async-tp-allreduce": "true",
-                  "software-efficiency": SOFTWARE_2022})
+                  "micro-batch-size": c["micro_batch_size"], "bf16": "true", "implementation": "megatron-2022"})
         if v > 1:
             k["num-layers-per-virtual-pipeline-stage"] = L // p // v
         for name, extra, col in (("full recompute", {"recompute-granularity": "full"}, "iteration_time_s_full_recompute"),
