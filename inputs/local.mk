@@ -1,4 +1,5 @@
-# inputs: input decks (gpt-tiny.in: the default job; gpt-mock.in: no data needed) and the script
+# inputs: input decks (gpt-tiny.in: the default job; llama-tiny.in: its Llama-architecture twin;
+# gpt-mock.in: no data needed) and the script
 # that fetches the real tokenizer files and corpus
-dist_noinst_DATA += inputs/gpt-tiny.in inputs/gpt-mock.in
+dist_noinst_DATA += inputs/gpt-tiny.in inputs/gpt-mock.in inputs/llama-tiny.in
 dist_noinst_SCRIPTS += inputs/fetch-data.sh

@@ -10,6 +10,7 @@
 #include "ptdp/lr_schedule.h"    /* ptdp_lr_decay_style */
 #include "ptdp/options.h"
 #include "ptdp/parallel_kinds.h" /* ptdp_grid_order, ptdp_comm_backend */
+#include "ptdp/params.h"         /* ptdp_norm_type, ptdp_position_type */
 #include "ptdp/recompute.h"      /* ptdp_recompute, ptdp_recompute_method */
 #include "ptdp/schedule.h"       /* ptdp_schedule_kind */
 #include "ptdp/tokenizer.h"      /* ptdp_tokenizer_type */
@@ -26,6 +27,11 @@ typedef struct ptdp_args {
   long long num_layers, hidden_size, num_attention_heads, ffn_hidden_size, seq_length, max_position_embeddings;
   long long vocab_size, make_vocab_size_divisible_by;
   double init_method_std, hidden_dropout, attention_dropout, layernorm_epsilon;
+  /* the architecture (ptdp_arch of ptdp/params.h) */
+  ptdp_norm_type normalization;
+  ptdp_position_type position_embedding_type;
+  double rotary_base, rotary_percent;
+  int rotary_interleaved, disable_bias_linear, untie_embeddings_and_output_weights;
   /* batches and iterations */
   long long micro_batch_size, global_batch_size, train_iters, seed, log_interval, eval_interval, eval_iters;
   /* optimizer and learning rate */
@@ -92,6 +98,8 @@ void ptdp_args_warn_unused(const ptdp_options *o, const ptdp_args *a, int world,
 
 /* Derived sizes. */
 long long ptdp_args_ffn(const ptdp_args *a);
+/* The architecture the keys describe (ptdp/params.h). */
+ptdp_arch ptdp_args_arch(const ptdp_args *a);
 /* Vocabulary padded to a multiple of make-vocab-size-divisible-by x t (Megatron). */
 long long ptdp_args_padded_vocab(const ptdp_args *a, long long vocab);
 

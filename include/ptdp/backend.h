@@ -39,6 +39,18 @@ typedef struct {
   float p;
 } ptdp_dropout_key;
 
+/* Rotary position embedding (Su et al. 2021; Megatron's rope) on the query and key heads of qkv
+ * rows: row r (of rows, ordered (position, sample)) is at position pos0 + r / b; a row holds
+ * groups blocks of (heads_per_group + 2) heads of hd (heads_per_group queries, one key, one
+ * value: Megatron's fused layout; one query per group without grouped-query attention), ld floats
+ * apart.  The first rd (even) entries of each query and key head turn by the angles of the
+ * table [position][rd/2][cos, sin] (fp32): pairs (i, i + rd/2), the rotate-half layout of Llama
+ * and Hugging Face, or (2i, 2i + 1) when interleaved. */
+typedef struct {
+  long long rows, pos0;
+  int b, groups, heads_per_group, hd, rd, ld, interleaved;
+} ptdp_rope_desc;
+
 /* Attention core for one micro-batch: qkv [N, 3 hl] with each token's row laid out
  * [al][3][hd] (Megatron's fused layout), N rows ordered (pos, batch). */
 typedef struct {
@@ -105,6 +117,16 @@ struct ptdp_backend {
   int (*attention_backward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *probs,
                             const uint8_t *mask, const float *probs_drop, const float *dctx, float *dqkv,
                             float *scratch);
+  /* The Llama family's operations, optional (NULL: the backend has none; the model refuses an
+   * architecture that needs them).  RMSNorm: y = x rstd w, rstd = 1 / sqrt(mean(x^2) + eps) per
+   * row (fp32); backward dx = rstd (g - x rstd^2 mean(g x)), g = dy w, dw += sum_rows dy x rstd.
+   * x, w, y, dy, dx (S); rstd, dw fp32.  rope: the rotation of ptdp_rope_desc in place on qkv
+   * (S); inverse 1 turns the other way (the backward of a rotation is its inverse). */
+  int (*rmsnorm_forward)(ptdp_backend *be, const float *x, const float *w, float *y, float *rstd, long long rows,
+                         int h, float eps);
+  int (*rmsnorm_backward)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
+                          float *dx, float *dw, long long rows, int h);
+  int (*rope)(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const float *table, int inverse);
   /* Fused (flash) attention, optional (NULL: the backend has none; --attention-backend auto then
    * takes attention_forward/backward).  The same function as those two (causal softmax of
    * Q K^T / sqrt(hd), dropout with the same mask bits from d->drop, times V) without keeping the

@@ -44,6 +44,7 @@ typedef struct {
   int distributed_optimizer;
   int inference;          /* 1: parameters only, no gradient or optimizer buffers (ptdp-generate) */
   ptdp_dtype dtype;       /* storage type of weights and activations (--bf16, --fp16): be->dtype */
+  ptdp_arch arch;         /* normalisation, biases, tied output, positions (ptdp/params.h; zero: GPT-2) */
   int flash_attention;    /* 1: the backend's fused attention (flash_forward/backward; the layer keeps
                              each query row's log-sum-exp, no s x s tensor); 0: the unfused pair */
 } ptdp_gpt_config;
@@ -99,6 +100,7 @@ typedef struct {
   float *xent;              /* [3 N] row max, sum-exp, target logit */
   float *grad_a, *grad_b;   /* [Nl, h] gradients flowing between layers (ping-pong) */
   int32_t *pos;             /* [Nl] position of each local token row */
+  float *rope;              /* [max_pos, rd/2, 2] cos and sin of the rotary angles (fp32) */
   ptdp_layer_acts *recomp;  /* recompute scratch: one layer's activations per recomputed layer of a group */
   int nrecomp;
 } ptdp_gpt_work;
@@ -130,7 +132,8 @@ typedef struct {
    * param is then NULL: no rank holds the whole fp32 copy (ptdp_gpt_gather_master makes one). */
   int master_sharded;
   float *master;
-  ptdp_gpt_param_ref wte, wte_copy, wpe, lnf_w, lnf_b;
+  ptdp_gpt_param_ref wte, output, wpe, lnf_w, lnf_b; /* output: the output layer (the last stage's copy of
+                                                         the tied embedding, or untied its own) */
   int nchunks;
   ptdp_chunk *chunks;
   ptdp_gpt_work work;
@@ -207,6 +210,8 @@ struct ptdp_block_pass {
                         reduce-scatter after the row-parallel ones (else all-reduce in place) */
   float *full;       /* [N, h] work space under SP */
   long long sample0; /* global index of the first sample: the dropout masks' key */
+  long long pos0;    /* position of row 0 (rotary embedding: row r is at pos0 + r / b) */
+  int b;             /* samples per position row */
   /* the attention core: a->qkv [N, 3 hl] to a->ctx [N, hl] */
   int (*attention)(const ptdp_block_pass *p, ptdp_gpt *m, int layer, const ptdp_layer_acts *a);
   void *ctx;         /* the attention core's own state (inference: the generator) */
@@ -216,6 +221,18 @@ struct ptdp_block_pass {
  * Dropout follows the model's configuration (none in inference). */
 int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, const ptdp_block_pass *p,
                            const ptdp_layer_acts *a, float *out);
+
+/* The architecture's normalisation (LayerNorm or RMSNorm: mean and bias unused) over rows of h. */
+int ptdp_gpt_norm_forward(ptdp_gpt *m, const float *x, const float *w, const float *b, float *y, float *mean, float *rstd,
+                      long long rows);
+int ptdp_gpt_norm_backward(ptdp_gpt *m, const float *dy, const float *x, const float *w, const float *mean,
+                       const float *rstd, float *dx, float *dw, float *db, long long rows);
+
+/* The output layer of the head chunk: its own tensor (untied, or the last stage's copy of the tied
+ * embedding), else the word embedding of the same chunk. */
+const ptdp_gpt_param_ref *ptdp_gpt_output_layer(const ptdp_gpt *m);
+/* Columns of each query and key head the rotary embedding turns (rotary-percent of the head, even). */
+int ptdp_gpt_rotary_dim(const ptdp_gpt *m);
 
 /* What the pipeline driver may ask of the model (it never reads the slots themselves). */
 int ptdp_gpt_num_slots(const ptdp_gpt *m);                 /* activation slots per chunk */

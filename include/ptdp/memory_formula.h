@@ -32,6 +32,7 @@ typedef struct {
   ptdp_recompute recompute;              /* full: the layer stores its input only; selective: no
                                             attention core */
   int bytes;                             /* of one stored element: 4 fp32, 2 bf16/fp16 (0: 4) */
+  int rmsnorm;                           /* RMSNorm: 1/std only, no mean (4 Nl bytes per norm less) */
   int flash_attention;                   /* the fused attention: no s x s terms; its log-sum-exp
                                             (4 b a s / t bytes) in their place */
 } ptdp_layer_shape;

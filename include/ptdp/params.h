@@ -11,8 +11,10 @@
  *
  * Order: chunk by chunk (chunk c of stage s holds virtual stage c p + s); within a chunk the
  * embedding (first virtual stage), the layers (twelve tensors each, in the order of the layer
- * roles below), then the head (last virtual stage: final LayerNorm, and with p v > 1 the output
- * layer, the last stage's own copy of the tied word embedding).
+ * roles below; fewer where the architecture has no biases: ptdp_params_has_role), then the head
+ * (last virtual stage: final LayerNorm, and with p v > 1 the output layer, the last stage's own
+ * copy of the tied word embedding; untied, the output layer is a tensor of its own, always
+ * there).
  *
  * Worked example: vocab 300, divisible-by 128, h 64, t 2: V' = 512, local word-embedding buffer
  * [256, 64] on each TP rank; rank 0's slice is rows [0, 256) of the global [300, 64], rank 1's
@@ -40,12 +42,30 @@ typedef enum {
   PTDP_PARAM_OUTPUT_LAYER /* the last stage's copy of the tied word embedding (p v > 1) */
 } ptdp_param_role;
 
+/* Where positions come from (Megatron's position-embedding-type, in the order of its choices). */
+typedef enum { PTDP_POS_LEARNED = 0, PTDP_POS_ROPE = 1, PTDP_POS_NONE = 2 } ptdp_position_type;
+/* The normalisation layers (Megatron's normalization). */
+typedef enum { PTDP_NORM_LAYERNORM = 0, PTDP_NORM_RMSNORM = 1 } ptdp_norm_type;
+
+/* The architecture beyond the sizes, with Megatron's keys; all zero is GPT-2 (LayerNorm, biases,
+ * learned absolute positions, the output layer tied to the word embedding). */
+typedef struct {
+  ptdp_norm_type norm;         /* normalization: RMSNorm has a weight and no bias */
+  int no_linear_bias;          /* disable-bias-linear: no bias on QKV, proj, fc1, fc2 */
+  int untie;                   /* untie-embeddings-and-output-weights: output_layer is its own tensor */
+  ptdp_position_type position; /* position-embedding-type */
+  double rotary_base;          /* rotary-base (0: 10000) */
+  double rotary_percent;       /* rotary-percent: the rotated part of each head (0: all of it) */
+  int rotary_interleaved;      /* rotary-interleaved: pairs (2i, 2i+1) instead of Llama's halves */
+} ptdp_arch;
+
 /* The model's shape, independent of the layout. */
 typedef struct {
   int num_layers, hidden, heads, ffn, max_pos;
   long long vocab;             /* the real vocabulary */
   int vocab_divisible_by;      /* make-vocab-size-divisible-by */
   int sequence_parallel;       /* decides which gradients are partial sums over TP */
+  ptdp_arch arch;
 } ptdp_model_shape;
 
 /* A rank's place in the grid, as far as the parameters care. */
@@ -89,6 +109,10 @@ int ptdp_params_count(const ptdp_model_shape *s, const ptdp_param_position *pos)
 int ptdp_params_list(const ptdp_model_shape *s, const ptdp_param_position *pos, ptdp_param_info *out, int cap);
 /* Elements of a local buffer. */
 static inline long long ptdp_param_local_elems(const ptdp_param_info *p) { return p->lrows * p->lcols; }
+/* Does the architecture have this role (a layer role, the position embedding, the final norm's
+ * bias)?  RMSNorm has no biases, disable-bias-linear none on the linear layers, RoPE and no
+ * positions no position table. */
+int ptdp_params_has_role(const ptdp_arch *a, ptdp_param_role r);
 /* Layer-role suffix of a name ("self_attention.linear_qkv.weight"). */
 const char *ptdp_param_role_suffix(ptdp_param_role r);
 

@@ -39,13 +39,13 @@
  *             (selective recomputation drops it); REST: everything else;
  *   elements  in the sizes z of ptdp/shape.h;
  *   unit      STORE: the storage type; F32; MASK: one byte;
- *   when      ALWAYS; HDROP: hidden dropout > 0; UNFUSED: the unfused attention (the
+ *   when      ALWAYS; LN: LayerNorm (RMSNorm keeps no mean); HDROP: hidden dropout > 0; UNFUSED: the unfused attention (the
  *             probabilities); ADROP: attention dropout > 0 with the unfused attention (the fused
  *             kernel keeps no mask: it draws the bits again); FLASH: the fused attention.
  * The order within a part is the order of allocation. */
 #define PTDP_LAYER_ACTIVATIONS(X)                                                                          \
   X(PTDP_BUF_LAYER_INPUT, float, x, "layer_input", IN, z.Nl * z.h, STORE, ALWAYS) /* LN1 input */        \
-  X(PTDP_BUF_LN1_MEAN, float, ln1_mean, "ln1_mean", REST, z.Nl, F32, ALWAYS)                              \
+  X(PTDP_BUF_LN1_MEAN, float, ln1_mean, "ln1_mean", REST, z.Nl, F32, LN)                                  \
   X(PTDP_BUF_LN1_RSTD, float, ln1_rstd, "ln1_rstd", REST, z.Nl, F32, ALWAYS)                              \
   /* QKV input (a shard under SP; re-gathered in the backward) */                                         \
   X(PTDP_BUF_LN1_OUT, float, ln1_out, "ln1_out", REST, z.Nl * z.h, STORE, ALWAYS)                         \
@@ -57,7 +57,7 @@
   X(PTDP_BUF_ATTN_CONTEXT, float, ctx, "attn_context", REST, z.N * z.hl, STORE, ALWAYS) /* proj input */ \
   X(PTDP_BUF_ATTN_RESID_MASK, uint8_t, mask1, "attn_resid_mask", REST, z.Nl * z.h, MASK, HDROP)          \
   X(PTDP_BUF_LN2_INPUT, float, x2, "ln2_input", REST, z.Nl * z.h, STORE, ALWAYS)                          \
-  X(PTDP_BUF_LN2_MEAN, float, ln2_mean, "ln2_mean", REST, z.Nl, F32, ALWAYS)                              \
+  X(PTDP_BUF_LN2_MEAN, float, ln2_mean, "ln2_mean", REST, z.Nl, F32, LN)                                  \
   X(PTDP_BUF_LN2_RSTD, float, ln2_rstd, "ln2_rstd", REST, z.Nl, F32, ALWAYS)                              \
   X(PTDP_BUF_LN2_OUT, float, ln2_out, "ln2_out", REST, z.Nl * z.h, STORE, ALWAYS) /* fc1 input */        \
   X(PTDP_BUF_FC1_OUT, float, fc1, "fc1_out", REST, z.N * z.fl, STORE, ALWAYS) /* GELU input */           \
@@ -79,7 +79,7 @@
   X(PTDP_BUF_WORK_SHARD_C, "work_shard_c") X(PTDP_BUF_WORK_DQKV, "work_dqkv") X(PTDP_BUF_WORK_DCTX, "work_dctx") \
   X(PTDP_BUF_WORK_DFC, "work_dfc") X(PTDP_BUF_WORK_ATTN, "work_attn") X(PTDP_BUF_WORK_XENT, "work_xent")    \
   X(PTDP_BUF_WORK_GRAD_A, "work_grad_a") X(PTDP_BUF_WORK_GRAD_B, "work_grad_b")                            \
-  X(PTDP_BUF_WORK_POSITIONS, "work_positions")                                                            \
+  X(PTDP_BUF_WORK_POSITIONS, "work_positions") X(PTDP_BUF_WORK_ROPE, "work_rope")                          \
   /* pipeline */                                                                                          \
   X(PTDP_BUF_P2P_GRAD_SEND, "p2p_grad_send") X(PTDP_BUF_P2P_GRAD_RECV, "p2p_grad_recv")                    \
   /* parameters and optimizer; mixed precision: the fp32 master weights (class optimizer) */             \

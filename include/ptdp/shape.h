@@ -30,6 +30,8 @@ typedef struct {
   long long padded_vocab; /* V': the vocabulary padded to a multiple of divisible-by x t */
   long long vl, v0;       /* this rank's vocabulary rows V' / t and the first of them */
   long long att;          /* elements of one attention score tensor: b al s s */
+  int rd;                 /* rotary embedding: the turned columns of each head (rotary-percent of
+                             hd, even; 0 without rotary positions) */
 } ptdp_rank_shape;
 
 /* The sizes of TP rank tp_rank of t for micro-batches of micro_batch sequences of seq tokens.

@@ -1,5 +1,5 @@
-/* Tokenizers: GPT-2 byte-level BPE (Megatron's GPT2BPETokenizer) and a file-free byte-level
- * tokenizer (ByteLevel).
+/* Tokenizers: GPT-2 byte-level BPE (Megatron's GPT2BPETokenizer), a file-free byte-level
+ * tokenizer (ByteLevel), and Hugging Face tokenizer.json BPE files (HuggingFaceTokenizer).
  *
  * GPT2BPETokenizer reads Megatron's --vocab-file (encoder.json: token -> id, tokens written in
  * GPT-2's byte-to-unicode alphabet) and --merge-file (vocab.bpe: "#version" line, then one
@@ -14,6 +14,16 @@
  * ByteLevel: ids 0..255 are the bytes, 256 is the end of document (decoded as nothing);
  * vocabulary 257.
  *
+ * HuggingFaceTokenizer reads Megatron's --tokenizer-model, a tokenizer.json (or a directory
+ * holding one) of a BPE model, as Hugging Face's tokenizers library encodes without special
+ * tokens (add_special_tokens=False): byte-level files (a ByteLevel pre-tokenizer, perhaps after
+ * Split patterns: GPT-2, Llama 3, cl100k / o200k conversions) and SentencePiece-style files
+ * (Prepend / Replace normalizer or Metaspace, byte fallback: Llama 2, Mistral).  Added tokens
+ * found in the text become their ids (as Hugging Face does, unlike GPT2BPETokenizer).  The
+ * vocabulary is the model's tokens and the added ones; the end of document is the eos_token of
+ * a tokenizer_config.json beside the file, else the first of <|end_of_text|>, <|endoftext|>,
+ * </s>, <eos> that the file has, else none (-1).  See tokenizer_hf.c for what is refused.
+ *
  * Threads: encoding updates a word cache, so one tokenizer serves one thread at a time;
  * ptdp_tokenizer_clone gives another thread its own cache over the same (read-only) tables.
  * Create, clone and destroy from one thread. */
@@ -25,8 +35,12 @@
 
 typedef struct ptdp_tokenizer ptdp_tokenizer;
 
-/* Megatron's --tokenizer-type, in the order of the key's choices "GPT2BPETokenizer|ByteLevel". */
-typedef enum { PTDP_TOKENIZER_GPT2BPE = 0, PTDP_TOKENIZER_BYTE_LEVEL = 1 } ptdp_tokenizer_type;
+/* Megatron's --tokenizer-type, in the order of the key's choices "GPT2BPETokenizer|ByteLevel|HuggingFaceTokenizer". */
+typedef enum {
+  PTDP_TOKENIZER_GPT2BPE = 0,
+  PTDP_TOKENIZER_BYTE_LEVEL = 1,
+  PTDP_TOKENIZER_HUGGING_FACE = 2
+} ptdp_tokenizer_type;
 
 /* A growable array of token ids that encoders append to. */
 typedef struct {
@@ -36,9 +50,12 @@ typedef struct {
 
 int ptdp_tokenizer_create_gpt2(ptdp_tokenizer **tok, const char *vocab_file, const char *merge_file);
 int ptdp_tokenizer_create_bytes(ptdp_tokenizer **tok);
-/* By Megatron's --tokenizer-type name: "GPT2BPETokenizer" (needs both files) or "ByteLevel". */
+/* path: a tokenizer.json, or a directory holding tokenizer.json (and tokenizer_config.json). */
+int ptdp_tokenizer_create_hf(ptdp_tokenizer **tok, const char *path);
+/* By Megatron's --tokenizer-type name: "GPT2BPETokenizer" (needs vocab_file and merge_file),
+ * "ByteLevel", or "HuggingFaceTokenizer" (needs model_file). */
 int ptdp_tokenizer_create(ptdp_tokenizer **tok, const char *type, const char *vocab_file,
-                          const char *merge_file);
+                          const char *merge_file, const char *model_file);
 /* A tokenizer sharing tok's tables with a cache of its own (for another thread). */
 int ptdp_tokenizer_clone(const ptdp_tokenizer *tok, ptdp_tokenizer **copy);
 void ptdp_tokenizer_destroy(ptdp_tokenizer **tok);
@@ -52,8 +69,9 @@ int ptdp_tokenizer_decode(const ptdp_tokenizer *tok, const int32_t *ids, size_t 
                           size_t *nbytes);
 
 int ptdp_tokenizer_vocab_size(const ptdp_tokenizer *tok);
+/* The end-of-document id; -1 for a tokenizer.json without one (see above). */
 int32_t ptdp_tokenizer_eod(const ptdp_tokenizer *tok);
-/* "GPT2BPETokenizer" or "ByteLevel". */
+/* "GPT2BPETokenizer", "ByteLevel" or "HuggingFaceTokenizer". */
 const char *ptdp_tokenizer_type_name(const ptdp_tokenizer *tok);
 
 /* The word cache: pieces of two or more bytes and their ids.  When inserting a new piece would

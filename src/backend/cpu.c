@@ -202,6 +202,78 @@ static int cpu_layernorm_backward(ptdp_backend *be, const float *dy, const float
   return 0;
 }
 
+/* RMSNorm (Zhang and Sennrich 2019): the sums in double, as LayerNorm's. */
+static int cpu_rmsnorm_forward(ptdp_backend *be, const float *x, const float *w, float *y, float *rstd, long long rows,
+                               int h, float eps)
+{
+#pragma omp parallel for schedule(static)
+  for (long long r = 0; r < rows; r++) {
+    const float *xr = x + r * h;
+    float *yr = y + r * h;
+    double ss = 0;
+    for (int i = 0; i < h; i++) ss += (double)xr[i] * xr[i];
+    const float rs = 1.0f / sqrtf((float)(ss / h) + eps);
+    for (int i = 0; i < h; i++) yr[i] = xr[i] * rs * w[i];
+    rstd[r] = rs;
+  }
+  return 0;
+}
+
+/* dx_i = rstd (g_i - xhat_i mean(g xhat)), g = dy w, xhat = x rstd; dw += sum_r dy xhat (by
+ * columns, rows in order: the same bits for any thread count). */
+static int cpu_rmsnorm_backward(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
+                                float *dx, float *dw, long long rows, int h)
+{
+#pragma omp parallel
+  {
+#pragma omp for schedule(static)
+    for (long long r = 0; r < rows; r++) {
+      const float *dyr = dy + r * h, *xr = x + r * h;
+      float *dxr = dx + r * h;
+      const float rs = rstd[r];
+      double sgx = 0;
+      for (int i = 0; i < h; i++) sgx += (double)(dyr[i] * w[i]) * (xr[i] * rs);
+      const float mgx = (float)(sgx / h);
+      for (int i = 0; i < h; i++) dxr[i] = rs * (dyr[i] * w[i] - xr[i] * rs * mgx);
+    }
+    int c0, c1;
+    column_block(h, &c0, &c1);
+    for (int i = c0; i < c1; i++) {
+      float sw = 0.0f;
+      for (long long r = 0; r < rows; r++) sw += dy[r * h + i] * (x[r * h + i] * rstd[r]);
+      dw[i] += sw;
+    }
+  }
+  return 0;
+}
+
+/* One head's first rd entries turned by the angles of its position (cs: [rd/2][cos, sin]). */
+static void rope_head(float *x, const float *cs, int rd, int interleaved, float sign)
+{
+  const int half = rd / 2;
+  for (int i = 0; i < half; i++) {
+    const int a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
+    const float c = cs[2 * i], sn = sign * cs[2 * i + 1], x1 = x[a], x2 = x[b];
+    x[a] = x1 * c - x2 * sn;
+    x[b] = x2 * c + x1 * sn;
+  }
+}
+
+static int cpu_rope(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const float *table, int inverse)
+{
+  const int turned = d->heads_per_group + 1; /* the queries and the key of a group */
+  const float sign = inverse ? -1.0f : 1.0f;
+#pragma omp parallel for schedule(static)
+  for (long long r = 0; r < d->rows; r++) {
+    const float *cs = table + (d->pos0 + r / d->b) * d->rd;
+    for (int g = 0; g < d->groups; g++)
+      for (int j = 0; j < turned; j++)
+        rope_head(qkv + r * d->ld + ((long long)g * (d->heads_per_group + 2) + j) * d->hd, cs, d->rd, d->interleaved,
+                  sign);
+  }
+  return 0;
+}
+
 /* GELU, tanh form (Megatron's gelu_impl / openai_gelu):
  * gelu(x) = x (1 + tanh u) / 2 = x sigma(2u), u = k (x + 0.044715 x^3), since (1 + tanh u) / 2 =
  * 1 / (1 + e^-2u).  The sigmoid form is accurate for all x (no 1 + tanh cancellation) and uses
@@ -464,6 +536,9 @@ int ptdp_backend_cpu_create(ptdp_backend **out)
   PTDP_CALLOC(c, 1, sizeof *c);
   be->ctx = c;
   PTDP_BACKEND_FILL(be, cpu);
+  be->rmsnorm_forward = cpu_rmsnorm_forward;
+  be->rmsnorm_backward = cpu_rmsnorm_backward;
+  be->rope = cpu_rope;
   be->flash_forward = ptdp_cpu_flash_forward;
   be->flash_backward = ptdp_cpu_flash_backward;
   be->host_accessible = 1;

@@ -148,6 +148,23 @@ static int guard_attention_forward(ptdp_backend *be, const ptdp_attn_desc *d, co
   GUARD_RUN(be, attention_forward, d, qkv, probs, mask, probs_drop, ctx);
 }
 
+static int guard_rmsnorm_forward(ptdp_backend *be, const float *x, const float *w, float *y, float *rstd,
+                                 long long rows, int h, float eps)
+{
+  GUARD_RUN(be, rmsnorm_forward, x, w, y, rstd, rows, h, eps);
+}
+
+static int guard_rmsnorm_backward(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
+                                  float *dx, float *dw, long long rows, int h)
+{
+  GUARD_RUN(be, rmsnorm_backward, dy, x, w, rstd, dx, dw, rows, h);
+}
+
+static int guard_rope(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const float *table, int inverse)
+{
+  GUARD_RUN(be, rope, qkv, d, table, inverse);
+}
+
 static int guard_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse)
 {
   GUARD_RUN(be, flash_forward, d, qkv, ctx, lse);
@@ -227,7 +244,10 @@ static void guard_fill_table(ptdp_backend *be)
   be->name = "guard";
   be->host_accessible = 0;
   PTDP_BACKEND_FILL(be, guard);
-  be->flash_forward = guard_flash_forward; /* the CPU backend's, which has them */
+  be->rmsnorm_forward = guard_rmsnorm_forward; /* the optional operations: the CPU backend has them */
+  be->rmsnorm_backward = guard_rmsnorm_backward;
+  be->rope = guard_rope;
+  be->flash_forward = guard_flash_forward;
   be->flash_backward = guard_flash_backward;
 }
 

@@ -362,6 +362,43 @@ static int mx_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, cons
   return 0;
 }
 
+/* rstd and dw are fp32, passed through. */
+static int mx_rmsnorm_forward(ptdp_backend *be, const float *x, const float *w, float *y, float *rstd, long long rows,
+                              int h, float eps)
+{
+  call k = {.c = MX(be)};
+  const size_t n = (size_t)rows * (size_t)h;
+  const int ix = use(&k, x, n, 1, 0), iw = use(&k, w, (size_t)h, 1, 0), iy = use(&k, y, n, 0, 1);
+  PTDP_CALL(call_begin(&k));
+  PTDP_CALL(INNER(be)->rmsnorm_forward(INNER(be), W(k, ix), W(k, iw), W(k, iy), rstd, rows, h, eps));
+  PTDP_CALL(call_end(&k));
+  return 0;
+}
+
+static int mx_rmsnorm_backward(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
+                               float *dx, float *dw, long long rows, int h)
+{
+  call k = {.c = MX(be)};
+  const size_t n = (size_t)rows * (size_t)h;
+  const int idy = use(&k, dy, n, 1, 0), ix = use(&k, x, n, 1, 0), iw = use(&k, w, (size_t)h, 1, 0);
+  const int idx = use(&k, dx, n, 0, 1);
+  PTDP_CALL(call_begin(&k));
+  PTDP_CALL(INNER(be)->rmsnorm_backward(INNER(be), W(k, idy), W(k, ix), W(k, iw), rstd, W(k, idx), dw, rows, h));
+  PTDP_CALL(call_end(&k));
+  return 0;
+}
+
+/* The whole rows of qkv, ld floats each; the table is fp32. */
+static int mx_rope(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const float *table, int inverse)
+{
+  call k = {.c = MX(be)};
+  const int iq = use(&k, qkv, (size_t)d->rows * (size_t)d->ld, 1, 1);
+  PTDP_CALL(call_begin(&k));
+  PTDP_CALL(INNER(be)->rope(INNER(be), W(k, iq), d, table, inverse));
+  PTDP_CALL(call_end(&k));
+  return 0;
+}
+
 /* lse is fp32, passed through. */
 static int mx_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse)
 {
@@ -459,6 +496,9 @@ static void fill_table(ptdp_backend *be)
 /* The optional operations where inner has them. */
 static void fill_optional(ptdp_backend *be, const ptdp_backend *inner)
 {
+  be->rmsnorm_forward = inner->rmsnorm_forward ? mx_rmsnorm_forward : NULL;
+  be->rmsnorm_backward = inner->rmsnorm_backward ? mx_rmsnorm_backward : NULL;
+  be->rope = inner->rope ? mx_rope : NULL;
   be->flash_forward = inner->flash_forward ? mx_flash_forward : NULL;
   be->flash_backward = inner->flash_backward ? mx_flash_backward : NULL;
 }

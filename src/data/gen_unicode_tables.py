@@ -5,7 +5,9 @@ pre-tokeniser needs.
   L  letters: general categories Lu Ll Lt Lm Lo            (regex \\p{L})
   N  numbers: general categories Nd Nl No                  (regex \\p{N})
   S  White_Space property (PropList.txt), the set regex \\s matches in the `regex` module
-     that GPT-2 used.  Python's unicodedata does not expose the property, so it is derived
+     that GPT-2 used.
+  GC every code point's general category (Lu Ll ... Co; unassigned code points, Cn, are left
+     out), for the \\p{..} classes of the split patterns in Hugging Face tokenizer.json files.  Python's unicodedata does not expose the property, so it is derived
      from str.isspace() minus U+001C..U+001F (isspace() counts the information separators,
      White_Space does not); the result is checked against the fixed PropList list.
 
@@ -48,6 +50,39 @@ PROPLIST_WHITE_SPACE = [(0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), 
                         (0x3000, 0x3000)]
 
 
+# the order of ptdp_uc_gc in unicode.h
+CATEGORIES = ["Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi",
+              "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"]
+
+
+def category_ranges():
+    out = []
+    for cp in range(MAX):
+        cat = unicodedata.category(chr(cp))
+        if cat == "Cn":
+            continue
+        if out and out[-1][1] == cp - 1 and out[-1][2] == cat:
+            out[-1][1] = cp
+        else:
+            out.append([cp, cp, cat])
+    return out
+
+
+def emit_categories(rs):
+    print("const ptdp_uc_gc_range ptdp_uc_gc_table[] = {")
+    line = " "
+    for lo, hi, cat in rs:
+        item = " {0x%X, 0x%X, PTDP_GC_%s}," % (lo, hi, cat.upper())
+        if len(line) + len(item) > 110:
+            print(line)
+            line = " "
+        line += item
+    print(line)
+    print("};")
+    print("const size_t ptdp_uc_gc_count = %d;" % len(rs))
+    print()
+
+
 def emit(name, rs):
     print("const ptdp_uc_range %s[] = {" % name)
     line = " "
@@ -75,6 +110,7 @@ def main():
     emit("ptdp_uc_letter", ranges(is_letter))
     emit("ptdp_uc_number", ranges(is_number))
     emit("ptdp_uc_space", space)
+    emit_categories(category_ranges())
 
 
 if __name__ == "__main__":

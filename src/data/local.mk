@@ -2,7 +2,8 @@
 # blending, and the ptdp-preprocess executable.  User documentation: ptdp-preprocess(1),
 # ptdp-dataset(5).
 libptdp_a_SOURCES += src/data/unicode.c src/data/unicode_tables.c src/data/json.c src/data/strmap.c \
-                     src/data/tokenizer.c src/data/tokenizer_encode.c \
+                     src/data/tokenizer.c src/data/tokenizer_encode.c src/data/tokenizer_hf.c \
+                     src/data/tokenizer_hf_encode.c src/data/regex.c src/data/regex.h \
                      src/data/indexed_dataset.c src/data/mmidx_writer.c src/data/gpt_index.c src/data/gpt_cache.c \
                      src/data/gpt_dataset.c \
                      src/data/unicode.h src/data/json.h src/data/strmap.h src/data/tokenizer_impl.h src/data/gpt_index.h \

@@ -16,6 +16,8 @@ int pp_state_create(pp_state *st, const pp_args *a, ptdp_tokenizer *tok)
   st->a = a;
   st->dtype = ptdp_mmidx_dtype_for_vocab(ptdp_tokenizer_vocab_size(tok));
   st->eod = ptdp_tokenizer_eod(tok);
+  PTDP_CHECK(!a->append_eod || st->eod >= 0, "--append-eod: the tokenizer has no end-of-document token (none of "
+             "<|end_of_text|>, <|endoftext|>, </s>, <eos>, and no eos_token in a tokenizer_config.json beside it)");
   PTDP_CALLOC(st->slices, (size_t)a->workers, sizeof *st->slices);
   for (int t = 0; t < a->workers; t++) {
     st->slices[t].st = st;

@@ -18,7 +18,7 @@
 #define PP_ROUND_DOCS 65536               /* documents per round, at most */
 
 typedef struct {
-  const char *input, *output_prefix, *tokenizer_type, *vocab_file, *merge_file;
+  const char *input, *output_prefix, *tokenizer_type, *vocab_file, *merge_file, *model_file;
   char keys[PP_MAX_KEYS][64];
   int nkeys, text_input, append_eod, skip_bad_lines, workers, log_interval;
   long window_bytes; /* input read per round (the window grows only to hold one document) */

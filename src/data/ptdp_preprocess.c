@@ -30,6 +30,7 @@
 typedef struct {
   char input[PTDP_OPT_STRLEN], output_prefix[PTDP_OPT_STRLEN], tokenizer_type[PTDP_OPT_STRLEN];
   char vocab_file[PTDP_OPT_STRLEN], merge_file[PTDP_OPT_STRLEN], json_keys[PTDP_OPT_STRLEN];
+  char tokenizer_model[PTDP_OPT_STRLEN];
   int text_input, append_eod, skip_bad_lines;
   long long workers, log_interval, window_bytes;
 } pp_keys;
@@ -42,9 +43,11 @@ static const ptdp_option table[] = {
   {"output-prefix", PTDP_OPT_STRING, OFF(output_prefix), "", 0, 0, NULL,
    "writes PREFIX_{key}_document.bin and .idx", NULL},
   {"tokenizer-type", PTDP_OPT_STRING, OFF(tokenizer_type), "GPT2BPETokenizer", 0, 0, NULL,
-   "GPT2BPETokenizer or ByteLevel (no files needed)", NULL},
+   "GPT2BPETokenizer, ByteLevel (no files needed) or HuggingFaceTokenizer (tokenizer-model)", NULL},
   {"vocab-file", PTDP_OPT_STRING, OFF(vocab_file), "", 0, 0, NULL, "GPT-2 encoder.json (GPT2BPETokenizer)", NULL},
   {"merge-file", PTDP_OPT_STRING, OFF(merge_file), "", 0, 0, NULL, "GPT-2 vocab.bpe merges (GPT2BPETokenizer)", NULL},
+  {"tokenizer-model", PTDP_OPT_STRING, OFF(tokenizer_model), "", 0, 0, NULL,
+   "Hugging Face tokenizer.json, or a directory holding it (HuggingFaceTokenizer)", NULL},
   {"json-keys", PTDP_OPT_LIST, OFF(json_keys), "text", 0, 0, NULL,
    "JSON fields (strings, or lists of strings) to tokenize, one output per key: one or more arguments, "
    "or one with commas", NULL},
@@ -99,6 +102,7 @@ static int to_args(const pp_keys *k, pp_args *a)
   a->tokenizer_type = k->tokenizer_type;
   a->vocab_file = k->vocab_file[0] ? k->vocab_file : NULL;
   a->merge_file = k->merge_file[0] ? k->merge_file : NULL;
+  a->model_file = k->tokenizer_model[0] ? k->tokenizer_model : NULL;
   a->text_input = k->text_input;
   a->append_eod = k->append_eod;
   a->skip_bad_lines = k->skip_bad_lines;
@@ -252,7 +256,7 @@ static int run(const pp_args *a)
 {
   double t0 = now();
   ptdp_tokenizer *tok;
-  PTDP_CALL(ptdp_tokenizer_create(&tok, a->tokenizer_type, a->vocab_file, a->merge_file));
+  PTDP_CALL(ptdp_tokenizer_create(&tok, a->tokenizer_type, a->vocab_file, a->merge_file, a->model_file));
   pp_input in;
   int rc = input_open(&in, a->input, (size_t)a->window_bytes);
   pp_state st;

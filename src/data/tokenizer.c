@@ -24,7 +24,7 @@
 
 /* GPT-2's bytes_to_unicode: printable Latin-1 bytes ('!'..'~', 0xA1..0xAC, 0xAE..0xFF) stand
  * for themselves; the other 68 bytes, in increasing order, become U+0100, U+0101, ... */
-static void byte_alphabet(uint32_t byte_to_cp[256], int cp_to_byte[512])
+void ptdp_bpe_byte_alphabet(uint32_t byte_to_cp[256], int cp_to_byte[512])
 {
   int next = 0;
   for (int i = 0; i < 512; i++) cp_to_byte[i] = -1;
@@ -37,7 +37,7 @@ static void byte_alphabet(uint32_t byte_to_cp[256], int cp_to_byte[512])
 
 /* Map a token written in the byte alphabet (UTF-8) back to raw bytes in out (>= len bytes).
  * Returns the byte count, or -1 if a character is outside the alphabet. */
-static long unalphabet(const int cp_to_byte[512], const char *s, size_t len, char *out)
+long ptdp_bpe_unalphabet(const int cp_to_byte[512], const char *s, size_t len, char *out)
 {
   size_t i = 0, k = 0;
   while (i < len) {
@@ -51,7 +51,7 @@ static long unalphabet(const int cp_to_byte[512], const char *s, size_t len, cha
 
 /* ---------------------------------------------------------------- loading */
 
-static int read_file(const char *path, const char *what, char **data, size_t *len)
+int ptdp_bpe_read_file(const char *path, const char *what, char **data, size_t *len)
 {
   FILE *f = fopen(path, "rb");
   PTDP_CHECK_IO(f, "cannot open %s '%s': %s", what, path, strerror(errno));
@@ -97,7 +97,7 @@ static int vocab_member(void *vp, const char *key, size_t key_len, const char *v
   vocab_ctx *c = vp;
   char raw[1024];
   if (key_len > sizeof raw) return snprintf(c->bad, sizeof c->bad, "a token longer than %zu bytes", sizeof raw), 2;
-  long nb = unalphabet(c->cp_to_byte, key, key_len, raw);
+  long nb = ptdp_bpe_unalphabet(c->cp_to_byte, key, key_len, raw);
   if (nb <= 0)
     return snprintf(c->bad, sizeof c->bad, "token \"%.40s\" is not written in GPT-2's byte alphabet", key), 2;
   char num[32];
@@ -131,22 +131,37 @@ const merge_slot *ptdp_bpe_merge_find(const bpe_tables *t, int32_t a, int32_t b)
   return NULL;
 }
 
+int ptdp_bpe_merges_alloc(bpe_tables *t, size_t n)
+{
+  t->merge_cap = 64;
+  while (t->merge_cap < 2 * n) t->merge_cap *= 2;
+  t->merges = calloc(t->merge_cap, sizeof *t->merges);
+  PTDP_CHECK(t->merges, "out of memory for %zu merges", n);
+  return 0;
+}
+
+int ptdp_bpe_merge_add(bpe_tables *t, int32_t a, int32_t b, int32_t merged)
+{
+  if (ptdp_bpe_merge_find(t, a, b)) return 0; /* a repeated merge keeps its first rank */
+  uint64_t key = pair_key(a, b);
+  size_t mask = t->merge_cap - 1, h = pair_hash(key) & mask;
+  while (t->merges[h].key) h = (h + 1) & mask;
+  t->merges[h] = (merge_slot){.key = key, .rank = t->merge_count++, .merged = merged};
+  return 0;
+}
+
 /* Parse the merges file: lines "a b" after an optional "#version" line; rank = line order. */
 static int load_merges(bpe_tables *t, const char *path, const int cp_to_byte[512], const ptdp_strmap *vocab)
 {
   char *text;
   size_t len;
-  PTDP_CALL(read_file(path, "merge file", &text, &len));
+  PTDP_CALL(ptdp_bpe_read_file(path, "merge file", &text, &len));
   size_t lines = 1;
   for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
-  t->merge_cap = 64;
-  while (t->merge_cap < 2 * lines) t->merge_cap *= 2;
-  t->merges = calloc(t->merge_cap, sizeof *t->merges);
-  if (!t->merges) {
+  if (ptdp_bpe_merges_alloc(t, lines)) {
     free(text);
     PTDP_CHECK(0, "out of memory for %zu merges", lines);
   }
-  int32_t rank = 0;
   size_t lineno = 0, i = 0;
   int rc = 0;
   char raw[2048];
@@ -163,8 +178,8 @@ static int load_merges(bpe_tables *t, const char *path, const int cp_to_byte[512
     const char *sp = memchr(line, ' ', ll);
     long na = -1, nb = -1;
     if (sp && ll < sizeof raw) {
-      na = unalphabet(cp_to_byte, line, (size_t)(sp - line), raw);
-      if (na > 0) nb = unalphabet(cp_to_byte, sp + 1, ll - (size_t)(sp - line) - 1, raw + na);
+      na = ptdp_bpe_unalphabet(cp_to_byte, line, (size_t)(sp - line), raw);
+      if (na > 0) nb = ptdp_bpe_unalphabet(cp_to_byte, sp + 1, ll - (size_t)(sp - line) - 1, raw + na);
     }
     if (na <= 0 || nb <= 0) {
       rc = PTDP_FAIL(PTDP_ERR_INPUT,
@@ -188,17 +203,13 @@ static int load_merges(bpe_tables *t, const char *path, const int cp_to_byte[512
                              "vocabulary file", path, lineno, show, line, la, line, lb, sp + 1);
       break;
     }
-    if (ptdp_bpe_merge_find(t, (int32_t)ia, (int32_t)ib)) continue; /* a repeated merge keeps its first rank */
-    uint64_t key = pair_key((int32_t)ia, (int32_t)ib);
-    size_t mask = t->merge_cap - 1, h = pair_hash(key) & mask;
-    while (t->merges[h].key) h = (h + 1) & mask;
-    t->merges[h] = (merge_slot){.key = key, .rank = rank++, .merged = (int32_t)im};
+    ptdp_bpe_merge_add(t, (int32_t)ia, (int32_t)ib, (int32_t)im);
   }
   free(text);
   return rc;
 }
 
-static int tokenizer_new(ptdp_tokenizer **tok, bpe_tables *t)
+int ptdp_bpe_tokenizer_new(ptdp_tokenizer **tok, bpe_tables *t)
 {
   ptdp_tokenizer *k;
   PTDP_CALLOC(k, 1, sizeof *k);
@@ -213,9 +224,10 @@ static int tokenizer_new(ptdp_tokenizer **tok, bpe_tables *t)
   return 0;
 }
 
-static void tables_free(bpe_tables *t)
+void ptdp_bpe_tables_free(bpe_tables *t)
 {
   if (!t || --t->refs > 0) return;
+  ptdp_hf_tables_free(t->hf);
   free(t->tok_bytes);
   free(t->tok_off);
   free(t->tok_len);
@@ -224,7 +236,7 @@ static void tables_free(bpe_tables *t)
 }
 
 /* A token's raw bytes for a message: printable ASCII as is, other bytes as \xNN, cut at 40. */
-static const char *token_text(const char *raw, size_t len, char out[200])
+const char *ptdp_bpe_token_text(const char *raw, size_t len, char out[200])
 {
   size_t k = 0;
   for (size_t i = 0; i < len && i < 40; i++) {
@@ -255,17 +267,20 @@ static int first_missing_id(const ptdp_strmap *vocab, size_t n, int64_t *missing
 /* Ids must be a permutation of 0..n-1: checked before sizing the id tables by the largest id,
  * so a tiny file with id 2^30 - 1 is refused instead of allocating 12 GB; a duplicated id made
  * one token unreachable and another decode wrongly (issue 22: "abba cab" encoded as a's). */
-static int fill_id_tables(bpe_tables *t, const char *vocab_file, const vocab_ctx *c)
+int ptdp_bpe_fill_id_tables(bpe_tables *t, const char *vocab_file, const ptdp_strmap *v, int32_t max_id,
+                            int allow_holes)
 {
-  const ptdp_strmap *v = c->vocab;
   char a[200], b[200];
-  if ((size_t)c->max_id + 1 > v->count) {
+  /* holes (allow_holes) are bounded too: at most as many as tokens, plus 1024 */
+  PTDP_CHECK(!allow_holes || (size_t)max_id + 1 <= 2 * v->count + 1024, "vocabulary file '%s': the largest id %d is "
+             "far beyond the %zu tokens (more missing ids than tokens)", vocab_file, (int)max_id, v->count);
+  if (!allow_holes && (size_t)max_id + 1 > v->count) {
     int64_t m = 0;
     PTDP_CALL(first_missing_id(v, v->count, &m));
     PTDP_CHECK(0, "vocabulary file '%s': ids must be 0..%zu, one per token, but no token has id %lld (largest id %d)",
-               vocab_file, v->count - 1, (long long)m, (int)c->max_id);
+               vocab_file, v->count - 1, (long long)m, (int)max_id);
   }
-  t->vocab_size = c->max_id + 1;
+  t->vocab_size = max_id + 1;
   PTDP_CALLOC(t->tok_off, (size_t)t->vocab_size, sizeof *t->tok_off);
   PTDP_CALLOC(t->tok_len, (size_t)t->vocab_size, sizeof *t->tok_len);
   PTDP_ALLOC(t->tok_bytes, v->pool_len + 1);
@@ -275,8 +290,8 @@ static int fill_id_tables(bpe_tables *t, const char *vocab_file, const vocab_ctx
     if (!sl->used) continue;
     /* every token has at least one byte (vocab_member), so a length of 0 marks a free id */
     PTDP_CHECK(t->tok_len[sl->val] == 0, "vocabulary file '%s': id %lld is given to two tokens, \"%s\" and \"%s\"",
-               vocab_file, (long long)sl->val, token_text(t->tok_bytes + t->tok_off[sl->val],
-               (size_t)t->tok_len[sl->val], a), token_text(v->pool + sl->off, sl->len, b));
+               vocab_file, (long long)sl->val, ptdp_bpe_token_text(t->tok_bytes + t->tok_off[sl->val],
+               (size_t)t->tok_len[sl->val], a), ptdp_bpe_token_text(v->pool + sl->off, sl->len, b));
     t->tok_off[sl->val] = sl->off;
     t->tok_len[sl->val] = (int32_t)sl->len;
   }
@@ -287,14 +302,14 @@ static int load_vocab(bpe_tables *t, const char *vocab_file, vocab_ctx *c)
 {
   char *text;
   size_t len;
-  PTDP_CALL(read_file(vocab_file, "vocabulary file", &text, &len));
+  PTDP_CALL(ptdp_bpe_read_file(vocab_file, "vocabulary file", &text, &len));
   ptdp_json_error jerr;
   int rc = ptdp_json_object_each(text, len, vocab_member, c, &jerr);
   free(text);
   PTDP_CHECK(rc != -1, "vocabulary file '%s' is not a JSON object: %s at byte %zu", vocab_file, jerr.msg, jerr.at);
   PTDP_CHECK(rc == 0, "vocabulary file '%s': %s", vocab_file, c->bad);
   PTDP_CHECK(c->vocab->count > 0, "vocabulary file '%s' is empty", vocab_file);
-  PTDP_CALL(fill_id_tables(t, vocab_file, c));
+  PTDP_CALL(ptdp_bpe_fill_id_tables(t, vocab_file, c->vocab, c->max_id, 0));
   /* the byte alphabet: BPE starts every piece from one-byte tokens, so all 256 must be there */
   for (int b = 0; b < 256; b++) {
     char ch = (char)b;
@@ -328,7 +343,7 @@ int ptdp_tokenizer_create_gpt2(ptdp_tokenizer **tok, const char *vocab_file, con
     PTDP_CHECK(0, "out of memory");
   }
   uint32_t byte_to_cp[256];
-  byte_alphabet(byte_to_cp, c->cp_to_byte);
+  ptdp_bpe_byte_alphabet(byte_to_cp, c->cp_to_byte);
   c->path = vocab_file;
   c->vocab = &vocab;
   c->max_id = -1;
@@ -336,10 +351,10 @@ int ptdp_tokenizer_create_gpt2(ptdp_tokenizer **tok, const char *vocab_file, con
   if (!rc) rc = load_merges(t, merge_file, c->cp_to_byte, &vocab);
   ptdp_strmap_free(&vocab);
   free(c);
-  if (!rc) rc = tokenizer_new(tok, t);
+  if (!rc) rc = ptdp_bpe_tokenizer_new(tok, t);
   if (rc) {
     t->refs = 1;
-    tables_free(t);
+    ptdp_bpe_tables_free(t);
     return ptdp_error_trace(rc, __FILE__, __LINE__, __func__);
   }
   return 0;
@@ -353,24 +368,27 @@ int ptdp_tokenizer_create_bytes(ptdp_tokenizer **tok)
   t->is_bytes = 1;
   t->vocab_size = 257;
   t->eod = 256;
-  int rc = tokenizer_new(tok, t);
+  int rc = ptdp_bpe_tokenizer_new(tok, t);
   if (rc) free(t);
   return rc;
 }
 
-int ptdp_tokenizer_create(ptdp_tokenizer **tok, const char *type, const char *vocab_file, const char *merge_file)
+int ptdp_tokenizer_create(ptdp_tokenizer **tok, const char *type, const char *vocab_file, const char *merge_file,
+                          const char *model_file)
 {
   *tok = NULL;
   if (type && strcmp(type, "ByteLevel") == 0) return ptdp_tokenizer_create_bytes(tok);
+  if (type && strcmp(type, "HuggingFaceTokenizer") == 0) return ptdp_tokenizer_create_hf(tok, model_file);
   PTDP_CHECK(type && strcmp(type, "GPT2BPETokenizer") == 0,
-             "unknown tokenizer type '%s' (known: GPT2BPETokenizer, ByteLevel)", type ? type : "(null)");
+             "unknown tokenizer type '%s' (known: GPT2BPETokenizer, ByteLevel, HuggingFaceTokenizer)",
+             type ? type : "(null)");
   PTDP_CALL(ptdp_tokenizer_create_gpt2(tok, vocab_file, merge_file));
   return 0;
 }
 
 int ptdp_tokenizer_clone(const ptdp_tokenizer *tok, ptdp_tokenizer **copy)
 {
-  PTDP_CALL(tokenizer_new(copy, tok->t));
+  PTDP_CALL(ptdp_bpe_tokenizer_new(copy, tok->t));
   (*copy)->cache_limit = tok->cache_limit;
   return 0;
 }
@@ -381,7 +399,9 @@ void ptdp_tokenizer_destroy(ptdp_tokenizer **tok)
   ptdp_strmap_free(&(*tok)->cache);
   free((*tok)->cache_ids);
   free((*tok)->work);
-  tables_free((*tok)->t);
+  ptdp_regex_work_free(&(*tok)->rx);
+  ptdp_hf_scratch_free(*tok);
+  ptdp_bpe_tables_free((*tok)->t);
   free(*tok);
   *tok = NULL;
 }
@@ -390,5 +410,5 @@ int ptdp_tokenizer_vocab_size(const ptdp_tokenizer *tok) { return tok->t->vocab_
 int32_t ptdp_tokenizer_eod(const ptdp_tokenizer *tok) { return tok->t->eod; }
 const char *ptdp_tokenizer_type_name(const ptdp_tokenizer *tok)
 {
-  return tok->t->is_bytes ? "ByteLevel" : "GPT2BPETokenizer";
+  return tok->t->is_bytes ? "ByteLevel" : tok->t->is_hf ? "HuggingFaceTokenizer" : "GPT2BPETokenizer";
 }

@@ -46,7 +46,7 @@ static ptdp_uc_class class_at(const unsigned char *s, size_t n, size_t i, size_t
  *   \s+(?!\S)                       whitespace not followed by non-space: a run reaching the
  *                                   end, or a run of >= 2 minus its last character
  *   \s+                             otherwise (one whitespace character before non-space) */
-static size_t piece_end(const unsigned char *s, size_t n, size_t i)
+size_t ptdp_gpt2_piece_end(const unsigned char *s, size_t n, size_t i)
 {
   if (s[i] == '\'' && i + 1 < n) {
     unsigned char a = s[i + 1];
@@ -154,9 +154,12 @@ static int cache_put(ptdp_tokenizer *tok, const unsigned char *p, size_t len, co
 }
 
 /* Encode one piece through the cache. */
-static int encode_piece(ptdp_tokenizer *tok, const unsigned char *p, size_t len, ptdp_token_buf *out)
+int ptdp_tokenizer_encode_piece(ptdp_tokenizer *tok, const unsigned char *p, size_t len, ptdp_token_buf *out)
 {
-  if (len == 1) return ptdp_token_buf_push(out, tok->t->byte_id[p[0]]);
+  if (len == 1 && tok->t->byte_id[p[0]] >= 0) return ptdp_token_buf_push(out, tok->t->byte_id[p[0]]);
+  /* tokenizer.json: a long piece (a SentencePiece-style text has no pre-tokenizer: the whole
+   * text is one piece) is merged without filling the cache with it */
+  if (tok->t->is_hf && len > 256) return ptdp_hf_bpe_piece(tok, p, len, out);
   tok->stats.lookups++;
   int64_t off;
   if (ptdp_strmap_get(&tok->cache, (const char *)p, len, &off)) {
@@ -166,7 +169,8 @@ static int encode_piece(ptdp_tokenizer *tok, const unsigned char *p, size_t len,
   }
   tok->stats.misses++;
   size_t n0 = out->n;
-  PTDP_CALL(bpe_piece(tok, p, len, out));
+  if (tok->t->is_hf) PTDP_CALL(ptdp_hf_bpe_piece(tok, p, len, out));
+  else PTDP_CALL(bpe_piece(tok, p, len, out));
   PTDP_CALL(cache_put(tok, p, len, out->ids + n0, out->n - n0));
   return 0;
 }
@@ -193,10 +197,11 @@ int ptdp_tokenizer_encode_append(ptdp_tokenizer *tok, const char *bytes, size_t 
     for (size_t i = 0; i < n; i++) PTDP_CALL(ptdp_token_buf_push(out, s[i]));
     return 0;
   }
+  if (tok->t->is_hf) return ptdp_hf_encode_append(tok, s, n, out);
   size_t i = 0;
   while (i < n) {
-    size_t e = piece_end(s, n, i);
-    PTDP_CALL(encode_piece(tok, s + i, e - i, out));
+    size_t e = ptdp_gpt2_piece_end(s, n, i);
+    PTDP_CALL(ptdp_tokenizer_encode_piece(tok, s + i, e - i, out));
     i = e;
   }
   return 0;
@@ -234,6 +239,12 @@ int ptdp_tokenizer_decode(const ptdp_tokenizer *tok, const int32_t *ids, size_t 
       memcpy(d + k, t->tok_bytes + t->tok_off[ids[i]], (size_t)t->tok_len[ids[i]]);
       k += (size_t)t->tok_len[ids[i]];
     }
+  }
+  /* SentencePiece-style tokenizer.json: the space the normalizer put in front goes (Hugging
+   * Face's Strip or Metaspace decoder) */
+  if (t->is_hf && t->hf->strip_space && k > 0 && d[0] == ' ') {
+    memmove(d, d + 1, k - 1);
+    k--;
   }
   d[k] = '\0';
   *bytes = d;

@@ -4,6 +4,7 @@
 #define PTDP_DATA_TOKENIZER_IMPL_H
 
 #include "ptdp/tokenizer.h"
+#include "regex.h"
 #include "strmap.h"
 
 #include <stddef.h>
@@ -17,9 +18,60 @@ typedef struct {
   int32_t rank, merged;
 } merge_slot;
 
+/* A token of tokenizer.json's added_tokens, matched in the text before anything else. */
+typedef struct {
+  char *content;
+  size_t len;
+  int32_t id;
+  int lstrip, rstrip, single_word;
+} hf_added;
+
+/* One pre-tokenizer step of tokenizer.json (in the order of its Sequence). */
+typedef enum {
+  HF_SPLIT_REGEX, /* Split with a Regex (or String) pattern, behavior Isolated or Removed */
+  HF_SPLIT_GPT2,  /* GPT-2's pattern: ByteLevel with use_regex, or a Split naming that pattern */
+  HF_BYTE_LEVEL,  /* ByteLevel without its regex: only add_prefix_space */
+  HF_METASPACE    /* Metaspace: spaces to U+2581, a prefix, and a split before each U+2581 */
+} hf_step_kind;
+
+typedef struct {
+  hf_step_kind kind;
+  ptdp_regex *re;      /* HF_SPLIT_REGEX */
+  int removed;         /* HF_SPLIT_*: behavior Removed (the matches are dropped) */
+  int prefix_space;    /* HF_BYTE_LEVEL, HF_SPLIT_GPT2 from ByteLevel: add_prefix_space */
+  int prepend;         /* HF_METASPACE: 0 never, 1 first piece only, 2 always */
+  int split;           /* HF_METASPACE: split before each replacement character */
+} hf_step;
+
+/* What tokenizer.json adds to the tables (is_hf). */
+typedef struct {
+  int byte_level;       /* 1: byte-level BPE (ByteLevel pre-tokenizer); 0: SentencePiece-style */
+  int ignore_merges;    /* a piece that is a token is that token (Llama 3) */
+  int byte_fallback, fuse_unk;
+  int32_t unk;          /* -1: none */
+  int32_t byte_fb[256]; /* <0xNN> tokens; -1 none */
+  ptdp_strmap vocab;    /* token bytes -> id */
+  char *prepend;        /* Prepend normalizer (NULL: none) */
+  size_t prepend_len;
+  char *repl_from, *repl_to; /* one Replace normalizer of a String pattern (NULL: none) */
+  size_t repl_from_len, repl_to_len;
+  hf_step *steps;
+  size_t nsteps;
+  hf_added *added;
+  size_t nadded;
+  uint64_t added_first[4]; /* bit b: some added token starts with byte b */
+  int strip_space;         /* decoding removes one leading space (Metaspace, Strip) */
+  int sp_cut;              /* SentencePiece-style: no token has U+2581 after another character, so
+                              BPE never merges across the start of a run of U+2581 and the text is
+                              cut there into pieces the word cache can hold */
+  int32_t bos;             /* post-processor's leading special token, -1 none */
+} hf_tables;
+
 typedef struct bpe_tables {
   int refs;
   int is_bytes;
+  int is_hf;
+  hf_tables *hf;
   int32_t vocab_size, eod;
   char *tok_bytes;
   size_t *tok_off;
@@ -27,6 +79,7 @@ typedef struct bpe_tables {
   int32_t byte_id[256];
   merge_slot *merges;
   size_t merge_cap; /* power of two */
+  int32_t merge_count;
 } bpe_tables;
 
 struct ptdp_tokenizer {
@@ -38,9 +91,39 @@ struct ptdp_tokenizer {
   ptdp_tokenizer_cache_stats stats;
   int32_t *work;      /* BPE scratch: ids of the piece being merged */
   size_t work_cap;
+  ptdp_regex_work rx; /* tokenizer.json: the split patterns' backtracking stack */
+  void *hf_scratch;   /* tokenizer.json: BPE symbols and heap, normalised text (tokenizer_hf_encode.c) */
 };
 
 /* Look up the merge of the adjacent pair (a, b); NULL if none. */
 const merge_slot *ptdp_bpe_merge_find(const bpe_tables *t, int32_t a, int32_t b);
+/* Room for n merges; add one (rank: merges added before it; a repeated pair keeps its rank). */
+int ptdp_bpe_merges_alloc(bpe_tables *t, size_t n);
+int ptdp_bpe_merge_add(bpe_tables *t, int32_t a, int32_t b, int32_t merged);
+
+/* tokenizer.c's helpers, shared with tokenizer_hf.c. */
+void ptdp_bpe_byte_alphabet(uint32_t byte_to_cp[256], int cp_to_byte[512]);
+/* Map a token written in GPT-2's byte alphabet back to bytes (out: len bytes); -1 if it is not. */
+long ptdp_bpe_unalphabet(const int cp_to_byte[512], const char *s, size_t len, char *out);
+int ptdp_bpe_read_file(const char *path, const char *what, char **data, size_t *len);
+int ptdp_bpe_tokenizer_new(ptdp_tokenizer **tok, bpe_tables *t);
+void ptdp_bpe_tables_free(bpe_tables *t);
+const char *ptdp_bpe_token_text(const char *raw, size_t len, char out[200]);
+/* id -> bytes tables from v (token bytes -> id), refusing duplicated ids, and missing ids
+ * unless allow_holes (an id without a token then decodes as nothing). */
+int ptdp_bpe_fill_id_tables(bpe_tables *t, const char *file, const ptdp_strmap *v, int32_t max_id, int allow_holes);
+
+/* tokenizer_encode.c: GPT-2's pattern (the end of the piece starting at s[i]) and the cached
+ * encoding of one piece. */
+size_t ptdp_gpt2_piece_end(const unsigned char *s, size_t n, size_t i);
+int ptdp_tokenizer_encode_piece(ptdp_tokenizer *tok, const unsigned char *p, size_t len, ptdp_token_buf *out);
+
+/* tokenizer_hf.c / tokenizer_hf_encode.c */
+void ptdp_hf_tables_free(hf_tables *hf);
+int ptdp_hf_encode_append(ptdp_tokenizer *tok, const unsigned char *s, size_t n, ptdp_token_buf *out);
+/* BPE of one piece (no cache): ignore_merges, the first symbols (bytes, or characters with
+ * byte fallback), then merges by rank with a heap (Hugging Face's order). */
+int ptdp_hf_bpe_piece(ptdp_tokenizer *tok, const unsigned char *p, size_t len, ptdp_token_buf *out);
+void ptdp_hf_scratch_free(ptdp_tokenizer *tok);
 
 #endif

@@ -29,6 +29,24 @@ ptdp_uc_class ptdp_uc_classify(uint32_t cp)
   return PTDP_UC_OTHER;
 }
 
+ptdp_uc_gc ptdp_uc_category(uint32_t cp)
+{
+  size_t lo = 0, hi = ptdp_uc_gc_count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (cp < ptdp_uc_gc_table[mid].lo) hi = mid;
+    else if (cp > ptdp_uc_gc_table[mid].hi) lo = mid + 1;
+    else return ptdp_uc_gc_table[mid].gc;
+  }
+  return PTDP_GC_CN;
+}
+
+int ptdp_uc_is_space(uint32_t cp)
+{
+  if (cp < 128) return cp == ' ' || (cp >= 9 && cp <= 13);
+  return cp != PTDP_UC_INVALID && in_ranges(ptdp_uc_space, ptdp_uc_space_count, cp);
+}
+
 int ptdp_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 {
   unsigned c = s[0];

@@ -18,6 +18,28 @@ typedef enum { PTDP_UC_OTHER = 0, PTDP_UC_LETTER, PTDP_UC_NUMBER, PTDP_UC_SPACE 
 
 ptdp_uc_class ptdp_uc_classify(uint32_t cp);
 
+/* Unicode general categories, for the \p{..} classes of Hugging Face split patterns (regex.c).
+ * The order is gen_unicode_tables.py's CATEGORIES; PTDP_GC_CN is every unassigned code point
+ * (and an ill-formed byte). */
+typedef enum {
+  PTDP_GC_LU, PTDP_GC_LL, PTDP_GC_LT, PTDP_GC_LM, PTDP_GC_LO, PTDP_GC_MN, PTDP_GC_MC, PTDP_GC_ME,
+  PTDP_GC_ND, PTDP_GC_NL, PTDP_GC_NO, PTDP_GC_PC, PTDP_GC_PD, PTDP_GC_PS, PTDP_GC_PE, PTDP_GC_PI,
+  PTDP_GC_PF, PTDP_GC_PO, PTDP_GC_SM, PTDP_GC_SC, PTDP_GC_SK, PTDP_GC_SO, PTDP_GC_ZS, PTDP_GC_ZL,
+  PTDP_GC_ZP, PTDP_GC_CC, PTDP_GC_CF, PTDP_GC_CS, PTDP_GC_CO, PTDP_GC_CN, PTDP_GC_COUNT
+} ptdp_uc_gc;
+
+typedef struct {
+  uint32_t lo, hi; /* inclusive */
+  ptdp_uc_gc gc;
+} ptdp_uc_gc_range;
+
+extern const ptdp_uc_gc_range ptdp_uc_gc_table[];
+extern const size_t ptdp_uc_gc_count;
+
+ptdp_uc_gc ptdp_uc_category(uint32_t cp);
+/* The White_Space property (regex \s). */
+int ptdp_uc_is_space(uint32_t cp);
+
 /* Decode one UTF-8 sequence at s[0..n), n >= 1.  Returns its length (1..4) and stores the
  * code point; a byte that does not start a well-formed sequence (overlong, surrogate, above
  * U+10FFFF, truncated) returns 1 with *cp = PTDP_UC_INVALID. */

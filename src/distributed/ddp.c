@@ -87,9 +87,9 @@ int ptdp_ddp_sync(ptdp_ddp *o)
   ptdp_gpt *m = o->model;
   ptdp_grid *g = m->grid;
   const ptdp_grad_layout *L = &m->layout;
-  /* the tied embedding: sum the first and last stage's copies, then its bucket */
-  const ptdp_gpt_param_ref *we = m->wte.index >= 0 ? &m->wte : &m->wte_copy;
-  if (we->index >= 0 && m->p > 1 && g->emb.size > 1)
+  /* the tied embedding: sum the first and last stage's copies, then its bucket (untied: two tensors) */
+  const ptdp_gpt_param_ref *we = m->wte.index >= 0 ? &m->wte : &m->output; /* the copy, if tied */
+  if (we->index >= 0 && m->p > 1 && g->emb.size > 1 && !m->cfg.arch.untie)
     PTDP_CALL(ptdp_comm_allreduce_sum(&g->emb, we->g, (size_t)ptdp_param_local_elems(&m->params[we->index]),
                                       PTDP_TAG_EMBED));
   for (int b = 0; b < L->nbuckets; b++)

@@ -5,7 +5,7 @@
  * with the key/value cache as its attention core; the embedding and the head repeat the training
  * forward's operations (src/model/head.c) on those rows:
  *
- *   x  = all-reduce(wte_r[tok]) + wpe[pos]                          (vocab-parallel embedding)
+ *   x  = all-reduce(wte_r[tok]) + wpe[pos]   (vocab-parallel embedding; no wpe with rotary positions)
  *   per layer:  qkv = LN1(x) Wqkv_r^T + b                           [n, 3 hl]  column-parallel
  *               K, V of the n rows appended to the cache            [cap, hl]
  *               ctx = softmax(q K^T / sqrt(hd)) V over positions <= its own     [n, hl]
@@ -100,7 +100,7 @@ static int layer_forward(ptdp_generator *g, int layer, int n)
   const ptdp_layer_acts a = {.x = g->x, .ln1_out = g->ln, .ln1_mean = g->mean, .ln1_rstd = g->rstd, .qkv = g->qkv,
                              .ctx = g->ctx, .x2 = g->x2, .ln2_out = g->ln, .ln2_mean = g->mean, .ln2_rstd = g->rstd,
                              .fc1 = g->fc, .gelu = g->act};
-  const ptdp_block_pass p = {.N = n, .Nl = n, .attention = cache_attention, .ctx = g};
+  const ptdp_block_pass p = {.N = n, .Nl = n, .pos0 = g->len, .b = 1, .attention = cache_attention, .ctx = g};
   PTDP_CALL(ptdp_gpt_block_forward(m, layer, &m->chunks[0].layers[layer].w, &p, &a, g->y));
   float *t = g->x; /* the output becomes the next layer's input */
   g->x = g->y;
@@ -117,6 +117,7 @@ static int embed(ptdp_generator *g, const int32_t *tokens, int n)
   PTDP_CALL(be->to_device(be, g->tokens, tokens, sizeof(int32_t) * (size_t)n));
   PTDP_CALL(be->embedding_forward(be, m->wte.w, g->tokens, m->sh.v0, m->sh.vl, g->x, n, h));
   PTDP_CALL(ptdp_comm_allreduce_sum(&m->grid->tp, g->x, (size_t)n * h, PTDP_TAG_EMBED));
+  if (m->wpe.index < 0) return 0; /* rotary or no positions: nothing to add */
   PTDP_CALL(be->embedding_forward(be, m->wpe.w, g->positions + g->len, 0, m->cfg.max_pos, g->y, n, h));
   return be->add(be, g->x, g->y, (size_t)n * h);
 }
@@ -130,11 +131,11 @@ static int head(ptdp_generator *g, int r0, int rows, float *out)
   const int h = m->cfg.hidden, t = m->t, vv = ptdp_gpt_vocab_columns(m);
   const long long vl = m->sh.vl, vocab = m->cfg.vocab;
   const float *x = g->x + (size_t)r0 * h;
-  PTDP_CALL(be->layernorm_forward(be, x, m->lnf_w.w, m->lnf_b.w, g->ln, g->mean, g->rstd, rows, h, m->cfg.eps));
+  PTDP_CALL(ptdp_gpt_norm_forward(m, x, m->lnf_w.w, m->lnf_b.w, g->ln, g->mean, g->rstd, rows));
   for (int b0 = 0; b0 < rows; b0 += LOGIT_ROWS) {
     const int nb = rows - b0 < LOGIT_ROWS ? rows - b0 : LOGIT_ROWS;
     if (vv > 0) /* [nb, vv] in rows of vl: the padding columns stay zero and are never read */
-      PTDP_CALL(be->gemm(be, 0, 1, nb, vv, h, 1.0f, g->ln + (size_t)b0 * h, h, m->wte.w, h, 0.0f, g->logits, (int)vl));
+      PTDP_CALL(be->gemm(be, 0, 1, nb, vv, h, 1.0f, g->ln + (size_t)b0 * h, h, ptdp_gpt_output_layer(m)->w, h, 0.0f, g->logits, (int)vl));
     PTDP_CALL(ptdp_comm_allgather(&m->grid->tp, g->logits, g->gathered, (size_t)nb * vl, PTDP_TAG_EMBED));
     PTDP_CALL(be->to_host(be, g->host, g->gathered, sizeof(float) * (size_t)t * nb * vl));
     PTDP_CALL(be->synchronize(be));

@@ -373,6 +373,11 @@ static int save_attributes(const ckpt_io *io, const ptdp_checkpoint_info *info)
   PTDP_CALL(ckpt_attr_write_i64(mg, "ffn_hidden_size", m->cfg.ffn));
   PTDP_CALL(ckpt_attr_write_i64(mg, "max_position_embeddings", m->cfg.max_pos));
   PTDP_CALL(ckpt_attr_write_i64(mg, "vocab_size", m->cfg.vocab));
+  /* the architecture: which tensors exist (ptdp_params_has_role) and what the rotation is */
+  PTDP_CALL(ckpt_attr_write_i64(mg, "normalization", m->cfg.arch.norm));
+  PTDP_CALL(ckpt_attr_write_i64(mg, "position_embedding_type", m->cfg.arch.position));
+  PTDP_CALL(ckpt_attr_write_i64(mg, "disable_bias_linear", m->cfg.arch.no_linear_bias));
+  PTDP_CALL(ckpt_attr_write_i64(mg, "untie_embeddings_and_output_weights", m->cfg.arch.untie));
   PTDP_CALL_HDF5(H5Gclose(mg));
   if (io->ddp) {
     hid_t og = H5Gopen2(f, "/optimizer", H5P_DEFAULT);

@@ -213,7 +213,13 @@ static int check_shape(const ckpt_io *io, const char *file)
            {"num_attention_heads", "num-attention-heads", c->heads},
            {"ffn_hidden_size", "ffn-hidden-size", c->ffn},
            {"max_position_embeddings", "max-position-embeddings", c->max_pos},
-           {"vocab_size", "vocab-size", c->vocab}};
+           {"vocab_size", "vocab-size", c->vocab},
+           /* the architecture (checkpoints before it have none of these: GPT-2's, not checked) */
+           {"normalization", "normalization (0 LayerNorm, 1 RMSNorm)", c->arch.norm},
+           {"position_embedding_type", "position-embedding-type (0 learned_absolute, 1 rope, 2 none)",
+            c->arch.position},
+           {"disable_bias_linear", "disable-bias-linear", c->arch.no_linear_bias},
+           {"untie_embeddings_and_output_weights", "untie-embeddings-and-output-weights", c->arch.untie}};
   hid_t mg = H5Gopen2(io->file, "/model", H5P_DEFAULT);
   PTDP_CHECK(mg >= 0, "checkpoint '%s' has no /model group: it is not a ptdp checkpoint", file);
   int rc = 0;
@@ -445,6 +451,9 @@ int ptdp_checkpoint_read_model_keys(const ptdp_checkpoint_ref *ref, ptdp_options
 {
   static const char *const keys[] = {"num-layers", "hidden-size", "num-attention-heads", "ffn-hidden-size",
                                      "max-position-embeddings", "vocab-size", "make-vocab-size-divisible-by",
-                                     "layernorm-epsilon", "tokenizer-type", "vocab-file", "merge-file"};
+                                     "layernorm-epsilon", "tokenizer-type", "vocab-file", "merge-file",
+                                     "normalization", "position-embedding-type", "rotary-base", "rotary-percent",
+                                     "rotary-interleaved", "disable-bias-linear",
+                                     "untie-embeddings-and-output-weights"};
   return ptdp_checkpoint_read_keys(ref, o, keys, (int)(sizeof keys / sizeof keys[0]), comm);
 }

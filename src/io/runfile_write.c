@@ -39,7 +39,7 @@ static void analytical_volume(const ptdp_runfile_run *run, double *out)
   out[RF_COMM_PP] = (fwd_sends + bwd_sends) * mb * (double)m->sh.Nl * h * E;
   out[RF_COMM_DP] = d > 1 ? 2 * (d - 1) / d * (double)m->layout.total * 4 : 0;
   double emb = 0; /* the tied embedding's gradient, summed by its two holders */
-  if (p * v > 1)
+  if (p * v > 1 && !m->cfg.arch.untie)
     for (int i = 0; i < m->nparams; i++)
       if (m->params[i].embedding) emb = (double)ptdp_param_local_elems(&m->params[i]) * 4;
   out[RF_COMM_EMB] = emb;

@@ -7,7 +7,7 @@
 /* Keys of the initial values: one per global tensor, whatever the layout.  Layer tensors get
  * 100 + 16 l + role; the tied copy shares the word embedding's key (it holds the same tensor). */
 enum { KEY_WORD_EMBEDDING = 1, KEY_POSITION_EMBEDDING = 2, KEY_FINAL_LN_WEIGHT = 3, KEY_FINAL_LN_BIAS = 4,
-       KEY_LAYER_BASE = 100, KEY_LAYER_STRIDE = 16 };
+       KEY_OUTPUT_LAYER = 5, KEY_LAYER_BASE = 100, KEY_LAYER_STRIDE = 16 };
 
 /* Static facts of each layer role: name suffix, split, shape in units of h and f, init, flags. */
 typedef struct {
@@ -34,6 +34,21 @@ static const layer_role roles[PTDP_PARAM_LAYER_ROLES] = {
   [PTDP_PARAM_FC2_WEIGHT] = {"mlp.linear_fc2.weight", PTDP_SPLIT_COLS, 0, 1, 0, 0, 1, PTDP_INIT_NORMAL_SCALED, 1, 0},
   [PTDP_PARAM_FC2_BIAS] = {"mlp.linear_fc2.bias", PTDP_SPLIT_NONE, 0, 1, 0, 0, 0, PTDP_INIT_ZEROS, 0, 1},
 };
+
+int ptdp_params_has_role(const ptdp_arch *a, ptdp_param_role r)
+{
+  switch (r) {
+  case PTDP_PARAM_LN1_BIAS:
+  case PTDP_PARAM_LN2_BIAS:
+  case PTDP_PARAM_FINAL_LN_BIAS: return a->norm != PTDP_NORM_RMSNORM;
+  case PTDP_PARAM_QKV_BIAS:
+  case PTDP_PARAM_PROJ_BIAS:
+  case PTDP_PARAM_FC1_BIAS:
+  case PTDP_PARAM_FC2_BIAS: return !a->no_linear_bias;
+  case PTDP_PARAM_POSITION_EMBEDDING: return a->position == PTDP_POS_LEARNED;
+  default: return 1;
+  }
+}
 
 const char *ptdp_param_role_suffix(ptdp_param_role r)
 {
@@ -137,6 +152,7 @@ static void embedding_entries(const ptdp_model_shape *s, const ptdp_param_positi
     snprintf(e->name, sizeof e->name, "embedding.word_embeddings.weight");
     e->chunk = c;
   }
+  if (!ptdp_params_has_role(&s->arch, PTDP_PARAM_POSITION_EMBEDDING)) return;
   e = next_entry(out, cap, n, overflow);
   if (e) {
     fill(e, s, pos, PTDP_PARAM_POSITION_EMBEDDING, s->max_pos, s->hidden, s->max_pos, PTDP_SPLIT_NONE,
@@ -156,18 +172,20 @@ static void head_entries(const ptdp_model_shape *s, const ptdp_param_position *p
     snprintf(e->name, sizeof e->name, "decoder.final_layernorm.weight");
     e->chunk = c;
   }
-  e = next_entry(out, cap, n, overflow);
+  e = ptdp_params_has_role(&s->arch, PTDP_PARAM_FINAL_LN_BIAS) ? next_entry(out, cap, n, overflow) : NULL;
   if (e) {
     fill(e, s, pos, PTDP_PARAM_FINAL_LN_BIAS, h, 1, h, PTDP_SPLIT_NONE, PTDP_INIT_ZEROS, KEY_FINAL_LN_BIAS, 0, 1);
     snprintf(e->name, sizeof e->name, "decoder.final_layernorm.bias");
     e->chunk = c;
   }
-  if (ptdp_params_chunk_has_embedding(pos, c)) return; /* one chunk holds both ends: no copy */
+  /* tied: one chunk holding both ends needs no copy */
+  if (!s->arch.untie && ptdp_params_chunk_has_embedding(pos, c)) return;
   e = next_entry(out, cap, n, overflow);
   if (e) {
-    fill(e, s, pos, PTDP_PARAM_OUTPUT_LAYER, s->vocab, h, Vp, PTDP_SPLIT_ROWS, PTDP_INIT_NORMAL, KEY_WORD_EMBEDDING,
-         1, 0);
+    fill(e, s, pos, PTDP_PARAM_OUTPUT_LAYER, s->vocab, h, Vp, PTDP_SPLIT_ROWS, PTDP_INIT_NORMAL,
+         s->arch.untie ? KEY_OUTPUT_LAYER : KEY_WORD_EMBEDDING, 1, 0);
     snprintf(e->name, sizeof e->name, "output_layer.weight");
+    e->tied_copy = !s->arch.untie;
     e->chunk = c;
   }
 }
@@ -182,6 +200,7 @@ static int walk(const ptdp_model_shape *s, const ptdp_param_position *pos, ptdp_
     const int l0 = ptdp_params_chunk_layer0(s, pos, c);
     for (int l = l0; l < l0 + per; l++)
       for (int r = 0; r < PTDP_PARAM_LAYER_ROLES; r++) {
+        if (!ptdp_params_has_role(&s->arch, (ptdp_param_role)r)) continue;
         ptdp_param_info *e = next_entry(out, cap, &n, &overflow);
         if (!e) continue;
         layer_entry(e, s, pos, l, (ptdp_param_role)r);

@@ -103,7 +103,7 @@ static int gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float l
     PTDP_CALL(ptdp_head_backward(m, sl, loss_scale, dcur));
     PTDP_CALL(ready_one(m, &m->lnf_w));
     PTDP_CALL(ready_one(m, &m->lnf_b));
-    PTDP_CALL(ready_one(m, &m->wte_copy));
+    PTDP_CALL(ready_one(m, &m->output));
   } else
     PTDP_CALL(be->copy(be, dcur, dout, nlh * m->es));
   for (int i = ch->nlayers - 1; i >= 0; i--) {

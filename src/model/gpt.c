@@ -17,7 +17,7 @@ ptdp_model_shape ptdp_gpt_shape(const ptdp_gpt_config *c)
 {
   ptdp_model_shape s = {.num_layers = c->num_layers, .hidden = c->hidden, .heads = c->heads, .ffn = c->ffn,
                         .max_pos = c->max_pos, .vocab = c->vocab, .vocab_divisible_by = c->vocab_divisible_by,
-                        .sequence_parallel = c->sequence_parallel};
+                        .sequence_parallel = c->sequence_parallel, .arch = c->arch};
   return s;
 }
 
@@ -33,11 +33,14 @@ ptdp_plan_config ptdp_gpt_plan_config(const ptdp_gpt_config *c, const ptdp_param
   return pc;
 }
 
+int ptdp_gpt_rotary_dim(const ptdp_gpt *m) { return m->sh.rd; }
+
 ptdp_layer_shape ptdp_gpt_layer_shape(const ptdp_gpt *m)
 {
   return (ptdp_layer_shape){.r = m->sh, .hidden_dropout = m->cfg.hidden_dropout > 0,
                             .attention_dropout = m->cfg.attn_dropout > 0, .recompute = m->cfg.recompute,
-                            .bytes = (int)m->es, .flash_attention = m->cfg.flash_attention};
+                            .bytes = (int)m->es, .flash_attention = m->cfg.flash_attention,
+                            .rmsnorm = m->cfg.arch.norm == PTDP_NORM_RMSNORM};
 }
 
 float *ptdp_gpt_param_data(const ptdp_gpt *m, int i) { return m->param ? m->param + m->layout.offset[i] : NULL; }
@@ -202,6 +205,12 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
   PTDP_CHECK_INTERNAL(cfg->dtype == PTDP_F32 || !cfg->inference, "inference runs in fp32");
   PTDP_CHECK_INTERNAL(!cfg->flash_attention || (be->flash_forward && be->flash_backward),
                       "fused attention asked of the %s backend, which has none", be->name);
+  PTDP_CHECK(cfg->arch.norm != PTDP_NORM_RMSNORM || (be->rmsnorm_forward && be->rmsnorm_backward),
+             "normalization = RMSNorm: the %s backend has no RMSNorm yet (the cpu and guard backends have it)",
+             be->name);
+  PTDP_CHECK(cfg->arch.position != PTDP_POS_ROPE || be->rope,
+             "position-embedding-type = rope: the %s backend has no rotary embedding yet (the cpu and guard backends "
+             "have it)", be->name);
   m->es = ptdp_dtype_size(cfg->dtype);
   m->master_sharded = cfg->dtype != PTDP_F32 && !cfg->inference && cfg->distributed_optimizer && cfg->dp_size > 1;
   PTDP_CHECK(cfg->heads % m->t == 0 && cfg->hidden % cfg->heads == 0 && cfg->ffn % m->t == 0 &&

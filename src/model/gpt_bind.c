@@ -5,6 +5,7 @@
 
 #include "ptdp/error.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,7 @@ static int bind_work(ptdp_gpt_work *w, ptdp_buffer_kind k, void *p)
   case PTDP_BUF_WORK_GRAD_A: w->grad_a = p; break;
   case PTDP_BUF_WORK_GRAD_B: w->grad_b = p; break;
   case PTDP_BUF_WORK_POSITIONS: w->pos = p; break;
+  case PTDP_BUF_WORK_ROPE: w->rope = p; break;
   default: return 0;
   }
   return 1;
@@ -83,7 +85,7 @@ static void bind_layer_param(ptdp_layer_params *lp, ptdp_param_role r, float *p)
 static void bind_params(ptdp_gpt *m)
 {
   ptdp_gpt_param_ref none = {.index = -1};
-  m->wte = m->wte_copy = m->wpe = m->lnf_w = m->lnf_b = none;
+  m->wte = m->output = m->wpe = m->lnf_w = m->lnf_b = none;
   for (int i = 0; i < m->nparams; i++) {
     const ptdp_param_info *p = &m->params[i];
     ptdp_gpt_param_ref ref = {.index = i, .w = ptdp_gpt_weight_data(m, i), .g = ptdp_gpt_grad_data(m, i)};
@@ -98,7 +100,7 @@ static void bind_params(ptdp_gpt *m)
     }
     switch (p->role) {
     case PTDP_PARAM_WORD_EMBEDDING: m->wte = ref; break;
-    case PTDP_PARAM_OUTPUT_LAYER: m->wte_copy = ref; break;
+    case PTDP_PARAM_OUTPUT_LAYER: m->output = ref; break;
     case PTDP_PARAM_POSITION_EMBEDDING: m->wpe = ref; break;
     case PTDP_PARAM_FINAL_LN_WEIGHT: m->lnf_w = ref; break;
     case PTDP_PARAM_FINAL_LN_BIAS: m->lnf_b = ref; break;
@@ -115,6 +117,27 @@ static int set_positions(ptdp_gpt *m)
   for (long long r = 0; r < m->sh.Nl; r++) pos[r] = (int32_t)((m->sh.row0 + r) / m->cfg.micro_batch);
   int err = m->be->to_device(m->be, m->work.pos, pos, sizeof(int32_t) * (size_t)m->sh.Nl);
   free(pos);
+  return err;
+}
+
+/* The rotary angles, computed once on the host in double and rounded to fp32, so every backend
+ * and layout turns by the same numbers: angle = position base^(-2i/rd), i < rd/2 (Megatron's
+ * and Hugging Face's inv_freq; they compute it in fp32, whose error grows with the position). */
+static int set_rope_table(ptdp_gpt *m)
+{
+  const int rd = m->sh.rd, P = m->cfg.max_pos;
+  if (!m->work.rope || rd <= 0) return 0;
+  const double base = m->cfg.arch.rotary_base > 0 ? m->cfg.arch.rotary_base : 10000.0;
+  float *t;
+  PTDP_ALLOC(t, sizeof(float) * (size_t)P * (size_t)rd);
+  for (int pos = 0; pos < P; pos++)
+    for (int i = 0; i < rd / 2; i++) {
+      const double a = pos * pow(base, -2.0 * i / rd);
+      t[(size_t)pos * rd + 2 * i] = (float)cos(a);
+      t[(size_t)pos * rd + 2 * i + 1] = (float)sin(a);
+    }
+  int err = m->be->to_device(m->be, m->work.rope, t, sizeof(float) * (size_t)P * (size_t)rd);
+  free(t);
   return err;
 }
 
@@ -164,5 +187,6 @@ int ptdp_gpt_bind(ptdp_gpt *m)
   else if (!m->master_sharded) m->param = m->master; /* whole; sharded: no rank holds it whole */
   PTDP_CHECK_INTERNAL((m->param || m->master) && (m->grad || m->cfg.inference), "the plan has no parameter or gradient buffer");
   bind_params(m);
+  PTDP_CALL(set_rope_table(m));
   return set_positions(m);
 }

@@ -22,19 +22,25 @@
 
 #define EMBED_DROPOUT_LAYER 0xffffu
 
-/* The word embedding of this chunk: the first stage's own, or the last stage's tied copy. */
-static const ptdp_gpt_param_ref *wte_of(const ptdp_gpt *m) { return m->wte.index >= 0 ? &m->wte : &m->wte_copy; }
+/* The output layer of the head chunk: its own tensor (untied, or the last stage's copy of the tied
+ * embedding), else the word embedding of the same chunk. */
+const ptdp_gpt_param_ref *ptdp_gpt_output_layer(const ptdp_gpt *m)
+{
+  return m->output.index >= 0 ? &m->output : &m->wte;
+}
 
 int ptdp_embedding_forward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *out)
 {
   ptdp_backend *be = m->be;
   const int h = m->cfg.hidden, Nl = m->sh.Nl;
   float *E = m->work.full_a; /* [N, h]: rows of this rank's vocabulary slice, zero elsewhere */
-  PTDP_CALL(be->embedding_forward(be, wte_of(m)->w, sl->tokens, m->sh.v0, m->sh.vl, E, m->sh.N, h));
+  PTDP_CALL(be->embedding_forward(be, m->wte.w, sl->tokens, m->sh.v0, m->sh.vl, E, m->sh.N, h));
   PTDP_CALL(ptdp_tp_reduce(m, E, out, h, PTDP_TAG_EMBED)); /* [Nl, h] */
-  float *P = m->work.shard_c;
-  PTDP_CALL(be->embedding_forward(be, m->wpe.w, m->work.pos, 0, m->cfg.max_pos, P, Nl, h));
-  PTDP_CALL(be->add(be, out, P, (size_t)Nl * h));
+  if (m->wpe.index >= 0) { /* learned absolute positions (rotary ones act inside attention) */
+    float *P = m->work.shard_c;
+    PTDP_CALL(be->embedding_forward(be, m->wpe.w, m->work.pos, 0, m->cfg.max_pos, P, Nl, h));
+    PTDP_CALL(be->add(be, out, P, (size_t)Nl * h));
+  }
   ptdp_dropout_key k = {.seed = m->cfg.seed, .site = PTDP_RNG_EMBED_DROP, .layer = EMBED_DROPOUT_LAYER,
                         .sample0 = sl->sample0, .row0 = m->sh.row0, .b = m->cfg.micro_batch, .p = m->cfg.hidden_dropout};
   return be->dropout_forward(be, out, sl->emb_mask, Nl, h, &k);
@@ -45,13 +51,14 @@ int ptdp_embedding_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *dx)
   ptdp_backend *be = m->be;
   const int h = m->cfg.hidden, Nl = m->sh.Nl;
   PTDP_CALL(be->dropout_backward(be, dx, sl->emb_mask, (size_t)Nl * h, m->cfg.hidden_dropout));
-  PTDP_CALL(be->embedding_backward(be, dx, m->work.pos, 0, m->cfg.max_pos, m->wpe.g, Nl, h));
+  if (m->wpe.index >= 0)
+    PTDP_CALL(be->embedding_backward(be, dx, m->work.pos, 0, m->cfg.max_pos, m->wpe.g, Nl, h));
   const float *dE = dx;
   if (m->cfg.sequence_parallel) {
     PTDP_CALL(ptdp_tp_gather(m, dx, m->work.full_a, h, PTDP_TAG_EMBED));
     dE = m->work.full_a;
   }
-  return be->embedding_backward(be, dE, sl->tokens, m->sh.v0, m->sh.vl, wte_of(m)->g, m->sh.N, h);
+  return be->embedding_backward(be, dE, sl->tokens, m->sh.v0, m->sh.vl, m->wte.g, m->sh.N, h);
 }
 
 /* The logits to m->debug_logits (host fp32), widened from the storage type; then clears it. */
@@ -73,13 +80,13 @@ int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
 {
   ptdp_backend *be = m->be;
   const int h = m->cfg.hidden, N = m->sh.N, Nl = m->sh.Nl, vl = ptdp_gpt_vocab_columns(m);
-  PTDP_CALL(be->layernorm_forward(be, sl->out, m->lnf_w.w, m->lnf_b.w, sl->lnf_out, sl->lnf_mean, sl->lnf_rstd, Nl, h, m->cfg.eps));
+  PTDP_CALL(ptdp_gpt_norm_forward(m, sl->out, m->lnf_w.w, m->lnf_b.w, sl->lnf_out, sl->lnf_mean, sl->lnf_rstd, Nl));
   const float *G = sl->lnf_out;
   if (m->cfg.sequence_parallel) {
     PTDP_CALL(ptdp_tp_gather(m, sl->lnf_out, m->work.full_a, h, PTDP_TAG_EMBED));
     G = m->work.full_a;
   }
-  PTDP_CALL(be->gemm(be, 0, 1, N, vl, h, 1.0f, G, h, wte_of(m)->w, h, 0.0f, sl->logits, vl > 0 ? vl : 1)); /* [N, vv] */
+  PTDP_CALL(be->gemm(be, 0, 1, N, vl, h, 1.0f, G, h, ptdp_gpt_output_layer(m)->w, h, 0.0f, sl->logits, vl > 0 ? vl : 1)); /* [N, vv] */
   if (m->debug_logits) PTDP_CALL(copy_debug_logits(m, sl->logits, (size_t)N * vl));
   float *mx = m->work.xent, *se = mx + N, *tg = mx + 2 * N;
   PTDP_CALL(be->xent_stats(be, sl->logits, sl->targets, m->sh.v0, N, vl, mx, tg));
@@ -109,11 +116,11 @@ int ptdp_head_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float loss_scale, float
     PTDP_CALL(ptdp_tp_gather(m, sl->lnf_out, m->work.full_a, h, PTDP_TAG_EMBED));
     G = m->work.full_a;
   }
-  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, vl, h, N, k, sl->logits, vl > 0 ? vl : 1, G, h, wte_of(m)->g, h));
+  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, vl, h, N, k, sl->logits, vl > 0 ? vl : 1, G, h, ptdp_gpt_output_layer(m)->g, h));
   float *dG = m->work.full_b;
-  PTDP_CALL(be->gemm(be, 0, 0, N, h, vl, k, sl->logits, vl > 0 ? vl : 1, wte_of(m)->w, h, 0.0f, dG, h));
+  PTDP_CALL(be->gemm(be, 0, 0, N, h, vl, k, sl->logits, vl > 0 ? vl : 1, ptdp_gpt_output_layer(m)->w, h, 0.0f, dG, h));
   float *dln = m->work.shard_c;
   PTDP_CALL(ptdp_tp_reduce(m, dG, dln, h, PTDP_TAG_EMBED));
-  return be->layernorm_backward(be, dln, sl->out, m->lnf_w.w, sl->lnf_mean, sl->lnf_rstd, dx, m->lnf_w.g, m->lnf_b.g,
-                                Nl, h);
+  return ptdp_gpt_norm_backward(m, dln, sl->out, m->lnf_w.w, sl->lnf_mean, sl->lnf_rstd, dx, m->lnf_w.g, m->lnf_b.g,
+                                Nl);
 }

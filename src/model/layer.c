@@ -45,6 +45,46 @@ ptdp_attn_desc ptdp_layer_attn_desc(const ptdp_gpt *m, int layer, long long samp
   return d;
 }
 
+int ptdp_gpt_norm_forward(ptdp_gpt *m, const float *x, const float *w, const float *b, float *y, float *mean, float *rstd,
+                      long long rows)
+{
+  ptdp_backend *be = m->be;
+  if (m->cfg.arch.norm == PTDP_NORM_RMSNORM)
+    return be->rmsnorm_forward(be, x, w, y, rstd, rows, m->cfg.hidden, m->cfg.eps);
+  return be->layernorm_forward(be, x, w, b, y, mean, rstd, rows, m->cfg.hidden, m->cfg.eps);
+}
+
+int ptdp_gpt_norm_backward(ptdp_gpt *m, const float *dy, const float *x, const float *w, const float *mean,
+                       const float *rstd, float *dx, float *dw, float *db, long long rows)
+{
+  ptdp_backend *be = m->be;
+  if (m->cfg.arch.norm == PTDP_NORM_RMSNORM)
+    return be->rmsnorm_backward(be, dy, x, w, rstd, dx, dw, rows, m->cfg.hidden);
+  return be->layernorm_backward(be, dy, x, w, mean, rstd, dx, dw, db, rows, m->cfg.hidden);
+}
+
+/* y += b, and its gradient db += sum of dy's rows, where the layer has a bias (disable-bias-linear
+ * takes them away). */
+static int bias_fwd(ptdp_backend *be, float *y, const float *b, long long rows, int cols)
+{
+  return b ? be->bias_forward(be, y, b, rows, cols) : 0;
+}
+static int bias_bwd(ptdp_backend *be, const float *dy, float *db, long long rows, int cols)
+{
+  return db ? be->bias_backward(be, dy, db, rows, cols) : 0;
+}
+
+/* The rotary embedding of the query and key heads of qkv rows [rows, 3 hl] at positions
+ * pos0 + r / b; inverse for the backward (the gradient of a rotation is the inverse rotation). */
+static int rope(ptdp_gpt *m, float *qkv, long long rows, long long pos0, int b, int inverse)
+{
+  if (m->cfg.arch.position != PTDP_POS_ROPE) return 0;
+  const ptdp_rope_desc d = {.rows = rows, .pos0 = pos0, .b = b, .groups = m->sh.al, .heads_per_group = 1,
+                            .hd = m->sh.hd, .rd = ptdp_gpt_rotary_dim(m), .ld = 3 * m->sh.hl,
+                            .interleaved = m->cfg.arch.rotary_interleaved};
+  return m->be->rope(m->be, qkv, &d, m->work.rope, inverse);
+}
+
 /* Under sequence parallelism a column-parallel GEMM's input is the all-gather of this rank's
  * rows into the work space; otherwise the rows themselves. */
 static int gathered_input(ptdp_gpt *m, const ptdp_block_pass *p, const float *shard, int cols, const float **in)
@@ -76,27 +116,28 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
   const float *in;
 
   /* attention block */
-  PTDP_CALL(be->layernorm_forward(be, a->x, w->ln1_w, w->ln1_b, a->ln1_out, a->ln1_mean, a->ln1_rstd, Nl, h, m->cfg.eps));
+  PTDP_CALL(ptdp_gpt_norm_forward(m, a->x, w->ln1_w, w->ln1_b, a->ln1_out, a->ln1_mean, a->ln1_rstd, Nl));
   PTDP_CALL(gathered_input(m, p, a->ln1_out, h, &in));
   PTDP_CALL(be->gemm(be, 0, 1, N, 3 * hl, h, 1.0f, in, h, w->qkv_w, h, 0.0f, a->qkv, 3 * hl)); /* [N, 3hl] */
-  PTDP_CALL(be->bias_forward(be, a->qkv, w->qkv_b, N, 3 * hl));
+  PTDP_CALL(bias_fwd(be, a->qkv, w->qkv_b, N, 3 * hl));
+  PTDP_CALL(rope(m, a->qkv, N, p->pos0, p->b, 0));
   PTDP_CALL(p->attention(p, m, layer, a)); /* ctx [N, hl] */
   PTDP_CALL(be->gemm(be, 0, 1, N, h, hl, 1.0f, a->ctx, hl, w->proj_w, hl, 0.0f, partial_target(p, a->x2), h));
   PTDP_CALL(reduce_partial(m, p, a->x2, h)); /* [Nl, h] */
-  PTDP_CALL(be->bias_forward(be, a->x2, w->proj_b, Nl, h));
+  PTDP_CALL(bias_fwd(be, a->x2, w->proj_b, Nl, h));
   ptdp_dropout_key k1 = resid_key(m, PTDP_RNG_ATTN_RESID, layer, p->sample0);
   PTDP_CALL(be->dropout_forward(be, a->x2, a->mask1, Nl, h, &k1));
   PTDP_CALL(be->add(be, a->x2, a->x, (size_t)Nl * h));
 
   /* MLP block */
-  PTDP_CALL(be->layernorm_forward(be, a->x2, w->ln2_w, w->ln2_b, a->ln2_out, a->ln2_mean, a->ln2_rstd, Nl, h, m->cfg.eps));
+  PTDP_CALL(ptdp_gpt_norm_forward(m, a->x2, w->ln2_w, w->ln2_b, a->ln2_out, a->ln2_mean, a->ln2_rstd, Nl));
   PTDP_CALL(gathered_input(m, p, a->ln2_out, h, &in));
   PTDP_CALL(be->gemm(be, 0, 1, N, fl, h, 1.0f, in, h, w->fc1_w, h, 0.0f, a->fc1, fl)); /* [N, fl] */
-  PTDP_CALL(be->bias_forward(be, a->fc1, w->fc1_b, N, fl));
+  PTDP_CALL(bias_fwd(be, a->fc1, w->fc1_b, N, fl));
   PTDP_CALL(be->gelu_forward(be, a->fc1, a->gelu, (size_t)N * fl));
   PTDP_CALL(be->gemm(be, 0, 1, N, h, fl, 1.0f, a->gelu, fl, w->fc2_w, fl, 0.0f, partial_target(p, out), h));
   PTDP_CALL(reduce_partial(m, p, out, h));
-  PTDP_CALL(be->bias_forward(be, out, w->fc2_b, Nl, h));
+  PTDP_CALL(bias_fwd(be, out, w->fc2_b, Nl, h));
   ptdp_dropout_key k2 = resid_key(m, PTDP_RNG_MLP_RESID, layer, p->sample0);
   PTDP_CALL(be->dropout_forward(be, out, a->mask2, Nl, h, &k2));
   PTDP_CALL(be->add(be, out, a->x2, (size_t)Nl * h));
@@ -115,7 +156,7 @@ static int train_attention(const ptdp_block_pass *p, ptdp_gpt *m, int layer, con
 int ptdp_layer_forward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a, float *out, long long sample0)
 {
   const ptdp_block_pass p = {.N = m->sh.N, .Nl = m->sh.Nl, .sp = m->cfg.sequence_parallel, .full = m->work.full_a,
-                             .sample0 = sample0, .attention = train_attention};
+                             .sample0 = sample0, .pos0 = 0, .b = m->cfg.micro_batch, .attention = train_attention};
   return ptdp_gpt_block_forward(m, m->chunks[chunk].layer0 + i, &m->chunks[chunk].layers[i].w, &p, a, out);
 }
 
@@ -133,7 +174,7 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   /* MLP block: out = x2 + dropout(fc2(gelu(fc1(LN2(x2)))) + b2) */
   PTDP_CALL(be->copy(be, dz, dout, nlh * m->es));
   PTDP_CALL(be->dropout_backward(be, dz, a->mask2, nlh, m->cfg.hidden_dropout));
-  PTDP_CALL(be->bias_backward(be, dz, g.fc2_b, Nl, h));
+  PTDP_CALL(bias_bwd(be, dz, g.fc2_b, Nl, h));
   const float *dT = dz; /* gradient of the row-parallel output, full rows */
   if (sp) {
     PTDP_CALL(ptdp_tp_gather(m, dz, fa, h, PTDP_TAG_LAYER));
@@ -142,7 +183,7 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->sh.fl, N, 1.0f, dT, h, a->gelu, m->sh.fl, g.fc2_w, m->sh.fl)); /* dW2 += dT^T G */
   PTDP_CALL(be->gemm(be, 0, 0, N, m->sh.fl, h, 1.0f, dT, h, w.fc2_w, m->sh.fl, 0.0f, m->work.dfc, m->sh.fl));
   PTDP_CALL(be->gelu_backward(be, a->fc1, m->work.dfc, m->work.dfc, (size_t)N * m->sh.fl));
-  PTDP_CALL(be->bias_backward(be, m->work.dfc, g.fc1_b, N, m->sh.fl));
+  PTDP_CALL(bias_bwd(be, m->work.dfc, g.fc1_b, N, m->sh.fl));
   const float *in = a->ln2_out;
   if (sp) {
     PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, h, PTDP_TAG_LAYER));
@@ -151,13 +192,13 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, m->sh.fl, h, N, 1.0f, m->work.dfc, m->sh.fl, in, h, g.fc1_w, h)); /* dW1 += dF^T in */
   PTDP_CALL(be->gemm(be, 0, 0, N, h, m->sh.fl, 1.0f, m->work.dfc, m->sh.fl, w.fc1_w, h, 0.0f, fa, h));  /* partial dIn */
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
-  PTDP_CALL(be->layernorm_backward(be, dln, a->x2, w.ln2_w, a->ln2_mean, a->ln2_rstd, dx2, g.ln2_w, g.ln2_b, Nl, h));
+  PTDP_CALL(ptdp_gpt_norm_backward(m, dln, a->x2, w.ln2_w, a->ln2_mean, a->ln2_rstd, dx2, g.ln2_w, g.ln2_b, Nl));
   PTDP_CALL(be->add(be, dx2, dout, nlh)); /* residual */
 
   /* attention block: x2 = x + dropout(proj(attn(QKV(LN1(x)))) + bp) */
   PTDP_CALL(be->copy(be, dz, dx2, nlh * m->es));
   PTDP_CALL(be->dropout_backward(be, dz, a->mask1, nlh, m->cfg.hidden_dropout));
-  PTDP_CALL(be->bias_backward(be, dz, g.proj_b, Nl, h));
+  PTDP_CALL(bias_bwd(be, dz, g.proj_b, Nl, h));
   dT = dz;
   if (sp) {
     PTDP_CALL(ptdp_tp_gather(m, dz, fa, h, PTDP_TAG_LAYER));
@@ -171,11 +212,16 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   else
     PTDP_CALL(be->attention_backward(be, &d, a->qkv, a->probs, a->attn_mask, a->probs_drop, m->work.dctx,
                                      m->work.dqkv, m->work.attn));
-  PTDP_CALL(be->bias_backward(be, m->work.dqkv, g.qkv_b, N, 3 * m->sh.hl));
+  PTDP_CALL(rope(m, m->work.dqkv, N, 0, m->cfg.micro_batch, 1));
+  PTDP_CALL(bias_bwd(be, m->work.dqkv, g.qkv_b, N, 3 * m->sh.hl));
   /* The key bias's gradient is exactly zero: softmax is invariant to adding one number to a
    * query's row of scores, and a key bias adds q . b_k to the whole row.  In floating point the
-   * sum is rounding noise (~1e-11) that Adam would turn into lr-sized steps; store the zero. */
-  for (int hh = 0; hh < m->sh.al; hh++) PTDP_CALL(be->memset0(be, g.qkv_b + (size_t)hh * 3 * m->sh.hd + m->sh.hd, sizeof(float) * (size_t)m->sh.hd));
+   * sum is rounding noise (~1e-11) that Adam would turn into lr-sized steps; store the zero.
+   * Not with rotary positions: the key bias then turns with its key's position, and q . R b_k
+   * differs along the row. */
+  if (g.qkv_b && m->cfg.arch.position != PTDP_POS_ROPE)
+    for (int hh = 0; hh < m->sh.al; hh++)
+      PTDP_CALL(be->memset0(be, g.qkv_b + (size_t)hh * 3 * m->sh.hd + m->sh.hd, sizeof(float) * (size_t)m->sh.hd));
   in = a->ln1_out;
   if (sp) {
     PTDP_CALL(ptdp_tp_gather(m, a->ln1_out, fb, h, PTDP_TAG_LAYER));
@@ -184,7 +230,7 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, 3 * m->sh.hl, h, N, 1.0f, m->work.dqkv, 3 * m->sh.hl, in, h, g.qkv_w, h));
   PTDP_CALL(be->gemm(be, 0, 0, N, h, 3 * m->sh.hl, 1.0f, m->work.dqkv, 3 * m->sh.hl, w.qkv_w, h, 0.0f, fa, h));
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
-  PTDP_CALL(be->layernorm_backward(be, dln, a->x, w.ln1_w, a->ln1_mean, a->ln1_rstd, dx, g.ln1_w, g.ln1_b, Nl, h));
+  PTDP_CALL(ptdp_gpt_norm_backward(m, dln, a->x, w.ln1_w, a->ln1_mean, a->ln1_rstd, dx, g.ln1_w, g.ln1_b, Nl));
   PTDP_CALL(be->add(be, dx, dx2, nlh));
   return 0;
 }

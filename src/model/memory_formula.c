@@ -8,7 +8,7 @@ double ptdp_layer_bytes_ptdp(const ptdp_layer_shape *l)
   const double E = l->bytes > 0 ? l->bytes : 4; /* the storage type's element */
   if (l->recompute == PTDP_RECOMPUTE_FULL) return E * Nl * h; /* the layer input */
   double bytes = E * (4 * Nl * h)            /* x, LN1 out, x2, LN2 out */
-                 + 4 * Nl * 4                /* LN mean and 1/std, two LayerNorms (fp32) */
+                 + 4 * Nl * (l->rmsnorm ? 2 : 4) /* two norms' 1/std (and LayerNorm's mean), fp32 */
                  + E * (3 * N * hl + N * hl) /* QKV, attention context */
                  + E * (2 * N * fl)          /* fc1 out (GELU input), GELU out */
                  + (l->hidden_dropout ? 2 * Nl * h : 0); /* two residual dropout masks */

@@ -76,6 +76,7 @@ static int add_layer(ptdp_plan *pl, layer_part what, int chunk, int slot, int la
   const size_t STORE = storage_bytes(c), F32 = sizeof(float), MASK = sizeof(uint8_t);
   const int IN = PART_IN, CORE = PART_CORE, REST = PART_REST;
   const int ALWAYS = 1, HDROP = c->hidden_dropout, FLASH = c->flash_attention, UNFUSED = !FLASH;
+  const int LN = c->shape.arch.norm == PTDP_NORM_LAYERNORM;
   const int ADROP = c->attention_dropout && UNFUSED;
   for (int part = PART_IN; part <= PART_REST; part++) {
     if (!holds_part(what, part)) continue;
@@ -114,7 +115,8 @@ static int add_slot(ptdp_plan *pl, int ch, int slot)
   if (emb && c->hidden_dropout)
     PTDP_CALL(add(pl, PTDP_BUF_EMBEDDING_MASK, ch, slot, none, 0, 1, (size_t)(z.Nl * z.h) * sizeof(uint8_t)));
   if (head) {
-    PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_MEAN, ch, slot, none, 0, 1, (size_t)z.Nl * sizeof(float)));
+    if (c->shape.arch.norm == PTDP_NORM_LAYERNORM)
+      PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_MEAN, ch, slot, none, 0, 1, (size_t)z.Nl * sizeof(float)));
     PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_RSTD, ch, slot, none, 0, 1, (size_t)z.Nl * sizeof(float)));
     PTDP_CALL(add(pl, PTDP_BUF_FINAL_LN_OUT, ch, slot, none, 0, 1, (size_t)(z.Nl * z.h) * storage_bytes(c)));
     PTDP_CALL(add(pl, PTDP_BUF_LOGITS, ch, slot, none, 0, 1, (size_t)(z.N * z.vl) * storage_bytes(c)));
@@ -136,7 +138,8 @@ static int add_work(ptdp_plan *pl)
     {PTDP_BUF_WORK_DCTX, z.N * z.hl, S},      {PTDP_BUF_WORK_DFC, z.N * z.fl, S},
     {PTDP_BUF_WORK_ATTN, c->flash_attention ? 0 : z.s * z.s, F}, {PTDP_BUF_WORK_XENT, 3 * z.N, F},
     {PTDP_BUF_WORK_GRAD_A, z.Nl * z.h, S},    {PTDP_BUF_WORK_GRAD_B, z.Nl * z.h, S},
-    {PTDP_BUF_WORK_POSITIONS, z.Nl, sizeof(int32_t)}};
+    {PTDP_BUF_WORK_POSITIONS, z.Nl, sizeof(int32_t)},
+    {PTDP_BUF_WORK_ROPE, c->shape.arch.position == PTDP_POS_ROPE ? (long long)c->shape.max_pos * z.rd : 0, F}};
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
     PTDP_CALL(add(pl, w[i].k, none, none, none, 0, 0, (size_t)w[i].n * w[i].unit));
   const int per = ptdp_params_layers_per_chunk(&c->shape, &c->pos);

@@ -17,5 +17,9 @@ ptdp_rank_shape ptdp_rank_shape_of(const ptdp_model_shape *m, int seq, int micro
   r.vl = r.padded_vocab / t;
   r.v0 = (long long)tp_rank * r.vl;
   r.att = r.b * r.al * r.s * r.s;
+  if (m->arch.position == PTDP_POS_ROPE) {
+    const double pct = m->arch.rotary_percent > 0 ? m->arch.rotary_percent : 1.0;
+    r.rd = (int)(r.hd * pct) / 2 * 2;
+  }
   return r;
 }

@@ -59,6 +59,8 @@ static int uses_half(const void *a, int world) { return in(a)->fp16 || in(a)->bf
 static const ptdp_opt_effect if_half = {uses_half, "neither fp16 nor bf16 is set"};
 static int on_cuda(const void *a, int world) { return in(a)->backend == PTDP_BACKEND_CUDA; }
 static const ptdp_opt_effect if_cuda = {on_cuda, "backend is not cuda"};
+static int uses_rope(const void *a, int world) { return in(a)->position_embedding_type == PTDP_POS_ROPE; }
+static const ptdp_opt_effect if_rope = {uses_rope, "position-embedding-type is not rope"};
 static int nccl_possible(const void *a, int world)
 {
   return in(a)->backend == PTDP_BACKEND_CUDA && in(a)->comm_backend != PTDP_COMM_MPI;
@@ -88,7 +90,27 @@ static const ptdp_option table[] = {
    "dropout on embeddings and residual branches", ALWAYS},
   {"attention-dropout", PTDP_OPT_REAL, OFF(attention_dropout), "0.1", 0, 0.99, NULL,
    "dropout on attention probabilities", ALWAYS},
-  {"layernorm-epsilon", PTDP_OPT_REAL, OFF(layernorm_epsilon), "1e-5", 1e-12, 1, NULL, "LayerNorm epsilon", ALWAYS},
+  {"layernorm-epsilon", PTDP_OPT_REAL, OFF(layernorm_epsilon), "1e-5", 1e-12, 1, NULL,
+   "epsilon of the normalisation layers (LayerNorm or RMSNorm; Megatron's norm-epsilon)", ALWAYS},
+  /* the architecture: the defaults are GPT-2's; Llama: RMSNorm, rope, disable-bias-linear, untied */
+  {"normalization", PTDP_OPT_ENUM, ENUM_OFF(normalization), "LayerNorm", 0, 0, "LayerNorm|RMSNorm",
+   "normalisation layers: LayerNorm (weight and bias), RMSNorm (weight only, no mean subtracted)", ALWAYS},
+  {"position-embedding-type", PTDP_OPT_ENUM, ENUM_OFF(position_embedding_type), "learned_absolute", 0, 0,
+   "learned_absolute|rope|none",
+   "positions: a learned table added to the embeddings (GPT-2), rotary embedding of queries and keys (Llama), or "
+   "none", ALWAYS},
+  {"rotary-base", PTDP_OPT_REAL, OFF(rotary_base), "10000", 1, 1e12, NULL,
+   "rope: base of the rotary angles (Llama 3: 500000)", &if_rope},
+  {"rotary-percent", PTDP_OPT_REAL, OFF(rotary_percent), "1.0", 0.01, 1, NULL,
+   "rope: the fraction of each head the rotation turns", &if_rope},
+  {"rotary-interleaved", PTDP_OPT_BOOL, OFF(rotary_interleaved), "false", 0, 0, NULL,
+   "rope: turn adjacent pairs (2i, 2i+1); false: pairs (i, i + d/2), the rotate-half layout of Llama and Hugging "
+   "Face",
+   &if_rope},
+  {"disable-bias-linear", PTDP_OPT_BOOL, OFF(disable_bias_linear), "false", 0, 0, NULL,
+   "no biases on the linear layers (QKV, projection, fc1, fc2), as Llama", ALWAYS},
+  {"untie-embeddings-and-output-weights", PTDP_OPT_BOOL, OFF(untie_embeddings_and_output_weights), "false", 0, 0,
+   NULL, "the output layer is a tensor of its own instead of the word embedding", ALWAYS},
   /* batches and iterations */
   {"micro-batch-size", PTDP_OPT_INT, OFF(micro_batch_size), "2", 1, 1 << 20, NULL,
    "samples per micro-batch (b)", ALWAYS},
@@ -279,6 +301,14 @@ void ptdp_args_print(const ptdp_options *o, FILE *out)
             src);
   }
   fprintf(out, "-------------------- end of arguments ---------------------\n");
+}
+
+ptdp_arch ptdp_args_arch(const ptdp_args *a)
+{
+  return (ptdp_arch){.norm = a->normalization, .no_linear_bias = a->disable_bias_linear,
+                     .untie = a->untie_embeddings_and_output_weights, .position = a->position_embedding_type,
+                     .rotary_base = a->rotary_base, .rotary_percent = a->rotary_percent,
+                     .rotary_interleaved = a->rotary_interleaved};
 }
 
 long long ptdp_args_ffn(const ptdp_args *a) { return a->ffn_hidden_size ? a->ffn_hidden_size : 4 * a->hidden_size; }

@@ -172,7 +172,10 @@ int ptdp_dump_open(ptdp_dump **out, const ptdp_dump_run *run, const char *path)
     {"train_iters", (double)a->train_iters}, {"seed", (double)a->seed}, {"init_method_std", a->init_method_std},
     {"clip_grad", a->clip_grad}, {"weight_decay", a->weight_decay}, {"adam_beta1", a->adam_beta1},
     {"adam_beta2", a->adam_beta2}, {"adam_eps", a->adam_eps}, {"hidden_dropout", a->hidden_dropout},
-    {"attention_dropout", a->attention_dropout}};
+    {"attention_dropout", a->attention_dropout}, {"normalization", c->arch.norm},
+    {"position_embedding_type", c->arch.position}, {"rotary_base", m->sh.rd ? c->arch.rotary_base : 0},
+    {"rotary_dim", m->sh.rd}, {"rotary_interleaved", c->arch.rotary_interleaved},
+    {"disable_bias_linear", c->arch.no_linear_bias}, {"untie_embeddings", c->arch.untie}};
   for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) PTDP_CALL(attr_double(d->file, at[i].k, at[i].v));
   d->iters = a->train_iters;
   PTDP_CALLOC(d->loss, d->iters + 1, sizeof(double));

@@ -176,7 +176,8 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
     .chunks = v, .schedule = sk, .m = tr->m,
     .recompute = a->recompute_granularity, .recompute_method = a->recompute_method,
     .recompute_num_layers = (int)a->recompute_num_layers, .bucket_elems = a->ddp_bucket_size, .dp_size = (int)d,
-    .distributed_optimizer = a->use_distributed_optimizer, .dtype = dt, .flash_attention = flash};
+    .distributed_optimizer = a->use_distributed_optimizer, .dtype = dt, .flash_attention = flash,
+    .arch = ptdp_args_arch(a)};
   /* the resolved model shape is what checkpoints record (use-checkpoint-args reads it back) */
   tr->args.vocab_size = tr->vocab;
   tr->args.ffn_hidden_size = mc.ffn;

@@ -77,17 +77,59 @@ import torch.nn.functional as F
 torch.set_default_dtype(torch.float64)
 
 
-class Block(nn.Module):
-    """Pre-LayerNorm transformer layer: x + proj(attn(LN1 x)), then + fc2(gelu(fc1(LN2 x)))."""
+class Arch:
+    """The architecture beyond the sizes, from the dump's attributes (0: GPT-2's choice)."""
 
-    def __init__(self, h, heads, ffn, eps):
+    def __init__(self, at):
+        self.rmsnorm = int(at.get("normalization", 0)) == 1
+        self.rope = int(at.get("position_embedding_type", 0)) == 1
+        self.learned_pos = int(at.get("position_embedding_type", 0)) == 0
+        self.rotary_base = at.get("rotary_base", 10000.0)
+        self.rotary_dim = int(at.get("rotary_dim", 0))
+        self.rotary_interleaved = int(at.get("rotary_interleaved", 0)) == 1
+        self.bias = int(at.get("disable_bias_linear", 0)) == 0
+        self.untie = int(at.get("untie_embeddings", 0)) == 1
+
+
+def norm(x, w, b, eps, arch):
+    """LayerNorm, or RMSNorm (x / sqrt(mean(x^2) + eps) w: no mean subtracted, no bias)."""
+    if arch.rmsnorm:
+        return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+    return F.layer_norm(x, (x.shape[-1],), w, b, eps)
+
+
+def rotary(t, arch):
+    """The rotary embedding of t [b, a, s, hd] at positions 0 .. s-1: the first rotary_dim columns
+    of each head turn by pos base^(-2i/rd), pairs (i, i + rd/2) (Llama's rotate-half) or (2i, 2i+1)
+    when interleaved (RoFormer's); angles in float64 here."""
+    s, rd = t.shape[2], arch.rotary_dim
+    inv = arch.rotary_base ** (-torch.arange(0, rd, 2, dtype=torch.float64) / rd)
+    ang = torch.arange(s, dtype=torch.float64)[:, None] * inv[None, :]  # [s, rd/2]
+    c, sn = torch.cos(ang), torch.sin(ang)
+    rot, rest = t[..., :rd], t[..., rd:]
+    if arch.rotary_interleaved:
+        x1, x2 = rot[..., 0::2], rot[..., 1::2]
+        y = torch.stack([x1 * c - x2 * sn, x2 * c + x1 * sn], dim=-1).flatten(-2)
+    else:
+        x1, x2 = rot[..., :rd // 2], rot[..., rd // 2:]
+        y = torch.cat([x1 * c - x2 * sn, x2 * c + x1 * sn], dim=-1)
+    return torch.cat([y, rest], dim=-1)
+
+
+class Block(nn.Module):
+    """Pre-norm transformer layer: x + proj(attn(norm1 x)), then + fc2(gelu(fc1(norm2 x)))."""
+
+    def __init__(self, h, heads, ffn, eps, arch):
         super().__init__()
-        self.h, self.heads, self.hd, self.eps = h, heads, h // heads, eps
-        self.ln1_w, self.ln1_b = nn.Parameter(torch.ones(h)), nn.Parameter(torch.zeros(h))
-        self.q, self.k, self.v = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
-        self.proj = nn.Linear(h, h)
-        self.ln2_w, self.ln2_b = nn.Parameter(torch.ones(h)), nn.Parameter(torch.zeros(h))
-        self.fc1, self.fc2 = nn.Linear(h, ffn), nn.Linear(ffn, h)
+        self.h, self.heads, self.hd, self.eps, self.arch = h, heads, h // heads, eps, arch
+        self.ln1_w = nn.Parameter(torch.ones(h))
+        self.ln1_b = None if arch.rmsnorm else nn.Parameter(torch.zeros(h))
+        bias = arch.bias
+        self.q, self.k, self.v = nn.Linear(h, h, bias), nn.Linear(h, h, bias), nn.Linear(h, h, bias)
+        self.proj = nn.Linear(h, h, bias)
+        self.ln2_w = nn.Parameter(torch.ones(h))
+        self.ln2_b = None if arch.rmsnorm else nn.Parameter(torch.zeros(h))
+        self.fc1, self.fc2 = nn.Linear(h, ffn, bias), nn.Linear(ffn, h, bias)
 
     def attention(self, x):  # x [s, b, h]
         s, b, _ = x.shape
@@ -96,6 +138,8 @@ class Block(nn.Module):
             return t.view(s, b, self.heads, self.hd).permute(1, 2, 0, 3)
 
         q, k, v = heads(self.q(x)), heads(self.k(x)), heads(self.v(x))
+        if self.arch.rope:
+            q, k = rotary(q, self.arch), rotary(k, self.arch)
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.hd)  # [b, a, s, s]
         causal = torch.ones(s, s, dtype=torch.bool).triu(1)    # key after query: masked
         probs = F.softmax(scores.masked_fill(causal, float("-inf")), dim=-1)
@@ -103,93 +147,113 @@ class Block(nn.Module):
         return self.proj(ctx)
 
     def forward(self, x):
-        x = x + self.attention(F.layer_norm(x, (self.h,), self.ln1_w, self.ln1_b, self.eps))
-        y = F.layer_norm(x, (self.h,), self.ln2_w, self.ln2_b, self.eps)
+        x = x + self.attention(norm(x, self.ln1_w, self.ln1_b, self.eps, self.arch))
+        y = norm(x, self.ln2_w, self.ln2_b, self.eps, self.arch)
         return x + self.fc2(F.gelu(self.fc1(y), approximate="tanh"))
 
 
 class GPT(nn.Module):
-    def __init__(self, V, P, h, heads, ffn, layers, eps):
+    def __init__(self, V, P, h, heads, ffn, layers, eps, arch):
         super().__init__()
-        self.h, self.eps = h, eps
-        self.wte, self.wpe = nn.Embedding(V, h), nn.Embedding(P, h)
-        self.blocks = nn.ModuleList(Block(h, heads, ffn, eps) for _ in range(layers))
-        self.lnf_w, self.lnf_b = nn.Parameter(torch.ones(h)), nn.Parameter(torch.zeros(h))
+        self.h, self.eps, self.arch = h, eps, arch
+        self.wte = nn.Embedding(V, h)
+        self.wpe = nn.Embedding(P, h) if arch.learned_pos else None
+        self.blocks = nn.ModuleList(Block(h, heads, ffn, eps, arch) for _ in range(layers))
+        self.lnf_w = nn.Parameter(torch.ones(h))
+        self.lnf_b = None if arch.rmsnorm else nn.Parameter(torch.zeros(h))
+        self.out_w = nn.Parameter(torch.zeros(V, h)) if arch.untie else None
 
     def forward(self, tokens):  # tokens [s, b] -> logits [s, b, V]
         s = tokens.shape[0]
-        x = self.wte(tokens) + self.wpe(torch.arange(s))[:, None, :]
+        x = self.wte(tokens)
+        if self.wpe is not None:
+            x = x + self.wpe(torch.arange(s))[:, None, :]
         for blk in self.blocks:
             x = blk(x)
-        x = F.layer_norm(x, (self.h,), self.lnf_w, self.lnf_b, self.eps)
-        return F.linear(x, self.wte.weight)  # output layer tied to the word embedding
+        x = norm(x, self.lnf_w, self.lnf_b, self.eps, self.arch)
+        return F.linear(x, self.out_w if self.out_w is not None else self.wte.weight)  # tied unless untied
 
 
 # ---- name mapping: Megatron-core name <-> module tensors -----------------------------------------
 
 def megatron_views(model, which, heads):
     """{Megatron name: tensor} built from the module's parameters (which = 'data' or 'grad'),
-    in Megatron's layouts (fused QKV rows [head][q|k|v][head_dim])."""
+    in Megatron's layouts (fused QKV rows [head][q|k|v][head_dim]); tensors the architecture does
+    not have (biases of RMSNorm or of disable-bias-linear, the position table with rotary
+    positions, the untied output layer of a tied model) are left out."""
     get = (lambda p: p.detach()) if which == "data" else (lambda p: p.grad.detach())
     out = {"embedding.word_embeddings.weight": get(model.wte.weight),
-           "embedding.position_embeddings.weight": get(model.wpe.weight),
-           "decoder.final_layernorm.weight": get(model.lnf_w),
-           "decoder.final_layernorm.bias": get(model.lnf_b)}
+           "decoder.final_layernorm.weight": get(model.lnf_w)}
+    opt = {"embedding.position_embeddings.weight": model.wpe.weight if model.wpe is not None else None,
+           "decoder.final_layernorm.bias": model.lnf_b, "output_layer.weight": model.out_w}
+    out.update({n: get(p) for n, p in opt.items() if p is not None})
     for L, blk in enumerate(model.blocks):
         pre = "decoder.layers.%d." % L
         hd, h = blk.hd, blk.h
         w = torch.stack([get(blk.q.weight).view(heads, hd, h), get(blk.k.weight).view(heads, hd, h),
                          get(blk.v.weight).view(heads, hd, h)], dim=1)  # [a, 3, hd, h]
-        bb = torch.stack([get(blk.q.bias).view(heads, hd), get(blk.k.bias).view(heads, hd),
-                          get(blk.v.bias).view(heads, hd)], dim=1)       # [a, 3, hd]
         out[pre + "input_layernorm.weight"] = get(blk.ln1_w)
-        out[pre + "input_layernorm.bias"] = get(blk.ln1_b)
         out[pre + "self_attention.linear_qkv.weight"] = w.reshape(3 * h, h)
-        out[pre + "self_attention.linear_qkv.bias"] = bb.reshape(3 * h)
         out[pre + "self_attention.linear_proj.weight"] = get(blk.proj.weight)
-        out[pre + "self_attention.linear_proj.bias"] = get(blk.proj.bias)
         out[pre + "pre_mlp_layernorm.weight"] = get(blk.ln2_w)
-        out[pre + "pre_mlp_layernorm.bias"] = get(blk.ln2_b)
         out[pre + "mlp.linear_fc1.weight"] = get(blk.fc1.weight)
-        out[pre + "mlp.linear_fc1.bias"] = get(blk.fc1.bias)
         out[pre + "mlp.linear_fc2.weight"] = get(blk.fc2.weight)
-        out[pre + "mlp.linear_fc2.bias"] = get(blk.fc2.bias)
+        if blk.ln1_b is not None:
+            out[pre + "input_layernorm.bias"] = get(blk.ln1_b)
+            out[pre + "pre_mlp_layernorm.bias"] = get(blk.ln2_b)
+        if blk.arch.bias:
+            bb = torch.stack([get(blk.q.bias).view(heads, hd), get(blk.k.bias).view(heads, hd),
+                              get(blk.v.bias).view(heads, hd)], dim=1)       # [a, 3, hd]
+            out[pre + "self_attention.linear_qkv.bias"] = bb.reshape(3 * h)
+            out[pre + "self_attention.linear_proj.bias"] = get(blk.proj.bias)
+            out[pre + "mlp.linear_fc1.bias"] = get(blk.fc1.bias)
+            out[pre + "mlp.linear_fc2.bias"] = get(blk.fc2.bias)
     return out
 
 
 def load_megatron(model, group, heads):
-    """Copy the datasets of an HDF5 group (Megatron names and layouts) into the module."""
+    """Copy the datasets of an HDF5 group (Megatron names and layouts) into the module: the
+    inverse of megatron_views."""
     def t(name):
         return torch.from_numpy(np.asarray(group[name], dtype=np.float64))
 
     with torch.no_grad():
         model.wte.weight.copy_(t("embedding.word_embeddings.weight"))
-        model.wpe.weight.copy_(t("embedding.position_embeddings.weight"))
+        if model.wpe is not None:
+            model.wpe.weight.copy_(t("embedding.position_embeddings.weight"))
+        if model.out_w is not None:
+            model.out_w.copy_(t("output_layer.weight"))
         model.lnf_w.copy_(t("decoder.final_layernorm.weight"))
-        model.lnf_b.copy_(t("decoder.final_layernorm.bias"))
+        if model.lnf_b is not None:
+            model.lnf_b.copy_(t("decoder.final_layernorm.bias"))
         for L, blk in enumerate(model.blocks):
             pre = "decoder.layers.%d." % L
             hd, h = blk.hd, blk.h
             w = t(pre + "self_attention.linear_qkv.weight").view(heads, 3, hd, h)
-            bb = t(pre + "self_attention.linear_qkv.bias").view(heads, 3, hd)
             for j, lin in enumerate((blk.q, blk.k, blk.v)):
                 lin.weight.copy_(w[:, j].reshape(h, h))
-                lin.bias.copy_(bb[:, j].reshape(h))
             blk.ln1_w.copy_(t(pre + "input_layernorm.weight"))
-            blk.ln1_b.copy_(t(pre + "input_layernorm.bias"))
             blk.proj.weight.copy_(t(pre + "self_attention.linear_proj.weight"))
-            blk.proj.bias.copy_(t(pre + "self_attention.linear_proj.bias"))
             blk.ln2_w.copy_(t(pre + "pre_mlp_layernorm.weight"))
-            blk.ln2_b.copy_(t(pre + "pre_mlp_layernorm.bias"))
             blk.fc1.weight.copy_(t(pre + "mlp.linear_fc1.weight"))
-            blk.fc1.bias.copy_(t(pre + "mlp.linear_fc1.bias"))
             blk.fc2.weight.copy_(t(pre + "mlp.linear_fc2.weight"))
-            blk.fc2.bias.copy_(t(pre + "mlp.linear_fc2.bias"))
+            if blk.ln1_b is not None:
+                blk.ln1_b.copy_(t(pre + "input_layernorm.bias"))
+                blk.ln2_b.copy_(t(pre + "pre_mlp_layernorm.bias"))
+            if blk.arch.bias:
+                bb = t(pre + "self_attention.linear_qkv.bias").view(heads, 3, hd)
+                for j, lin in enumerate((blk.q, blk.k, blk.v)):
+                    lin.bias.copy_(bb[:, j].reshape(h))
+                blk.proj.bias.copy_(t(pre + "self_attention.linear_proj.bias"))
+                blk.fc1.bias.copy_(t(pre + "mlp.linear_fc1.bias"))
+                blk.fc2.bias.copy_(t(pre + "mlp.linear_fc2.bias"))
 
 
 def no_decay_names(model):
-    """Biases and LayerNorm parameters: no weight decay (as Megatron and ptdp)."""
-    return {n for n, p in model.named_parameters() if n.endswith("bias") or n.endswith("_w") or n.endswith("_b")}
+    """Biases and norm parameters: no weight decay (as Megatron and ptdp); the untied output layer
+    out_w decays like the other weights."""
+    norms = ("ln1_w", "ln1_b", "ln2_w", "ln2_b", "lnf_w", "lnf_b")
+    return {n for n, p in model.named_parameters() if n.endswith("bias") or n.split(".")[-1] in norms}
 
 
 # ---- one iteration -------------------------------------------------------------------------------
@@ -280,8 +344,17 @@ def main():
     lm_loss, lrs, gnorm = (np.asarray(f[k], dtype=np.float64) for k in ("lm_loss", "lr", "grad_norm"))
     print("reference check of %s: %d layers, h %d, %d heads, ffn %d, s %d, b %d, B %d, vocab %d, %d iterations"
           % (args.dump, L, h, a, ffn, s, b, B, V, iters))
+    print("architecture: %s, %s positions%s, %s, %s" % (
+        "RMSNorm" if at.get("normalization", 0) == 1 else "LayerNorm",
+        {0: "learned", 1: "rotary", 2: "no"}[int(at.get("position_embedding_type", 0))],
+        " (base %g, %d columns, %s)" % (at.get("rotary_base", 0), int(at.get("rotary_dim", 0)),
+                                        "interleaved" if at.get("rotary_interleaved", 0) else "rotate-half")
+        if at.get("position_embedding_type", 0) == 1 else "",
+        "no linear biases" if at.get("disable_bias_linear", 0) else "linear biases",
+        "untied output layer" if at.get("untie_embeddings", 0) else "tied output layer"))
 
-    model = GPT(V, P, h, a, ffn, L, eps)
+    arch = Arch(at)
+    model = GPT(V, P, h, a, ffn, L, eps, arch)
     if args.weights:
         ck = h5py.File(args.weights, "r")
         load_megatron(model, {n: ck["model/" + n.replace(".", "/")] for n in f["init"].keys()}, a)

@@ -12,6 +12,9 @@
 # Then the reference takes its weights from a ptdp checkpoint: a t = 2 run saves at iteration 3,
 # one rank starts from it with finetune (weights only) and its 10 iterations are checked against
 # PyTorch starting from the checkpoint's /model datasets, read by h5py.
+# The Llama family's architecture (RMSNorm, rotary positions, no linear biases, untied output
+# layer) on one rank and t2 with sequence parallelism, and with interleaved, partial rotations at
+# Llama 3's base: the reference reads the architecture from the dump's attributes.
 # SKIP (77) when $PYTHON3 has no torch or h5py.
 . "$top_srcdir/validation/tests/common.sh"
 : "${PYTHON3:=python3}"
@@ -77,6 +80,26 @@ EOF
     ok $? "t1 and $other dumps hold the same tokens and initial weights"
   done
 fi
+# the Llama family's architecture (issue 24): RMSNorm, rotary positions, no linear biases, the
+# output layer untied; rotate-half and interleaved rotations, a partial rotary dimension and
+# Llama 3's base; one rank, and t2 with sequence parallelism (the rotation of each rank's heads)
+LLAMA="--normalization RMSNorm --position-embedding-type rope --disable-bias-linear --untie-embeddings-and-output-weights"
+# shellcheck disable=SC2086
+run_case llama_t1 1 $LLAMA
+# shellcheck disable=SC2086
+run_case llama_t2sp 2 $LLAMA --tensor-model-parallel-size 2 --sequence-parallel
+# shellcheck disable=SC2086
+run_case llama_interleaved 1 $LLAMA --rotary-interleaved --rotary-percent 0.5 --rotary-base 500000
+# the check must see a rotation that is not ptdp's: the same dump told it was rotate-half, or at
+# Llama 2's base, is refused (the planted mistakes)
+for plant in rotary_interleaved=0 rotary_base=10000; do
+  cp "$TMPD/llama_interleaved.h5" "$TMPD/plant.h5"
+  "$PYTHON3" -c 'import sys, h5py; k, v = sys.argv[2].split("="); h5py.File(sys.argv[1], "r+").attrs[k] = float(v)' \
+    "$TMPD/plant.h5" "$plant"
+  "$PYTHON3" "$REF" --quiet "$TMPD/plant.h5" > "$TMPD/plant.log" 2>&1
+  [ $? -eq 1 ]
+  ok $? "the reference fails on the interleaved run's dump planted with $plant ($(tail -1 "$TMPD/plant.log"))"
+done
 $MPIRUN -n 2 "$TRAIN" "$TMPD/tiny.in" --tensor-model-parallel-size 2 --save "$TMPD/ck" --exit-interval 3 \
   > "$TMPD/ck.log" 2>&1
 ok $? "ptdp-train t2: saved a checkpoint at iteration 3"

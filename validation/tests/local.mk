@@ -4,9 +4,9 @@ TESTS += validation/tests/test_bad_input.sh \
   validation/tests/test_equivalence_tp_dp.sh \
   validation/tests/test_equivalence_pp.sh \
   validation/tests/test_mixed_precision.sh validation/tests/test_bf16_corpus.sh \
-  validation/tests/test_flash_attention.sh
+  validation/tests/test_flash_attention.sh validation/tests/test_equivalence_llama.sh
 dist_noinst_SCRIPTS += validation/tests/test_bad_input.sh \
   validation/tests/test_equivalence_tp_dp.sh \
   validation/tests/test_equivalence_pp.sh \
   validation/tests/test_mixed_precision.sh validation/tests/test_bf16_corpus.sh \
-  validation/tests/test_flash_attention.sh validation/tests/compare_dumps.py validation/tests/equivalence_lib.sh
+  validation/tests/test_flash_attention.sh validation/tests/test_equivalence_llama.sh validation/tests/compare_dumps.py validation/tests/equivalence_lib.sh

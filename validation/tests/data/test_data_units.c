@@ -75,7 +75,7 @@ static void test_tokenizer(void)
 
   ptdp_tokenizer *tok = NULL, *bytes = NULL;
   EXPECT(ptdp_tokenizer_create_gpt2(&tok, vpath, mpath) == 0, "synthetic GPT-2 tokenizer loads");
-  EXPECT(ptdp_tokenizer_create(&bytes, "ByteLevel", NULL, NULL) == 0, "byte tokenizer");
+  EXPECT(ptdp_tokenizer_create(&bytes, "ByteLevel", NULL, NULL, NULL) == 0, "byte tokenizer");
   if (!tok || !bytes) return;
   EXPECT(ptdp_tokenizer_vocab_size(tok) == 262 && ptdp_tokenizer_eod(tok) == 261, "vocab 262, eod 261");
   EXPECT(ptdp_tokenizer_vocab_size(bytes) == 257 && ptdp_tokenizer_eod(bytes) == 256, "bytes: vocab 257, eod 256");
@@ -124,7 +124,7 @@ static void test_tokenizer(void)
   ptdp_error_clear();
   EXPECT(ptdp_tokenizer_create_gpt2(&none, mpath, mpath) != 0, "a merges file is not a vocabulary");
   ptdp_error_clear();
-  EXPECT(ptdp_tokenizer_create(&none, "Nope", NULL, NULL) != 0, "unknown tokenizer type fails");
+  EXPECT(ptdp_tokenizer_create(&none, "Nope", NULL, NULL, NULL) != 0, "unknown tokenizer type fails");
   ptdp_error_clear();
   ptdp_error_set_quiet(0);
   ptdp_tokenizer_destroy(&tok);

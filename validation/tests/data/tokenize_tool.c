@@ -1,6 +1,8 @@
 /* tokenize_tool: a thin command line over ptdp's tokenizer, for the shell tests and the
  * benchmark.
  *   tokenize_tool TYPE VOCAB MERGES encode FILE     ids of FILE's bytes, one per line
+ *   tokenize_tool TYPE VOCAB MERGES encode-docs FILE  FILE's NUL-separated documents encoded
+ *       one by one, each document's ids on one line (space-separated)
  *   tokenize_tool TYPE VOCAB MERGES roundtrip FILE  exit 0 iff decode(encode(FILE)) == FILE
  *   tokenize_tool TYPE VOCAB MERGES bench FILE [REPEAT]  tokens/s and MB/s, best of REPEAT
  *   tokenize_tool TYPE VOCAB MERGES distinct N LIMIT_MIB [check]
@@ -8,7 +10,8 @@
  *       so every word is new to the cache) with a word cache of LIMIT_MIB; print tokens/s,
  *       the cache's counters and the most bytes it held; with "check", also encode the same
  *       text with a cache too large to be emptied and exit non-zero if any id differs
- * TYPE is GPT2BPETokenizer or ByteLevel ("-" for unused files). */
+ * TYPE is GPT2BPETokenizer, ByteLevel ("-" for unused files) or HuggingFaceTokenizer (VOCAB is then the
+ * tokenizer.json, MERGES "-"). */
 #include "ptdp/error.h"
 #include "ptdp/tokenizer.h"
 
@@ -113,11 +116,29 @@ static int distinct(ptdp_tokenizer *proto, int argc, char **argv)
   return rc;
 }
 
+/* Each NUL-separated document of text[0..len) encoded alone, its ids on one line. */
+static int encode_docs(ptdp_tokenizer *tok, const char *text, size_t len)
+{
+  size_t i = 0;
+  while (1) {
+    const char *nul = memchr(text + i, '\0', len - i);
+    size_t e = nul ? (size_t)(nul - text) : len;
+    int32_t *ids;
+    size_t n;
+    PTDP_CALL(ptdp_tokenizer_encode(tok, text + i, e - i, &ids, &n));
+    for (size_t k = 0; k < n; k++) printf(k ? " %d" : "%d", (int)ids[k]);
+    putchar('\n');
+    free(ids);
+    if (!nul) return 0;
+    i = e + 1;
+  }
+}
+
 static int run(int argc, char **argv)
 {
   PTDP_CHECK(argc >= 6, "usage: tokenize_tool TYPE VOCAB MERGES encode|roundtrip|bench FILE [REPEAT] | distinct N LIMIT_MIB [check]");
   ptdp_tokenizer *tok;
-  PTDP_CALL(ptdp_tokenizer_create(&tok, argv[1], argv[2], argv[3]));
+  PTDP_CALL(ptdp_tokenizer_create(&tok, argv[1], argv[2], argv[3], argv[2]));
   if (strcmp(argv[4], "distinct") == 0) {
     int rc = distinct(tok, argc, argv);
     ptdp_tokenizer_destroy(&tok);
@@ -146,6 +167,8 @@ static int run(int argc, char **argv)
     printf("tokenizer %s: %zu bytes -> %zu tokens in %.3f s (best of %d, first %.3f s): "
            "%.0f tokens/s, %.2f MB/s\n",
            ptdp_tokenizer_type_name(tok), len, n, best, repeat, cold, (double)n / best, (double)len / best / 1e6);
+  } else if (strcmp(mode, "encode-docs") == 0) {
+    PTDP_CALL(encode_docs(tok, text, len));
   } else {
     PTDP_CALL(ptdp_tokenizer_encode(tok, text, len, &ids, &n));
     if (strcmp(mode, "encode") == 0) {

@@ -1,6 +1,7 @@
 /* The inference forward pass and the sampler of ptdp-generate (include/ptdp/generate.h).
  *
- *   test_generate [cpu|guard]     on t = the number of ranks (p = 1)
+ *   test_generate [cpu|guard [llama]]     on t = the number of ranks (p = 1); llama: RMSNorm, rotary
+ *                                         positions, no linear biases, the output layer untied
  *
  * A 3-layer model (h 64, 4 heads, vocabulary 300: padding rows on every t) with weights from
  * ptdp_gpt_init_params (init-method-std 0.3, so the logits are spread and greedy choices clear):
@@ -197,10 +198,13 @@ int main(int argc, char **argv)
   if (ptdp_grid_create(MPI_COMM_WORLD, world, 1, PTDP_ORDER_TP_DP_PP, &grid) || ptdp_backend_create(backend, NULL, &be) ||
       ptdp_grid_attach_backend(&grid, be))
     MPI_Abort(MPI_COMM_WORLD, 1);
-  const ptdp_gpt_config c = {.num_layers = 3, .hidden = 64, .heads = 4, .ffn = 256, .seq = S, .max_pos = 32,
-                             .micro_batch = 1, .vocab = VOCAB, .vocab_divisible_by = 8, .eps = 1e-5f, .init_std = 0.3f,
-                             .seed = 77, .chunks = 1, .schedule = PTDP_SCHED_1F1B, .m = 1, .dp_size = 1,
-                             .bucket_elems = 1 << 20};
+  ptdp_gpt_config c = {.num_layers = 3, .hidden = 64, .heads = 4, .ffn = 256, .seq = S, .max_pos = 32,
+                       .micro_batch = 1, .vocab = VOCAB, .vocab_divisible_by = 8, .eps = 1e-5f, .init_std = 0.3f,
+                       .seed = 77, .chunks = 1, .schedule = PTDP_SCHED_1F1B, .m = 1, .dp_size = 1,
+                       .bucket_elems = 1 << 20};
+  const int llama = argc > 2 && !strcmp(argv[2], "llama");
+  if (llama) /* the decode path turns each new row by its position in the cache */
+    c.arch = (ptdp_arch){.norm = PTDP_NORM_RMSNORM, .position = PTDP_POS_ROPE, .no_linear_bias = 1, .untie = 1};
   ptdp_gpt m;
   ptdp_generator g;
   if (ptdp_gpt_create(&m, &c, be, &grid) || ptdp_gpt_init_params(&m) || ptdp_generator_create(&g, &m, S))
@@ -209,7 +213,7 @@ int main(int argc, char **argv)
   for (int i = 0; i < S; i++) tokens[i] = (int32_t)(ptdp_rng_mix(1000 + (uint64_t)i) % VOCAB);
   float *ref = malloc(sizeof(float) * S * VOCAB);
   EXPECT(training_logits(&m, tokens, ref) == 0, "the training forward runs");
-  if (wrank == 0) printf("t = %d, backend %s\n", world, backend);
+  if (wrank == 0) printf("t = %d, backend %s%s\n", world, backend, llama ? ", Llama architecture" : "");
   test_logits(&g, tokens, ref);
   test_cache(&g, tokens);
   test_sampler();

@@ -28,6 +28,9 @@ check spsel2 2 --tensor-model-parallel-size 2 --sequence-parallel --recompute-gr
 check full1 1 --recompute-granularity full
 check nodrop1 1 --hidden-dropout 0 --attention-dropout 0
 check pp2 2 --pipeline-model-parallel-size 2
+check rms2 2 --tensor-model-parallel-size 2 --sequence-parallel --normalization RMSNorm --position-embedding-type rope \
+  --disable-bias-linear
+check flash1 1 --attention-backend flash
 # the orderings the formulas predict
 lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
 lt "$m_tp2" "$m_tp1" && lt "$m_tp4" "$m_tp2"; ok $? "more tensor parallelism holds less ($m_tp1 > $m_tp2 > $m_tp4)"
@@ -35,6 +38,12 @@ lt "$m_sp2" "$m_tp2"; ok $? "sequence parallelism holds less ($m_sp2 < $m_tp2)"
 lt "$m_sel2" "$m_tp2" && lt "$m_spsel2" "$m_sel2" && lt "$m_spsel2" "$m_sp2"; ok $? "selective recomputation holds less, least with SP"
 lt "$m_full1" "$m_spsel2"; ok $? "full recomputation holds least"
 [ "$m_pp2" = "$m_tp1" ]; ok $? "pipeline parallelism does not change a layer's bytes"
+# RMSNorm keeps 1/std and no mean: 2 x 4 Nl bytes fewer than LayerNorm (Nl = s b / t = 64); the
+# rotary embedding turns QKV in place and keeps nothing; no biases change no activation
+[ "$m_rms2" = $((m_sp2 - 2 * 4 * 64)) ]; ok $? "RMSNorm + rope: sp2's bytes less two means ($m_rms2 = $m_sp2 - 512)"
+# flash: no softmax, dropout output and mask (9 b a s^2 / t), the log-sum-exp (4 b a s / t) instead
+[ "$m_flash1" = $((m_tp1 - 9 * 2 * 8 * 64 * 64 + 4 * 2 * 8 * 64)) ]
+ok $? "flash attention: tp1's bytes less 9 b a s^2 plus 4 b a s ($m_flash1)"
 # the layer input alone under full recomputation: 4 bytes x s b h
 [ "$m_full1" = $((4 * 64 * 2 * 64)) ]; ok $? "full recomputation keeps exactly the fp32 layer input, 4 s b h bytes"
 # sequence-parallel and selective: everything scales with 1/t (paper eq. 6: 34 s b h / t)

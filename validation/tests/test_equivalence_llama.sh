@@ -1,0 +1,63 @@
+#!/bin/sh
+# Every layout equals one rank for the Llama family's architecture (issue 24): RMSNorm, rotary
+# positions, no linear biases, the output layer untied from the word embedding.  The small model
+# of the equivalence tests (2 layers; 4 for the pipeline rows), dropout on (the masks must agree across layouts), 20
+# iterations, in the layouts that exercise what the architecture changes: tensor parallelism (each
+# rank turns its own heads), sequence parallelism (RMSNorm on a sequence shard; the rotation
+# needs every row's position), pipeline parallelism (the untied output layer lives on the last
+# stage only: no embedding-group reduction), the interleaved schedule, data parallelism with the
+# distributed optimizer, full and selective recomputation (the rotation runs again), and the
+# fused attention.  bf16 on t2 + SP against one rank in bf16.
+# Tolerances: those of test_equivalence_tp_dp.sh (equivalence_lib.sh; bf16: test_mixed_precision.sh).
+. "$top_srcdir/validation/tests/common.sh"
+. "$top_srcdir/validation/tests/equivalence_lib.sh"
+LLAMA="--normalization RMSNorm --position-embedding-type rope --disable-bias-linear"
+LLAMA="$LLAMA --untie-embeddings-and-output-weights"
+equiv_deck
+
+# shellcheck disable=SC2086
+train ref 1 $LLAMA
+# shellcheck disable=SC2086
+train ref_v256 1 $LLAMA --make-vocab-size-divisible-by 256
+# shellcheck disable=SC2086
+train ref_l4 1 $LLAMA --num-layers 4
+# shellcheck disable=SC2086
+layouts final,init,step1/grads $LLAMA <<'EOF'
+t2_sp         2 ref_v256 --tensor-model-parallel-size 2 --sequence-parallel
+p2            2 ref_l4   --num-layers 4 --pipeline-model-parallel-size 2
+p2_v2         2 ref_l4   --num-layers 4 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1
+d2            2 ref
+full_recomp   1 ref      --recompute-granularity full --recompute-method uniform --recompute-num-layers 2
+sel_recomp    2 ref_v256 --tensor-model-parallel-size 2 --recompute-granularity selective
+EOF
+# shellcheck disable=SC2086
+layouts final,init $LLAMA <<'EOF'
+t2_d2_sp_do   4 ref_v256 --tensor-model-parallel-size 2 --sequence-parallel --use-distributed-optimizer
+EOF
+# the fused attention with the architecture: one rank against the unfused one rank
+# shellcheck disable=SC2086
+train flash 1 $LLAMA --attention-backend flash
+compare flash ref final,init,step1/grads
+
+# the parameter table: no biases, no position table, output_layer.weight of its own
+$PYTHON3 - "$TMPD/ref.h5" <<'PY'
+import sys, h5py
+names = set(h5py.File(sys.argv[1], "r")["init"].keys())
+bad = [n for n in names if n.endswith(".bias") or "position_embeddings" in n]
+ok = not bad and "output_layer.weight" in names and "embedding.word_embeddings.weight" in names
+print("tensors: %d; biases or position table: %s" % (len(names), bad or "none"))
+sys.exit(0 if ok else 1)
+PY
+ok $? "the Llama table: no biases, no position table, an output layer of its own"
+
+# bf16, with test_mixed_precision.sh's bounds
+CMP="$PYTHON3 $top_srcdir/validation/tests/compare_dumps.py --loss-rtol ${PTDP_BF16_LOSS_TOL:-5e-4}"
+CMP="$CMP --grad-tol ${PTDP_BF16_GRAD_TOL:-3e-2} --param-tol 0"
+# shellcheck disable=SC2086
+train ref_bf16_v256 1 $LLAMA --bf16 --make-vocab-size-divisible-by 256
+# shellcheck disable=SC2086
+train bf16_t2_sp 2 $LLAMA --bf16 --tensor-model-parallel-size 2 --sequence-parallel
+compare bf16_t2_sp ref_bf16_v256 init,step1/grads
+
+sed 's/^/  worst: /' "$TMPD/worst"
+finish
