@@ -30,26 +30,40 @@
 /* The model's sizes, as the layouts and the config files need them. */
 typedef struct {
   long long layers, h, heads, ffn, vocab, max_pos;
+  long long groups;   /* query groups (key/value heads): heads without grouped-query attention */
+  long long head_dim; /* kv-channels: h / heads unless given */
+  int untied;         /* the output layer is a tensor of its own */
 } hf_dims;
+/* groups and head_dim where 0: heads and h / heads. */
+void hf_dims_complete(hf_dims *d);
 
 /* What a Hugging Face model directory records besides tensors (config.json's keys). */
 typedef struct {
   hf_dims d;
-  double eps;          /* layer_norm_epsilon */
+  double eps;          /* layer_norm_epsilon (rms_norm_eps) */
+  double rope_theta;   /* Llama: rotary-base */
   double init_std;     /* initializer_range */
   double hidden_dropout, attn_dropout;
   long long eod;       /* bos/eos token id, -1: none */
   ptdp_st_dtype dtype; /* torch_dtype of the tensors */
 } hf_model;
 
-/* How a Hugging Face tensor's rows (before any transpose) come from the Megatron-core tensor's.
+/* How a Hugging Face tensor's rows (before any transpose) come from the Megatron-core tensor's
+ * (hd the head size, a the heads, g the query groups, n = a / g the heads of a group, f the MLP
+ * width):
  *   SAME         row r is row r
- *   QKV_BY_HEAD  Hugging Face's fused [q all heads | k all heads | v all heads] from
- *                Megatron-core's per-head [q k v] (linear_qkv: row a 3 hd + j hd + i is output i
- *                of head a of projection j = 0 q, 1 k, 2 v; Hugging Face's row j h + a hd + i)
- * Llama will add the parts of a grouped linear_qkv (q, k, v of the query groups) and of
- * SwiGLU's linear_fc1 (gate, up), selected by hf_name.part. */
-typedef enum { HF_ROWS_SAME = 0, HF_ROWS_QKV_BY_HEAD } hf_rows;
+ *   QKV_BY_HEAD  GPT-2's fused c_attn, [q all heads | k all heads | v all heads], from
+ *                Megatron-core's per-head [q k v] (linear_qkv, g = a: row a' 3 hd + j hd + i is
+ *                output i of head a' of projection j = 0 q, 1 k, 2 v; Hugging Face's row
+ *                j a hd + a' hd + i)
+ *   QKV_PART     one of Llama's q_proj, k_proj, v_proj (part 0, 1, 2) from Megatron-core's grouped
+ *                linear_qkv: group g' holds [its n query heads, its key, its value], (n + 2) hd
+ *                rows; q_proj row a' hd + i is row g' (n + 2) hd + (a' mod n) hd + i with
+ *                g' = a' / n; k_proj row g' hd + i is row g' (n + 2) hd + n hd + i, v_proj's
+ *                (n + 1) hd + i
+ *   HALF         SwiGLU's gate_proj (part 0) and up_proj (part 1) from linear_fc1 [2f, h] =
+ *                [gate; up]: rows part f + r */
+typedef enum { HF_ROWS_SAME = 0, HF_ROWS_QKV_BY_HEAD, HF_ROWS_QKV_PART, HF_ROWS_HALF } hf_rows;
 
 typedef struct {
   const char *hf;    /* Hugging Face's name; %d: the layer */
@@ -57,6 +71,7 @@ typedef struct {
   hf_rows rows;
   int part;          /* which part of the Megatron-core tensor (0: all of it) */
   int transpose;     /* stored [in, out] (GPT-2's Conv1D) where Megatron-core has [out, in] */
+  int if_untied;     /* only when the output layer is untied (hf_dims.untied): lm_head */
 } hf_name;
 
 typedef struct {
@@ -74,8 +89,22 @@ typedef struct {
 } hf_arch;
 
 extern const hf_arch hf_arch_gpt2;
+/* LlamaForCausalLM (hf_llama.c): its table and config.json, not yet in hf_arch_find: ptdp's model
+ * has no Llama architecture yet (issue 24); test_hf_map checks its layouts. */
+extern const hf_arch hf_arch_llama;
 /* The architecture of a config.json: architectures[0], else model_type; NULL when ptdp has none. */
 const hf_arch *hf_arch_find(const jd_value *cfg);
+
+/* ---- hf_config.c: config.json's keys.  An integer key in [lo, hi] (absent or null: deflt, or
+ * with deflt < 0 an error naming path and key); a real >= 0 (absent: deflt); a boolean that must be
+ * want where present (else an error saying why); torch_dtype's name of t; the shortest text that
+ * reads back as v. */
+int hf_cfg_int(const jd_value *cfg, const char *key, long long deflt, long long lo, long long hi, const char *path,
+               long long *out);
+int hf_cfg_real(const jd_value *cfg, const char *key, double deflt, const char *path, double *out);
+int hf_cfg_bool_is(const jd_value *cfg, const char *key, int want, const char *path, const char *why);
+const char *hf_torch_dtype(ptdp_st_dtype t);
+const char *hf_real_text(char *buf, size_t n, double v);
 
 /* One tensor of a model in host memory: its global shape and fp32 values. */
 typedef struct {

@@ -107,6 +107,7 @@ static hf_model model_of(const ptdp_args *a, ptdp_st_dtype dtype)
                        .max_pos = a->max_position_embeddings ? a->max_position_embeddings : a->seq_length},
                  .eps = a->layernorm_epsilon, .init_std = a->init_method_std, .hidden_dropout = a->hidden_dropout,
                  .attn_dropout = a->attention_dropout, .eod = -1, .dtype = dtype};
+  hf_dims_complete(&hm.d);
   return hm;
 }
 

@@ -9,51 +9,34 @@
 
 #include "ptdp/error.h"
 
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define L "transformer.h.%d."
 #define M "decoder.layers.%d."
 
 static const hf_name gpt2_names[] = {
-  {"transformer.wte.weight", "embedding.word_embeddings.weight", HF_ROWS_SAME, 0, 0},
-  {"transformer.wpe.weight", "embedding.position_embeddings.weight", HF_ROWS_SAME, 0, 0},
-  {L "ln_1.weight", M "input_layernorm.weight", HF_ROWS_SAME, 0, 0},
-  {L "ln_1.bias", M "input_layernorm.bias", HF_ROWS_SAME, 0, 0},
-  {L "attn.c_attn.weight", M "self_attention.linear_qkv.weight", HF_ROWS_QKV_BY_HEAD, 0, 1},
-  {L "attn.c_attn.bias", M "self_attention.linear_qkv.bias", HF_ROWS_QKV_BY_HEAD, 0, 0},
-  {L "attn.c_proj.weight", M "self_attention.linear_proj.weight", HF_ROWS_SAME, 0, 1},
-  {L "attn.c_proj.bias", M "self_attention.linear_proj.bias", HF_ROWS_SAME, 0, 0},
-  {L "ln_2.weight", M "pre_mlp_layernorm.weight", HF_ROWS_SAME, 0, 0},
-  {L "ln_2.bias", M "pre_mlp_layernorm.bias", HF_ROWS_SAME, 0, 0},
-  {L "mlp.c_fc.weight", M "mlp.linear_fc1.weight", HF_ROWS_SAME, 0, 1},
-  {L "mlp.c_fc.bias", M "mlp.linear_fc1.bias", HF_ROWS_SAME, 0, 0},
-  {L "mlp.c_proj.weight", M "mlp.linear_fc2.weight", HF_ROWS_SAME, 0, 1},
-  {L "mlp.c_proj.bias", M "mlp.linear_fc2.bias", HF_ROWS_SAME, 0, 0},
-  {"transformer.ln_f.weight", "decoder.final_layernorm.weight", HF_ROWS_SAME, 0, 0},
-  {"transformer.ln_f.bias", "decoder.final_layernorm.bias", HF_ROWS_SAME, 0, 0},
+  {"transformer.wte.weight", "embedding.word_embeddings.weight", HF_ROWS_SAME, 0, 0, 0},
+  {"transformer.wpe.weight", "embedding.position_embeddings.weight", HF_ROWS_SAME, 0, 0, 0},
+  {L "ln_1.weight", M "input_layernorm.weight", HF_ROWS_SAME, 0, 0, 0},
+  {L "ln_1.bias", M "input_layernorm.bias", HF_ROWS_SAME, 0, 0, 0},
+  {L "attn.c_attn.weight", M "self_attention.linear_qkv.weight", HF_ROWS_QKV_BY_HEAD, 0, 1, 0},
+  {L "attn.c_attn.bias", M "self_attention.linear_qkv.bias", HF_ROWS_QKV_BY_HEAD, 0, 0, 0},
+  {L "attn.c_proj.weight", M "self_attention.linear_proj.weight", HF_ROWS_SAME, 0, 1, 0},
+  {L "attn.c_proj.bias", M "self_attention.linear_proj.bias", HF_ROWS_SAME, 0, 0, 0},
+  {L "ln_2.weight", M "pre_mlp_layernorm.weight", HF_ROWS_SAME, 0, 0, 0},
+  {L "ln_2.bias", M "pre_mlp_layernorm.bias", HF_ROWS_SAME, 0, 0, 0},
+  {L "mlp.c_fc.weight", M "mlp.linear_fc1.weight", HF_ROWS_SAME, 0, 1, 0},
+  {L "mlp.c_fc.bias", M "mlp.linear_fc1.bias", HF_ROWS_SAME, 0, 0, 0},
+  {L "mlp.c_proj.weight", M "mlp.linear_fc2.weight", HF_ROWS_SAME, 0, 1, 0},
+  {L "mlp.c_proj.bias", M "mlp.linear_fc2.bias", HF_ROWS_SAME, 0, 0, 0},
+  {"transformer.ln_f.weight", "decoder.final_layernorm.weight", HF_ROWS_SAME, 0, 0, 0},
+  {"transformer.ln_f.bias", "decoder.final_layernorm.bias", HF_ROWS_SAME, 0, 0, 0},
 };
 #undef L
 #undef M
 
 /* The attention's causal-mask buffers older files carry: not weights. */
 static const char *const gpt2_buffers[] = {".attn.bias", ".attn.masked_bias", NULL};
-
-static const char *torch_dtype(ptdp_st_dtype t)
-{
-  return t == PTDP_ST_BF16 ? "bfloat16" : t == PTDP_ST_F16 ? "float16" : "float32";
-}
-
-/* The shortest text that reads back as v (1e-05, not 1.0000000000000001e-05). */
-static const char *real_text(char *buf, size_t n, double v)
-{
-  for (int digits = 1; digits <= 17; digits++) {
-    snprintf(buf, n, "%.*g", digits, v);
-    if (strtod(buf, NULL) == v) break;
-  }
-  return buf;
-}
 
 static int gpt2_config_write(FILE *f, const hf_model *m)
 {
@@ -66,51 +49,15 @@ static int gpt2_config_write(FILE *f, const hf_model *m)
           d->heads, d->ffn);
   /* ptdp's GELU is the tanh approximation (src/backend/cpu.c), Hugging Face's gelu_new */
   fprintf(f, "  \"activation_function\": \"gelu_new\",\n  \"layer_norm_epsilon\": %s,\n",
-          real_text(eps, sizeof eps, m->eps));
-  real_text(hd, sizeof hd, m->hidden_dropout);
+          hf_real_text(eps, sizeof eps, m->eps));
+  hf_real_text(hd, sizeof hd, m->hidden_dropout);
   fprintf(f, "  \"resid_pdrop\": %s,\n  \"embd_pdrop\": %s,\n  \"attn_pdrop\": %s,\n", hd, hd,
-          real_text(ad, sizeof ad, m->attn_dropout));
-  fprintf(f, "  \"initializer_range\": %s,\n", real_text(std, sizeof std, m->init_std));
+          hf_real_text(ad, sizeof ad, m->attn_dropout));
+  fprintf(f, "  \"initializer_range\": %s,\n", hf_real_text(std, sizeof std, m->init_std));
   fprintf(f, "  \"scale_attn_weights\": true,\n  \"scale_attn_by_inverse_layer_idx\": false,\n"
              "  \"reorder_and_upcast_attn\": false,\n  \"tie_word_embeddings\": true,\n  \"use_cache\": true,\n");
   if (m->eod >= 0) fprintf(f, "  \"bos_token_id\": %lld,\n  \"eos_token_id\": %lld,\n", m->eod, m->eod);
-  fprintf(f, "  \"torch_dtype\": \"%s\"\n}\n", torch_dtype(m->dtype));
-  return 0;
-}
-
-/* Integer key of cfg in [lo, hi]; absent: deflt, or (deflt < 0) an error. */
-static int cfg_int(const jd_value *cfg, const char *key, long long deflt, long long lo, long long hi, const char *path,
-                   long long *out)
-{
-  const jd_value *v = jd_get(cfg, key);
-  if (!v || v->kind == JD_NULL) {
-    PTDP_CHECK(deflt >= 0, "%s: no %s (config.json of a GPT-2 names it)", path, key);
-    *out = deflt;
-    return 0;
-  }
-  PTDP_CHECK(v->kind == JD_NUMBER && v->integral && !v->neg && v->u >= (uint64_t)lo && v->u <= (uint64_t)hi,
-             "%s: %s is not an integer in [%lld, %lld]", path, key, lo, hi);
-  *out = (long long)v->u;
-  return 0;
-}
-
-static int cfg_real(const jd_value *cfg, const char *key, double deflt, const char *path, double *out)
-{
-  const jd_value *v = jd_get(cfg, key);
-  *out = deflt;
-  if (!v || v->kind == JD_NULL) return 0;
-  PTDP_CHECK(v->kind == JD_NUMBER && isfinite(v->num) && v->num >= 0, "%s: %s is not a number >= 0", path, key);
-  *out = v->num;
-  return 0;
-}
-
-/* A boolean key that must have the value ptdp computes with (absent: Hugging Face's default). */
-static int cfg_bool_is(const jd_value *cfg, const char *key, int want, const char *path, const char *why)
-{
-  const jd_value *v = jd_get(cfg, key);
-  if (!v || v->kind == JD_NULL) return 0;
-  PTDP_CHECK(v->kind == JD_TRUE || v->kind == JD_FALSE, "%s: %s is not true or false", path, key);
-  PTDP_CHECK((v->kind == JD_TRUE) == want, "%s: %s is %s: %s", path, key, v->kind == JD_TRUE ? "true" : "false", why);
+  fprintf(f, "  \"torch_dtype\": \"%s\"\n}\n", hf_torch_dtype(m->dtype));
   return 0;
 }
 
@@ -130,25 +77,27 @@ static int gpt2_config_read(const jd_value *cfg, const char *path, hf_model *m)
 {
   hf_dims *d = &m->d;
   const long long big = 1ll << 31;
-  PTDP_CALL(cfg_int(cfg, "vocab_size", -1, 1, big, path, &d->vocab));
-  PTDP_CALL(cfg_int(cfg, "n_embd", -1, 1, big, path, &d->h));
-  PTDP_CALL(cfg_int(cfg, "n_layer", -1, 1, 1 << 16, path, &d->layers));
-  PTDP_CALL(cfg_int(cfg, "n_head", -1, 1, 1 << 16, path, &d->heads));
-  PTDP_CALL(cfg_int(cfg, "n_positions", -1, 1, big, path, &d->max_pos));
-  PTDP_CALL(cfg_int(cfg, "n_inner", 4 * d->h, 1, big, path, &d->ffn)); /* null: 4 n_embd */
+  PTDP_CALL(hf_cfg_int(cfg, "vocab_size", -1, 1, big, path, &d->vocab));
+  PTDP_CALL(hf_cfg_int(cfg, "n_embd", -1, 1, big, path, &d->h));
+  PTDP_CALL(hf_cfg_int(cfg, "n_layer", -1, 1, 1 << 16, path, &d->layers));
+  PTDP_CALL(hf_cfg_int(cfg, "n_head", -1, 1, 1 << 16, path, &d->heads));
+  PTDP_CALL(hf_cfg_int(cfg, "n_positions", -1, 1, big, path, &d->max_pos));
+  PTDP_CALL(hf_cfg_int(cfg, "n_inner", 4 * d->h, 1, big, path, &d->ffn)); /* null: 4 n_embd */
   PTDP_CHECK(d->h % d->heads == 0, "%s: n_embd %lld is not a multiple of n_head %lld", path, d->h, d->heads);
+  hf_dims_complete(d); /* no query groups, head size h / a */
   PTDP_CALL(gpt2_activation(cfg, path));
-  PTDP_CALL(cfg_real(cfg, "layer_norm_epsilon", 1e-5, path, &m->eps));
-  PTDP_CALL(cfg_real(cfg, "initializer_range", 0.02, path, &m->init_std));
-  PTDP_CALL(cfg_real(cfg, "resid_pdrop", 0.1, path, &m->hidden_dropout));
-  PTDP_CALL(cfg_real(cfg, "attn_pdrop", 0.1, path, &m->attn_dropout));
+  PTDP_CALL(hf_cfg_real(cfg, "layer_norm_epsilon", 1e-5, path, &m->eps));
+  PTDP_CALL(hf_cfg_real(cfg, "initializer_range", 0.02, path, &m->init_std));
+  PTDP_CALL(hf_cfg_real(cfg, "resid_pdrop", 0.1, path, &m->hidden_dropout));
+  PTDP_CALL(hf_cfg_real(cfg, "attn_pdrop", 0.1, path, &m->attn_dropout));
   PTDP_CHECK(m->hidden_dropout < 1 && m->attn_dropout < 1, "%s: a dropout probability of 1 or more", path);
-  PTDP_CALL(cfg_bool_is(cfg, "tie_word_embeddings", 1, path,
+  PTDP_CALL(hf_cfg_bool_is(cfg, "tie_word_embeddings", 1, path,
                         "an output layer of its own; ptdp's GPT ties it to the word embedding"));
-  PTDP_CALL(cfg_bool_is(cfg, "scale_attn_weights", 1, path, "ptdp scales the attention scores by 1/sqrt(head size)"));
-  PTDP_CALL(cfg_bool_is(cfg, "scale_attn_by_inverse_layer_idx", 0, path,
+  PTDP_CALL(hf_cfg_bool_is(cfg, "scale_attn_weights", 1, path,
+                           "ptdp scales the attention scores by 1/sqrt(head size)"));
+  PTDP_CALL(hf_cfg_bool_is(cfg, "scale_attn_by_inverse_layer_idx", 0, path,
                         "ptdp does not scale the scores by the layer's index"));
-  PTDP_CALL(cfg_bool_is(cfg, "add_cross_attention", 0, path, "ptdp's GPT has no cross-attention"));
+  PTDP_CALL(hf_cfg_bool_is(cfg, "add_cross_attention", 0, path, "ptdp's GPT has no cross-attention"));
   m->eod = -1;
   return 0;
 }

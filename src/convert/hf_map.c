@@ -11,27 +11,43 @@
 
 /* ---------------------------------------------------------------- rows */
 
-/* Rows of the Hugging Face tensor (before any transpose) of a Megatron-core tensor of mrows. */
-static long long hf_rows_count(hf_rows r, int part, long long mrows)
+void hf_dims_complete(hf_dims *d)
 {
-  (void)r;
-  (void)part;
-  return mrows; /* GPT-2's maps are permutations */
+  if (!d->groups) d->groups = d->heads;
+  if (!d->head_dim) d->head_dim = d->heads ? d->h / d->heads : 0;
 }
 
-/* The Megatron-core row of Hugging Face row r. */
+/* Rows of the Hugging Face tensor (before any transpose) of a Megatron-core tensor of mrows. */
+static long long hf_rows_count(const hf_dims *d, hf_rows how, int part, long long mrows)
+{
+  if (how == HF_ROWS_QKV_PART) return (part == 0 ? d->heads : d->groups) * d->head_dim;
+  if (how == HF_ROWS_HALF) return mrows / 2;
+  return mrows; /* SAME and QKV_BY_HEAD: permutations */
+}
+
+/* The Megatron-core row of Hugging Face row r (hf_rows in convert_impl.h: the formulas). */
 static long long row_of(const hf_dims *d, hf_rows how, int part, long long r)
 {
-  (void)part;
-  if (how == HF_ROWS_SAME) return r;
-  /* QKV_BY_HEAD: r = j h + a hd + i  ->  a 3 hd + j hd + i */
-  const long long hd = d->h / d->heads, j = r / d->h, a = r % d->h / hd, i = r % hd;
-  return a * 3 * hd + j * hd + i;
+  const long long hd = d->head_dim, n = d->heads / d->groups, i = r % hd;
+  switch (how) {
+  case HF_ROWS_QKV_BY_HEAD: { /* r = j a hd + a' hd + i  ->  a' 3 hd + j hd + i */
+    const long long qh = d->heads * hd, j = r / qh, a = r % qh / hd;
+    return a * 3 * hd + j * hd + i;
+  }
+  case HF_ROWS_QKV_PART: {
+    const long long head = r / hd, g = part == 0 ? head / n : head, stride = (n + 2) * hd;
+    return g * stride + (part == 0 ? head % n * hd : (n + part - 1) * hd) + i;
+  }
+  case HF_ROWS_HALF: return (long long)part * d->ffn + r;
+  default: return r;
+  }
 }
 
 /* ---------------------------------------------------------------- the table */
 
 static int is_layered(const hf_name *e) { return strstr(e->mcore, "%d") != NULL; }
+
+static int present(const hf_name *e, const hf_dims *d) { return !e->if_untied || d->untied; }
 
 static const hf_tensor *find_mc(const hf_tensor *mc, int nmc, const char *name)
 {
@@ -55,12 +71,13 @@ static int visit_one(const hf_name *e, int layer, visit_fn fn, void *ctx)
 static int visit(const hf_arch *a, const hf_dims *d, visit_fn fn, void *ctx)
 {
   int first = 0;
-  while (first < a->nnames && !is_layered(&a->names[first])) PTDP_CALL(visit_one(&a->names[first++], 0, fn, ctx));
+  for (; first < a->nnames && !is_layered(&a->names[first]); first++)
+    if (present(&a->names[first], d)) PTDP_CALL(visit_one(&a->names[first], 0, fn, ctx));
   for (long long l = 0; l < d->layers; l++)
     for (int k = first; k < a->nnames; k++)
-      if (is_layered(&a->names[k])) PTDP_CALL(visit_one(&a->names[k], (int)l, fn, ctx));
+      if (is_layered(&a->names[k]) && present(&a->names[k], d)) PTDP_CALL(visit_one(&a->names[k], (int)l, fn, ctx));
   for (int k = first; k < a->nnames; k++)
-    if (!is_layered(&a->names[k])) PTDP_CALL(visit_one(&a->names[k], 0, fn, ctx));
+    if (!is_layered(&a->names[k]) && present(&a->names[k], d)) PTDP_CALL(visit_one(&a->names[k], 0, fn, ctx));
   return 0;
 }
 
@@ -94,7 +111,7 @@ static int export_one(void *vctx, const hf_name *e, const char *hf, const char *
   PTDP_CHECK_INTERNAL(m, "the conversion table names '%s', which the checkpoint's model does not have", mcore);
   PTDP_CHECK_INTERNAL(c->n < c->cap, "more Hugging Face tensors than the table has room for");
   hf_tensor *o = &c->out[c->n++];
-  const long long R = hf_rows_count(e->rows, e->part, m->rows), C = m->cols;
+  const long long R = hf_rows_count(c->d, e->rows, e->part, m->rows), C = m->cols;
   snprintf(o->name, sizeof o->name, "%s", hf);
   o->ndim = m->ndim;
   o->rows = e->transpose && m->ndim == 2 ? C : R;
@@ -155,7 +172,7 @@ static int import_one(void *vctx, const hf_name *e, const char *hf, const char *
   for (int i = 0; i < c->nmc && !m; i++)
     if (!strcmp(c->mc[i].name, mcore)) m = &c->mc[i];
   PTDP_CHECK_INTERNAL(m, "the conversion table names '%s', which the model does not have", mcore);
-  const long long R = hf_rows_count(e->rows, e->part, m->rows), C = m->cols;
+  const long long R = hf_rows_count(c->d, e->rows, e->part, m->rows), C = m->cols;
   const int t = e->transpose && m->ndim == 2;
   float *buf;
   PTDP_ALLOC(buf, sizeof(float) * (size_t)(R * C));

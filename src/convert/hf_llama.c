@@ -1,0 +1,106 @@
+/* LlamaForCausalLM: Hugging Face's names and layouts of a Llama-style ptdp model, and its
+ * config.json.  Not in hf_arch_find yet: ptdp's model gains the Llama architecture (RMSNorm,
+ * rotary positions, SwiGLU, grouped-query attention, no biases, untied output) in issue 24's
+ * other part; test_hf_map checks this table's layouts meanwhile.
+ *
+ * Hugging Face's Llama keeps nn.Linear's [out, in] (no transposes) and separate q_proj, k_proj,
+ * v_proj and gate_proj, up_proj: parts of Megatron-core's linear_qkv (grouped: per query group,
+ * its query heads, then its key, then its value) and linear_fc1 ([gate; up]); see hf_rows.  Its
+ * rotary embedding turns the halves (i, i + d/2) of each head (rotate_half), as Megatron-core does
+ * with rotary-interleaved false: the q and k rows need no permutation. */
+#include "convert_impl.h"
+
+#include "ptdp/error.h"
+
+#include <string.h>
+
+#define L "model.layers.%d."
+#define M "decoder.layers.%d."
+
+static const hf_name llama_names[] = {
+  {"model.embed_tokens.weight", "embedding.word_embeddings.weight", HF_ROWS_SAME, 0, 0, 0},
+  {L "input_layernorm.weight", M "input_layernorm.weight", HF_ROWS_SAME, 0, 0, 0},
+  {L "self_attn.q_proj.weight", M "self_attention.linear_qkv.weight", HF_ROWS_QKV_PART, 0, 0, 0},
+  {L "self_attn.k_proj.weight", M "self_attention.linear_qkv.weight", HF_ROWS_QKV_PART, 1, 0, 0},
+  {L "self_attn.v_proj.weight", M "self_attention.linear_qkv.weight", HF_ROWS_QKV_PART, 2, 0, 0},
+  {L "self_attn.o_proj.weight", M "self_attention.linear_proj.weight", HF_ROWS_SAME, 0, 0, 0},
+  {L "post_attention_layernorm.weight", M "pre_mlp_layernorm.weight", HF_ROWS_SAME, 0, 0, 0},
+  {L "mlp.gate_proj.weight", M "mlp.linear_fc1.weight", HF_ROWS_HALF, 0, 0, 0},
+  {L "mlp.up_proj.weight", M "mlp.linear_fc1.weight", HF_ROWS_HALF, 1, 0, 0},
+  {L "mlp.down_proj.weight", M "mlp.linear_fc2.weight", HF_ROWS_SAME, 0, 0, 0},
+  {"model.norm.weight", "decoder.final_layernorm.weight", HF_ROWS_SAME, 0, 0, 0},
+  {"lm_head.weight", "output_layer.weight", HF_ROWS_SAME, 0, 0, 1},
+};
+#undef L
+#undef M
+
+static const char *const llama_buffers[] = {".rotary_emb.inv_freq", NULL}; /* older files carry it */
+
+static int llama_config_write(FILE *f, const hf_model *m)
+{
+  const hf_dims *d = &m->d;
+  char eps[32], theta[32], std[32];
+  fprintf(f, "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n");
+  fprintf(f, "  \"vocab_size\": %lld,\n  \"hidden_size\": %lld,\n  \"intermediate_size\": %lld,\n", d->vocab, d->h,
+          d->ffn);
+  fprintf(f, "  \"num_hidden_layers\": %lld,\n  \"num_attention_heads\": %lld,\n  \"num_key_value_heads\": %lld,\n",
+          d->layers, d->heads, d->groups);
+  fprintf(f, "  \"head_dim\": %lld,\n  \"max_position_embeddings\": %lld,\n", d->head_dim, d->max_pos);
+  fprintf(f, "  \"hidden_act\": \"silu\",\n  \"rms_norm_eps\": %s,\n  \"rope_theta\": %s,\n  \"rope_scaling\": null,\n",
+          hf_real_text(eps, sizeof eps, m->eps), hf_real_text(theta, sizeof theta, m->rope_theta));
+  fprintf(f, "  \"attention_bias\": false,\n  \"mlp_bias\": false,\n  \"tie_word_embeddings\": %s,\n",
+          d->untied ? "false" : "true");
+  fprintf(f, "  \"initializer_range\": %s,\n  \"use_cache\": true,\n", hf_real_text(std, sizeof std, m->init_std));
+  if (m->eod >= 0) fprintf(f, "  \"bos_token_id\": %lld,\n  \"eos_token_id\": %lld,\n", m->eod, m->eod);
+  fprintf(f, "  \"torch_dtype\": \"%s\"\n}\n", hf_torch_dtype(m->dtype));
+  return 0;
+}
+
+/* Keys whose model ptdp would not compute: refused by name. */
+static int llama_refusals(const jd_value *cfg, const char *path)
+{
+  const jd_value *act = jd_get(cfg, "hidden_act"), *scaling = jd_get(cfg, "rope_scaling");
+  PTDP_CHECK(!act || (act->kind == JD_STRING && !strcmp(act->str, "silu")),
+             "%s: hidden_act is not \"silu\": ptdp's SwiGLU gates with SiLU", path);
+  PTDP_CHECK(!scaling || scaling->kind == JD_NULL, "%s: rope_scaling is set (Llama 3.1's and others' stretched "
+             "positions): ptdp's rotary embedding has no scaling", path);
+  PTDP_CALL(hf_cfg_bool_is(cfg, "attention_bias", 0, path, "ptdp's Llama has no biases on q, k, v and o"));
+  return hf_cfg_bool_is(cfg, "mlp_bias", 0, path, "ptdp's Llama has no biases in the MLP");
+}
+
+static int llama_config_read(const jd_value *cfg, const char *path, hf_model *m)
+{
+  hf_dims *d = &m->d;
+  const long long big = 1ll << 31;
+  PTDP_CALL(llama_refusals(cfg, path));
+  PTDP_CALL(hf_cfg_int(cfg, "vocab_size", -1, 1, big, path, &d->vocab));
+  PTDP_CALL(hf_cfg_int(cfg, "hidden_size", -1, 1, big, path, &d->h));
+  PTDP_CALL(hf_cfg_int(cfg, "intermediate_size", -1, 1, big, path, &d->ffn));
+  PTDP_CALL(hf_cfg_int(cfg, "num_hidden_layers", -1, 1, 1 << 16, path, &d->layers));
+  PTDP_CALL(hf_cfg_int(cfg, "num_attention_heads", -1, 1, 1 << 16, path, &d->heads));
+  PTDP_CALL(hf_cfg_int(cfg, "num_key_value_heads", d->heads, 1, d->heads, path, &d->groups));
+  PTDP_CHECK(d->heads % d->groups == 0, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
+             path, d->heads, d->groups);
+  PTDP_CALL(hf_cfg_int(cfg, "head_dim", d->h / d->heads, 1, big, path, &d->head_dim));
+  PTDP_CALL(hf_cfg_int(cfg, "max_position_embeddings", -1, 1, big, path, &d->max_pos));
+  PTDP_CALL(hf_cfg_real(cfg, "rms_norm_eps", 1e-6, path, &m->eps));
+  PTDP_CALL(hf_cfg_real(cfg, "rope_theta", 10000, path, &m->rope_theta));
+  PTDP_CALL(hf_cfg_real(cfg, "initializer_range", 0.02, path, &m->init_std));
+  const jd_value *tie = jd_get(cfg, "tie_word_embeddings");
+  d->untied = !(tie && tie->kind == JD_TRUE); /* LlamaConfig's default: untied */
+  m->eod = -1;
+  return 0;
+}
+
+const hf_arch hf_arch_llama = {
+  .architecture = "LlamaForCausalLM",
+  .model_type = "llama",
+  .prefix = "",
+  .names = llama_names,
+  .nnames = (int)(sizeof llama_names / sizeof llama_names[0]),
+  .buffers = llama_buffers,
+  .tied_output = "lm_head.weight",
+  .word_embedding = "model.embed_tokens.weight",
+  .config_write = llama_config_write,
+  .config_read = llama_config_read,
+};
