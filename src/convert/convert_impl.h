@@ -128,7 +128,8 @@ void hf_names_free(char **names, int n);
 void hf_tensors_free(hf_tensor *t, int n);
 
 /* Write tensors t[0 .. n) as dtype into dir: model.safetensors, or shards of at most max_bytes
- * each (model-0000K-of-0000N.safetensors) and model.safetensors.index.json. */
+ * each (model-0000K-of-0000N.safetensors) and model.safetensors.index.json; the weight files of
+ * an earlier export there are removed first. */
 int hf_write_shards(const char *dir, const hf_tensor *t, int n, ptdp_st_dtype dtype, unsigned long long max_bytes);
 
 /* A size with an optional unit, as Hugging Face's max_shard_size: "5GB", "500MB", "2GiB", "1000". */

@@ -3,11 +3,13 @@
 
 #include "ptdp/error.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- rows */
 
@@ -284,8 +286,35 @@ static int write_index(const char *dir, const hf_tensor *t, int n, const int *sh
   return 0;
 }
 
+/* Whether name is a weight file of ours: model.safetensors, its index, or model-K-of-N.safetensors. */
+static int weight_file(const char *name)
+{
+  unsigned k, n;
+  char tail[32];
+  if (!strcmp(name, "model.safetensors") || !strcmp(name, "model.safetensors.index.json")) return 1;
+  return sscanf(name, "model-%5u-of-%5u%31s", &k, &n, tail) == 3 && !strcmp(tail, ".safetensors");
+}
+
+/* Remove the weight files an earlier export left in dir: a stale index would send a reader to
+ * old shards (save_pretrained removes them too). */
+static int remove_old_weights(const char *dir)
+{
+  DIR *d = opendir(dir);
+  PTDP_CHECK_IO(d, "cannot list '%s': %s", dir, strerror(errno));
+  int rc = 0;
+  for (struct dirent *e; !rc && (e = readdir(d));) {
+    if (!weight_file(e->d_name)) continue;
+    char path[2 * PTDP_OPT_STRLEN];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (unlink(path) && errno != ENOENT) rc = PTDP_FAIL(PTDP_ERR_IO, "cannot remove '%s': %s", path, strerror(errno));
+  }
+  closedir(d);
+  return rc;
+}
+
 int hf_write_shards(const char *dir, const hf_tensor *t, int n, ptdp_st_dtype dtype, unsigned long long max_bytes)
 {
+  PTDP_CALL(remove_old_weights(dir));
   static const ptdp_st_meta meta[] = {{"format", "pt"}}; /* what transformers' save_pretrained records */
   int *shard;
   ptdp_st_out *o;

@@ -99,6 +99,10 @@ ok $? "the independent reader takes the shards through the index: the same tenso
 convert shards-in --hf-in "$TMPD/hf-shards" --save "$TMPD/ck3"
 ok $? "ptdp-convert reads the sharded directory"
 same "sharded round trip" "$TMPD/ck" "$TMPD/ck3"
+convert reshard --load "$TMPD/ck" --hf-out "$TMPD/hf-shards"
+[ -f "$TMPD/hf-shards/model.safetensors" ] && [ ! -f "$TMPD/hf-shards/model.safetensors.index.json" ] &&
+  [ -z "$(ls "$TMPD/hf-shards" | grep -e '-of-')" ]
+ok $? "an unsharded export over the sharded one removes the old shards and index"
 
 # ---- the hub's older files: no prefix, mask buffers, a tied lm_head; fp16
 $CHECK hub "$TMPD/hf" "$TMPD/hf-hub"
