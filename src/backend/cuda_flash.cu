@@ -27,7 +27,10 @@
 //     keep = u(ptdp_rng_row(seed, site, layer, sample0 + bi, (head0 + hh) s + q), k) >= p
 // (cuda_rng.h), drawn again where an entry is needed, so the fused masks equal the unfused ones
 // and a fused run equals an unfused run to rounding, not only in distribution.
-// Limits: hd a multiple of 16 up to 128 (the launchers refuse others: cudaErrorInvalidValue).
+// Limits: hd a multiple of 16 up to 128 (the launchers refuse others: cudaErrorInvalidValue);
+// hd 64 and 128 have instances of their own (FL_BY_HD), where the accumulators stay in registers
+// (ptxas, sm_90: no stack frame but 32 bytes of spills in the bf16 dK/dV kernel at 255
+// registers); others read hd at run time and keep the dK/dV/dQ accumulators in local memory.
 // Shared memory per block (bytes, hd 128): forward 104 KiB, dK/dV 112 KiB, dQ 104 KiB, above
 // the default 48 KiB (cudaFuncSetAttribute).
 // NOT YET RUN ON A GPU: correctness is proven in the emulation (validation/emu/tests/
@@ -80,21 +83,29 @@ static __device__ size_t fl_align(size_t x) { return (x + 127) & ~(size_t)127; }
 
 // Rows [r0, r0 + n) of a [*, hd] operand with row stride ld into dst [n, hd], zeros from row lim
 // on (the tails); threads t of nt share the work.
+// 16-byte loads where src allows (a base off 16 bytes, possible for a pointer into a buffer,
+// takes elements one by one: a misaligned vector load faults on a GPU).
 template <typename T>
-__device__ static void fl_load_rows(T *dst, const T *src, long long ld, int r0, int n, int lim, int hd, int t, int nt)
+__device__ __forceinline__ static void fl_load_rows(T *dst, const T *src, long long ld, int r0, int n, int lim, int hd,
+                                                    int t, int nt)
 {
-  const int per_row = hd / 8;
+  const int per_row = hd / 8, vec = ((size_t)src % sizeof(fl_vec)) == 0;
   for (int e = t; e < n * per_row; e += nt) {
     const int r = e / per_row, c = (e % per_row) * 8;
-    fl_vec v = {{0u, 0u, 0u, 0u}};
-    if (r0 + r < lim) v = *(const fl_vec *)(src + (long long)(r0 + r) * ld + c);
-    *(fl_vec *)(dst + r * hd + c) = v;
+    const T *p = src + (long long)(r0 + r) * ld + c;
+    if (vec) {
+      fl_vec v = {{0u, 0u, 0u, 0u}};
+      if (r0 + r < lim) v = *(const fl_vec *)p;
+      *(fl_vec *)(dst + r * hd + c) = v;
+    } else {
+      for (int i = 0; i < 8; i++) dst[r * hd + c + i] = r0 + r < lim ? p[i] : T(0.0f);
+    }
   }
 }
 
 // out[16, 16 n] (fp32, row stride ldo) = A[16, hd] B^T where B's rows are the 16 n rows of bt
 // [*, hd]: S = Q K^T and dP = dO V^T for one warp (A, bt in shared memory, row stride hd).
-template <typename T> __device__ static void fl_abt(float *out, int ldo, const T *a, const T *bt, int n, int hd)
+template <typename T> __device__ __forceinline__ static void fl_abt(float *out, int ldo, const T *a, const T *bt, int n, int hd)
 {
   for (int j = 0; j < n; j++) {
     frag_acc acc;
@@ -110,11 +121,13 @@ template <typename T> __device__ static void fl_abt(float *out, int ldo, const T
   }
 }
 
-// acc[j] += A[16, 64] B[64, hd] for the hd/16 column tiles j of B (A row stride lda, B's hd).
+// acc[j] += A[16, kdim] B[kdim, ncols] for the ncols/16 column tiles j of B (A row stride lda,
+// B's row stride hd).
 template <typename T, typename FA>
-__device__ static void fl_ab_acc(frag_acc *acc, const T *a, int lda, const T *bm, int hd, int kdim)
+__device__ __forceinline__ static void fl_ab_acc(frag_acc *acc, const T *a, int lda, const T *bm, int hd, int kdim,
+                                                 int ncols)
 {
-  for (int j = 0; j < hd / 16; j++)
+  for (int j = 0; j < ncols / 16; j++)
     for (int kk = 0; kk < kdim / 16; kk++) {
       FA fa;
       frag_b_row<T> fb;
@@ -131,10 +144,10 @@ __device__ static uint64_t fl_row_hash(const fl_dims &d, int bi, int hh, int q)
 }
 
 // ---------------------------------------------------------------- forward
-template <typename T>
+template <typename T, int HD>
 __global__ void __launch_bounds__(FL_THREADS) flash_fwd(fl_dims d, const T *qkv, T *ctx, float *lse)
 {
-  const int hd = d.hd, hl = d.al * hd;
+  const int hd = HD ? HD : d.hd, hl = d.al * hd;
   const int qt = gridDim.x - 1 - blockIdx.x; // the longest rows first
   const int bi = blockIdx.y / d.al, hh = blockIdx.y % d.al;
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
@@ -192,10 +205,12 @@ __global__ void __launch_bounds__(FL_THREADS) flash_fwd(fl_dims d, const T *qkv,
     m = mnew;
     for (int c = half * (hd / 2); c < (half + 1) * (hd / 2); c++) Ow[r * hd + c] *= alpha;
     __syncwarp();
-    frag_acc acc[FL_HD_MAX / 16];
-    for (int j = 0; j < hd / 16; j++) wmma::load_matrix_sync(acc[j], Ow + j * 16, hd, wmma::mem_row_major);
-    fl_ab_acc<T, frag_a<T> >(acc, Pw, FL_COLS, Vs, hd, FL_COLS);
-    for (int j = 0; j < hd / 16; j++) wmma::store_matrix_sync(Ow + j * 16, acc[j], hd, wmma::mem_row_major);
+    for (int j = 0; j < hd / 16; j++) { // O[:, 16 j, 16 j + 16) += P V[:, 16 j, ...)
+      frag_acc acc;
+      wmma::load_matrix_sync(acc, Ow + j * 16, hd, wmma::mem_row_major);
+      fl_ab_acc<T, frag_a<T> >(&acc, Pw, FL_COLS, Vs + j * 16, hd, FL_COLS, 16);
+      wmma::store_matrix_sync(Ow + j * 16, acc, hd, wmma::mem_row_major);
+    }
     __syncwarp();
   }
   if (q < d.s) {
@@ -229,7 +244,7 @@ struct fl_ds_args {
 };
 
 template <typename T>
-__device__ static void fl_ds(const fl_dims &d, const fl_ds_args &a, const float *S, const float *dP, T *dS, T *Pd)
+__device__ __forceinline__ static void fl_ds(const fl_dims &d, const fl_ds_args &a, const float *S, const float *dP, T *dS, T *Pd)
 {
   const int lane = threadIdx.x % 32, i = lane / 2, c0 = (lane % 2) * (FL_COLS / 2);
   const int drop = d.drop.p > 0.0f;
@@ -261,7 +276,7 @@ __device__ static void fl_ds(const fl_dims &d, const fl_ds_args &a, const float 
 // Accumulators (fp32, scaled by a) of a warp's 16 rows to rows [r0, r0 + 16) of out (row stride
 // ld, below lim), through the warp's fp32 staging tile st [16, hd].
 template <typename T>
-__device__ static void fl_store_rows(T *out, long long ld, int r0, int lim, frag_acc *acc, float *st, int hd, float a)
+__device__ __forceinline__ static void fl_store_rows(T *out, long long ld, int r0, int lim, frag_acc *acc, float *st, int hd, float a)
 {
   const int lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
   for (int j = 0; j < hd / 16; j++) wmma::store_matrix_sync(st + j * 16, acc[j], hd, wmma::mem_row_major);
@@ -273,11 +288,11 @@ __device__ static void fl_store_rows(T *out, long long ld, int r0, int lim, frag
 }
 
 // dK, dV: one block per (key tile, pair); each warp 16 keys, over the query tiles that see them.
-template <typename T>
+template <typename T, int HD>
 __global__ void __launch_bounds__(FL_THREADS) flash_bwd_kv(fl_dims d, const T *qkv, const T *dctx, const float *lse,
                                                            const float *D, T *dqkv)
 {
-  const int hd = d.hd, hl = d.al * hd;
+  const int hd = HD ? HD : d.hd, hl = d.al * hd;
   const int kt = blockIdx.x, bi = blockIdx.y / d.al, hh = blockIdx.y % d.al;
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int k0 = kt * FL_ROWS, kw0 = k0 + 16 * w;
@@ -319,8 +334,8 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_kv(fl_dims d, const T *q
     const fl_ds_args a = {bi, hh, 1, kw0, q0, Ls, Ds};
     fl_ds(d, a, Sw, dPw, dSw, Pdw);
     __syncwarp();
-    fl_ab_acc<T, frag_a<T> >(dv, Pdw, FL_COLS, dOs, hd, FL_COLS); // dV += Pd^T dO
-    fl_ab_acc<T, frag_a<T> >(dk, dSw, FL_COLS, Qs, hd, FL_COLS);  // dK += dS^T Q
+    fl_ab_acc<T, frag_a<T> >(dv, Pdw, FL_COLS, dOs, hd, FL_COLS, hd); // dV += Pd^T dO
+    fl_ab_acc<T, frag_a<T> >(dk, dSw, FL_COLS, Qs, hd, FL_COLS, hd); // dK += dS^T Q
   }
   __syncwarp();
   T *dK = dqkv + qoff + hd, *dV = dK + hd;
@@ -329,11 +344,11 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_kv(fl_dims d, const T *q
 }
 
 // dQ: one block per (query tile, pair); each warp 16 queries, over the key tiles they see.
-template <typename T>
+template <typename T, int HD>
 __global__ void __launch_bounds__(FL_THREADS) flash_bwd_q(fl_dims d, const T *qkv, const T *dctx, const float *lse,
                                                           const float *D, T *dqkv)
 {
-  const int hd = d.hd, hl = d.al * hd;
+  const int hd = HD ? HD : d.hd, hl = d.al * hd;
   const int qt = gridDim.x - 1 - blockIdx.x, bi = blockIdx.y / d.al, hh = blockIdx.y % d.al;
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int q0 = qt * FL_ROWS, qw0 = q0 + 16 * w;
@@ -372,7 +387,7 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_q(fl_dims d, const T *qk
     const fl_ds_args a = {bi, hh, 0, qw0, k0, Lw, Dw};
     fl_ds<T>(d, a, Sw, dPw, dSw, (T *)0);
     __syncwarp();
-    fl_ab_acc<T, frag_a<T> >(dq, dSw, FL_COLS, Ks, hd, FL_COLS); // dQ += dS K
+    fl_ab_acc<T, frag_a<T> >(dq, dSw, FL_COLS, Ks, hd, FL_COLS, hd); // dQ += dS K
   }
   __syncwarp();
   fl_store_rows(dqkv + qoff, d.ld, qw0, d.s, dq, Sw, hd, d.scale);
@@ -417,12 +432,12 @@ static int fl_supported(const ptdp_attn_desc *d)
 
 int ptdp_cuk_flash_supported(const ptdp_attn_desc *d) { return fl_supported(d); }
 
-template <typename T>
+template <typename T, int HD>
 static cudaError_t fl_forward(cudaStream_t st, const ptdp_attn_desc *a, const void *qkv, void *ctx, float *lse)
 {
   const fl_dims d = fl_dims_of(a);
   const size_t shm = fl_fwd_bytes(d.hd, sizeof(T));
-  void (*k)(fl_dims, const T *, T *, float *) = flash_fwd<T>;
+  void (*k)(fl_dims, const T *, T *, float *) = flash_fwd<T, HD>;
   cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm);
   if (e != cudaSuccess) return e;
   dim3 grid((unsigned)((d.s + FL_ROWS - 1) / FL_ROWS), (unsigned)(d.b * d.al));
@@ -430,7 +445,7 @@ static cudaError_t fl_forward(cudaStream_t st, const ptdp_attn_desc *a, const vo
   return cudaGetLastError();
 }
 
-template <typename T>
+template <typename T, int HD>
 static cudaError_t fl_backward(cudaStream_t st, const ptdp_attn_desc *a, const void *qkv, const void *ctx,
                                const float *lse, const void *dctx, void *dqkv, float *D)
 {
@@ -441,24 +456,30 @@ static cudaError_t fl_backward(cudaStream_t st, const ptdp_attn_desc *a, const v
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   dim3 grid((unsigned)((d.s + FL_ROWS - 1) / FL_ROWS), (unsigned)(d.b * d.al));
-  void (*kkv)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash_bwd_kv<T>;
+  void (*kkv)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash_bwd_kv<T, HD>;
   const size_t shkv = fl_kv_bytes(d.hd, sizeof(T));
   if ((e = cudaFuncSetAttribute(kkv, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shkv)) != cudaSuccess) return e;
   kkv<<<grid, FL_THREADS, shkv, st>>>(d, (const T *)qkv, (const T *)dctx, lse, D, (T *)dqkv);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
-  void (*kq)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash_bwd_q<T>;
+  void (*kq)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash_bwd_q<T, HD>;
   const size_t shq = fl_q_bytes(d.hd, sizeof(T));
   if ((e = cudaFuncSetAttribute(kq, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shq)) != cudaSuccess) return e;
   kq<<<grid, FL_THREADS, shq, st>>>(d, (const T *)qkv, (const T *)dctx, lse, D, (T *)dqkv);
   return cudaGetLastError();
 }
 
+// The head sizes of GPT models (64, 128) get kernels of their own, where every loop over the
+// hd/16 column tiles has a constant count and the accumulators stay in registers; any other
+// multiple of 16 runs the kernels with hd read at run time (HD 0).
+#define FL_BY_HD(fn, T, hd) ((hd) == 64 ? fn<T, 64> : (hd) == 128 ? fn<T, 128> : fn<T, 0>)
+
 extern "C" cudaError_t ptdp_cuk_flash_forward(cudaStream_t st, ptdp_dtype t, const ptdp_attn_desc *d, const void *qkv,
                                               void *ctx, float *lse)
 {
   if (!fl_supported(d) || (t != PTDP_BF16 && t != PTDP_F16)) return cudaErrorInvalidValue;
   if (d->s == 0) return cudaSuccess;
-  return t == PTDP_BF16 ? fl_forward<__nv_bfloat16>(st, d, qkv, ctx, lse) : fl_forward<__half>(st, d, qkv, ctx, lse);
+  if (t == PTDP_BF16) return FL_BY_HD(fl_forward, __nv_bfloat16, d->hd)(st, d, qkv, ctx, lse);
+  return FL_BY_HD(fl_forward, __half, d->hd)(st, d, qkv, ctx, lse);
 }
 
 extern "C" cudaError_t ptdp_cuk_flash_backward(cudaStream_t st, ptdp_dtype t, const ptdp_attn_desc *d, const void *qkv,
@@ -467,6 +488,6 @@ extern "C" cudaError_t ptdp_cuk_flash_backward(cudaStream_t st, ptdp_dtype t, co
 {
   if (!fl_supported(d) || (t != PTDP_BF16 && t != PTDP_F16)) return cudaErrorInvalidValue;
   if (d->s == 0) return cudaSuccess;
-  return t == PTDP_BF16 ? fl_backward<__nv_bfloat16>(st, d, qkv, ctx, lse, dctx, dqkv, drow)
-                        : fl_backward<__half>(st, d, qkv, ctx, lse, dctx, dqkv, drow);
+  if (t == PTDP_BF16) return FL_BY_HD(fl_backward, __nv_bfloat16, d->hd)(st, d, qkv, ctx, lse, dctx, dqkv, drow);
+  return FL_BY_HD(fl_backward, __half, d->hd)(st, d, qkv, ctx, lse, dctx, dqkv, drow);
 }
