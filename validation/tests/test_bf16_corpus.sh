@@ -14,17 +14,14 @@
 # other roundings, so the curves wander apart a little and the gap is in the mean, not a trend.
 # SKIP (77) without the prepared data.
 . "$top_srcdir/validation/tests/common.sh"
-data=${PTDP_DATA_DIR:-$top_srcdir/data}
-prefix="$data/sotu_shuffled_text_document"
-[ -f "$prefix.idx" ] && [ -f "$data/gpt2-vocab.json" ] || { echo "no prepared data in $data: SKIP"; exit 77; }
+corpus_or_skip
+LAUNCH_TIMEOUT=600
 run() { # NAME FLAGS...
   name=$1
   shift
-  timeout 600 $MPIRUN -n 2 "$TRAIN" "$top_srcdir/inputs/gpt-tiny.in" --data-path "$prefix" \
-    --vocab-file "$data/gpt2-vocab.json" --merge-file "$data/gpt2-merges.txt" --data-cache-path "$TMPD/cache" \
-    --train-iters 100 --lr-decay-iters 300 --log-interval 1 --eval-iters 0 --tensor-model-parallel-size 2 \
-    --micro-batch-size 4 --global-batch-size 8 \
-    --run-file none "$@" < /dev/null > "$TMPD/$name.log" 2>&1
+  # shellcheck disable=SC2086
+  launch 2 "$TRAIN" $CORPUS --train-iters 100 --lr-decay-iters 300 --log-interval 1 --eval-iters 0 \
+    --tensor-model-parallel-size 2 --micro-batch-size 4 --global-batch-size 8 --run-file none "$@" > "$TMPD/$name.log" 2>&1
   ok $? "$name: $*"
 }
 run fp32
