@@ -111,12 +111,28 @@ typedef struct {
   float *w, *g;
 } ptdp_gpt_param_ref;
 
+/* What the layers above the model hear from it, set through ptdp_gpt_on_grads_ready and
+ * ptdp_gpt_capture_logits only: the data-parallel module is told when a parameter's gradient is
+ * final (the chunk's last backward of an iteration); the debug dump asks for the logits of the
+ * next head forward. */
 typedef struct {
+  int (*grads_ready)(void *ctx, int param);
+  void *grads_ready_ctx;
+  float *debug_logits;    /* host [N, vocab slice]; cleared once filled */
+} ptdp_gpt_hooks;
+
+/* One rank's model.  Read-only after ptdp_gpt_create for everyone but the model itself, except
+ * the flat buffers param/wt/grad/master (the optimizer, the data-parallel module and checkpoints
+ * write them), the hooks (through their setters) and, during an evaluation, cfg's dropout
+ * probabilities (ptdp_trainer_evaluate turns them off and back on). */
+typedef struct {
+  /* what it is and where it runs */
   ptdp_gpt_config cfg;
   ptdp_backend *be;
   ptdp_grid *grid;
   int t, tp_rank, p, stage;
   ptdp_rank_shape sh;     /* this rank's sizes: local heads and widths, vocabulary slice, token rows */
+  /* its parameters */
   int nparams;
   ptdp_param_info *params; /* the parameter table (ptdp/params.h) */
   ptdp_grad_layout layout; /* where they sit in param and grad; buckets (ptdp/grad_buffer.h) */
@@ -134,18 +150,22 @@ typedef struct {
   float *master;
   ptdp_gpt_param_ref wte, output, wpe, lnf_w, lnf_b; /* output: the output layer (the last stage's copy of
                                                          the tied embedding, or untied its own) */
+  /* its activations and work space */
   int nchunks;
   ptdp_chunk *chunks;
   ptdp_gpt_work work;
   ptdp_plan plan;          /* every buffer of this rank (ptdp/plan.h) */
   ptdp_memory mem;         /* the allocations of the plan, recorded */
   float *host_xent;        /* [3 N] host copy of the loss statistics */
-  /* called for each parameter whose gradient is final (the chunk's last backward) */
-  int (*grads_ready)(void *ctx, int param);
-  void *grads_ready_ctx;
+  /* what the layers above hear, and the state of the backward pass running */
+  ptdp_gpt_hooks hooks;
   int grads_final;        /* within ptdp_gpt_backward: its `last` argument */
-  float *debug_logits;    /* host; if set, the next head forward copies its logits [N, vocab slice] here, then clears it */
 } ptdp_gpt;
+
+/* fn(ctx, i) for each parameter i whose gradient is final; fn NULL: nobody listens. */
+void ptdp_gpt_on_grads_ready(ptdp_gpt *m, int (*fn)(void *ctx, int param), void *ctx);
+/* The next head forward copies its logits [N, this rank's vocabulary columns] to host (fp32). */
+void ptdp_gpt_capture_logits(ptdp_gpt *m, float *host);
 
 int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, ptdp_grid *grid);
 void ptdp_gpt_destroy(ptdp_gpt *m);

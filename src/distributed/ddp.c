@@ -67,15 +67,14 @@ int ptdp_ddp_create(ptdp_ddp *o, ptdp_gpt *model, int distributed_optimizer)
     o->grad_shard = ptdp_memory_find(&model->mem, PTDP_BUF_GRAD_SHARD, PTDP_PLAN_NONE, PTDP_PLAN_NONE, PTDP_PLAN_NONE, 0);
     PTDP_CHECK_INTERNAL(o->grad_shard, "the memory plan has no gradient shard buffer");
   }
-  model->grads_ready = on_grads_ready;
-  model->grads_ready_ctx = o;
+  ptdp_gpt_on_grads_ready(model, on_grads_ready, o);
   reset_buckets(o);
   return 0;
 }
 
 void ptdp_ddp_destroy(ptdp_ddp *o)
 {
-  if (o->model) o->model->grads_ready = NULL;
+  if (o->model) ptdp_gpt_on_grads_ready(o->model, NULL, NULL);
   free(o->remaining);
   free(o->started);
   free(o->req);

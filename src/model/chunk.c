@@ -14,8 +14,8 @@
 /* Tell the owner of the gradient buckets that params [first, end) of the table are final. */
 static int ready(ptdp_gpt *m, int first, int end)
 {
-  if (!m->grads_final || !m->grads_ready || first < 0) return 0;
-  for (int i = first; i < end; i++) PTDP_CALL(m->grads_ready(m->grads_ready_ctx, i));
+  if (!m->grads_final || !m->hooks.grads_ready || first < 0) return 0;
+  for (int i = first; i < end; i++) PTDP_CALL(m->hooks.grads_ready(m->hooks.grads_ready_ctx, i));
   return 0;
 }
 
@@ -81,6 +81,12 @@ static int recompute_group(ptdp_gpt *m, int c, int slot, int g0, int g1)
     PTDP_CALL(ptdp_layer_forward(m, c, j, &a, out, m->chunks[c].slots[slot].sample0));
   }
   return 0;
+}
+
+void ptdp_gpt_on_grads_ready(ptdp_gpt *m, int (*fn)(void *ctx, int param), void *ctx)
+{
+  m->hooks.grads_ready = fn;
+  m->hooks.grads_ready_ctx = ctx;
 }
 
 int ptdp_gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float loss_scale, int last, float **dinput)

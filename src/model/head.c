@@ -61,18 +61,20 @@ int ptdp_embedding_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *dx)
   return be->embedding_backward(be, dE, sl->tokens, m->sh.v0, m->sh.vl, m->wte.g, m->sh.N, h);
 }
 
-/* The logits to m->debug_logits (host fp32), widened from the storage type; then clears it. */
+void ptdp_gpt_capture_logits(ptdp_gpt *m, float *host) { m->hooks.debug_logits = host; }
+
+/* The logits to m->hooks.debug_logits (host fp32), widened from the storage type; then clears it. */
 static int copy_debug_logits(ptdp_gpt *m, const float *logits, size_t n)
 {
   ptdp_backend *be = m->be;
-  void *host = m->debug_logits;
+  void *host = m->hooks.debug_logits;
   if (m->es != sizeof(float)) PTDP_ALLOC(host, n * m->es > 0 ? n * m->es : 1);
   int err = be->to_host(be, host, logits, n * m->es);
   if (!err) err = be->synchronize(be);
-  for (size_t i = 0; !err && host != m->debug_logits && i < n; i++)
-    m->debug_logits[i] = ptdp_half_load(host, m->cfg.dtype, i);
-  if (host != m->debug_logits) free(host);
-  m->debug_logits = NULL;
+  for (size_t i = 0; !err && host != m->hooks.debug_logits && i < n; i++)
+    m->hooks.debug_logits[i] = ptdp_half_load(host, m->cfg.dtype, i);
+  if (host != m->hooks.debug_logits) free(host);
+  m->hooks.debug_logits = NULL;
   return err;
 }
 
@@ -87,7 +89,7 @@ int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
     G = m->work.full_a;
   }
   PTDP_CALL(be->gemm(be, 0, 1, N, vl, h, 1.0f, G, h, ptdp_gpt_output_layer(m)->w, h, 0.0f, sl->logits, vl > 0 ? vl : 1)); /* [N, vv] */
-  if (m->debug_logits) PTDP_CALL(copy_debug_logits(m, sl->logits, (size_t)N * vl));
+  if (m->hooks.debug_logits) PTDP_CALL(copy_debug_logits(m, sl->logits, (size_t)N * vl));
   float *mx = m->work.xent, *se = mx + N, *tg = mx + 2 * N;
   PTDP_CALL(be->xent_stats(be, sl->logits, sl->targets, m->sh.v0, N, vl, mx, tg));
   PTDP_CALL(ptdp_comm_allreduce_max(&m->grid->tp, mx, (size_t)N, PTDP_TAG_LOSS));

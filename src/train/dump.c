@@ -198,7 +198,7 @@ int ptdp_dump_open(ptdp_dump **out, const ptdp_dump_run *run, const char *path)
   PTDP_CALL(write_params(d, "init", 0));
   if (m->chunks[m->nchunks - 1].has_head) {
     PTDP_ALLOC(d->logits, (size_t)m->sh.N * m->sh.vl * sizeof(float));
-    m->debug_logits = d->logits;
+    ptdp_gpt_capture_logits(m, d->logits);
   }
   return 0;
 }

@@ -55,7 +55,7 @@ static int training_logits(ptdp_gpt *m, const int32_t *tokens, float *full)
   float *mine = calloc((size_t)S * vl, sizeof(float)), *all = calloc((size_t)t * S * vl, sizeof(float));
   float *local = calloc((size_t)S * (vv > 0 ? vv : 1), sizeof(float));
   int32_t targets[S] = {0};
-  m->debug_logits = local;
+  ptdp_gpt_capture_logits(m, local);
   int err = ptdp_gpt_forward(m, 0, 0, tokens, targets, 0);
   ptdp_gpt_release(m, 0, 0);
   for (int r = 0; r < S; r++) memcpy(mine + (size_t)r * vl, local + (size_t)r * vv, sizeof(float) * (size_t)vv);
