@@ -1,6 +1,8 @@
 /* ptdp-sim's report: the lines scripts read (ptdp-sim(1), OUTPUT), and the --explain tree. */
 #include "ptdp/sim.h"
 
+#include "sim_internal.h"
+
 #include <string.h>
 
 #define GB 1e9
@@ -18,6 +20,13 @@ void ptdp_sim_print(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_op
           a->sequence_parallel && r->t > 1 ? ", sequence parallel" : "",
           a->use_distributed_optimizer && r->d > 1 ? ", distributed optimizer" : "",
           a->bf16 ? "bf16" : a->fp16 ? "fp16" : "fp32");
+  static const char *impl[] = {"keys", "megatron-2021", "megatron-2022", "megatron-core"};
+  fprintf(out, "stack: %s, %s attention%s%s, DP reduction %s%s%s\n", impl[o->implementation],
+          ptdp_sim_flash(a, o) ? "flash" : "unfused", o->te_fused ? ", Transformer Engine epilogues" : "",
+          o->async_tp_allreduce ? ", async TP all-reduce" : "",
+          ptdp_sim_overlaps_grad_reduce(o) ? "overlapped" : "after the backward",
+          a->use_distributed_optimizer && o->overlap_param_gather ? ", parameter gather overlapped" : "",
+          o->tp_comm_overlap ? ", tp-comm-overlap" : "");
   fprintf(out, "iteration time (s): %.6g\n", r->iteration);
   fprintf(out, "throughput per GPU (TFLOP/s/GPU): %.6g\n", r->tflops_per_gpu);
   fprintf(out, "aggregate throughput (PFLOP/s): %.6g\n", r->tflops_per_gpu * r->world / 1e3);
@@ -85,7 +94,7 @@ void ptdp_sim_explain(const ptdp_args *a, const ptdp_sim_options *o, const ptdp_
     }
   }
   fprintf(out, "+- DP reduction %.4f s exposed, %.4f s hidden (d %d%s)\n", r->comp[PTDP_SIM_DP], r->hidden[PTDP_SIM_DP],
-          r->d, o->overlap_grad_reduce ? ", overlapped with backward" : "");
+          r->d, ptdp_sim_overlaps_grad_reduce(o) ? ", overlapped with backward" : "");
   fprintf(out, "+- embedding all-reduce %.4f s\n", r->comp[PTDP_SIM_EMBEDDING_AR]);
   fprintf(out, "+- optimizer %.4f s\n", r->comp[PTDP_SIM_OPTIMIZER]);
   if (r->cores_bound > 0)
