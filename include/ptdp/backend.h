@@ -171,6 +171,23 @@ struct ptdp_backend {
    * cuBLASLt product with 16-bit A, B and an fp32 C). */
   int (*gemm_wgrad)(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                     int lda, const float *B, int ldb, float *C, int ldc);
+  /* GEMMs with their epilogue fused (cuda: cuBLASLt's BIAS, GELU_AUX_BIAS and DGELU, db by its
+   * fp32 column sums), optional (NULL: the backend has none; the model runs gemm and the
+   * kernels).  C [M, N] dense (ld N) =
+   * op(A) op(B) (alpha 1, beta 0, lda and ldb as gemm's), then
+   *   gemm_bias:        C += bias (bias [N] added to every row: gemm, then bias_forward)
+   *   gemm_bias_gelu:   pre = C + bias, C = gelu(pre), pre [M, N] kept for the backward (gemm
+   *                     into pre, bias_forward, gelu_forward into C)
+   *   gemm_dgelu_bgrad: C = C gelu'(pre) (gelu_backward), db += the column sums of C
+   *                     (bias_backward)
+   * Equal to those sequences to rounding: a fused output is rounded once from fp32 where the
+   * sequence stores each step.  A, B, bias, pre, C (S); db fp32. */
+  int (*gemm_bias)(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
+                   const float *B, int ldb, const float *bias, float *C);
+  int (*gemm_bias_gelu)(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
+                        const float *B, int ldb, const float *bias, float *pre, float *C);
+  int (*gemm_dgelu_bgrad)(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
+                          const float *B, int ldb, const float *pre, float *C, float *db);
 };
 
 /* Every operation of the table above, listed once (gemm_wgrad, optional, apart).  A backend fills

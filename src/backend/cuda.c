@@ -492,6 +492,14 @@ static void fill_table(ptdp_backend *be, ptdp_dtype t)
   }
 }
 
+/* The GEMMs with fused epilogues (optional ops, every storage type; cuda_gemm.c). */
+static void fill_epilogues(ptdp_backend *be)
+{
+  be->gemm_bias = ptdp_cu_gemm_bias;
+  be->gemm_bias_gelu = ptdp_cu_gemm_bias_gelu;
+  be->gemm_dgelu_bgrad = ptdp_cu_gemm_dgelu_bgrad;
+}
+
 /* The GPU, its stream, the cuBLAS(Lt) handles and the fixed buffers.  The batched GEMMs' math
  * mode: fp32 pedantic (no TF32); with 16-bit storage the default (tensor cores on the 16-bit
  * products, accumulated in fp32: CUBLAS_COMPUTE_32F) without reduced-precision split-K sums. */
@@ -534,6 +542,7 @@ int ptdp_backend_cuda_create(const ptdp_backend_options *opt, ptdp_backend **out
   be->ctx = c;
   c->t = opt->dtype;
   fill_table(be, c->t);
+  fill_epilogues(be);
   int err = ctx_setup(c, device);
   if (err) {
     cu_destroy(be);

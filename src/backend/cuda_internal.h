@@ -26,6 +26,8 @@ extern "C" {
 typedef struct {
   int ta, tb, M, N, K, lda, ldb, ldc, align, beta0;
   int ab_type, c_type; /* ptdp_dtype of A and B, of C (and D) */
+  int epi, ealign;     /* the fused epilogue (cuda_gemm.c), the alignment of its bias and aux pointers */
+  int declined;        /* the heuristic has no algorithm with this epilogue: gemm and kernels instead */
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t a, b, c;
   cublasLtMatmulAlgo_t algo;
@@ -57,6 +59,14 @@ int ptdp_cu_gemm(ptdp_backend *be, int ta, int tb, int M, int N, int K, float al
 /* The table's gemm_wgrad of a 16-bit table: A, B of the storage type, C fp32, beta 1. */
 int ptdp_cu_gemm_wgrad(ptdp_backend *be, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                        const float *B, int ldb, float *C, int ldc);
+/* The table's GEMMs with a fused epilogue (ptdp/backend.h); cuBLASLt's BIAS, GELU_AUX_BIAS and
+ * DGELU, or gemm and the kernels where the heuristic declines. */
+int ptdp_cu_gemm_bias(ptdp_backend *be, int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B,
+                      int ldb, const float *bias, float *C);
+int ptdp_cu_gemm_bias_gelu(ptdp_backend *be, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                           const float *B, int ldb, const float *bias, float *pre, float *C);
+int ptdp_cu_gemm_dgelu_bgrad(ptdp_backend *be, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                             const float *B, int ldb, const float *pre, float *C, float *db);
 /* cudaDataType of a storage type: CUDA_R_32F, CUDA_R_16BF, CUDA_R_16F. */
 cudaDataType ptdp_cu_data_type(ptdp_dtype t);
 void ptdp_cu_gemm_release(ptdp_cu_ctx *c);

@@ -876,6 +876,58 @@ static void check_mixed(void)
   check_unscale();
 }
 
+/* ---- fused epilogues (optional: a backend without them skips the group) ----
+ * gemm_bias, gemm_bias_gelu and gemm_dgelu_bgrad against the reference's unfused sequences (gemm,
+ * then bias_forward; gemm into pre, bias_forward, gelu_forward; gemm, gelu_backward in place,
+ * bias_backward), C dense.  N a multiple of 8 runs cuBLASLt's epilogue on cuda; N % 8 != 0 its
+ * declined path (gemm and the kernels).  Bounds: the gemm's (a sum of K + 1 terms, c = 4), plus
+ * GELU's (c = 8) or its derivative's (c = 32) where applied, db a sum over the rows (c = 4).  In
+ * 16-bit storage the fused op rounds once where the sequence stores the product first: rnd(t + b)
+ * against rnd(rnd(t) + b), gelu(t + b) against gelu(rnd(rnd(t) + b)), rnd(t g') against
+ * rnd(rnd(t) g'), each apart by at most half an ulp of t (u16 |t|, u16 = 2^-p) times |gelu'| <=
+ * 1.13, so every 16-bit output gets u16 of its largest element more (t and the output are of one
+ * size here), and db, a sum over the rows of such C, 2 u16 (its terms' errors are of random
+ * sign: u16 sqrt(rows) max|C| against a sum near sqrt(rows) max|C| / 2). */
+static void epilogue_case(int M, int N, int K, int ta, int tb)
+{
+  const int lda = ta ? M : K, ldb = tb ? K : N;
+  const size_t mn = (size_t)M * N;
+  const double u16 = dt == DT_F32 ? 0 : ldexp(1.0, -dtypes[dt].p), gemm = bound_sum(4, K + 1);
+  set_shape("M %d N %d K %d ta %d tb %d", M, N, K, ta, tb);
+  twin A = stored((size_t)(ta ? K : M) * lda, -1, 1), B = stored((size_t)(tb ? N : K) * ldb, -1, 1);
+  twin bias = stored(N, -1, 1), Cb = spoison(mn), pre = spoison(mn), Cg = spoison(mn);
+  twin pre_in = stored(mn, -3, 3), Cd = spoison(mn), db = floats(N, -1, 1);
+  RUN(1, gemm_bias, ta, tb, M, N, K, F(A, 1), lda, F(B, 1), ldb, F(bias, 1), F(Cb, 1));
+  RUN(1, gemm_bias_gelu, ta, tb, M, N, K, F(A, 1), lda, F(B, 1), ldb, F(bias, 1), F(pre, 1), F(Cg, 1));
+  RUN(1, gemm_dgelu_bgrad, ta, tb, M, N, K, F(A, 1), lda, F(B, 1), ldb, F(pre_in, 1), F(Cd, 1), F(db, 1));
+  RUN(0, gemm, ta, tb, M, N, K, 1.0f, F(A, 0), lda, F(B, 0), ldb, 0.0f, F(Cb, 0), N);
+  RUN(0, bias_forward, F(Cb, 0), F(bias, 0), M, N);
+  RUN(0, gemm, ta, tb, M, N, K, 1.0f, F(A, 0), lda, F(B, 0), ldb, 0.0f, F(pre, 0), N);
+  RUN(0, bias_forward, F(pre, 0), F(bias, 0), M, N);
+  RUN(0, gelu_forward, F(pre, 0), F(Cg, 0), mn);
+  RUN(0, gemm, ta, tb, M, N, K, 1.0f, F(A, 0), lda, F(B, 0), ldb, 0.0f, F(Cd, 0), N);
+  RUN(0, gelu_backward, F(pre_in, 0), F(Cd, 0), F(Cd, 0), mn);
+  RUN(0, bias_backward, F(Cd, 0), F(db, 0), M, N);
+  check_s(&Cb, "gemm_bias C", gemm + u16);
+  check_s(&pre, "gemm_bias_gelu pre", gemm + u16);
+  check_s(&Cg, "gemm_bias_gelu C", gemm + bound_elem(8) + u16);
+  check_s(&Cd, "gemm_dgelu_bgrad C", gemm + bound_elem(32) + u16);
+  check_f32(&db, "gemm_dgelu_bgrad db", gemm + bound_sum(4, M) + 2 * u16);
+  DROP_ALL(&A, &B, &bias, &Cb, &pre, &Cg, &pre_in, &Cd, &db);
+}
+
+static void check_epilogue(void)
+{
+  static const int sizes[][5] = {{136, 64, 72, 0, 1}, {64, 40, 48, 0, 0}, {37, 24, 19, 1, 0}, {33, 20, 17, 0, 1}};
+  if (!be[1]->gemm_bias || !be[1]->gemm_bias_gelu || !be[1]->gemm_dgelu_bgrad) {
+    EXPECT(!be[1]->gemm_bias && !be[1]->gemm_bias_gelu && !be[1]->gemm_dgelu_bgrad,
+           "%s: the fused epilogues come as a set (all three or none)", be[1]->name);
+    return;
+  }
+  for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+    epilogue_case(sizes[z][0], sizes[z][1], sizes[z][2], sizes[z][3], sizes[z][4]);
+}
+
 /* The groups of operations and the data types each runs in (bit DT_x). */
 static const struct {
   const char *name;
@@ -888,6 +940,7 @@ static const struct {
     {"embedding", check_embedding, ALL_DT}, {"xent", check_xent, ALL_DT},
     {"adamw", check_adamw, ALL_DT},         {"sumsq", check_sumsq, ALL_DT},
     {"mixed", check_mixed, ALL_DT}, /* every type pair inside */
+    {"epilogue", check_epilogue, ALL_DT},
 };
 
 /* ---- backends ---- */
@@ -958,7 +1011,7 @@ static int plants_caught(const char *name)
 {
   int all = 1;
   for (const test_ops_plant *p = test_ops_plants; p->op; p++) {
-    if (!(p->types >> dtypes[dt].t & 1)) continue;
+    if (!(p->types >> dtypes[dt].t & 1) || !test_ops_plant_applied(p->op)) continue;
     char by[256] = "";
     size_t n = strlen(p->op), len = 0;
     for (int i = 0; i < nresults; i++) {

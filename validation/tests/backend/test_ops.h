@@ -33,5 +33,8 @@ extern const test_ops_plant test_ops_plants[];
  * One patched backend at a time: the original table is kept here until test_ops_plant_remove. */
 void test_ops_plant_apply(ptdp_backend *be);
 void test_ops_plant_remove(ptdp_backend *be);
+/* 1 when the last test_ops_plant_apply planted op's mistake (0: not of that type, or an optional
+ * operation the backend lacks). */
+int test_ops_plant_applied(const char *op);
 
 #endif

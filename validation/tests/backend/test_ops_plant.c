@@ -10,7 +10,8 @@
  * only).  In bf16 and fp16 only, mistakes of the mixed-precision wrapper's rounding: add's result
  * rounded toward zero instead of to nearest even (what dropping the low 16 bits of a float does
  * for bf16), and embedding_backward's fp32 dwte rounded to the storage type (an fp32 gradient
- * taken for an (S) argument).  No planted operation reads another's planted output in the suite,
+ * taken for an (S) argument).  In the optional fused epilogues, where a backend has them: the
+ * bias added twice, the bias gradient overwritten instead of accumulated.  No planted operation reads another's planted output in the suite,
  * so the check that catches a mistake is that operation's own.  Each calls the backend's own
  * operations with the wrong argument, or moves data with them (add, convert, copy, to_host,
  * to_device), so it works on memory the host cannot touch (guard, a GPU). */
@@ -41,6 +42,8 @@ const test_ops_plant test_ops_plants[] = {
     {"unscale_check", "found always 0 (an inf or NaN never reported)", ALL},
     {"add", "y rounded toward zero instead of to nearest even", TEST_OPS_16BIT},
     {"embedding_backward", "the fp32 dwte rounded to the storage type", TEST_OPS_16BIT},
+    {"gemm_bias", "the bias added twice (the fused and the unfused step both)", ALL},
+    {"gemm_dgelu_bgrad", "db overwritten instead of accumulated into", ALL},
     {NULL, NULL, 0},
 };
 
@@ -151,6 +154,21 @@ static int bad_embedding_backward(ptdp_backend *be, const float *dout, const int
   return err;
 }
 
+/* Optional operations: planted only in a backend that has them. */
+static int bad_gemm_bias(ptdp_backend *be, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                         const float *B, int ldb, const float *bias, float *C)
+{
+  int err = orig.gemm_bias(be, ta, tb, M, N, K, A, lda, B, ldb, bias, C);
+  return err ? err : orig.bias_forward(be, C, bias, M, N);
+}
+
+static int bad_gemm_dgelu_bgrad(ptdp_backend *be, int ta, int tb, int M, int N, int K, const float *A, int lda,
+                                const float *B, int ldb, const float *pre, float *C, float *db)
+{
+  int err = orig.memset0(be, db, (size_t)N * sizeof(float));
+  return err ? err : orig.gemm_dgelu_bgrad(be, ta, tb, M, N, K, A, lda, B, ldb, pre, C, db);
+}
+
 static double bad_sumsq(ptdp_backend *be, const float *x, size_t n) { return orig.sumsq(be, x, n > 1 ? n - 1 : n); }
 
 static int bad_convert(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n)
@@ -175,14 +193,32 @@ static int planted(const char *op, ptdp_dtype t)
   return 0;
 }
 
-#define PLANT(be, op)                                     \
-  do {                                                    \
-    if (planted(#op, (be)->dtype)) (be)->op = bad_##op; \
+/* The operations patched by the last test_ops_plant_apply. */
+static const char *applied[32];
+static int napplied;
+
+#define PLANT_IF(be, op, cond)                                                        \
+  do {                                                                                \
+    if (planted(#op, (be)->dtype) && (cond) && napplied < 32) {                       \
+      (be)->op = bad_##op;                                                            \
+      applied[napplied++] = #op;                                                      \
+    }                                                                                 \
   } while (0)
+#define PLANT(be, op) PLANT_IF(be, op, 1)
+/* an optional operation (NULL where the backend has none) */
+#define PLANT_OPTIONAL(be, op) PLANT_IF(be, op, (be)->op != NULL)
+
+int test_ops_plant_applied(const char *op)
+{
+  for (int i = 0; i < napplied; i++)
+    if (!strcmp(applied[i], op)) return 1;
+  return 0;
+}
 
 void test_ops_plant_apply(ptdp_backend *be)
 {
   orig = *be;
+  napplied = 0;
   PLANT(be, gemm);
   PLANT(be, gemm_wgrad);
   PLANT(be, layernorm_forward);
@@ -198,6 +234,8 @@ void test_ops_plant_apply(ptdp_backend *be)
   PLANT(be, sumsq);
   PLANT(be, convert);
   PLANT(be, unscale_check);
+  PLANT_OPTIONAL(be, gemm_bias);
+  PLANT_OPTIONAL(be, gemm_dgelu_bgrad);
 }
 
 void test_ops_plant_remove(ptdp_backend *be) { *be = orig; }
