@@ -144,7 +144,8 @@ static const ptdp_option hw_table[] = {
    NULL},
   {"flash-attention-efficiency-backward", PTDP_OPT_REAL, HOFF(flash_bwd), "0", 0, 1, NULL,
    "the same for its backward (the scores recomputed: 2.5 forwards of FLOPs)", NULL},
-  {"gemm-efficiency-stack", PTDP_OPT_ENUM, HOFF(stack), "megatron-2021", 0, 0, "megatron-2021|megatron-2022|megatron-core",
+  {"gemm-efficiency-stack", PTDP_OPT_ENUM, HOFF(stack), "megatron-2021", 0, 0,
+   "megatron-2021|megatron-2022|megatron-core",
    "the software stack whose GEMMs gemm-efficiency describes (a measurement with today's cuBLAS: megatron-core)",
    NULL},
   {"nvlink-sharp", PTDP_OPT_REAL, HOFF(nvls), "0", 0, 1, NULL,
@@ -291,7 +292,8 @@ int ptdp_sim_options_resolve(const ptdp_options *opt, ptdp_sim_options *o, const
   if (im == PTDP_SIM_IMPL_KEYS) return 0;
   if (!ptdp_options_given(opt, "async-tp-allreduce")) o->async_tp_allreduce = im != PTDP_SIM_IMPL_2021;
   if (!ptdp_options_given(opt, "software-efficiency"))
-    o->software_efficiency = stack_gemm_rate(im) / stack_gemm_rate(hw->gemm_stack ? hw->gemm_stack : PTDP_SIM_IMPL_2021);
+    o->software_efficiency =
+      stack_gemm_rate(im) / stack_gemm_rate(hw->gemm_stack ? hw->gemm_stack : PTDP_SIM_IMPL_2021);
   return 0;
 }
 

@@ -23,7 +23,7 @@ ptdp_model_shape ptdp_sim_model_shape(const ptdp_args *a)
                             .max_pos = (int)(a->max_position_embeddings ? a->max_position_embeddings : a->seq_length),
                             .vocab = a->vocab_size > 0 ? a->vocab_size : PTDP_SIM_DEFAULT_VOCAB,
                             .vocab_divisible_by = (int)a->make_vocab_size_divisible_by,
-                            .sequence_parallel = a->sequence_parallel};
+                            .sequence_parallel = a->sequence_parallel, .arch = ptdp_args_arch(a)};
 }
 
 /* TP rank 0's sizes: every rank of a TP group has the same (the vocabulary slices too, padded). */
@@ -46,6 +46,8 @@ typedef struct {
   int flash;       /* the fused (flash) attention: one kernel, no s x s tensors */
   int te;          /* Transformer Engine: bias and GeLU in the GEMMs' epilogues */
   int ub;          /* TP comm overlap (userbuffers): SP's collectives pipelined with their GEMMs */
+  int bias;        /* the linear layers have biases (not disable-bias-linear) */
+  int rope;        /* rotary positions on q and k (position-embedding-type rope), no position table */
   ptdp_sim_group tp; /* the TP group: t consecutive ranks, across nodes when t > gpus-per-node */
 } ctx;
 
@@ -62,6 +64,8 @@ static void ctx_init(ctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const pt
   c->adrop = a->attention_dropout > 0;
   c->tp = ptdp_sim_group_of(hw, c->d.t, 1);
   c->flash = ptdp_sim_flash(a, o);
+  c->bias = !a->disable_bias_linear;
+  c->rope = a->position_embedding_type == PTDP_POS_ROPE;
   c->te = o->te_fused;
   /* userbuffers work within a node and on sequence-parallel layouts only (Megatron refuses it
    * without SP; across nodes it has no transport) */
@@ -97,7 +101,8 @@ static double tp_gather(const ctx *c, double bytes)
   return ptdp_sim_collective_time(c->hw, &c->tp, PTDP_SIM_COLL_ALLGATHER, c->o->allreduce, bytes, NULL);
 }
 
-/* LayerNorm: forward reads x and writes y (statistics are small); backward reads x, dy, writes dx. */
+/* LayerNorm (or RMSNorm: fewer statistics, the same bytes): forward reads x and writes y
+ * (statistics are small); backward reads x, dy, writes dx. */
 static void layernorm(const ctx *c, ptdp_sim_oplist *l, const char *name)
 {
   const double x = c->d.Nl * c->d.h * c->e;
@@ -134,7 +139,7 @@ static void row_epilogue(const ctx *c, ptdp_sim_oplist *l, const char *coll, con
    * residual stream's gradient; the bias gradient (the GEMM skipped its bias) is a reduction of
    * dx over the Nl tokens, one more read. */
   const double bf = c->fused ? 3 * x + mask : (2 * x) + (c->hdrop ? 2 * x + mask : 0) + 3 * x;
-  const double bb = 2 * x + mask + 3 * x + x;
+  const double bb = 2 * x + mask + 3 * x + (c->bias ? x : 0);
   add(l, bda, PTDP_SIM_MEMBOUND, mem(c, bf), mem(c, bb), 0);
 }
 
@@ -212,20 +217,24 @@ int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
   ctx_init(&c, a, hw, o);
   l->n = 0;
   const double N = c.d.N, h = c.d.h, e = c.e, hl = c.d.hl, fl = c.d.fl;
-  layernorm(&c, l, "layernorm 1");
+  layernorm(&c, l, a->normalization == PTDP_NORM_RMSNORM ? "rmsnorm 1" : "layernorm 1");
   column_prologue(&c, l, "TP f (QKV input)", gemm(&c, N, 3 * hl, h, 1), gemm(&c, N, h, 3 * hl, 1),
                   gemm(&c, h, 3 * hl, N, 1));
   linear(&c, l, "QKV GEMM", N, 3 * hl, h);
   /* Megatron's column-parallel linear adds its bias after the GEMM (matmul, then + bias: read and
    * write [N, 3hl]); backward reduces dy over the N tokens for the bias gradient (one read).
    * Transformer Engine adds it, and reduces its gradient, in the GEMMs' epilogues. */
-  if (!c.te) add(l, "QKV bias", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * 3 * hl * e), mem(&c, N * 3 * hl * e), 0);
+  if (c.bias && !c.te)
+    add(l, "QKV bias", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * 3 * hl * e), mem(&c, N * 3 * hl * e), 0);
+  /* rotary positions: q and k ([N, 2 hl]) rotated in place, read and written; the backward
+   * turns their gradients back the same way */
+  if (c.rope) add(l, "RoPE", PTDP_SIM_MEMBOUND, mem(&c, 4 * N * hl * e), mem(&c, 4 * N * hl * e), 0);
   if (c.flash) attention_flash(&c, l);
   else attention_unfused(&c, l);
   linear(&c, l, "projection GEMM", N, h, hl);
   row_epilogue(&c, l, c.d.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias-dropout-add 1",
                gemm(&c, N, h, hl, 1), gemm(&c, N, hl, h, 1));
-  layernorm(&c, l, "layernorm 2");
+  layernorm(&c, l, a->normalization == PTDP_NORM_RMSNORM ? "rmsnorm 2" : "layernorm 2");
   column_prologue(&c, l, "TP f (MLP input)", gemm(&c, N, fl, h, 1), gemm(&c, N, h, fl, 1), gemm(&c, h, fl, N, 1));
   linear(&c, l, "FC1 GEMM", N, fl, h);
   /* bias + GeLU: fused, one read and one write; unfused, two passes.  Backward reads the input
@@ -235,7 +244,8 @@ int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
    * left is that tensor's one write and one read. */
   const double act = N * fl * e;
   if (c.te) add(l, "GeLU epilogue (pre-activation)", PTDP_SIM_MEMBOUND, mem(&c, act), mem(&c, act), 0);
-  else add(l, "bias-GeLU", PTDP_SIM_MEMBOUND, mem(&c, (c.fused ? 2 : 4) * act), mem(&c, 4 * act), 0);
+  else if (c.bias) add(l, "bias-GeLU", PTDP_SIM_MEMBOUND, mem(&c, (c.fused ? 2 : 4) * act), mem(&c, 4 * act), 0);
+  else add(l, "GeLU", PTDP_SIM_MEMBOUND, mem(&c, 2 * act), mem(&c, 3 * act), 0);
   linear(&c, l, "FC2 GEMM", N, h, fl);
   row_epilogue(&c, l, c.d.sp ? "TP reduce-scatter (MLP)" : "TP all-reduce (MLP)", "bias-dropout-add 2",
                gemm(&c, N, h, fl, 1), gemm(&c, N, fl, h, 1));
@@ -252,7 +262,11 @@ int ptdp_sim_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp
   ctx_init(&c, a, hw, o);
   l->n = 0;
   const double full = c.d.N * c.d.h * c.e, x = c.d.Nl * c.d.h * c.e;
-  add(l, "word lookup + position add", PTDP_SIM_MEMBOUND, mem(&c, 2 * full + 3 * x), mem(&c, full + 2 * c.d.N * c.d.h * 4), 0);
+  if (a->position_embedding_type != PTDP_POS_LEARNED) /* no position table: word rows gathered, gradients scattered */
+    add(l, "word lookup", PTDP_SIM_MEMBOUND, mem(&c, 2 * full), mem(&c, full + c.d.N * c.d.h * 4), 0);
+  else
+    add(l, "word lookup + position add", PTDP_SIM_MEMBOUND, mem(&c, 2 * full + 3 * x),
+        mem(&c, full + 2 * c.d.N * c.d.h * 4), 0);
   if (c.d.t > 1)
     add(l, c.d.sp ? "TP reduce-scatter (embedding)" : "TP all-reduce (embedding)", PTDP_SIM_TP,
         c.d.sp ? tp_gather(&c, full) : tp_allreduce(&c, full), c.d.sp ? tp_gather(&c, full) : 0, 0);
@@ -270,7 +284,7 @@ int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_
   ctx c;
   ctx_init(&c, a, hw, o);
   l->n = 0;
-  layernorm(&c, l, "final layernorm");
+  layernorm(&c, l, a->normalization == PTDP_NORM_RMSNORM ? "final rmsnorm" : "final layernorm");
   column_prologue(&c, l, "TP f (logits input)", gemm(&c, c.d.N, c.d.vl, c.d.h, 1), gemm(&c, c.d.N, c.d.h, c.d.vl, 1),
                   gemm(&c, c.d.h, c.d.vl, c.d.N, 1));
   linear(&c, l, "logits GEMM", c.d.N, c.d.vl, c.d.h);

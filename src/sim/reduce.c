@@ -134,7 +134,9 @@ int ptdp_sim_reductions(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_si
     const double np = params[s];
     double dp = 0, hidden = 0, gather = 0, emb = 0;
     dp_reduce(a, hw, o, &dg, np, &st[s], &dp, &hidden, &gather);
-    if (p > 1 && (s == 0 || s == p - 1)) {
+    /* the tied word embedding's two copies (first and last stage) keep their gradients equal;
+     * untied (untie-embeddings-and-output-weights) there is nothing to tie */
+    if (p > 1 && (s == 0 || s == p - 1) && !a->untie_embeddings_and_output_weights) {
       const double bytes = (double)r->vocab_padded / r->t * a->hidden_size * gb;
       emb = ptdp_sim_collective_time(hw, &eg, PTDP_SIM_COLL_ALLREDUCE, o->allreduce, bytes, NULL);
     }

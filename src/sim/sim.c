@@ -143,7 +143,8 @@ static double p2p_time(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
   if (sp) return alpha + bytes / r->t / bw;
   if (o->scatter_gather && r->t > 1 && crosses) {
     const ptdp_sim_group tp = ptdp_sim_group_of(hw, r->t, 1);
-    return alpha + bytes / r->t / bw + ptdp_sim_collective_time(hw, &tp, PTDP_SIM_COLL_ALLGATHER, o->allreduce, bytes, NULL);
+    return alpha + bytes / r->t / bw +
+           ptdp_sim_collective_time(hw, &tp, PTDP_SIM_COLL_ALLGATHER, o->allreduce, bytes, NULL);
   }
   return alpha + bytes / bw;
 }
@@ -252,7 +253,8 @@ int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_optio
   free(st);
   PTDP_CALL(err);
   const long long L = a->num_layers, s = a->seq_length, h = a->hidden_size;
-  r->model_flops = ptdp_model_flops(r->gbs, s, L, h, r->vocab_padded);
+  const ptdp_model_shape shape = ptdp_sim_model_shape(a);
+  r->model_flops = ptdp_model_flops(r->gbs, s, &shape, r->vocab_padded);
   r->tflops_per_gpu = r->model_flops / r->iteration / r->world / 1e12;
   const double peak = a->fp16 || a->bf16 ? hw->peak_flops_16 : hw->peak_flops_32;
   r->mfu = r->tflops_per_gpu * 1e12 / peak;

@@ -1,6 +1,7 @@
 /* ptdp-sim: memory per GPU from ptdp-train's plan (what follows the pipeline is reduce.c's).  The
- * plan is built in the precision modelled and counts bytes by type itself (ptdp/plan.h); the implementation modelled (--fusion) decides
- * whether its classes are taken as they are (ptdp-train's) or adjusted to Megatron's. */
+ * plan is built in the precision modelled and counts bytes by type itself (ptdp/plan.h); the
+ * implementation modelled (--fusion) decides whether its classes are taken as they are
+ * (ptdp-train's) or adjusted to Megatron's. */
 #include "ptdp/backend.h"
 #include "ptdp/error.h"
 #include "ptdp/plan.h"

@@ -57,8 +57,8 @@ static void check_placement(void)
 {
   ptdp_sim_hw hw = gpu();
   ptdp_sim_group g = ptdp_sim_group_of(&hw, 16, 1);
-  EXPECT(g.g == 8 && g.k == 2 && near(g.bw, 160e9, 1e-12), "t 16: 8 per node, 2 nodes, 8 NICs x 20 = 160 GB/s (%d %d %g)",
-         g.g, g.k, g.bw);
+  EXPECT(g.g == 8 && g.k == 2 && near(g.bw, 160e9, 1e-12),
+         "t 16: 8 per node, 2 nodes, 8 NICs x 20 = 160 GB/s (%d %d %g)", g.g, g.k, g.bw);
   g = ptdp_sim_group_of(&hw, 8, 1);
   EXPECT(g.g == 8 && g.k == 1 && near(g.bw, 200e9, 1e-12), "t 8: inside the node, NVLink");
   g = ptdp_sim_group_of(&hw, 32, 8);
@@ -87,9 +87,12 @@ static void check_algorithms(void)
   EXPECT(near(ar(&hw, &g, PTDP_SIM_ALLREDUCE_RING, 1e8), ring16, 1e-12), "t 16 ring");
   EXPECT(near(ar(&hw, &g, PTDP_SIM_ALLREDUCE_TREE, 1e8), tree16, 1e-12), "t 16 tree");
   EXPECT(near(ptdp_sim_collective_time(&hw, &g, PTDP_SIM_COLL_ALLREDUCE, PTDP_SIM_ALLREDUCE_AUTO, 1e8, &pick), ring16,
-              1e-12) && pick == PTDP_SIM_ALLREDUCE_RING, "t 16 auto: the ring for 100 MB");
+              1e-12) &&
+             pick == PTDP_SIM_ALLREDUCE_RING,
+         "t 16 auto: the ring for 100 MB");
   EXPECT(near(ptdp_sim_collective_time(&hw, &g, PTDP_SIM_COLL_ALLGATHER, PTDP_SIM_ALLREDUCE_AUTO, 1e8, NULL),
-              15.0 / 16 * 1e8 / 160e9 + 14 * 2e-6 + 5e-6, 1e-12), "t 16 all-gather: one pass of the ring");
+              15.0 / 16 * 1e8 / 160e9 + 14 * 2e-6 + 5e-6, 1e-12),
+         "t 16 all-gather: one pass of the ring");
 
   /* d 32 over 32 nodes (t p 8): every hop between nodes */
   g = ptdp_sim_group_of(&hw, 32, 8);
@@ -97,23 +100,29 @@ static void check_algorithms(void)
   EXPECT(near(ar(&hw, &g, PTDP_SIM_ALLREDUCE_AUTO, 1e9), ring32, 1e-12), "d 32, t p 8: the ring for 1 GB");
   /* 100 kB: ring 2 (31/32) 1e5 / 20e9 + 310 us; tree 2e5 / 20e9 + 2 x 5 x 5 us (log2 32 = 5) */
   EXPECT(near(ptdp_sim_collective_time(&hw, &g, PTDP_SIM_COLL_ALLREDUCE, PTDP_SIM_ALLREDUCE_AUTO, 1e5, &pick),
-              2e5 / 20e9 + 50e-6, 1e-12) && pick == PTDP_SIM_ALLREDUCE_TREE, "d 32, 100 kB: the tree");
+              2e5 / 20e9 + 50e-6, 1e-12) &&
+             pick == PTDP_SIM_ALLREDUCE_TREE,
+         "d 32, 100 kB: the tree");
   /* d 32 over 8 nodes (t p 2): 80 GB/s; 24 hops in nodes, 7 between per pass */
   g = ptdp_sim_group_of(&hw, 32, 2);
-  EXPECT(near(ar(&hw, &g, PTDP_SIM_ALLREDUCE_RING, 1e9), 2 * 31.0 / 32 * 1e9 / 80e9 + 2 * (24 * 2e-6 + 7 * 5e-6), 1e-12),
-         "d 32, t p 2: ring at 4 NICs");
+  EXPECT(
+      near(ar(&hw, &g, PTDP_SIM_ALLREDUCE_RING, 1e9), 2 * 31.0 / 32 * 1e9 / 80e9 + 2 * (24 * 2e-6 + 7 * 5e-6), 1e-12),
+      "d 32, t p 2: ring at 4 NICs");
   /* hierarchical: reduce-scatter and all-gather over the node's 4 at 200 GB/s (3/4 S each, 3
    * hops), then each rank's quarter all-reduced over the 8 nodes on its own NIC (20 GB/s):
    * ring 2 (7/8) 2.5e8 / 20e9 + 14 x 5 us (the tree's 2 x 2.5e8 / 20e9 + 30 us is slower) */
   const double hier = 2 * (0.75 * 1e9 / 200e9 + 3 * 2e-6) + 2 * 7.0 / 8 * 2.5e8 / 20e9 + 14 * 5e-6;
   EXPECT(near(ar(&hw, &g, PTDP_SIM_ALLREDUCE_HIERARCHICAL, 1e9), hier, 1e-12), "hierarchical by hand");
-  EXPECT(near(ar(&hw, &g, PTDP_SIM_ALLREDUCE_AUTO, 1e9), 2 * 31.0 / 32 * 1e9 / 80e9 + 2 * (24 * 2e-6 + 7 * 5e-6), 1e-12),
-         "auto without NVLink SHARP never picks the hierarchical one");
+  EXPECT(
+      near(ar(&hw, &g, PTDP_SIM_ALLREDUCE_AUTO, 1e9), 2 * 31.0 / 32 * 1e9 / 80e9 + 2 * (24 * 2e-6 + 7 * 5e-6), 1e-12),
+      "auto without NVLink SHARP never picks the hierarchical one");
   /* d 32 over 4 nodes (t p 1): 160 GB/s, 28 hops in nodes and 3 between */
   g = ptdp_sim_group_of(&hw, 32, 1);
-  EXPECT(near(ar(&hw, &g, PTDP_SIM_ALLREDUCE_RING, 1e9), 2 * 31.0 / 32 * 1e9 / 160e9 + 2 * (28 * 2e-6 + 3 * 5e-6), 1e-12),
-         "d 32, t p 1: ring at 8 NICs");
-  EXPECT(ar(&hw, &g, PTDP_SIM_ALLREDUCE_RING, 0) == 0 && ar(&hw, &(ptdp_sim_group){.n = 1}, PTDP_SIM_ALLREDUCE_RING, 1) == 0,
+  EXPECT(
+      near(ar(&hw, &g, PTDP_SIM_ALLREDUCE_RING, 1e9), 2 * 31.0 / 32 * 1e9 / 160e9 + 2 * (28 * 2e-6 + 3 * 5e-6), 1e-12),
+      "d 32, t p 1: ring at 8 NICs");
+  EXPECT(ar(&hw, &g, PTDP_SIM_ALLREDUCE_RING, 0) == 0 &&
+             ar(&hw, &(ptdp_sim_group){.n = 1}, PTDP_SIM_ALLREDUCE_RING, 1) == 0,
          "nothing to move, or one rank: no time");
 }
 
@@ -175,8 +184,8 @@ static void check_buckets(void)
    * [0, 1] ms, chunk 0's [2, 3] ms: chunk 1's end at 1.304 ms, chunk 0's at 2.5 + 0.804 =
    * 3.304 (it waits for its first bucket), then 3.508 */
   const double s2[2] = {2e-3, 0}, e2[2] = {3e-3, 1e-3};
-  const double fin2 = ptdp_sim_bucket_finish(&hw, &g, PTDP_SIM_COLL_ALLREDUCE, PTDP_SIM_ALLREDUCE_RING, 1e8, 4e7, 4, 2,
-                                             s2, e2, NULL);
+  const double fin2 =
+      ptdp_sim_bucket_finish(&hw, &g, PTDP_SIM_COLL_ALLREDUCE, PTDP_SIM_ALLREDUCE_RING, 1e8, 4e7, 4, 2, s2, e2, NULL);
   EXPECT(near(fin2, 3.508e-3, 1e-12), "two chunks: %g s", fin2);
   /* the parameter all-gather (2 B) ahead of a 0.3 ms forward that starts 0.1 ms after it:
    * buckets of 80, 80, 40 MB take 0.202, 0.202, 0.102 ms; bucket j is needed at 0.1 + 0.1 (j-1)
@@ -209,7 +218,7 @@ static void check_dp_in_run(void)
   so.overlap_grad_reduce = 1;
   EXPECT(ptdp_sim_run(&a, &hw, &so, ro) == 0, "run d 2 overlapped");
   EXPECT(ro->comp[PTDP_SIM_DP] < r->comp[PTDP_SIM_DP] && ro->hidden[PTDP_SIM_DP] > 0 &&
-           near(ro->iteration - ro->comp[PTDP_SIM_DP], r->iteration - r->comp[PTDP_SIM_DP], 1e-12),
+             near(ro->iteration - ro->comp[PTDP_SIM_DP], r->iteration - r->comp[PTDP_SIM_DP], 1e-12),
          "overlapped: %g exposed, %g hidden (was %g)", ro->comp[PTDP_SIM_DP], ro->hidden[PTDP_SIM_DP],
          r->comp[PTDP_SIM_DP]);
   so.fusion = PTDP_SIM_FUSION_NONE; /* ptdp-train's own implementation overlaps whatever the key */
@@ -219,7 +228,8 @@ static void check_dp_in_run(void)
   EXPECT(parse(&a, &o, "--use-distributed-optimizer") == 0, "parse distributed optimizer");
   ptdp_options_free(&o);
   EXPECT(ptdp_sim_run(&a, &hw, &so, r) == 0, "run d 2 distributed optimizer");
-  const double rs = ptdp_sim_collective_time(&hw, &g, PTDP_SIM_COLL_REDUCE_SCATTER, PTDP_SIM_ALLREDUCE_AUTO, np * 4, NULL);
+  const double rs =
+      ptdp_sim_collective_time(&hw, &g, PTDP_SIM_COLL_REDUCE_SCATTER, PTDP_SIM_ALLREDUCE_AUTO, np * 4, NULL);
   const double ag = ptdp_sim_collective_time(&hw, &g, PTDP_SIM_COLL_ALLGATHER, PTDP_SIM_ALLREDUCE_AUTO, np * 2, NULL);
   EXPECT(near(r->comp[PTDP_SIM_DP], rs + ag, 1e-12), "distributed optimizer: reduce-scatter + all-gather, %g s",
          r->comp[PTDP_SIM_DP]);

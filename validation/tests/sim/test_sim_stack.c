@@ -11,7 +11,8 @@
  *     is refused when flash is asked for;
  *   - Transformer Engine's epilogues: no QKV bias pass, bias-GeLU reduced to the pre-activation's
  *     write and read;
- *   - tp-comm-overlap: SP's forward reduce-scatter beside its GEMM shows max(x / t, x - G). */
+ *   - tp-comm-overlap: SP's forward reduce-scatter beside its GEMM shows max(x / t, x - G);
+ *   - the Llama family's operators the trainer has: RMSNorm, RoPE, no biases, untied embeddings. */
 #include "ptdp/backend.h"
 #include "ptdp/error.h"
 #include "ptdp/sim.h"
@@ -93,18 +94,24 @@ static void check_implementation(void)
   ptdp_sim_hw hw = gpu();
   ptdp_sim_options so;
   EXPECT(sim_keys(&so, &hw, "--implementation megatron-2021") == 0 && !so.async_tp_allreduce &&
-           so.software_efficiency == 1 && !so.te_fused, "megatron-2021: no async TP all-reduce, the file's GEMM rate");
+             so.software_efficiency == 1 && !so.te_fused,
+         "megatron-2021: no async TP all-reduce, the file's GEMM rate");
   EXPECT(sim_keys(&so, &hw, "--implementation megatron-2022") == 0 && so.async_tp_allreduce &&
-           near(so.software_efficiency, 1.055, 1e-12), "megatron-2022 on a 2021-calibrated file: 1.055");
-  EXPECT(sim_keys(&so, &hw, "--implementation megatron-2022 --software-efficiency 1.2 --async-tp-allreduce false") == 0 &&
-           !so.async_tp_allreduce && near(so.software_efficiency, 1.2, 1e-12), "keys given win over the stack's");
+             near(so.software_efficiency, 1.055, 1e-12),
+         "megatron-2022 on a 2021-calibrated file: 1.055");
+  EXPECT(sim_keys(&so, &hw, "--implementation megatron-2022 --software-efficiency 1.2 --async-tp-allreduce false") ==
+                 0 &&
+             !so.async_tp_allreduce && near(so.software_efficiency, 1.2, 1e-12),
+         "keys given win over the stack's");
   hw.gemm_stack = PTDP_SIM_IMPL_CORE; /* a file measured with today's cuBLAS */
-  EXPECT(sim_keys(&so, &hw, "--implementation megatron-core") == 0 && so.te_fused && near(so.software_efficiency, 1, 1e-12),
+  EXPECT(sim_keys(&so, &hw, "--implementation megatron-core") == 0 && so.te_fused &&
+             near(so.software_efficiency, 1, 1e-12),
          "megatron-core on a file measured with its own GEMMs: 1");
   EXPECT(sim_keys(&so, &hw, "--implementation megatron-2021") == 0 && near(so.software_efficiency, 1 / 1.055, 1e-12),
          "megatron-2021 on that file: 1 / 1.055");
   EXPECT(sim_keys(&so, &hw, "") == 0 && so.implementation == PTDP_SIM_IMPL_KEYS && so.async_tp_allreduce &&
-           so.software_efficiency == 1, "no implementation: the keys' defaults as before");
+             so.software_efficiency == 1,
+         "no implementation: the keys' defaults as before");
   ptdp_args a;
   EXPECT(parse(&a, "") == 0 && a.attention_backend == PTDP_ATTN_AUTO, "attention-backend auto by default");
   EXPECT(!ptdp_sim_flash(&a, &so), "auto without megatron-core: unfused");
@@ -136,8 +143,10 @@ static void check_flash(void)
   /* memory: fp32, fusion none (the plan as ptdp-train builds it), p 1, no dropout: each layer's
    * held s x s tensor is the softmax output, 4 b a s^2 bytes, replaced by the lse's 4 b a s */
   so.fusion = PTDP_SIM_FUSION_NONE;
-  EXPECT(parse(&a, "--bf16 false --attention-backend flash") == 0 && ptdp_sim_run(&a, &hw, &so, r) == 0, "run flash fp32");
-  EXPECT(parse(&a, "--bf16 false --attention-backend unfused") == 0 && ptdp_sim_run(&a, &hw, &so, u) == 0, "run unfused");
+  EXPECT(parse(&a, "--bf16 false --attention-backend flash") == 0 && ptdp_sim_run(&a, &hw, &so, r) == 0,
+         "run flash fp32");
+  EXPECT(parse(&a, "--bf16 false --attention-backend unfused") == 0 && ptdp_sim_run(&a, &hw, &so, u) == 0,
+         "run unfused");
   const double drop = 4 * (4.0 * 2 * 16 * 512 * 512 - 4.0 * 2 * 16 * 512);
   EXPECT(near(u->plan_peak_activations - r->plan_peak_activations, drop, 1e-12),
          "flash holds %g fewer bytes, by hand 4 layers x (4 b a s^2 - 4 b a s) = %g",
@@ -147,7 +156,8 @@ static void check_flash(void)
   ptdp_error_set_quiet(1);
   EXPECT(ptdp_sim_run(&a, &hw, &so, u) == 0, "unfused needs no flash efficiency");
   EXPECT(parse(&a, "--attention-backend flash") == 0 && ptdp_sim_run(&a, &hw, &so, r) != 0 &&
-           strstr(ptdp_error_message(), "flash-attention-efficiency"), "flash without the file's efficiency: refused");
+             strstr(ptdp_error_message(), "flash-attention-efficiency"),
+         "flash without the file's efficiency: refused");
   ptdp_error_clear();
   ptdp_error_set_quiet(0);
   free(r);
@@ -161,7 +171,8 @@ static void check_te_and_ub(void)
   ptdp_args a;
   ptdp_sim_oplist l;
   EXPECT(sim_keys(&so, &hw, "--implementation megatron-core") == 0, "keys core");
-  EXPECT(parse(&a, "--attention-backend flash --tensor-model-parallel-size 2 --sequence-parallel") == 0, "parse t 2 sp");
+  EXPECT(parse(&a, "--attention-backend flash --tensor-model-parallel-size 2 --sequence-parallel") == 0,
+         "parse t 2 sp");
   EXPECT(ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0, "layer ops core");
   EXPECT(!find_op(&l, "QKV bias") && !find_op(&l, "bias-GeLU") && !find_op(&l, "context transpose"),
          "TE: bias, GeLU in the epilogues, no transpose");
@@ -180,13 +191,51 @@ static void check_te_and_ub(void)
   EXPECT(rs && near(rs->fwd, fmax(rs_plain / 2, rs_plain - G), 1e-12) && rs->hidden > 0,
          "overlapped reduce-scatter shows max(x / t, x - G) = %g of %g (G %g)", rs ? rs->fwd : -1, rs_plain, G);
   EXPECT(parse(&a, "--attention-backend flash --tensor-model-parallel-size 2") == 0 &&
-           ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0 && find_op(&l, "TP all-reduce (MLP)")->hidden == 0,
+             ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0 && find_op(&l, "TP all-reduce (MLP)")->hidden == 0,
          "tp-comm-overlap without sequence parallelism: nothing overlapped (Megatron needs SP)");
+}
+
+/* The Llama family's operators the trainer has (RMSNorm, RoPE, no biases, untied embeddings):
+ * no QKV bias pass, RoPE reads and writes q and k ([N, 2 h/t] in 2 B) each way, GeLU without its
+ * bias reads x and writes y (backward reads x and dy, writes dx), bias-dropout-add's backward
+ * without the bias gradient's read (5 x + mask), the word lookup without a position table, and
+ * no tied-embedding all-reduce between the first and last stage. */
+static void check_llama(void)
+{
+  ptdp_sim_hw hw = gpu();
+  ptdp_sim_options so;
+  ptdp_args a;
+  ptdp_sim_oplist l, e;
+  EXPECT(sim_keys(&so, &hw, "") == 0, "keys");
+  EXPECT(parse(&a, "--normalization RMSNorm --position-embedding-type rope --disable-bias-linear "
+                   "--untie-embeddings-and-output-weights --tensor-model-parallel-size 2") == 0,
+         "parse Llama-like");
+  EXPECT(ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0 && ptdp_sim_embedding_ops(&a, &hw, &so, &e) == 0, "ops");
+  const double N = 1024, hl = 512, x = N * 1024 * 2, act = N * 2048 * 2;
+  const ptdp_sim_op *rope = find_op(&l, "RoPE"), *gelu = find_op(&l, "GeLU"), *bda = find_op(&l, "bias-dropout-add 1");
+  EXPECT(!find_op(&l, "QKV bias") && !find_op(&l, "bias-GeLU") && find_op(&l, "rmsnorm 1"), "no bias passes, RMSNorm");
+  EXPECT(rope && near(rope->fwd, 4 * N * hl * 2 / 1e12 + 1e-6, 1e-12) && near(rope->bwd, rope->fwd, 1e-12),
+         "RoPE: q and k read and written");
+  EXPECT(gelu && near(gelu->fwd, 2 * act / 1e12 + 1e-6, 1e-12) && near(gelu->bwd, 3 * act / 1e12 + 1e-6, 1e-12),
+         "GeLU without bias: 2 and 3 passes");
+  EXPECT(bda && near(bda->bwd, 5 * x / 1e12 + 1e-6, 1e-12), "dropout-add backward: no bias gradient (no dropout)");
+  EXPECT(find_op(&e, "word lookup") && !find_op(&e, "word lookup + position add"), "no position table");
+  ptdp_sim_result *r = calloc(1, sizeof *r);
+  so.world_size = 4;
+  EXPECT(parse(&a, "--normalization RMSNorm --position-embedding-type rope --disable-bias-linear "
+                   "--untie-embeddings-and-output-weights --pipeline-model-parallel-size 2") == 0 &&
+             ptdp_sim_run(&a, &hw, &so, r) == 0 && r->comp[PTDP_SIM_EMBEDDING_AR] == 0,
+         "untied: no embedding all-reduce between the stages");
+  EXPECT(parse(&a, "--pipeline-model-parallel-size 2") == 0 && ptdp_sim_run(&a, &hw, &so, r) == 0 &&
+             r->comp[PTDP_SIM_EMBEDDING_AR] > 0,
+         "tied: the all-reduce is there");
+  free(r);
 }
 
 int main(void)
 {
   check_implementation();
+  check_llama();
   check_flash();
   check_te_and_ub();
   printf("test_sim_stack: %d checks passed, %d failed\n", n_pass, n_fail);
