@@ -10,6 +10,7 @@
 # plan's: moments and master weights), and the logits in fp32: 2 more bytes for each of the
 # b s v_padded / t logits of the one micro-batch in flight, and none where the stage holds no
 # head (p 2 v 2, stage 0).
+# The Llama family's architecture and flash attention (the trainer's keys) too.
 # Planted: the sim in fp32 against ptdp-train in bf16 must be caught by the same comparison.
 . "$top_srcdir/validation/tests/common.sh"
 SIM="$top_builddir/ptdp-sim"
@@ -50,6 +51,10 @@ same "fp16, t 2, SP, selective recomputation" 2 --fp16 --tensor-model-parallel-s
   --recompute-granularity selective
 same "fp32, 1 rank" 1
 same "fp32, p 2, full recomputation" 2 --pipeline-model-parallel-size 2 --recompute-granularity full
+# the Llama family's architecture (no biases, RMSNorm, rotary positions, an untied output layer
+# on the last stage) and the fused attention: the plan's parameters and activations follow it
+same "bf16, p 2, Llama-like, flash attention" 2 --bf16 --pipeline-model-parallel-size 2 --normalization RMSNorm \
+  --position-embedding-type rope --disable-bias-linear --untie-embeddings-and-output-weights --attention-backend flash
 
 # Megatron's accounting against the plan of the same layout (bf16, 1 rank)
 set -- $(train 1 --bf16); tw=$1 tg=$2 to=$3 ta=$4
