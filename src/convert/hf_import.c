@@ -187,11 +187,35 @@ static int check_tied(const weights *w, const hf_tensor *wte, const ptdp_st_tens
   return rc;
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+  return strcmp((*(const ptdp_st_tensor *const *)a)->name, (*(const ptdp_st_tensor *const *)b)->name);
+}
+
+/* No tensor in two files (each file's names are unique already): which would be read is unclear. */
+static int check_unique(const weights *w)
+{
+  size_t n = 0, k = 0;
+  for (int f = 0; f < w->nfiles; f++) n += (size_t)w->file[f]->ntensors;
+  const ptdp_st_tensor **all;
+  PTDP_CALLOC(all, n + 1, sizeof *all);
+  for (int f = 0; f < w->nfiles; f++)
+    for (int i = 0; i < w->file[f]->ntensors; i++) all[k++] = &w->file[f]->tensors[i];
+  qsort(all, n, sizeof *all, cmp_name);
+  const ptdp_st_tensor *dup = NULL;
+  for (size_t i = 1; i < n && !dup; i++)
+    if (!strcmp(all[i - 1]->name, all[i]->name)) dup = all[i];
+  free(all);
+  PTDP_CHECK(!dup, "'%s': tensor '%s' is in two of its weight files", w->dir, dup ? dup->name : "");
+  return 0;
+}
+
 /* Every tensor of the files must be in the table, a buffer, or the tied output layer. */
 static int check_extra(const weights *w, const hf_dims *d, const hf_tensor *wte)
 {
   char **names;
   int n;
+  PTDP_CALL(check_unique(w));
   PTDP_CALL(hf_map_names(w->arch, d, &names, &n));
   int rc = 0;
   for (int f = 0; f < w->nfiles && !rc; f++)

@@ -34,6 +34,7 @@ KINDS = {
     "extra": "an unknown tensor transformer.h.0.attn.q_norm.weight",
     "int32": "transformer.h.0.mlp.c_fc.bias stored as I32",
     "shape": "transformer.h.1.mlp.c_fc.weight with one column fewer",
+    "duplicate": "two shards both holding transformer.wpe.weight (the index names both files)",
 }
 
 
@@ -152,6 +153,16 @@ def plant(src, out, kind):
     elif kind == "shape":
         n = "transformer.h.1.mlp.c_fc.weight"
         tensors[n] = (dt[n], T[n][:, :-1].copy())
+    elif kind == "duplicate":
+        names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+        st_read.write_file(os.path.join(out, names[0]), tensors, {"format": "pt"})
+        wpe = "transformer.wpe.weight"
+        st_read.write_file(os.path.join(out, names[1]), {wpe: tensors[wpe]}, {"format": "pt"})
+        wmap = {n: names[1] if n == wpe else names[0] for n in tensors}
+        with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {}, "weight_map": wmap}, f)
+        print("planted %s: %s" % (kind, KINDS[kind]))
+        return 0
     else:
         print("unknown kind %r: %s" % (kind, ", ".join(KINDS)))
         return 2

@@ -66,7 +66,8 @@ refused config-json "not valid JSON" 1 --hf-in "$TMPD/badjson" --save "$TMPD/x"
 
 # ---- tensors
 for kind in missing:"holds no tensor 'transformer.h.0.ln_2.bias'" extra:"is not part of a GPT2LMHeadModel" \
-  int32:"stored as I32" shape:"has shape \[64, 255\]" lm_head_untied:"differs from the word embedding"; do
+  int32:"stored as I32" shape:"has shape \[64, 255\]" lm_head_untied:"differs from the word embedding" \
+  duplicate:"is in two of its weight files"; do
   k=${kind%%:*}
   $CHECK plant "$TMPD/hf" "$TMPD/p-$k" "$k" > /dev/null
   refused "tensor-$k" "${kind#*:}" 1 --hf-in "$TMPD/p-$k" --save "$TMPD/x"
