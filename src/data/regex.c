@@ -662,6 +662,7 @@ static int run(const ptdp_regex *re, ptdp_regex_work *w, const unsigned char *s,
 {
   const size_t base = w->n;
   while (1) {
+    if (++w->steps > w->budget) return -2;
     const instr *in = &re->prog[pc];
     size_t len;
     uint32_t cp;
@@ -690,7 +691,7 @@ static int run(const ptdp_regex *re, ptdp_regex_work *w, const unsigned char *s,
     case I_LOOK: {
       size_t e;
       int r = run(re, w, s, n, pc + 1, pos, &e);
-      if (r < 0) return -1;
+      if (r < 0) return r;
       ok = r != (int)in->arg;
       pc = (size_t)in->x;
       break;
@@ -713,6 +714,8 @@ int ptdp_regex_search(const ptdp_regex *re, ptdp_regex_work *w, const unsigned c
 {
   for (size_t i = from; i < n;) {
     w->n = 0;
+    w->steps = 0;
+    w->budget = 64 * (n - i) + ((size_t)1 << 20);
     int r = run(re, w, s, n, 0, i, end);
     if (r) {
       *start = i;

@@ -408,6 +408,7 @@ void ptdp_tokenizer_destroy(ptdp_tokenizer **tok)
 
 int ptdp_tokenizer_vocab_size(const ptdp_tokenizer *tok) { return tok->t->vocab_size; }
 int32_t ptdp_tokenizer_eod(const ptdp_tokenizer *tok) { return tok->t->eod; }
+int ptdp_tokenizer_round_trips(const ptdp_tokenizer *tok) { return !tok->t->is_hf || ptdp_hf_round_trips(tok->t->hf); }
 const char *ptdp_tokenizer_type_name(const ptdp_tokenizer *tok)
 {
   return tok->t->is_bytes ? "ByteLevel" : tok->t->is_hf ? "HuggingFaceTokenizer" : "GPT2BPETokenizer";

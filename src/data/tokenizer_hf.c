@@ -696,6 +696,16 @@ static int load(loader *L, const char *text, size_t len, const char *dir)
   return 0;
 }
 
+int ptdp_hf_round_trips(const hf_tables *hf)
+{
+  if (!hf->byte_level) return 0;
+  for (size_t i = 0; i < hf->nsteps; i++) /* ByteLevel's prefix space is kept by its decoder */
+    if (hf->steps[i].removed || hf->steps[i].prefix_space) return 0;
+  for (size_t i = 0; i < hf->nadded; i++)
+    if (hf->added[i].lstrip || hf->added[i].rstrip) return 0;
+  return 1;
+}
+
 void ptdp_hf_tables_free(hf_tables *hf)
 {
   if (!hf) return;

@@ -218,6 +218,8 @@ static int split_step(ptdp_tokenizer *tok, size_t k, const unsigned char *p, siz
   size_t i = 0, ms, me;
   while (i < len) {
     int r = ptdp_regex_search(st->re, &tok->rx, p, len, i, &ms, &me);
+    PTDP_CHECK(r != -2, "the tokenizer's split pattern backtracks too much on a piece of %zu bytes (at byte %zu of "
+               "it): a pattern such as (a|a)*b cannot be used", len, i);
     PTDP_CHECK(r >= 0, "out of memory matching the split pattern");
     if (!r) break;
     if (ms > i) PTDP_CALL(run_steps(tok, k + 1, p + i, ms - i, first && i == 0, out));

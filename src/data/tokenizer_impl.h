@@ -120,6 +120,7 @@ int ptdp_tokenizer_encode_piece(ptdp_tokenizer *tok, const unsigned char *p, siz
 
 /* tokenizer_hf.c / tokenizer_hf_encode.c */
 void ptdp_hf_tables_free(hf_tables *hf);
+int ptdp_hf_round_trips(const hf_tables *hf);
 int ptdp_hf_encode_append(ptdp_tokenizer *tok, const unsigned char *s, size_t n, ptdp_token_buf *out);
 /* BPE of one piece (no cache): ignore_merges, the first symbols (bytes, or characters with
  * byte fallback), then merges by rank with a heap (Hugging Face's order). */

@@ -1,6 +1,6 @@
 #!/bin/sh
 # campaign.sh READER MINUTES [BUILDDIR]: a timed libFuzzer campaign on one reader (json, gpt2,
-# mmidx, hw, deck, ckpt, runfile, safetensors), for a maintainer before a release.  BUILDDIR
+# mmidx, hw, deck, ckpt, runfile, safetensors, hf), for a maintainer before a release.  BUILDDIR
 # (default: the current folder)
 # must be configured with --enable-fuzzing (OMPI_CC=clang .../configure --enable-fuzzing) and
 # the harness built (make validation/fuzz/fuzz_READER).  The committed corpus is copied, not
@@ -30,12 +30,12 @@ secs=$((minutes * 60))
 # of MPI_Init unreachable, and HDF5 1.10.8 leaks on its own error paths when a damaged file makes
 # it give up (H5C_protect); their libraries have no frame pointers, so suppressions cannot tell
 # those from ptdp's without full stacks at every allocation (five times fewer inputs a second)
-asan=detect_leaks=1
-case $reader in ckpt | runfile) asan=detect_leaks=0 ;; esac
+asan=detect_leaks=1 leaks=1
+case $reader in ckpt | runfile) asan=detect_leaks=0 leaks=0 ;; esac
 # one worker: the campaign's machine may be small; -timeout: an input over 10 s is a hang
 # shellcheck disable=SC2086
 ASAN_OPTIONS=${ASAN_OPTIONS:-$asan} "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-  -max_len=8192 -print_final_stats=1 -artifact_prefix="$work/artifacts/" $dict "$work/corpus" > "$work/log" 2>&1 || true
+  -max_len=8192 -detect_leaks=$leaks -print_final_stats=1 -artifact_prefix="$work/artifacts/" $dict "$work/corpus" > "$work/log" 2>&1 || true
 execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$work/log" | tail -1)
 last=$(grep -E '^#[0-9]+' "$work/log" | tail -1)
 cov=$(echo "$last" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')

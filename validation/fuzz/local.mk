@@ -8,6 +8,10 @@ FUZZ_H5 = validation/fuzz/fuzz_h5.h validation/fuzz/fuzz_h5edit.c validation/fuz
 check_PROGRAMS += validation/fuzz/fuzz_json validation/fuzz/fuzz_gpt2 validation/fuzz/fuzz_mmidx \
                   validation/fuzz/fuzz_hw validation/fuzz/fuzz_deck validation/fuzz/fuzz_ckpt validation/fuzz/fuzz_runfile
 check_PROGRAMS += validation/fuzz/fuzz_safetensors
+# issue 24: Hugging Face tokenizer.json
+check_PROGRAMS += validation/fuzz/fuzz_hf
+validation_fuzz_fuzz_hf_SOURCES = validation/fuzz/fuzz_hf.c $(FUZZ_COMMON)
+validation_fuzz_fuzz_hf_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
 validation_fuzz_fuzz_safetensors_SOURCES = validation/fuzz/fuzz_safetensors.c $(FUZZ_COMMON)
 validation_fuzz_fuzz_safetensors_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
 validation_fuzz_fuzz_json_SOURCES = validation/fuzz/fuzz_json.c src/data/preprocess.c src/data/preprocess.h $(FUZZ_COMMON)
@@ -26,6 +30,7 @@ validation_fuzz_fuzz_deck_SOURCES += validation/fuzz/replay_main.c
 validation_fuzz_fuzz_ckpt_SOURCES += validation/fuzz/replay_main.c
 validation_fuzz_fuzz_runfile_SOURCES += validation/fuzz/replay_main.c
 validation_fuzz_fuzz_safetensors_SOURCES += validation/fuzz/replay_main.c
+validation_fuzz_fuzz_hf_SOURCES += validation/fuzz/replay_main.c
 endif
 validation_fuzz_fuzz_json_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
 validation_fuzz_fuzz_gpt2_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
@@ -35,5 +40,5 @@ validation_fuzz_fuzz_deck_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
 validation_fuzz_fuzz_ckpt_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
 validation_fuzz_fuzz_runfile_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)
 TESTS += validation/fuzz/test_fuzz_replay.sh
-dist_noinst_SCRIPTS += validation/fuzz/test_fuzz_replay.sh validation/fuzz/campaign.sh
+dist_noinst_SCRIPTS += validation/fuzz/test_fuzz_replay.sh validation/fuzz/campaign.sh validation/fuzz/libver_damage.sh
 EXTRA_DIST += validation/fuzz/README validation/fuzz/corpus validation/fuzz/regress validation/fuzz/dict

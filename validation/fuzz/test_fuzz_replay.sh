@@ -5,7 +5,7 @@
 # named one by one, which a libFuzzer build also takes as "run these and stop".
 . "$top_srcdir/validation/tests/common.sh"
 F="$top_srcdir/validation/fuzz"
-for r in json gpt2 mmidx hw deck ckpt runfile safetensors; do
+for r in json gpt2 mmidx hw deck ckpt runfile safetensors hf; do
   set -- "$F/corpus/$r"/* "$F/regress/$r"/*
   n=0
   for f in "$@"; do [ -f "$f" ] && n=$((n + 1)); done

@@ -1,10 +1,12 @@
-// gen_multilingual.js OUT [NDOCS]: a deterministic test text for the tokenizer comparisons of
+// gen_multilingual.js OUT [NDOCS [plain]]: a deterministic test text for the tokenizer comparisons of
 // test_tokenizer_hf.sh: NDOCS (default 400) documents separated by NUL bytes, each a random
 // mix (a fixed linear congruential generator, so every run writes the same bytes) of words
 // in many scripts, digit runs in several number systems, whitespace runs (spaces, tabs, CR LF,
 // no-break, thin and ideographic spaces, U+2028), English contractions in every case (straight and
 // curly apostrophes, and U+017F long s), punctuation runs, emoji with joiners and modifiers,
-// combining marks, and strings that spell special tokens.  U+0085 and U+FEFF are left out:
+// combining marks, and (unless "plain") strings that spell special tokens: Hugging Face's
+// tokenizers make those the special tokens, the SentencePiece ports (llama-tokenizer-js,
+// mistral-tokenizer-js) encode them as text.  U+0085 and U+FEFF are left out:
 // for JavaScript's \s U+FEFF is a space and U+0085 is not (js-tiktoken matches with it, and
 // @huggingface/tokenizers' translation keeps the U+FEFF difference); for White_Space, the \s of
 // Oniguruma (Hugging Face's library), Rust's regex (tiktoken) and ptdp, the opposite.
@@ -38,13 +40,14 @@ const emoji = ["🎉", "👍🏽", "👨‍👩‍👧", "🇺🇸", "❤️", "
 const special = ["<|endoftext|>", "<|end_of_text|>", "<|begin_of_text|>", "<s>", "</s>", "<unk>", "<|eot_id|>",
                  "<|", "|>", "<|endoftext", "<0x41>", "▁", "▁▁"];
 
+let plain = false;
 function piece() {
   const r = rnd(100);
   if (r < 45) return pick(words) + (rnd(6) === 0 ? pick(contractions) : "");
   if (r < 58) return pick(digits);
   if (r < 78) return pick(punct);
   if (r < 86) return pick(emoji);
-  if (r < 90) return pick(special);
+  if (r < 90) return plain ? pick(words) : pick(special);
   return pick(words).toUpperCase() + pick(contractions);
 }
 
@@ -55,7 +58,8 @@ function doc() {
   return s;
 }
 
-const [out, ndocs] = process.argv.slice(2);
+const [out, ndocs, mode] = process.argv.slice(2);
+plain = mode === "plain";
 const docs = [];
 for (let i = 0; i < (ndocs ? Number(ndocs) : 400); i++) docs.push(doc());
 fs.writeFileSync(out, docs.join("\0"));

