@@ -38,7 +38,7 @@ int main(void)
   CK(cudaMemcpy(dw, w, sizeof w, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(db, b, sizeof b, cudaMemcpyHostToDevice));
   /* the NULL stream runs at once in the emulation: a fault may come back from the launch */
-  cudaError_t e = ptdp_cuk_layernorm_forward(0, dx, dw, db, dy, dm, dr, ROWS, H, 1e-5f);
+  cudaError_t e = ptdp_cuk_layernorm_forward(0, PTDP_F32, dx, dw, db, dy, dm, dr, ROWS, H, 1e-5f);
   if (e == cudaSuccess) e = cudaMemcpy(y, dy, sizeof y, cudaMemcpyDeviceToHost);
 #if defined(__SANITIZE_ADDRESS__)
   printf("SKIP: the kernels run without the access hooks (a --enable-sanitizers build): no race detector\n");
