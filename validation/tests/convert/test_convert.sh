@@ -24,7 +24,7 @@ CONVERT="$top_builddir/ptdp-convert"
 GENERATE="$top_builddir/ptdp-generate"
 HERE="$top_srcdir/validation/tests/convert"
 CHECK="$PYTHON3 $HERE/convert_checks.py"
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the source tree
 
 # convert NAME ARGS...: ptdp-convert on one rank, its output in $TMPD/NAME.log; its exit status
 convert() {

@@ -12,7 +12,7 @@ python_or_skip numpy h5py
 CONVERT="$top_builddir/ptdp-convert"
 HERE="$top_srcdir/validation/tests/convert"
 CHECK="$PYTHON3 $HERE/convert_checks.py"
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=1 # no __pycache__ in the source tree
 
 # refused NAME PATTERN NP ARGS...: ptdp-convert on NP ranks exits 1 with a message matching PATTERN
 refused() {
