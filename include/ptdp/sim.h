@@ -91,9 +91,11 @@ typedef enum {
 
 /* The software stack modelled (--implementation): what code exists (fused attention, Transformer
  * Engine's fused paths, the async TP all-reduce) and its GEMM rate; the overlap keys stay the
- * user's, opt-in as in Megatron.  KEYS: no preset, every key as given or defaulted. */
+ * user's, opt-in as in Megatron.  KEYS: no preset, every key as given or defaulted.  AUTO (the
+ * default): megatron-core on a hardware file measured with today's stack (gemm-efficiency-stack
+ * megatron-core), else KEYS; ptdp_sim_options_resolve settles it. */
 typedef enum {
-  PTDP_SIM_IMPL_KEYS = 0, PTDP_SIM_IMPL_2021, PTDP_SIM_IMPL_2022, PTDP_SIM_IMPL_CORE
+  PTDP_SIM_IMPL_KEYS = 0, PTDP_SIM_IMPL_2021, PTDP_SIM_IMPL_2022, PTDP_SIM_IMPL_CORE, PTDP_SIM_IMPL_AUTO
 } ptdp_sim_impl;
 
 /* ptdp-sim's own keys (beside ptdp-train's). */

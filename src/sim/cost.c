@@ -257,11 +257,12 @@ static const ptdp_option sim_table[] = {
    "implementation sets it: 2021's 1, 2022's and megatron-core's 1.055, over the file's gemm-efficiency-stack; "
    "ptdp(7), VALIDATION OF THE SIMULATOR)",
    NULL},
-  {"implementation", PTDP_OPT_ENUM, SOFF(implementation), "keys", 0, 0,
-   "keys|megatron-2021|megatron-2022|megatron-core",
+  {"implementation", PTDP_OPT_ENUM, SOFF(implementation), "auto", 0, 0,
+   "keys|megatron-2021|megatron-2022|megatron-core|auto",
    "the stack modelled, setting the keys not given: megatron-2021 (no async TP all-reduce, unfused attention), "
    "megatron-2022 (async TP all-reduce, its GEMM rate), megatron-core (as 2022, plus flash attention for "
-   "attention-backend auto, Transformer Engine's bias and GeLU in the GEMMs' epilogues); keys: none",
+   "attention-backend auto, Transformer Engine's bias and GeLU in the GEMMs' epilogues); keys: none; auto: "
+   "megatron-core on a hardware file measured with today's stack (gemm-efficiency-stack megatron-core), else keys",
    NULL},
   {"tp-comm-overlap", PTDP_OPT_BOOL, SOFF(tp_comm_overlap), "false", 0, 0, NULL,
    "Megatron's (Transformer Engine's userbuffers, sequence parallel, TP within a node): each TP all-gather and "
@@ -287,6 +288,8 @@ static double stack_gemm_rate(int impl) { return impl == PTDP_SIM_IMPL_2021 ? 1.
 
 int ptdp_sim_options_resolve(const ptdp_options *opt, ptdp_sim_options *o, const ptdp_sim_hw *hw)
 {
+  if (o->implementation == PTDP_SIM_IMPL_AUTO)
+    o->implementation = hw->gemm_stack == PTDP_SIM_IMPL_CORE ? PTDP_SIM_IMPL_CORE : PTDP_SIM_IMPL_KEYS;
   const ptdp_sim_impl im = o->implementation;
   o->te_fused = im == PTDP_SIM_IMPL_CORE;
   if (im == PTDP_SIM_IMPL_KEYS) return 0;

@@ -20,7 +20,7 @@ void ptdp_sim_print(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_op
           a->sequence_parallel && r->t > 1 ? ", sequence parallel" : "",
           a->use_distributed_optimizer && r->d > 1 ? ", distributed optimizer" : "",
           a->bf16 ? "bf16" : a->fp16 ? "fp16" : "fp32");
-  static const char *impl[] = {"keys", "megatron-2021", "megatron-2022", "megatron-core"};
+  static const char *impl[] = {"keys", "megatron-2021", "megatron-2022", "megatron-core", "auto"};
   fprintf(out, "stack: %s, %s attention%s%s, DP reduction %s%s%s\n", impl[o->implementation],
           ptdp_sim_flash(a, o) ? "flash" : "unfused", o->te_fused ? ", Transformer Engine epilogues" : "",
           o->async_tp_allreduce ? ", async TP all-reduce" : "",

@@ -2,7 +2,8 @@
  * TFLOP/s 16-bit peak, 1 TB/s, 1 us a kernel; flash attention at 0.5 of peak forward, 0.4
  * backward):
  *   - the implementation key: each stack's defaults for the keys not given (async TP all-reduce,
- *     software-efficiency over the file's gemm-efficiency-stack), a key given kept;
+ *     software-efficiency over the file's gemm-efficiency-stack), a key given kept; auto is
+ *     megatron-core on a file measured with today's stack, no preset on a 2021-calibrated one;
  *   - flash attention: one kernel of 2 b al s^2 hd FLOPs forward (causal half of two GEMMs) and
  *     2.5 times that backward at the file's efficiencies; no s x s operator left; selective
  *     recomputation recomputes nothing; the plan's activations fall by the s x s tensors
@@ -103,15 +104,19 @@ static void check_implementation(void)
                  0 &&
              !so.async_tp_allreduce && near(so.software_efficiency, 1.2, 1e-12),
          "keys given win over the stack's");
+  EXPECT(sim_keys(&so, &hw, "") == 0 && so.implementation == PTDP_SIM_IMPL_KEYS,
+         "auto on a 2021-calibrated file: no preset");
   hw.gemm_stack = PTDP_SIM_IMPL_CORE; /* a file measured with today's cuBLAS */
+  EXPECT(sim_keys(&so, &hw, "") == 0 && so.implementation == PTDP_SIM_IMPL_CORE && so.te_fused,
+         "auto on a file measured with today's stack: megatron-core");
   EXPECT(sim_keys(&so, &hw, "--implementation megatron-core") == 0 && so.te_fused &&
              near(so.software_efficiency, 1, 1e-12),
          "megatron-core on a file measured with its own GEMMs: 1");
   EXPECT(sim_keys(&so, &hw, "--implementation megatron-2021") == 0 && near(so.software_efficiency, 1 / 1.055, 1e-12),
          "megatron-2021 on that file: 1 / 1.055");
-  EXPECT(sim_keys(&so, &hw, "") == 0 && so.implementation == PTDP_SIM_IMPL_KEYS && so.async_tp_allreduce &&
-             so.software_efficiency == 1,
-         "no implementation: the keys' defaults as before");
+  EXPECT(sim_keys(&so, &hw, "--implementation keys") == 0 && so.implementation == PTDP_SIM_IMPL_KEYS &&
+             so.async_tp_allreduce && so.software_efficiency == 1 && !so.te_fused,
+         "implementation keys: the keys' defaults as before, whatever the file");
   ptdp_args a;
   EXPECT(parse(&a, "") == 0 && a.attention_backend == PTDP_ATTN_AUTO, "attention-backend auto by default");
   EXPECT(!ptdp_sim_flash(&a, &so), "auto without megatron-core: unfused");
