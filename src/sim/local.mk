@@ -26,7 +26,8 @@ TESTS += validation/tests/sim/test_sim_plan.sh
 dist_noinst_SCRIPTS += validation/tests/sim/test_sim_plan.sh
 # The papers' rows as a regression test (Narayanan et al. Table 1, Korthikanti et al. Table 5)
 TESTS += validation/sim/test_papers.sh
-dist_noinst_SCRIPTS += validation/sim/test_papers.sh validation/sim/validate_papers.py validation/sim/sensitivity.py
+dist_noinst_SCRIPTS += validation/sim/test_papers.sh validation/sim/validate_papers.py validation/sim/sensitivity.py \
+                       validation/sim/check_gpu_prediction.sh
 EXTRA_DIST += validation/sim/narayanan2021_table1.csv validation/sim/korthikanti2022_table5_end_to_end.csv \
               validation/sim/korthikanti2022_table3_model_configs.csv
 # Hardware files and the script that measures this machine

@@ -4,7 +4,8 @@
 # key without a value, a value that is not a number, an unknown GPU without its peaks and a
 # missing build exit 2 naming what is wrong, before anything is built or measured; with no GPU
 # listed (NVIDIA_SMI pointed at a program that lists none, or fails) it exits 77 saying so and
-# writes nothing.  Planted: a copy without the number check lets '--peak-tflops-16 abc' through.
+# writes nothing; validation/sim/check_gpu_prediction.sh, which needs it, skips (77).
+# Planted: a copy without the number check lets '--peak-tflops-16 abc' through.
 . "$top_srcdir/validation/tests/common.sh"
 S="$top_srcdir/jobs/measure_gpu_hw.sh"
 printf '#!/bin/sh\necho "NVIDIA H100 80GB HBM3"\n' > "$TMPD/h100-smi"
@@ -45,6 +46,11 @@ NVIDIA_SMI="$TMPD/other-smi" expect 2 "unknown GPU 'Some Future GPU': give --pea
 ok $? "an unknown GPU without peaks: exit 2, asks for them"
 NVIDIA_SMI="$TMPD/h100-smi" expect 2 "no build in $TMPD/nobuild" --build "$TMPD/nobuild" --out "$TMPD/x.hw"
 ok $? "an H100 (peaks from its name) but no build: exit 2"
+
+# the check that uses it (ptdp-sim against ptdp's own GPU step times) skips the same way
+OUT="$TMPD/pred" NVIDIA_SMI="$TMPD/none-smi" sh "$top_srcdir/validation/sim/check_gpu_prediction.sh" "$top_builddir" \
+  > "$TMPD/out" 2>&1
+[ $? -eq 77 ] && grep -q "SKIP: no usable GPU" "$TMPD/out"; ok $? "check_gpu_prediction.sh without a GPU: exit 77, SKIP"
 
 # planted: without the number check, 'abc' reaches the measurement (here: the missing GPU)
 sed 's/^  echo "\$2" | grep -Eq .*$/  :/' "$S" > "$TMPD/planted.sh"
