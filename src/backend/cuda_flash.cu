@@ -31,8 +31,8 @@
 // hd 64 and 128 have instances of their own (FL_BY_HD), where the accumulators stay in registers
 // (ptxas, sm_90: no stack frame but 32 bytes of spills in the bf16 dK/dV kernel at 255
 // registers); others read hd at run time and keep the dK/dV/dQ accumulators in local memory.
-// Shared memory per block (bytes, hd 128): forward 104 KiB, dK/dV 112 KiB, dQ 104 KiB, above
-// the default 48 KiB (cudaFuncSetAttribute).
+// Shared memory per block (rows padded: FL_PAD_T), hd 128: forward 110 KiB, dK/dV 120.5 KiB, dQ
+// 111.5 KiB (hd 64: 70, 88.5, 79.5), above the default 48 KiB (cudaFuncSetAttribute).
 // NOT YET RUN ON A GPU: correctness is proven in the emulation (validation/emu/tests/
 // test_emu_flash.c); speed, compute-sanitizer and tuning need one.
 #include "cuda_internal.h"
@@ -50,6 +50,13 @@ using namespace nvcuda;
 #define FL_WARPS 4   // FL_ROWS / 16
 #define FL_THREADS (32 * FL_WARPS)
 #define FL_HD_MAX 128
+// Shared-memory rows are padded (16-bit rows by 8 elements, fp32 rows by 4), so that the 16 rows
+// of a wmma tile start 16 bytes apart in the banks instead of all in the same ones; tile starts
+// stay 256-bit aligned and ldm a multiple of 16 bytes, as wmma requires.
+#define FL_PAD_T 8
+#define FL_PAD_F 4
+#define FL_LDP (FL_COLS + FL_PAD_T) // 16-bit [16, 64] tiles: P, Pd, dS
+#define FL_LDS (FL_COLS + FL_PAD_F) // fp32 [16, 64] tiles: S, dP
 
 // Dynamic shared memory, aligned for wmma's 256-bit rule: each kernel declares
 //     extern __shared__ fl_smem_t fl_smem[];
@@ -81,13 +88,13 @@ typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> frag_acc;
 static __device__ int fl_min(int a, int b) { return a < b ? a : b; }
 static __device__ size_t fl_align(size_t x) { return (x + 127) & ~(size_t)127; }
 
-// Rows [r0, r0 + n) of a [*, hd] operand with row stride ld into dst [n, hd], zeros from row lim
-// on (the tails); threads t of nt share the work.
+// Rows [r0, r0 + n) of a [*, hd] operand with row stride ld into dst [n, hd] (row stride ldd),
+// zeros from row lim on (the tails); threads t of nt share the work.
 // 16-byte loads where src allows (a base off 16 bytes, possible for a pointer into a buffer,
 // takes elements one by one: a misaligned vector load faults on a GPU).
 template <typename T>
-__device__ __forceinline__ static void fl_load_rows(T *dst, const T *src, long long ld, int r0, int n, int lim, int hd,
-                                                    int t, int nt)
+__device__ __forceinline__ static void fl_load_rows(T *dst, int ldd, const T *src, long long ld, int r0, int n, int lim,
+                                                    int hd, int t, int nt)
 {
   const int per_row = hd / 8, vec = ((size_t)src % sizeof(fl_vec)) == 0;
   for (int e = t; e < n * per_row; e += nt) {
@@ -96,16 +103,18 @@ __device__ __forceinline__ static void fl_load_rows(T *dst, const T *src, long l
     if (vec) {
       fl_vec v = {{0u, 0u, 0u, 0u}};
       if (r0 + r < lim) v = *(const fl_vec *)p;
-      *(fl_vec *)(dst + r * hd + c) = v;
+      *(fl_vec *)(dst + r * ldd + c) = v;
     } else {
-      for (int i = 0; i < 8; i++) dst[r * hd + c + i] = r0 + r < lim ? p[i] : T(0.0f);
+      for (int i = 0; i < 8; i++) dst[r * ldd + c + i] = r0 + r < lim ? p[i] : T(0.0f);
     }
   }
 }
 
 // out[16, 16 n] (fp32, row stride ldo) = A[16, hd] B^T where B's rows are the 16 n rows of bt
-// [*, hd]: S = Q K^T and dP = dO V^T for one warp (A, bt in shared memory, row stride hd).
-template <typename T> __device__ __forceinline__ static void fl_abt(float *out, int ldo, const T *a, const T *bt, int n, int hd)
+// [*, hd]: S = Q K^T and dP = dO V^T for one warp (A, bt in shared memory, row strides lda, ldb).
+template <typename T>
+__device__ __forceinline__ static void fl_abt(float *out, int ldo, const T *a, int lda, const T *bt, int ldb, int n,
+                                              int hd)
 {
   for (int j = 0; j < n; j++) {
     frag_acc acc;
@@ -113,18 +122,18 @@ template <typename T> __device__ __forceinline__ static void fl_abt(float *out, 
     for (int kk = 0; kk < hd / 16; kk++) {
       frag_a<T> fa;
       frag_b_col<T> fb;
-      wmma::load_matrix_sync(fa, a + kk * 16, hd);
-      wmma::load_matrix_sync(fb, bt + j * 16 * hd + kk * 16, hd);
+      wmma::load_matrix_sync(fa, a + kk * 16, lda);
+      wmma::load_matrix_sync(fb, bt + j * 16 * ldb + kk * 16, ldb);
       wmma::mma_sync(acc, fa, fb, acc);
     }
     wmma::store_matrix_sync(out + j * 16, acc, ldo, wmma::mem_row_major);
   }
 }
 
-// acc[j] += A[16, kdim] B[kdim, ncols] for the ncols/16 column tiles j of B (A row stride lda,
-// B's row stride hd).
+// acc[j] += A[16, kdim] B[kdim, ncols] for the ncols/16 column tiles j of B (row strides lda,
+// ldb).
 template <typename T, typename FA>
-__device__ __forceinline__ static void fl_ab_acc(frag_acc *acc, const T *a, int lda, const T *bm, int hd, int kdim,
+__device__ __forceinline__ static void fl_ab_acc(frag_acc *acc, const T *a, int lda, const T *bm, int ldb, int kdim,
                                                  int ncols)
 {
   for (int j = 0; j < ncols / 16; j++)
@@ -132,7 +141,7 @@ __device__ __forceinline__ static void fl_ab_acc(frag_acc *acc, const T *a, int 
       FA fa;
       frag_b_row<T> fb;
       wmma::load_matrix_sync(fa, a + kk * 16, lda);
-      wmma::load_matrix_sync(fb, bm + kk * 16 * hd + j * 16, hd);
+      wmma::load_matrix_sync(fb, bm + kk * 16 * ldb + j * 16, ldb);
       wmma::mma_sync(acc[j], fa, fb, acc[j]);
     }
 }
@@ -155,15 +164,15 @@ __global__ void __launch_bounds__(FL_THREADS) flash_fwd(fl_dims d, const T *qkv,
   const T *Q = qkv + (long long)bi * 3 * hl + (long long)hh * 3 * hd, *K = Q + hd, *V = Q + 2 * hd;
   extern __shared__ fl_smem_t fl_smem[];
   unsigned char *sm = (unsigned char *)fl_smem;
-  T *Ks = (T *)sm, *Vs = Ks + FL_COLS * hd;
-  unsigned char *wb = sm + fl_align(2 * FL_COLS * hd * sizeof(T));
-  wb += (size_t)w * fl_align(16 * hd * sizeof(T) + 16 * FL_COLS * (sizeof(float) + sizeof(T)) +
-                             16 * hd * sizeof(float));
-  T *Qw = (T *)wb, *Pw = Qw + 16 * hd;
-  float *Sw = (float *)(Pw + 16 * FL_COLS), *Ow = Sw + 16 * FL_COLS;
+  const int ldt = hd + FL_PAD_T, ldo = hd + FL_PAD_F; // rows of [*, hd] tiles: 16-bit, fp32
+  T *Ks = (T *)sm, *Vs = Ks + FL_COLS * ldt;
+  unsigned char *wb = sm + fl_align(2 * FL_COLS * ldt * sizeof(T));
+  wb += (size_t)w * fl_align(16 * (ldt + FL_LDP) * sizeof(T) + 16 * (FL_LDS + ldo) * sizeof(float));
+  T *Qw = (T *)wb, *Pw = Qw + 16 * ldt;
+  float *Sw = (float *)(Pw + 16 * FL_LDP), *Ow = Sw + 16 * FL_LDS;
 
-  fl_load_rows(Qw, Q, d.ld, qw0, 16, d.s, hd, lane, 32);
-  for (int c = half * (hd / 2); c < (half + 1) * (hd / 2); c++) Ow[r * hd + c] = 0.0f;
+  fl_load_rows(Qw, ldt, Q, d.ld, qw0, 16, d.s, hd, lane, 32);
+  for (int c = half * (hd / 2); c < (half + 1) * (hd / 2); c++) Ow[r * ldo + c] = 0.0f;
   __syncwarp();
   const int drop = d.drop.p > 0.0f;
   const float keep_scale = drop ? 1.0f / (1.0f - d.drop.p) : 1.0f;
@@ -173,15 +182,15 @@ __global__ void __launch_bounds__(FL_THREADS) flash_fwd(fl_dims d, const T *qkv,
   for (int kt = 0; kt < nkt; kt++) {
     const int k0 = kt * FL_COLS;
     __syncthreads(); // every warp is done with the previous K, V tiles
-    fl_load_rows(Ks, K, d.ld, k0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
-    fl_load_rows(Vs, V, d.ld, k0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
+    fl_load_rows(Ks, ldt, K, d.ld, k0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
+    fl_load_rows(Vs, ldt, V, d.ld, k0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
     __syncthreads();
     if (qw0 >= d.s || k0 > qw0 + 15) continue; // the warp's rows: none left, or all above the diagonal
-    fl_abt(Sw, FL_COLS, Qw, Ks, FL_COLS / 16, hd);
+    fl_abt(Sw, FL_LDS, Qw, ldt, Ks, ldt, FL_COLS / 16, hd);
     __syncwarp();
     // online softmax of row r over this tile's keys; this lane takes half of the columns
-    float *srow = Sw + r * FL_COLS;
-    T *prow = Pw + r * FL_COLS;
+    float *srow = Sw + r * FL_LDS;
+    T *prow = Pw + r * FL_LDP;
     const int c0 = half * (FL_COLS / 2), c1 = c0 + FL_COLS / 2;
     float mt = -INFINITY;
     for (int c = c0; c < c1; c++)
@@ -203,20 +212,20 @@ __global__ void __launch_bounds__(FL_THREADS) flash_fwd(fl_dims d, const T *qkv,
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     l = l * alpha + sum;
     m = mnew;
-    for (int c = half * (hd / 2); c < (half + 1) * (hd / 2); c++) Ow[r * hd + c] *= alpha;
+    for (int c = half * (hd / 2); c < (half + 1) * (hd / 2); c++) Ow[r * ldo + c] *= alpha;
     __syncwarp();
     for (int j = 0; j < hd / 16; j++) { // O[:, 16 j, 16 j + 16) += P V[:, 16 j, ...)
       frag_acc acc;
-      wmma::load_matrix_sync(acc, Ow + j * 16, hd, wmma::mem_row_major);
-      fl_ab_acc<T, frag_a<T> >(&acc, Pw, FL_COLS, Vs + j * 16, hd, FL_COLS, 16);
-      wmma::store_matrix_sync(Ow + j * 16, acc, hd, wmma::mem_row_major);
+      wmma::load_matrix_sync(acc, Ow + j * 16, ldo, wmma::mem_row_major);
+      fl_ab_acc<T, frag_a<T> >(&acc, Pw, FL_LDP, Vs + j * 16, ldt, FL_COLS, 16);
+      wmma::store_matrix_sync(Ow + j * 16, acc, ldo, wmma::mem_row_major);
     }
     __syncwarp();
   }
   if (q < d.s) {
     const float inv = 1.0f / l;
     T *crow = ctx + (long long)q * d.ldc + (long long)bi * hl + (long long)hh * hd;
-    for (int c = half * (hd / 2); c < (half + 1) * (hd / 2); c++) crow[c] = T(Ow[r * hd + c] * inv);
+    for (int c = half * (hd / 2); c < (half + 1) * (hd / 2); c++) crow[c] = T(Ow[r * ldo + c] * inv);
     if (!half) lse[((long long)bi * d.al + hh) * d.s + q] = m + logf(l);
   }
 }
@@ -236,7 +245,8 @@ template <typename T> __global__ void flash_bwd_dot(fl_dims d, const T *ctx, con
   if (!lane) D[row] = v;
 }
 
-// dS (and Pd) of one 16 x 64 warp tile from S and dP (fp32, row stride FL_COLS): element (i, c)
+// dS (and Pd) of one 16 x 64 warp tile from S and dP (fp32, row stride FL_LDS) into dS and Pd
+// (16-bit, row stride FL_LDP): element (i, c)
 // is query qi(i, c) and key ki(i, c) (transposed in the dK/dV pass); lse and D per query.
 struct fl_ds_args {
   int bi, hh, keys_are_rows, row0, col0;
@@ -244,7 +254,8 @@ struct fl_ds_args {
 };
 
 template <typename T>
-__device__ __forceinline__ static void fl_ds(const fl_dims &d, const fl_ds_args &a, const float *S, const float *dP, T *dS, T *Pd)
+__device__ __forceinline__ static void fl_ds(const fl_dims &d, const fl_ds_args &a, const float *S, const float *dP,
+                                             T *dS, T *Pd)
 {
   const int lane = threadIdx.x % 32, i = lane / 2, c0 = (lane % 2) * (FL_COLS / 2);
   const int drop = d.drop.p > 0.0f;
@@ -257,8 +268,8 @@ __device__ __forceinline__ static void fl_ds(const fl_dims &d, const fl_ds_args 
     const int causal = k <= q;
     float p = 0.0f, pd = 0.0f, ds = 0.0f;
     if (causal && q < d.s) {
-      p = expf(S[i * FL_COLS + c] * d.scale - a.lse[qi]);
-      float dp = dP[i * FL_COLS + c];
+      p = expf(S[i * FL_LDS + c] * d.scale - a.lse[qi]);
+      float dp = dP[i * FL_LDS + c];
       pd = p;
       if (drop) {
         const uint64_t h = a.keys_are_rows ? fl_row_hash(d, a.bi, a.hh, q) : rh;
@@ -268,22 +279,23 @@ __device__ __forceinline__ static void fl_ds(const fl_dims &d, const fl_ds_args 
       }
       ds = p * (dp - a.D[qi]);
     }
-    dS[i * FL_COLS + c] = T(ds);
-    if (Pd) Pd[i * FL_COLS + c] = T(pd);
+    dS[i * FL_LDP + c] = T(ds);
+    if (Pd) Pd[i * FL_LDP + c] = T(pd);
   }
 }
 
 // Accumulators (fp32, scaled by a) of a warp's 16 rows to rows [r0, r0 + 16) of out (row stride
-// ld, below lim), through the warp's fp32 staging tile st [16, hd].
+// ld, below lim), through the warp's fp32 staging tile st [16, hd] (row stride hd + FL_PAD_F).
 template <typename T>
-__device__ __forceinline__ static void fl_store_rows(T *out, long long ld, int r0, int lim, frag_acc *acc, float *st, int hd, float a)
+__device__ __forceinline__ static void fl_store_rows(T *out, long long ld, int r0, int lim, frag_acc *acc, float *st,
+                                                     int hd, float a)
 {
-  const int lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
-  for (int j = 0; j < hd / 16; j++) wmma::store_matrix_sync(st + j * 16, acc[j], hd, wmma::mem_row_major);
+  const int lane = threadIdx.x % 32, r = lane / 2, half = lane % 2, lds = hd + FL_PAD_F;
+  for (int j = 0; j < hd / 16; j++) wmma::store_matrix_sync(st + j * 16, acc[j], lds, wmma::mem_row_major);
   __syncwarp();
   if (r0 + r < lim)
     for (int c = half * (hd / 2); c < (half + 1) * (hd / 2); c++)
-      out[(long long)(r0 + r) * ld + c] = T(st[r * hd + c] * a);
+      out[(long long)(r0 + r) * ld + c] = T(st[r * lds + c] * a);
   __syncwarp();
 }
 
@@ -302,17 +314,17 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_kv(fl_dims d, const T *q
   const float *L = lse + ((long long)bi * d.al + hh) * d.s, *Dr = D + ((long long)bi * d.al + hh) * d.s;
   extern __shared__ fl_smem_t fl_smem[];
   unsigned char *sm = (unsigned char *)fl_smem;
-  T *Qs = (T *)sm, *dOs = Qs + FL_COLS * hd;
-  float *Ls = (float *)(sm + fl_align(2 * FL_COLS * hd * sizeof(T))), *Ds = Ls + FL_COLS;
+  const int ldt = hd + FL_PAD_T;
+  T *Qs = (T *)sm, *dOs = Qs + FL_COLS * ldt;
+  float *Ls = (float *)(sm + fl_align(2 * FL_COLS * ldt * sizeof(T))), *Ds = Ls + FL_COLS;
   unsigned char *wb = (unsigned char *)(Ds + FL_COLS);
   wb = sm + fl_align((size_t)(wb - sm));
-  const size_t wbytes = fl_align(2 * 16 * hd * sizeof(T) + 2 * 16 * FL_COLS * (sizeof(float) + sizeof(T)));
-  wb += (size_t)w * wbytes;
-  T *Kw = (T *)wb, *Vw = Kw + 16 * hd, *dSw = Vw + 16 * hd, *Pdw = dSw + 16 * FL_COLS;
-  float *Sw = (float *)(Pdw + 16 * FL_COLS), *dPw = Sw + 16 * FL_COLS; // contiguous: 16 x hd staging at the end
+  wb += (size_t)w * fl_align(2 * 16 * (ldt + FL_LDP) * sizeof(T) + 2 * 16 * FL_LDS * sizeof(float));
+  T *Kw = (T *)wb, *Vw = Kw + 16 * ldt, *dSw = Vw + 16 * ldt, *Pdw = dSw + 16 * FL_LDP;
+  float *Sw = (float *)(Pdw + 16 * FL_LDP), *dPw = Sw + 16 * FL_LDS; // contiguous: the 16 x hd staging at the end
 
-  fl_load_rows(Kw, K, d.ld, kw0, 16, d.s, hd, lane, 32);
-  fl_load_rows(Vw, V, d.ld, kw0, 16, d.s, hd, lane, 32);
+  fl_load_rows(Kw, ldt, K, d.ld, kw0, 16, d.s, hd, lane, 32);
+  fl_load_rows(Vw, ldt, V, d.ld, kw0, 16, d.s, hd, lane, 32);
   __syncwarp();
   frag_acc dk[FL_HD_MAX / 16], dv[FL_HD_MAX / 16];
   for (int j = 0; j < hd / 16; j++) wmma::fill_fragment(dk[j], 0.0f), wmma::fill_fragment(dv[j], 0.0f);
@@ -320,22 +332,22 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_kv(fl_dims d, const T *q
   for (int qt = k0 / FL_COLS; qt < nqt; qt++) {
     const int q0 = qt * FL_COLS;
     __syncthreads();
-    fl_load_rows(Qs, Q, d.ld, q0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
-    fl_load_rows(dOs, dO, d.ldc, q0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
+    fl_load_rows(Qs, ldt, Q, d.ld, q0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
+    fl_load_rows(dOs, ldt, dO, d.ldc, q0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
     for (int c = threadIdx.x; c < FL_COLS; c += FL_THREADS) {
       Ls[c] = q0 + c < d.s ? L[q0 + c] : 0.0f;
       Ds[c] = q0 + c < d.s ? Dr[q0 + c] : 0.0f;
     }
     __syncthreads();
     if (kw0 >= d.s || kw0 > fl_min(q0 + FL_COLS, d.s) - 1) continue; // no key of the warp meets these queries
-    fl_abt(Sw, FL_COLS, Kw, Qs, FL_COLS / 16, hd);   // S^T [16 keys, 64 queries]
-    fl_abt(dPw, FL_COLS, Vw, dOs, FL_COLS / 16, hd); // dP^T
+    fl_abt(Sw, FL_LDS, Kw, ldt, Qs, ldt, FL_COLS / 16, hd);   // S^T [16 keys, 64 queries]
+    fl_abt(dPw, FL_LDS, Vw, ldt, dOs, ldt, FL_COLS / 16, hd); // dP^T
     __syncwarp();
     const fl_ds_args a = {bi, hh, 1, kw0, q0, Ls, Ds};
     fl_ds(d, a, Sw, dPw, dSw, Pdw);
     __syncwarp();
-    fl_ab_acc<T, frag_a<T> >(dv, Pdw, FL_COLS, dOs, hd, FL_COLS, hd); // dV += Pd^T dO
-    fl_ab_acc<T, frag_a<T> >(dk, dSw, FL_COLS, Qs, hd, FL_COLS, hd); // dK += dS^T Q
+    fl_ab_acc<T, frag_a<T> >(dv, Pdw, FL_LDP, dOs, ldt, FL_COLS, hd); // dV += Pd^T dO
+    fl_ab_acc<T, frag_a<T> >(dk, dSw, FL_LDP, Qs, ldt, FL_COLS, hd);  // dK += dS^T Q
   }
   __syncwarp();
   T *dK = dqkv + qoff + hd, *dV = dK + hd;
@@ -358,16 +370,15 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_q(fl_dims d, const T *qk
   const float *L = lse + ((long long)bi * d.al + hh) * d.s, *Dr = D + ((long long)bi * d.al + hh) * d.s;
   extern __shared__ fl_smem_t fl_smem[];
   unsigned char *sm = (unsigned char *)fl_smem;
-  T *Ks = (T *)sm, *Vs = Ks + FL_COLS * hd;
-  unsigned char *wb = sm + fl_align(2 * FL_COLS * hd * sizeof(T));
-  const size_t wbytes = fl_align(2 * 16 * hd * sizeof(T) + 16 * FL_COLS * sizeof(T) + 2 * 16 * FL_COLS * sizeof(float) +
-                                 2 * 16 * sizeof(float));
-  wb += (size_t)w * wbytes;
-  T *Qw = (T *)wb, *dOw = Qw + 16 * hd, *dSw = dOw + 16 * hd;
-  float *Sw = (float *)(dSw + 16 * FL_COLS), *dPw = Sw + 16 * FL_COLS, *Lw = dPw + 16 * FL_COLS, *Dw = Lw + 16;
+  const int ldt = hd + FL_PAD_T;
+  T *Ks = (T *)sm, *Vs = Ks + FL_COLS * ldt;
+  unsigned char *wb = sm + fl_align(2 * FL_COLS * ldt * sizeof(T));
+  wb += (size_t)w * fl_align((2 * 16 * ldt + 16 * FL_LDP) * sizeof(T) + (2 * 16 * FL_LDS + 2 * 16) * sizeof(float));
+  T *Qw = (T *)wb, *dOw = Qw + 16 * ldt, *dSw = dOw + 16 * ldt;
+  float *Sw = (float *)(dSw + 16 * FL_LDP), *dPw = Sw + 16 * FL_LDS, *Lw = dPw + 16 * FL_LDS, *Dw = Lw + 16;
 
-  fl_load_rows(Qw, Q, d.ld, qw0, 16, d.s, hd, lane, 32);
-  fl_load_rows(dOw, dO, d.ldc, qw0, 16, d.s, hd, lane, 32);
+  fl_load_rows(Qw, ldt, Q, d.ld, qw0, 16, d.s, hd, lane, 32);
+  fl_load_rows(dOw, ldt, dO, d.ldc, qw0, 16, d.s, hd, lane, 32);
   if (lane < 16) Lw[lane] = qw0 + lane < d.s ? L[qw0 + lane] : 0.0f;
   else Dw[lane - 16] = qw0 + lane - 16 < d.s ? Dr[qw0 + lane - 16] : 0.0f;
   __syncwarp();
@@ -377,17 +388,17 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_q(fl_dims d, const T *qk
   for (int kt = 0; kt < nkt; kt++) {
     const int k0 = kt * FL_COLS;
     __syncthreads();
-    fl_load_rows(Ks, K, d.ld, k0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
-    fl_load_rows(Vs, V, d.ld, k0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
+    fl_load_rows(Ks, ldt, K, d.ld, k0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
+    fl_load_rows(Vs, ldt, V, d.ld, k0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
     __syncthreads();
     if (qw0 >= d.s || k0 > qw0 + 15) continue;
-    fl_abt(Sw, FL_COLS, Qw, Ks, FL_COLS / 16, hd);  // S [16 queries, 64 keys]
-    fl_abt(dPw, FL_COLS, dOw, Vs, FL_COLS / 16, hd); // dP
+    fl_abt(Sw, FL_LDS, Qw, ldt, Ks, ldt, FL_COLS / 16, hd);  // S [16 queries, 64 keys]
+    fl_abt(dPw, FL_LDS, dOw, ldt, Vs, ldt, FL_COLS / 16, hd); // dP
     __syncwarp();
     const fl_ds_args a = {bi, hh, 0, qw0, k0, Lw, Dw};
     fl_ds<T>(d, a, Sw, dPw, dSw, (T *)0);
     __syncwarp();
-    fl_ab_acc<T, frag_a<T> >(dq, dSw, FL_COLS, Ks, hd, FL_COLS, hd); // dQ += dS K
+    fl_ab_acc<T, frag_a<T> >(dq, dSw, FL_LDP, Ks, ldt, FL_COLS, hd); // dQ += dS K
   }
   __syncwarp();
   fl_store_rows(dqkv + qoff, d.ld, qw0, d.s, dq, Sw, hd, d.scale);
@@ -409,19 +420,21 @@ static size_t fl_align_host(size_t x) { return (x + 127) & ~(size_t)127; }
 // Shared memory bytes of each kernel (the layouts at the top of each).
 static size_t fl_fwd_bytes(int hd, size_t e)
 {
-  return fl_align_host(2 * FL_COLS * hd * e) +
-         FL_WARPS * fl_align_host(16 * hd * e + 16 * FL_COLS * (sizeof(float) + e) + 16 * hd * sizeof(float));
+  const size_t ldt = hd + FL_PAD_T, ldo = hd + FL_PAD_F;
+  return fl_align_host(2 * FL_COLS * ldt * e) +
+         FL_WARPS * fl_align_host(16 * (ldt + FL_LDP) * e + 16 * (FL_LDS + ldo) * sizeof(float));
 }
 static size_t fl_kv_bytes(int hd, size_t e)
 {
-  return fl_align_host(fl_align_host(2 * FL_COLS * hd * e) + 2 * FL_COLS * sizeof(float)) +
-         FL_WARPS * fl_align_host(2 * 16 * hd * e + 2 * 16 * FL_COLS * (sizeof(float) + e));
+  const size_t ldt = hd + FL_PAD_T;
+  return fl_align_host(fl_align_host(2 * FL_COLS * ldt * e) + 2 * FL_COLS * sizeof(float)) +
+         FL_WARPS * fl_align_host(2 * 16 * (ldt + FL_LDP) * e + 2 * 16 * FL_LDS * sizeof(float));
 }
 static size_t fl_q_bytes(int hd, size_t e)
 {
-  return fl_align_host(2 * FL_COLS * hd * e) +
-         FL_WARPS * fl_align_host(2 * 16 * hd * e + 16 * FL_COLS * e + 2 * 16 * FL_COLS * sizeof(float) +
-                                  2 * 16 * sizeof(float));
+  const size_t ldt = hd + FL_PAD_T;
+  return fl_align_host(2 * FL_COLS * ldt * e) +
+         FL_WARPS * fl_align_host((2 * 16 * ldt + 16 * FL_LDP) * e + (2 * 16 * FL_LDS + 2 * 16) * sizeof(float));
 }
 
 static int fl_supported(const ptdp_attn_desc *d)

@@ -144,13 +144,13 @@ validation_emu_libemu_flash_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_flash_a_CXXFLAGS = $(EMU_KCXX)
 validation/emu/gen/cuda_flash.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(top_srcdir)/validation/emu/translate.sh
 	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@
-EMU_FLASH_MUTATION = s|Ow\[r \* hd + c\] \*= alpha;|/* mutant: rescale dropped */|
+EMU_FLASH_MUTATION = s|Ow\[r \* ldo + c\] \*= alpha;|/* mutant: rescale dropped */|
 nodist_validation_emu_libemu_flash_mutant_a_SOURCES = validation/emu/gen/flash_mutant.cc
 validation_emu_libemu_flash_mutant_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_flash_mutant_a_CXXFLAGS = $(EMU_KCXX)
 validation/emu/gen/flash_mutant.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(top_srcdir)/validation/emu/translate.sh
 	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
-	test "`grep -c 'Ow\[r \* hd + c\] \*= alpha;' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
+	test "`grep -c 'Ow\[r \* ldo + c\] \*= alpha;' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
 	  { echo "local.mk: the forward's rescale not found in cuda_flash.cu: update EMU_FLASH_MUTATION" >&2; exit 1; } && \
 	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ '$(EMU_FLASH_MUTATION)'
 EMU_FLASH_MUTATION_BWD = s|const int causal = k <= q;|const int causal = 1; /* mutant: causal mask dropped */|
