@@ -32,6 +32,8 @@ typedef struct ptdp_args {
   ptdp_position_type position_embedding_type;
   double rotary_base, rotary_percent;
   int rotary_interleaved, disable_bias_linear, untie_embeddings_and_output_weights;
+  int group_query_attention;
+  long long num_query_groups, kv_channels;
   /* batches and iterations */
   long long micro_batch_size, global_batch_size, train_iters, seed, log_interval, eval_interval, eval_iters;
   /* optimizer and learning rate */

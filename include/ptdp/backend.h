@@ -51,10 +51,13 @@ typedef struct {
   int b, groups, heads_per_group, hd, rd, ld, interleaved;
 } ptdp_rope_desc;
 
-/* Attention core for one micro-batch: qkv [N, 3 hl] with each token's row laid out
- * [al][3][hd] (Megatron's fused layout), N rows ordered (pos, batch). */
+/* Attention core for one micro-batch: qkv [N, (al + 2 groups) hd] with each token's row laid out
+ * [groups][queries of the group, key, value][hd] (Megatron's fused layout: [al][3][hd] without
+ * grouped-query attention), N rows ordered (pos, batch). */
 typedef struct {
   int b, s, al, hd;
+  int groups;          /* key/value groups (grouped-query attention: al / groups query heads share a
+                          group's key and value; a row is then [groups][al/groups + 2][hd]); 0: al */
   long long head0;     /* global index of local head 0 (key of the dropout mask) */
   ptdp_dropout_key drop; /* attention-probability dropout (p = 0: none) */
 } ptdp_attn_desc;
@@ -72,6 +75,9 @@ struct ptdp_backend {
    * never relies on it for correctness: it moves data with to_device / to_host.  The MPI
    * transport reads it to decide whether messages must be staged through host buffers. */
   int host_accessible;
+  /* Its attention operations read ptdp_attn_desc.groups (grouped-query attention); a backend
+   * without it reads every row as [al][3][hd], and the model refuses grouped queries on it. */
+  int grouped_attention;
   /* The CUDA stream (a cudaStream_t) every operation is issued on, in order; NULL on the CPU
    * backends.  The NCCL transport orders its own stream after it (events), not the host. */
   void *stream;

@@ -57,6 +57,9 @@ typedef struct {
   double rotary_base;          /* rotary-base (0: 10000) */
   double rotary_percent;       /* rotary-percent: the rotated part of each head (0: all of it) */
   int rotary_interleaved;      /* rotary-interleaved: pairs (2i, 2i+1) instead of Llama's halves */
+  int query_groups;            /* num-query-groups with group-query-attention: heads share the keys
+                                  and values of their group (0: one group per head) */
+  int kv_channels;             /* kv-channels: the head size (0: hidden / heads) */
 } ptdp_arch;
 
 /* The model's shape, independent of the layout. */
@@ -95,6 +98,14 @@ typedef struct {
   int embedding;             /* the word embedding or its tied copy */
 } ptdp_param_info;
 
+/* The attention's sizes: the head size (kv-channels, or h / a), the key/value groups (a without
+ * grouped-query attention), the width of the attention's output a hd (the projection's input),
+ * and the rows of linear_qkv, (a + 2 g) hd: per group, its a/g query heads, then its key and its
+ * value head (Megatron-core's fused layout; one query per group is GPT-2's [q k v] per head). */
+int ptdp_model_head_dim(const ptdp_model_shape *s);
+int ptdp_model_query_groups(const ptdp_model_shape *s);
+long long ptdp_model_attn_width(const ptdp_model_shape *s);
+long long ptdp_model_qkv_rows(const ptdp_model_shape *s);
 /* V' = vocab padded to a multiple of divisible_by x t (Megatron's rule). */
 long long ptdp_padded_vocab(long long vocab, int divisible_by, int t);
 /* Layers per model chunk, and the first (global) layer of local chunk c. */

@@ -49,7 +49,7 @@
   X(PTDP_BUF_LN1_RSTD, float, ln1_rstd, "ln1_rstd", REST, z.Nl, F32, ALWAYS)                              \
   /* QKV input (a shard under SP; re-gathered in the backward) */                                         \
   X(PTDP_BUF_LN1_OUT, float, ln1_out, "ln1_out", REST, z.Nl * z.h, STORE, ALWAYS)                         \
-  X(PTDP_BUF_QKV, float, qkv, "qkv", REST, z.N * 3 * z.hl, STORE, ALWAYS)                                 \
+  X(PTDP_BUF_QKV, float, qkv, "qkv", REST, z.N * z.qkv, STORE, ALWAYS)                                   \
   X(PTDP_BUF_ATTN_PROBS, float, probs, "attn_probs", CORE, z.att, STORE, UNFUSED) /* softmax output */   \
   X(PTDP_BUF_ATTN_MASK, uint8_t, attn_mask, "attn_dropout_mask", CORE, z.att, MASK, ADROP)                \
   /* the dropout output (aliases probs when p = 0) */                                                     \

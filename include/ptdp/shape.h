@@ -24,8 +24,11 @@ typedef struct {
   int t, tp_rank;
   int sp;           /* sequence parallelism over t > 1 ranks (collectives change) */
   int h, a, f;      /* hidden size, heads, ffn width (global) */
-  int hd;           /* head size h / a */
+  int hd;           /* head size: h / a, or kv-channels */
   int al, hl;       /* this rank's heads a / t and attention width al hd */
+  int gl, hpg;      /* this rank's key/value groups g / t and the query heads of a group a / g
+                       (gl = al, hpg = 1 without grouped-query attention) */
+  int qkv;          /* width of this rank's QKV rows: (al + 2 gl) hd (3 hl without GQA) */
   int fl;           /* this rank's ffn width f / t */
   long long padded_vocab; /* V': the vocabulary padded to a multiple of divisible-by x t */
   long long vl, v0;       /* this rank's vocabulary rows V' / t and the first of them */

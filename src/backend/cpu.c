@@ -536,6 +536,7 @@ int ptdp_backend_cpu_create(ptdp_backend **out)
   PTDP_CALLOC(c, 1, sizeof *c);
   be->ctx = c;
   PTDP_BACKEND_FILL(be, cpu);
+  be->grouped_attention = 1;
   be->rmsnorm_forward = cpu_rmsnorm_forward;
   be->rmsnorm_backward = cpu_rmsnorm_backward;
   be->rope = cpu_rope;

@@ -1,9 +1,12 @@
 /* CPU attention core: for each (sample, local head), S = Q K^T / sqrt(hd) with a causal mask,
  * P = softmax(S), Pd = dropout(P), ctx = Pd V; and the backward pass.  Q, K, V are read in place
- * from the fused qkv rows [N, al, 3, hd] with row stride b 3 hl, so no copies are made.
+ * from the fused qkv rows ([N, al, 3, hd]; with grouped-query attention [N, groups, al/groups + 2,
+ * hd], the group's key and value after its queries) with row stride b (al + 2 groups) hd, so no
+ * copies are made.
  *
  * Parallel over the b al (sample, head) pairs, one pair per OpenMP thread with single-threaded
- * BLAS inside: each pair's products are small (s x s x hd), too small to split well.  Causality
+ * BLAS inside: each pair's products are small (s x s x hd), too small to split well.  The
+ * backward passes go by (sample, group): a group's heads add into its key and value gradients.  Causality
  * is used to skip work: rows are taken in blocks of ATTN_BLOCK, and block [q0, q1) of queries
  * only meets keys [0, q1), so about half of each s x s product is never computed (entries above
  * the diagonal are zero in P and dS; probs are still written in full, zeros included). */
@@ -31,6 +34,25 @@ static void gemm1(int ta, int tb, int M, int N, int K, float alpha, const float 
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B,
               ldb, 0.0f, C, ldc);
 }
+
+static void gemm_beta(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                      int ldb, float beta, float *C, int ldc)
+{
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B,
+              ldb, beta, C, ldc);
+}
+
+/* Grouped-query attention: a token's qkv row is [groups][the group's query heads, key, value][hd]
+ * (groups = al without it: [al][3][hd]).  The offset in the row of query head hh's part:
+ * 0 its query, 1 its group's key, 2 its group's value. */
+static int groups_of(const ptdp_attn_desc *d) { return d->groups > 0 ? d->groups : d->al; }
+static size_t part_off(const ptdp_attn_desc *d, int hh, int part)
+{
+  const int hpg = d->al / groups_of(d), j = hh / hpg;
+  const int slot = part == 0 ? hh % hpg : hpg + part - 1;
+  return ((size_t)j * (hpg + 2) + (size_t)slot) * d->hd;
+}
+static int qkv_width(const ptdp_attn_desc *d) { return (d->al + 2 * groups_of(d)) * d->hd; }
 
 /* Softmax of the causal row q of S (columns 0..q), zeros after; dropout with keys of row q.
  * Returns the row's log-sum-exp, max + log(sum of exp(x - max)). */
@@ -64,14 +86,15 @@ static float softmax_dropout_row(const ptdp_attn_desc *d, int bi, int head, int 
 int ptdp_cpu_attention_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *probs,
                                uint8_t *mask, float *probs_drop, float *ctx)
 {
-  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd;
-  const int ld = b * 3 * hl;
+  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd, w = qkv_width(d);
+  const int ld = b * w;
   const float scale = 1.0f / sqrtf((float)hd);
   const int drop = d->drop.p > 0;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int t = 0; t < b * al; t++) {
     const int bi = t / al, hh = t % al;
-    const float *Q = qkv + (size_t)bi * 3 * hl + (size_t)hh * 3 * hd, *K = Q + hd, *V = Q + 2 * hd;
+    const float *row = qkv + (size_t)bi * w;
+    const float *Q = row + part_off(d, hh, 0), *K = row + part_off(d, hh, 1), *V = row + part_off(d, hh, 2);
     size_t off = ((size_t)bi * al + hh) * (size_t)s * s;
     float *S = probs + off, *Pd = drop ? probs_drop + off : S;
     float *C = ctx + (size_t)bi * hl + (size_t)hh * hd;
@@ -93,8 +116,9 @@ int ptdp_cpu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const
                                 const uint8_t *mask, const float *probs_drop, const float *dctx, float *dqkv,
                                 float *scratch)
 {
-  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd;
-  const int ld = b * 3 * hl;
+  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd, w = qkv_width(d);
+  const int G = groups_of(d), hpg = al / G;
+  const int ld = b * w;
   const float scale = 1.0f / sqrtf((float)hd);
   const float p = d->drop.p, keep_scale = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
   /* dS of one pair is s x s; the caller's scratch holds one, so each thread takes its own */
@@ -104,49 +128,55 @@ int ptdp_cpu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const
 #endif
   float *work = nt > 1 ? ptdp_cpu_scratch(be, (size_t)nt * s * s) : scratch;
   if (!work) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for attention scratch");
+  /* one (sample, group) per task: the group's heads add into its key and value gradients */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-  for (int t = 0; t < b * al; t++) {
-    const int bi = t / al, hh = t % al;
+  for (int t = 0; t < b * G; t++) {
     int me = 0;
 #ifdef _OPENMP
     me = omp_get_thread_num();
 #endif
-    size_t qoff = (size_t)bi * 3 * hl + (size_t)hh * 3 * hd;
-    const float *Q = qkv + qoff, *K = Q + hd, *V = Q + 2 * hd;
-    float *dQ = dqkv + qoff, *dK = dQ + hd, *dV = dQ + 2 * hd;
-    size_t off = ((size_t)bi * al + hh) * (size_t)s * s;
-    const float *P = probs + off, *Pd = p > 0 ? probs_drop + off : P;
-    const float *dC = dctx + (size_t)bi * hl + (size_t)hh * hd;
-    float *dP = work + (size_t)me * s * s;
-    for (int q0 = 0; q0 < s; q0 += ATTN_BLOCK) {
-      const int q1 = q0 + ATTN_BLOCK < s ? q0 + ATTN_BLOCK : s;
-      /* dPd[q0:q1, 0:q1] = dC[q0:q1] V[0:q1]^T */
-      gemm1(0, 1, q1 - q0, q1, hd, 1.0f, dC + (size_t)q0 * b * hl, b * hl, V, ld, dP + (size_t)q0 * s, s);
-      /* through dropout and softmax: dS = P (dP - sum_k dP P) */
-      for (int q = q0; q < q1; q++) {
-        float *dr = dP + (size_t)q * s;
-        const float *pr = P + (size_t)q * s;
-        if (p > 0) {
-          const uint8_t *mr = mask + off + (size_t)q * s;
-          for (int k = 0; k <= q; k++) dr[k] = mr[k] ? dr[k] * keep_scale : 0.0f;
-        }
-        float dot = 0.0f;
+    for (int j = 0; j < hpg; j++) {
+      const int bi = t / G, hh = (t % G) * hpg + j;
+      const float *row = qkv + (size_t)bi * w;
+      const float *Q = row + part_off(d, hh, 0), *K = row + part_off(d, hh, 1), *V = row + part_off(d, hh, 2);
+      float *drow = dqkv + (size_t)bi * w;
+      float *dQ = drow + part_off(d, hh, 0), *dK = drow + part_off(d, hh, 1), *dV = drow + part_off(d, hh, 2);
+      size_t off = ((size_t)bi * al + hh) * (size_t)s * s;
+      const float *P = probs + off, *Pd = p > 0 ? probs_drop + off : P;
+      const float *dC = dctx + (size_t)bi * hl + (size_t)hh * hd;
+      float *dP = work + (size_t)me * s * s;
+      for (int q0 = 0; q0 < s; q0 += ATTN_BLOCK) {
+        const int q1 = q0 + ATTN_BLOCK < s ? q0 + ATTN_BLOCK : s;
+        /* dPd[q0:q1, 0:q1] = dC[q0:q1] V[0:q1]^T */
+        gemm1(0, 1, q1 - q0, q1, hd, 1.0f, dC + (size_t)q0 * b * hl, b * hl, V, ld, dP + (size_t)q0 * s, s);
+        /* through dropout and softmax: dS = P (dP - sum_k dP P) */
+        for (int q = q0; q < q1; q++) {
+          float *dr = dP + (size_t)q * s;
+          const float *pr = P + (size_t)q * s;
+          if (p > 0) {
+            const uint8_t *mr = mask + off + (size_t)q * s;
+            for (int k = 0; k <= q; k++) dr[k] = mr[k] ? dr[k] * keep_scale : 0.0f;
+          }
+          float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-        for (int k = 0; k <= q; k++) dot += dr[k] * pr[k];
+          for (int k = 0; k <= q; k++) dot += dr[k] * pr[k];
 #pragma omp simd
-        for (int k = 0; k <= q; k++) dr[k] = pr[k] * (dr[k] - dot);
-        for (int k = q + 1; k < q1; k++) dr[k] = 0.0f;
+          for (int k = 0; k <= q; k++) dr[k] = pr[k] * (dr[k] - dot);
+          for (int k = q + 1; k < q1; k++) dr[k] = 0.0f;
+        }
+        /* dQ[q0:q1] = dS[q0:q1, 0:q1] K[0:q1] scale */
+        gemm1(0, 0, q1 - q0, hd, q1, scale, dP + (size_t)q0 * s, s, K, ld, dQ + (size_t)q0 * ld, ld);
       }
-      /* dQ[q0:q1] = dS[q0:q1, 0:q1] K[0:q1] scale */
-      gemm1(0, 0, q1 - q0, hd, q1, scale, dP + (size_t)q0 * s, s, K, ld, dQ + (size_t)q0 * ld, ld);
-    }
-    for (int k0 = 0; k0 < s; k0 += ATTN_BLOCK) {
-      const int k1 = k0 + ATTN_BLOCK < s ? k0 + ATTN_BLOCK : s;
-      /* keys [k0, k1) meet queries [k0, s): dV = Pd^T dC ; dK = dS^T Q scale */
-      gemm1(1, 0, k1 - k0, hd, s - k0, 1.0f, Pd + (size_t)k0 * s + k0, s, dC + (size_t)k0 * b * hl, b * hl,
-            dV + (size_t)k0 * ld, ld);
-      gemm1(1, 0, k1 - k0, hd, s - k0, scale, dP + (size_t)k0 * s + k0, s, Q + (size_t)k0 * ld, ld,
-            dK + (size_t)k0 * ld, ld);
+      /* keys [k0, k1) meet queries [k0, s): dV (+)= Pd^T dC ; dK (+)= dS^T Q scale; the group's
+       * first head writes, the others add */
+      const float beta = j == 0 ? 0.0f : 1.0f;
+      for (int k0 = 0; k0 < s; k0 += ATTN_BLOCK) {
+        const int k1 = k0 + ATTN_BLOCK < s ? k0 + ATTN_BLOCK : s;
+        gemm_beta(1, 0, k1 - k0, hd, s - k0, 1.0f, Pd + (size_t)k0 * s + k0, s, dC + (size_t)k0 * b * hl, b * hl, beta,
+                  dV + (size_t)k0 * ld, ld);
+        gemm_beta(1, 0, k1 - k0, hd, s - k0, scale, dP + (size_t)k0 * s + k0, s, Q + (size_t)k0 * ld, ld, beta,
+                  dK + (size_t)k0 * ld, ld);
+      }
     }
   }
   return 0;
@@ -174,8 +204,8 @@ static float *flash_scratch(ptdp_backend *be, int s, int *nt)
 
 int ptdp_cpu_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse)
 {
-  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd;
-  const int ld = b * 3 * hl, drop = d->drop.p > 0;
+  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd, w = qkv_width(d);
+  const int ld = b * w, drop = d->drop.p > 0;
   const float scale = 1.0f / sqrtf((float)hd);
   int nt;
   float *work = flash_scratch(be, s, &nt);
@@ -189,7 +219,8 @@ int ptdp_cpu_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const floa
 #endif
     float *S = work + (size_t)me * (3 * (size_t)ATTN_BLOCK * s + s), *Pd = S + (size_t)ATTN_BLOCK * s;
     uint8_t *mr = (uint8_t *)(Pd + 2 * (size_t)ATTN_BLOCK * s);
-    const float *Q = qkv + (size_t)bi * 3 * hl + (size_t)hh * 3 * hd, *K = Q + hd, *V = Q + 2 * hd;
+    const float *row = qkv + (size_t)bi * w;
+    const float *Q = row + part_off(d, hh, 0), *K = row + part_off(d, hh, 1), *V = row + part_off(d, hh, 2);
     float *C = ctx + (size_t)bi * hl + (size_t)hh * hd, *L = lse + ((size_t)bi * al + hh) * s;
     for (int q0 = 0; q0 < s; q0 += ATTN_BLOCK) {
       const int q1 = q0 + ATTN_BLOCK < s ? q0 + ATTN_BLOCK : s;
@@ -245,15 +276,16 @@ static void flash_block_grads(const ptdp_attn_desc *d, int bi, int hh, int q0, i
 int ptdp_cpu_flash_backward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *ctx,
                             const float *lse, const float *dctx, float *dqkv)
 {
-  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd;
-  const int ld = b * 3 * hl, ldc = b * hl, drop = d->drop.p > 0;
+  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd, w = qkv_width(d);
+  const int G = groups_of(d), hpg = al / G;
+  const int ld = b * w, ldc = b * hl, drop = d->drop.p > 0;
   const float scale = 1.0f / sqrtf((float)hd);
   int nt;
   float *work = flash_scratch(be, s, &nt);
   if (!work) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for attention scratch");
+  /* one (sample, group) per task: the group's heads add into its key and value gradients */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-  for (int t = 0; t < b * al; t++) {
-    const int bi = t / al, hh = t % al;
+  for (int t = 0; t < b * G; t++) {
     int me = 0;
 #ifdef _OPENMP
     me = omp_get_thread_num();
@@ -261,22 +293,29 @@ int ptdp_cpu_flash_backward(ptdp_backend *be, const ptdp_attn_desc *d, const flo
     float *P = work + (size_t)me * (3 * (size_t)ATTN_BLOCK * s + s), *Pd = P + (size_t)ATTN_BLOCK * s;
     float *dP = Pd + (size_t)ATTN_BLOCK * s;
     uint8_t *mr = (uint8_t *)(dP + (size_t)ATTN_BLOCK * s);
-    const size_t qoff = (size_t)bi * 3 * hl + (size_t)hh * 3 * hd;
-    const float *Q = qkv + qoff, *K = Q + hd, *V = Q + 2 * hd, *L = lse + ((size_t)bi * al + hh) * s;
-    const float *C = ctx + (size_t)bi * hl + (size_t)hh * hd, *dC = dctx + (size_t)bi * hl + (size_t)hh * hd;
-    float *dQ = dqkv + qoff, *dK = dQ + hd, *dV = dQ + 2 * hd;
+    const int bi = t / G;
+    const float *row = qkv + (size_t)bi * w;
+    float *drow = dqkv + (size_t)bi * w;
+    float *dK = drow + part_off(d, (t % G) * hpg, 1), *dV = drow + part_off(d, (t % G) * hpg, 2);
     for (int k = 0; k < s; k++) {
       memset(dK + (size_t)k * ld, 0, sizeof(float) * (size_t)hd);
       memset(dV + (size_t)k * ld, 0, sizeof(float) * (size_t)hd);
     }
-    for (int q0 = 0; q0 < s; q0 += ATTN_BLOCK) {
-      const int q1 = q0 + ATTN_BLOCK < s ? q0 + ATTN_BLOCK : s, nq = q1 - q0;
-      gemm1(0, 1, nq, q1, hd, scale, Q + (size_t)q0 * ld, ld, K, ld, P, s);             /* S */
-      gemm1(0, 1, nq, q1, hd, 1.0f, dC + (size_t)q0 * ldc, ldc, V, ld, dP, s);          /* dPd */
-      flash_block_grads(d, bi, hh, q0, q1, L, dC, C, ldc, P, Pd, dP, mr);
-      gemm1(0, 0, nq, hd, q1, scale, dP, s, K, ld, dQ + (size_t)q0 * ld, ld);           /* dQ = dS K */
-      gemm_acc(1, 0, q1, hd, nq, 1.0f, drop ? Pd : P, s, dC + (size_t)q0 * ldc, ldc, dV, ld); /* dV += Pd^T dC */
-      gemm_acc(1, 0, q1, hd, nq, scale, dP, s, Q + (size_t)q0 * ld, ld, dK, ld);        /* dK += dS^T Q */
+    for (int j = 0; j < hpg; j++) {
+      const int hh = (t % G) * hpg + j;
+      const float *Q = row + part_off(d, hh, 0), *K = row + part_off(d, hh, 1), *V = row + part_off(d, hh, 2);
+      const float *L = lse + ((size_t)bi * al + hh) * s;
+      const float *C = ctx + (size_t)bi * hl + (size_t)hh * hd, *dC = dctx + (size_t)bi * hl + (size_t)hh * hd;
+      float *dQ = drow + part_off(d, hh, 0);
+      for (int q0 = 0; q0 < s; q0 += ATTN_BLOCK) {
+        const int q1 = q0 + ATTN_BLOCK < s ? q0 + ATTN_BLOCK : s, nq = q1 - q0;
+        gemm1(0, 1, nq, q1, hd, scale, Q + (size_t)q0 * ld, ld, K, ld, P, s);             /* S */
+        gemm1(0, 1, nq, q1, hd, 1.0f, dC + (size_t)q0 * ldc, ldc, V, ld, dP, s);          /* dPd */
+        flash_block_grads(d, bi, hh, q0, q1, L, dC, C, ldc, P, Pd, dP, mr);
+        gemm1(0, 0, nq, hd, q1, scale, dP, s, K, ld, dQ + (size_t)q0 * ld, ld);           /* dQ = dS K */
+        gemm_acc(1, 0, q1, hd, nq, 1.0f, drop ? Pd : P, s, dC + (size_t)q0 * ldc, ldc, dV, ld); /* dV += Pd^T dC */
+        gemm_acc(1, 0, q1, hd, nq, scale, dP, s, Q + (size_t)q0 * ld, ld, dK, ld);        /* dK += dS^T Q */
+      }
     }
   }
   return 0;

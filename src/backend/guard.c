@@ -244,6 +244,7 @@ static void guard_fill_table(ptdp_backend *be)
   be->name = "guard";
   be->host_accessible = 0;
   PTDP_BACKEND_FILL(be, guard);
+  be->grouped_attention = 1; /* the CPU backend's operations */
   be->rmsnorm_forward = guard_rmsnorm_forward; /* the optional operations: the CPU backend has them */
   be->rmsnorm_backward = guard_rmsnorm_backward;
   be->rope = guard_rope;

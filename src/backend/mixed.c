@@ -324,8 +324,12 @@ static int mx_dropout_backward(ptdp_backend *be, float *dx, const uint8_t *mask,
   return 0;
 }
 
-/* Sizes of the attention's (S) tensors: qkv [N, 3 hl], probs [b, al, s, s], ctx [N, hl]. */
-static size_t attn_qkv(const ptdp_attn_desc *d) { return (size_t)d->s * d->b * 3 * d->al * d->hd; }
+/* Sizes of the attention's (S) tensors: qkv [N, (al + 2 groups) hd], probs [b, al, s, s], ctx [N, hl]. */
+static size_t attn_qkv(const ptdp_attn_desc *d)
+{
+  const int g = d->groups > 0 ? d->groups : d->al;
+  return (size_t)d->s * d->b * (size_t)(d->al + 2 * g) * d->hd;
+}
 static size_t attn_probs(const ptdp_attn_desc *d) { return (size_t)d->b * d->al * d->s * d->s; }
 static size_t attn_ctx(const ptdp_attn_desc *d) { return (size_t)d->s * d->b * d->al * d->hd; }
 
@@ -496,6 +500,7 @@ static void fill_table(ptdp_backend *be)
 /* The optional operations where inner has them. */
 static void fill_optional(ptdp_backend *be, const ptdp_backend *inner)
 {
+  be->grouped_attention = inner->grouped_attention;
   be->rmsnorm_forward = inner->rmsnorm_forward ? mx_rmsnorm_forward : NULL;
   be->rmsnorm_backward = inner->rmsnorm_backward ? mx_rmsnorm_backward : NULL;
   be->rope = inner->rope ? mx_rope : NULL;

@@ -47,9 +47,10 @@ int ptdp_generator_create(ptdp_generator *g, ptdp_gpt *m, int capacity)
   const size_t c = (size_t)capacity, f = sizeof(float);
   PTDP_CALLOC(g->kc, L > 0 ? L : 1, sizeof *g->kc);
   PTDP_CALLOC(g->vc, L > 0 ? L : 1, sizeof *g->vc);
+  const size_t kv = (size_t)m->sh.gl * m->sh.hd; /* a row of keys: one head per key/value group */
   for (int l = 0; l < L; l++) {
-    PTDP_CALL(dalloc(g, (void **)&g->kc[l], c * hl * f));
-    PTDP_CALL(dalloc(g, (void **)&g->vc[l], c * hl * f));
+    PTDP_CALL(dalloc(g, (void **)&g->kc[l], c * kv * f));
+    PTDP_CALL(dalloc(g, (void **)&g->vc[l], c * kv * f));
   }
   PTDP_CALL(dalloc(g, (void **)&g->x, c * h * f));
   PTDP_CALL(dalloc(g, (void **)&g->x2, c * h * f));
@@ -57,7 +58,7 @@ int ptdp_generator_create(ptdp_generator *g, ptdp_gpt *m, int capacity)
   PTDP_CALL(dalloc(g, (void **)&g->ln, c * h * f));
   PTDP_CALL(dalloc(g, (void **)&g->mean, c * f));
   PTDP_CALL(dalloc(g, (void **)&g->rstd, c * f));
-  PTDP_CALL(dalloc(g, (void **)&g->qkv, c * 3 * hl * f));
+  PTDP_CALL(dalloc(g, (void **)&g->qkv, c * (size_t)m->sh.qkv * f));
   PTDP_CALL(dalloc(g, (void **)&g->ctx, c * hl * f));
   PTDP_CALL(dalloc(g, (void **)&g->fc, c * fl * f));
   PTDP_CALL(dalloc(g, (void **)&g->act, c * fl * f));

@@ -39,18 +39,24 @@ static int grow_probs(ptdp_generator *g, long long elems)
   return 0;
 }
 
-/* Keys and values of rows [0, n) of qkv ([n, al, 3, hd]) into cache rows len .. len + n - 1. */
+/* Where head a's query, and its group's key and value, sit in a qkv row ([groups][the group's
+ * queries, key, value][hd]: [al][3][hd] without grouped-query attention). */
+static size_t q_off(const ptdp_gpt *m, int a) { return ((size_t)(a / m->sh.hpg) * (m->sh.hpg + 2) + a % m->sh.hpg) * m->sh.hd; }
+static size_t k_off(const ptdp_gpt *m, int gg) { return ((size_t)gg * (m->sh.hpg + 2) + m->sh.hpg) * m->sh.hd; }
+
+/* Keys and values of rows [0, n) of qkv into cache rows len .. len + n - 1 ([cap, gl hd]: one
+ * key and one value head per group). */
 static int cache_append(ptdp_generator *g, int layer, int n)
 {
   const ptdp_gpt *m = g->m;
   ptdp_backend *be = m->be;
-  const size_t bytes = sizeof(float) * (size_t)m->sh.hd;
+  const size_t bytes = sizeof(float) * (size_t)m->sh.hd, kv = (size_t)m->sh.gl * m->sh.hd;
   for (int r = 0; r < n; r++)
-    for (int a = 0; a < m->sh.al; a++) {
-      const float *q = g->qkv + (size_t)r * 3 * m->sh.hl + (size_t)a * 3 * m->sh.hd;
-      const size_t at = (size_t)(g->len + r) * m->sh.hl + (size_t)a * m->sh.hd;
-      PTDP_CALL(be->copy(be, g->kc[layer] + at, q + m->sh.hd, bytes));
-      PTDP_CALL(be->copy(be, g->vc[layer] + at, q + 2 * m->sh.hd, bytes));
+    for (int gg = 0; gg < m->sh.gl; gg++) {
+      const float *k = g->qkv + (size_t)r * m->sh.qkv + k_off(m, gg);
+      const size_t at = (size_t)(g->len + r) * kv + (size_t)gg * m->sh.hd;
+      PTDP_CALL(be->copy(be, g->kc[layer] + at, k, bytes));
+      PTDP_CALL(be->copy(be, g->vc[layer] + at, k + m->sh.hd, bytes));
     }
   return 0;
 }
@@ -60,26 +66,26 @@ static int attention(ptdp_generator *g, int layer, int n)
 {
   const ptdp_gpt *m = g->m;
   ptdp_backend *be = m->be;
-  const int al = m->sh.al, hd = m->sh.hd, hl = m->sh.hl;
+  const int al = m->sh.al, hd = m->sh.hd, hl = m->sh.hl, kv = m->sh.gl * hd;
   if (g->len == 0) { /* prefill: causal attention over the n rows, as in training */
     PTDP_CALL(grow_probs(g, (long long)al * n * n));
-    ptdp_attn_desc d = {.b = 1, .s = n, .al = al, .hd = hd, .head0 = (long long)m->tp_rank * al};
+    ptdp_attn_desc d = {.b = 1, .s = n, .al = al, .hd = hd, .groups = m->sh.gl, .head0 = (long long)m->tp_rank * al};
     d.drop.p = 0.0f;
     return be->attention_forward(be, &d, g->qkv, g->probs, NULL, g->probs, g->ctx);
   }
   /* one query row against keys 0 .. L-1 (L = len + 1, the new row included) */
   const int L = g->len + 1;
   const float scale = 1.0f / sqrtf((float)hd);
-  for (int a = 0; a < al; a++) /* S[a, 0:L] = q_a K_a^T / sqrt(hd) */
-    PTDP_CALL(be->gemm(be, 0, 1, 1, L, hd, scale, g->qkv + (size_t)a * 3 * hd, 3 * hl, g->kc[layer] + (size_t)a * hd,
-                       hl, 0.0f, g->scores + (size_t)a * L, L));
+  for (int a = 0; a < al; a++) /* S[a, 0:L] = q_a K_group(a)^T / sqrt(hd) */
+    PTDP_CALL(be->gemm(be, 0, 1, 1, L, hd, scale, g->qkv + q_off(m, a), m->sh.qkv,
+                       g->kc[layer] + (size_t)(a / m->sh.hpg) * hd, kv, 0.0f, g->scores + (size_t)a * L, L));
   float *mx = g->stats, *se = g->stats + al, *unused = g->stats + 2 * al;
   PTDP_CALL(be->xent_stats(be, g->scores, g->notarget, 0, al, L, mx, unused));
   PTDP_CALL(be->xent_sumexp(be, g->scores, mx, al, L, se));
   PTDP_CALL(be->xent_grad(be, g->scores, g->notarget, 0, mx, se, al, L, 1.0f)); /* P = softmax(S) */
-  for (int a = 0; a < al; a++) /* ctx_a = P[a] V_a */
-    PTDP_CALL(be->gemm(be, 0, 0, 1, hd, L, 1.0f, g->scores + (size_t)a * L, L, g->vc[layer] + (size_t)a * hd, hl, 0.0f,
-                       g->ctx + (size_t)a * hd, hl));
+  for (int a = 0; a < al; a++) /* ctx_a = P[a] V_group(a) */
+    PTDP_CALL(be->gemm(be, 0, 0, 1, hd, L, 1.0f, g->scores + (size_t)a * L, L,
+                       g->vc[layer] + (size_t)(a / m->sh.hpg) * hd, kv, 0.0f, g->ctx + (size_t)a * hd, hl));
   return 0;
 }
 

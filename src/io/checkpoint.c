@@ -378,6 +378,8 @@ static int save_attributes(const ckpt_io *io, const ptdp_checkpoint_info *info)
   PTDP_CALL(ckpt_attr_write_i64(mg, "position_embedding_type", m->cfg.arch.position));
   PTDP_CALL(ckpt_attr_write_i64(mg, "disable_bias_linear", m->cfg.arch.no_linear_bias));
   PTDP_CALL(ckpt_attr_write_i64(mg, "untie_embeddings_and_output_weights", m->cfg.arch.untie));
+  PTDP_CALL(ckpt_attr_write_i64(mg, "num_query_groups", m->sh.gl * m->t));
+  PTDP_CALL(ckpt_attr_write_i64(mg, "kv_channels", m->sh.hd));
   PTDP_CALL_HDF5(H5Gclose(mg));
   if (io->ddp) {
     hid_t og = H5Gopen2(f, "/optimizer", H5P_DEFAULT);

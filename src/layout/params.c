@@ -13,7 +13,7 @@ enum { KEY_WORD_EMBEDDING = 1, KEY_POSITION_EMBEDDING = 2, KEY_FINAL_LN_WEIGHT =
 typedef struct {
   const char *suffix;
   ptdp_split split;
-  int rows_h3, rows_h, rows_f; /* global rows = 3h, h or f (exactly one set) */
+  int rows_h3, rows_h, rows_f; /* global rows = QKV's (a + 2 g) hd (3h for GPT-2), h or f (one set) */
   int cols_h, cols_f;          /* global cols = h or f; neither: a vector */
   ptdp_init_kind init;
   int weight_decay, sp_partial;
@@ -53,6 +53,23 @@ int ptdp_params_has_role(const ptdp_arch *a, ptdp_param_role r)
 const char *ptdp_param_role_suffix(ptdp_param_role r)
 {
   return r >= 0 && r < PTDP_PARAM_LAYER_ROLES ? roles[r].suffix : "";
+}
+
+int ptdp_model_head_dim(const ptdp_model_shape *s)
+{
+  return s->arch.kv_channels > 0 ? s->arch.kv_channels : s->hidden / s->heads;
+}
+
+int ptdp_model_query_groups(const ptdp_model_shape *s)
+{
+  return s->arch.query_groups > 0 ? s->arch.query_groups : s->heads;
+}
+
+long long ptdp_model_attn_width(const ptdp_model_shape *s) { return (long long)s->heads * ptdp_model_head_dim(s); }
+
+long long ptdp_model_qkv_rows(const ptdp_model_shape *s)
+{
+  return ((long long)s->heads + 2LL * ptdp_model_query_groups(s)) * ptdp_model_head_dim(s);
 }
 
 long long ptdp_padded_vocab(long long vocab, int divisible_by, int t)
@@ -120,8 +137,9 @@ static void layer_entry(ptdp_param_info *e, const ptdp_model_shape *s, const ptd
 {
   const layer_role *lr = &roles[r];
   const long long h = s->hidden, f = s->ffn;
-  long long grows = lr->rows_h3 ? 3 * h : lr->rows_h ? h : f;
-  long long gcols = lr->cols_h ? h : lr->cols_f ? f : 1;
+  long long grows = lr->rows_h3 ? ptdp_model_qkv_rows(s) : lr->rows_h ? h : f;
+  /* the projection reads the attention's output, a hd wide (h unless kv-channels says otherwise) */
+  long long gcols = r == PTDP_PARAM_PROJ_WEIGHT ? ptdp_model_attn_width(s) : lr->cols_h ? h : lr->cols_f ? f : 1;
   fill(e, s, pos, r, grows, gcols, grows, lr->split, lr->init,
        (uint32_t)(KEY_LAYER_BASE + KEY_LAYER_STRIDE * layer + (int)r), lr->weight_decay, lr->sp_partial);
   e->layer = layer;

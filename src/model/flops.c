@@ -1,9 +1,10 @@
 /* Model FLOPs per iteration: see include/ptdp/flops.h. */
 #include "ptdp/flops.h"
 
-double ptdp_model_flops(long long B, long long s, long long l, long long h, long long V)
+double ptdp_model_flops(long long B, long long s, const ptdp_model_shape *m, long long V)
 {
-  double hh = (double)h;
-  return 72.0 * (double)B * (double)s * (double)l * hh * hh *
-         (1.0 + (double)s / (6.0 * hh) + (double)V / (12.0 * (double)l * hh));
+  const double h = m->hidden, a = m->heads, g = ptdp_model_query_groups(m), hd = ptdp_model_head_dim(m);
+  const double f = m->ffn, S = (double)s;
+  const double layer = h * (a + 2 * g) * hd + 2 * S * a * hd + a * hd * h + 2 * h * f; /* multiply-adds per token */
+  return 3.0 * 2.0 * (double)B * S * ((double)m->num_layers * layer + h * (double)V);
 }

@@ -208,12 +208,17 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
   PTDP_CHECK(cfg->arch.norm != PTDP_NORM_RMSNORM || (be->rmsnorm_forward && be->rmsnorm_backward),
              "normalization = RMSNorm: the %s backend has no RMSNorm yet (the cpu and guard backends have it)",
              be->name);
+  PTDP_CHECK(!cfg->arch.query_groups || cfg->arch.query_groups == cfg->heads || be->grouped_attention,
+             "group-query-attention: the %s backend has no grouped-query attention yet (the cpu and guard backends "
+             "have it)", be->name);
   PTDP_CHECK(cfg->arch.position != PTDP_POS_ROPE || be->rope,
              "position-embedding-type = rope: the %s backend has no rotary embedding yet (the cpu and guard backends "
              "have it)", be->name);
   m->es = ptdp_dtype_size(cfg->dtype);
   m->master_sharded = cfg->dtype != PTDP_F32 && !cfg->inference && cfg->distributed_optimizer && cfg->dp_size > 1;
-  PTDP_CHECK(cfg->heads % m->t == 0 && cfg->hidden % cfg->heads == 0 && cfg->ffn % m->t == 0 &&
+  const int groups = cfg->arch.query_groups > 0 ? cfg->arch.query_groups : cfg->heads;
+  PTDP_CHECK(cfg->heads % m->t == 0 && (cfg->arch.kv_channels > 0 || cfg->hidden % cfg->heads == 0) &&
+                 cfg->heads % groups == 0 && groups % m->t == 0 && cfg->ffn % m->t == 0 &&
                  cfg->num_layers % (m->p * cfg->chunks) == 0,
              "model dimensions do not divide over the grid (internal check)");
   const ptdp_model_shape shape = ptdp_gpt_shape(cfg);

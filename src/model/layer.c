@@ -38,7 +38,7 @@ static ptdp_dropout_key resid_key(const ptdp_gpt *m, uint32_t site, int layer, l
 
 ptdp_attn_desc ptdp_layer_attn_desc(const ptdp_gpt *m, int layer, long long sample0)
 {
-  ptdp_attn_desc d = {.b = m->cfg.micro_batch, .s = m->cfg.seq, .al = m->sh.al, .hd = m->sh.hd,
+  ptdp_attn_desc d = {.b = m->cfg.micro_batch, .s = m->cfg.seq, .al = m->sh.al, .hd = m->sh.hd, .groups = m->sh.gl,
                       .head0 = (long long)m->tp_rank * m->sh.al};
   d.drop = (ptdp_dropout_key){.seed = m->cfg.seed, .site = PTDP_RNG_ATTN_DROP, .layer = (uint32_t)layer,
                               .sample0 = sample0, .b = m->cfg.micro_batch, .p = m->cfg.attn_dropout};
@@ -79,8 +79,8 @@ static int bias_bwd(ptdp_backend *be, const float *dy, float *db, long long rows
 static int rope(ptdp_gpt *m, float *qkv, long long rows, long long pos0, int b, int inverse)
 {
   if (m->cfg.arch.position != PTDP_POS_ROPE) return 0;
-  const ptdp_rope_desc d = {.rows = rows, .pos0 = pos0, .b = b, .groups = m->sh.al, .heads_per_group = 1,
-                            .hd = m->sh.hd, .rd = ptdp_gpt_rotary_dim(m), .ld = 3 * m->sh.hl,
+  const ptdp_rope_desc d = {.rows = rows, .pos0 = pos0, .b = b, .groups = m->sh.gl, .heads_per_group = m->sh.hpg,
+                            .hd = m->sh.hd, .rd = ptdp_gpt_rotary_dim(m), .ld = m->sh.qkv,
                             .interleaved = m->cfg.arch.rotary_interleaved};
   return m->be->rope(m->be, qkv, &d, m->work.rope, inverse);
 }
@@ -111,15 +111,15 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
                            const ptdp_layer_acts *a, float *out)
 {
   ptdp_backend *be = m->be;
-  const int h = m->cfg.hidden, hl = m->sh.hl, fl = m->sh.fl;
+  const int h = m->cfg.hidden, hl = m->sh.hl, fl = m->sh.fl, qkv = m->sh.qkv;
   const long long N = p->N, Nl = p->Nl;
   const float *in;
 
   /* attention block */
   PTDP_CALL(ptdp_gpt_norm_forward(m, a->x, w->ln1_w, w->ln1_b, a->ln1_out, a->ln1_mean, a->ln1_rstd, Nl));
   PTDP_CALL(gathered_input(m, p, a->ln1_out, h, &in));
-  PTDP_CALL(be->gemm(be, 0, 1, N, 3 * hl, h, 1.0f, in, h, w->qkv_w, h, 0.0f, a->qkv, 3 * hl)); /* [N, 3hl] */
-  PTDP_CALL(bias_fwd(be, a->qkv, w->qkv_b, N, 3 * hl));
+  PTDP_CALL(be->gemm(be, 0, 1, N, qkv, h, 1.0f, in, h, w->qkv_w, h, 0.0f, a->qkv, qkv)); /* [N, (al + 2 gl) hd] */
+  PTDP_CALL(bias_fwd(be, a->qkv, w->qkv_b, N, qkv));
   PTDP_CALL(rope(m, a->qkv, N, p->pos0, p->b, 0));
   PTDP_CALL(p->attention(p, m, layer, a)); /* ctx [N, hl] */
   PTDP_CALL(be->gemm(be, 0, 1, N, h, hl, 1.0f, a->ctx, hl, w->proj_w, hl, 0.0f, partial_target(p, a->x2), h));
@@ -213,22 +213,23 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     PTDP_CALL(be->attention_backward(be, &d, a->qkv, a->probs, a->attn_mask, a->probs_drop, m->work.dctx,
                                      m->work.dqkv, m->work.attn));
   PTDP_CALL(rope(m, m->work.dqkv, N, 0, m->cfg.micro_batch, 1));
-  PTDP_CALL(bias_bwd(be, m->work.dqkv, g.qkv_b, N, 3 * m->sh.hl));
+  PTDP_CALL(bias_bwd(be, m->work.dqkv, g.qkv_b, N, m->sh.qkv));
   /* The key bias's gradient is exactly zero: softmax is invariant to adding one number to a
    * query's row of scores, and a key bias adds q . b_k to the whole row.  In floating point the
    * sum is rounding noise (~1e-11) that Adam would turn into lr-sized steps; store the zero.
    * Not with rotary positions: the key bias then turns with its key's position, and q . R b_k
    * differs along the row. */
   if (g.qkv_b && m->cfg.arch.position != PTDP_POS_ROPE)
-    for (int hh = 0; hh < m->sh.al; hh++)
-      PTDP_CALL(be->memset0(be, g.qkv_b + (size_t)hh * 3 * m->sh.hd + m->sh.hd, sizeof(float) * (size_t)m->sh.hd));
+    for (int gg = 0; gg < m->sh.gl; gg++) /* each group's key head follows its hpg queries */
+      PTDP_CALL(be->memset0(be, g.qkv_b + ((size_t)gg * (m->sh.hpg + 2) + m->sh.hpg) * m->sh.hd,
+                            sizeof(float) * (size_t)m->sh.hd));
   in = a->ln1_out;
   if (sp) {
     PTDP_CALL(ptdp_tp_gather(m, a->ln1_out, fb, h, PTDP_TAG_LAYER));
     in = fb;
   }
-  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, 3 * m->sh.hl, h, N, 1.0f, m->work.dqkv, 3 * m->sh.hl, in, h, g.qkv_w, h));
-  PTDP_CALL(be->gemm(be, 0, 0, N, h, 3 * m->sh.hl, 1.0f, m->work.dqkv, 3 * m->sh.hl, w.qkv_w, h, 0.0f, fa, h));
+  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, m->sh.qkv, h, N, 1.0f, m->work.dqkv, m->sh.qkv, in, h, g.qkv_w, h));
+  PTDP_CALL(be->gemm(be, 0, 0, N, h, m->sh.qkv, 1.0f, m->work.dqkv, m->sh.qkv, w.qkv_w, h, 0.0f, fa, h));
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
   PTDP_CALL(ptdp_gpt_norm_backward(m, dln, a->x, w.ln1_w, a->ln1_mean, a->ln1_rstd, dx, g.ln1_w, g.ln1_b, Nl));
   PTDP_CALL(be->add(be, dx, dx2, nlh));

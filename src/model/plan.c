@@ -134,7 +134,7 @@ static int add_work(ptdp_plan *pl)
   const struct { ptdp_buffer_kind k; long long n; size_t unit; } w[] = {
     {PTDP_BUF_WORK_FULL_A, z.N * z.h, S},     {PTDP_BUF_WORK_FULL_B, z.N * z.h, S},
     {PTDP_BUF_WORK_SHARD_A, z.Nl * z.h, S},   {PTDP_BUF_WORK_SHARD_B, z.Nl * z.h, S},
-    {PTDP_BUF_WORK_SHARD_C, z.Nl * z.h, S},   {PTDP_BUF_WORK_DQKV, z.N * 3 * z.hl, S},
+    {PTDP_BUF_WORK_SHARD_C, z.Nl * z.h, S},   {PTDP_BUF_WORK_DQKV, z.N * z.qkv, S},
     {PTDP_BUF_WORK_DCTX, z.N * z.hl, S},      {PTDP_BUF_WORK_DFC, z.N * z.fl, S},
     {PTDP_BUF_WORK_ATTN, c->flash_attention ? 0 : z.s * z.s, F}, {PTDP_BUF_WORK_XENT, 3 * z.N, F},
     {PTDP_BUF_WORK_GRAD_A, z.Nl * z.h, S},    {PTDP_BUF_WORK_GRAD_B, z.Nl * z.h, S},

@@ -9,9 +9,12 @@ ptdp_rank_shape ptdp_rank_shape_of(const ptdp_model_shape *m, int seq, int micro
   r.N = r.s * r.b;
   r.Nl = r.sp ? r.N / t : r.N;
   r.row0 = r.sp ? (long long)tp_rank * r.Nl : 0;
-  r.hd = m->hidden / m->heads;
+  r.hd = ptdp_model_head_dim(m);
   r.al = m->heads / t;
   r.hl = r.al * r.hd;
+  r.gl = ptdp_model_query_groups(m) / t;
+  r.hpg = m->heads / ptdp_model_query_groups(m);
+  r.qkv = (r.al + 2 * r.gl) * r.hd;
   r.fl = m->ffn / t;
   r.padded_vocab = ptdp_padded_vocab(m->vocab, m->vocab_divisible_by, t);
   r.vl = r.padded_vocab / t;

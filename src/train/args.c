@@ -61,6 +61,8 @@ static int on_cuda(const void *a, int world) { return in(a)->backend == PTDP_BAC
 static const ptdp_opt_effect if_cuda = {on_cuda, "backend is not cuda"};
 static int uses_rope(const void *a, int world) { return in(a)->position_embedding_type == PTDP_POS_ROPE; }
 static const ptdp_opt_effect if_rope = {uses_rope, "position-embedding-type is not rope"};
+static int uses_gqa(const void *a, int world) { return in(a)->group_query_attention; }
+static const ptdp_opt_effect if_gqa = {uses_gqa, "group-query-attention is not set"};
 static int nccl_possible(const void *a, int world)
 {
   return in(a)->backend == PTDP_BACKEND_CUDA && in(a)->comm_backend != PTDP_COMM_MPI;
@@ -107,6 +109,13 @@ static const ptdp_option table[] = {
    "rope: turn adjacent pairs (2i, 2i+1); false: pairs (i, i + d/2), the rotate-half layout of Llama and Hugging "
    "Face",
    &if_rope},
+  {"group-query-attention", PTDP_OPT_BOOL, OFF(group_query_attention), "false", 0, 0, NULL,
+   "grouped-query attention: the query heads of a group share one key and one value head", ALWAYS},
+  {"num-query-groups", PTDP_OPT_INT, OFF(num_query_groups), "1", 1, 1 << 16, NULL,
+   "group-query-attention: key/value groups (g): g divides num-attention-heads, tensor-model-parallel-size "
+   "divides g", &if_gqa},
+  {"kv-channels", PTDP_OPT_INT, OFF(kv_channels), "0", 0, 1 << 16, NULL,
+   "the head size; 0 means hidden-size / num-attention-heads", ALWAYS},
   {"disable-bias-linear", PTDP_OPT_BOOL, OFF(disable_bias_linear), "false", 0, 0, NULL,
    "no biases on the linear layers (QKV, projection, fc1, fc2), as Llama", ALWAYS},
   {"untie-embeddings-and-output-weights", PTDP_OPT_BOOL, OFF(untie_embeddings_and_output_weights), "false", 0, 0,
@@ -308,7 +317,9 @@ ptdp_arch ptdp_args_arch(const ptdp_args *a)
   return (ptdp_arch){.norm = a->normalization, .no_linear_bias = a->disable_bias_linear,
                      .untie = a->untie_embeddings_and_output_weights, .position = a->position_embedding_type,
                      .rotary_base = a->rotary_base, .rotary_percent = a->rotary_percent,
-                     .rotary_interleaved = a->rotary_interleaved};
+                     .rotary_interleaved = a->rotary_interleaved,
+                     .query_groups = a->group_query_attention ? (int)a->num_query_groups : 0,
+                     .kv_channels = (int)a->kv_channels};
 }
 
 long long ptdp_args_ffn(const ptdp_args *a) { return a->ffn_hidden_size ? a->ffn_hidden_size : 4 * a->hidden_size; }
@@ -336,7 +347,7 @@ static int validate_checkpoint_keys(const ptdp_args *a)
 int ptdp_args_validate(const ptdp_args *a, int world)
 {
   long long t = a->tensor_model_parallel_size, p = a->pipeline_model_parallel_size;
-  PTDP_CHECK(a->hidden_size % a->num_attention_heads == 0,
+  PTDP_CHECK(a->kv_channels > 0 || a->hidden_size % a->num_attention_heads == 0,
              "hidden-size %lld is not divisible by num-attention-heads %lld", a->hidden_size, a->num_attention_heads);
   long long maxpos = a->max_position_embeddings ? a->max_position_embeddings : a->seq_length;
   PTDP_CHECK(a->seq_length <= maxpos, "seq-length %lld is longer than max-position-embeddings %lld", a->seq_length,
@@ -347,6 +358,12 @@ int ptdp_args_validate(const ptdp_args *a, int world)
   long long d = world / (t * p);
   PTDP_CHECK(a->num_attention_heads % t == 0, "num-attention-heads %lld is not divisible by tensor-model-parallel-size %lld",
              a->num_attention_heads, t);
+  PTDP_CHECK(!a->group_query_attention || a->num_attention_heads % a->num_query_groups == 0,
+             "num-attention-heads %lld is not divisible by num-query-groups %lld", a->num_attention_heads,
+             a->num_query_groups);
+  PTDP_CHECK(!a->group_query_attention || a->num_query_groups % t == 0,
+             "num-query-groups %lld is not divisible by tensor-model-parallel-size %lld (each rank holds whole groups, "
+             "as Megatron requires)", a->num_query_groups, t);
   PTDP_CHECK(ptdp_args_ffn(a) % t == 0, "ffn-hidden-size %lld is not divisible by tensor-model-parallel-size %lld",
              ptdp_args_ffn(a), t);
   PTDP_CHECK(!a->sequence_parallel || a->seq_length % t == 0,

@@ -175,7 +175,8 @@ int ptdp_dump_open(ptdp_dump **out, const ptdp_dump_run *run, const char *path)
     {"attention_dropout", a->attention_dropout}, {"normalization", c->arch.norm},
     {"position_embedding_type", c->arch.position}, {"rotary_base", m->sh.rd ? c->arch.rotary_base : 0},
     {"rotary_dim", m->sh.rd}, {"rotary_interleaved", c->arch.rotary_interleaved},
-    {"disable_bias_linear", c->arch.no_linear_bias}, {"untie_embeddings", c->arch.untie}};
+    {"disable_bias_linear", c->arch.no_linear_bias}, {"untie_embeddings", c->arch.untie},
+    {"num_query_groups", m->sh.gl * m->t}, {"kv_channels", m->sh.hd}};
   for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) PTDP_CALL(attr_double(d->file, at[i].k, at[i].v));
   d->iters = a->train_iters;
   PTDP_CALLOC(d->loss, d->iters + 1, sizeof(double));

@@ -106,8 +106,8 @@ static void set_scaler(ptdp_grad_scaler *s, const ptdp_args *a)
  * the log line's TFLOP/s. */
 static double iteration_flops(const ptdp_trainer *tr)
 {
-  const ptdp_args *a = &tr->args;
-  return ptdp_model_flops(tr->gbs, a->seq_length, a->num_layers, a->hidden_size, tr->model.sh.padded_vocab);
+  const ptdp_model_shape shape = ptdp_gpt_shape(&tr->model.cfg);
+  return ptdp_model_flops(tr->gbs, tr->args.seq_length, &shape, tr->model.sh.padded_vocab);
 }
 
 /* The run file, handed what it records of the run (ptdp_runfile_run), not the trainer. */

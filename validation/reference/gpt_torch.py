@@ -89,6 +89,8 @@ class Arch:
         self.rotary_interleaved = int(at.get("rotary_interleaved", 0)) == 1
         self.bias = int(at.get("disable_bias_linear", 0)) == 0
         self.untie = int(at.get("untie_embeddings", 0)) == 1
+        self.groups = int(at.get("num_query_groups", 0))  # 0 (older dumps): one per head
+        self.kv_channels = int(at.get("kv_channels", 0))  # 0 (older dumps): h / heads
 
 
 def norm(x, w, b, eps, arch):
@@ -121,12 +123,14 @@ class Block(nn.Module):
 
     def __init__(self, h, heads, ffn, eps, arch):
         super().__init__()
-        self.h, self.heads, self.hd, self.eps, self.arch = h, heads, h // heads, eps, arch
+        self.h, self.heads, self.eps, self.arch = h, heads, eps, arch
+        self.hd = arch.kv_channels or h // heads
+        self.groups = arch.groups or heads  # key/value heads; heads // groups queries share each
         self.ln1_w = nn.Parameter(torch.ones(h))
         self.ln1_b = None if arch.rmsnorm else nn.Parameter(torch.zeros(h))
-        bias = arch.bias
-        self.q, self.k, self.v = nn.Linear(h, h, bias), nn.Linear(h, h, bias), nn.Linear(h, h, bias)
-        self.proj = nn.Linear(h, h, bias)
+        bias, aw, kw = arch.bias, heads * self.hd, self.groups * self.hd
+        self.q, self.k, self.v = nn.Linear(h, aw, bias), nn.Linear(h, kw, bias), nn.Linear(h, kw, bias)
+        self.proj = nn.Linear(aw, h, bias)
         self.ln2_w = nn.Parameter(torch.ones(h))
         self.ln2_b = None if arch.rmsnorm else nn.Parameter(torch.zeros(h))
         self.fc1, self.fc2 = nn.Linear(h, ffn, bias), nn.Linear(ffn, h, bias)
@@ -134,16 +138,18 @@ class Block(nn.Module):
     def attention(self, x):  # x [s, b, h]
         s, b, _ = x.shape
 
-        def heads(t):  # [s, b, h] -> [b, a, s, hd]
-            return t.view(s, b, self.heads, self.hd).permute(1, 2, 0, 3)
+        def heads(t, n):  # [s, b, n hd] -> [b, n, s, hd]
+            return t.view(s, b, n, self.hd).permute(1, 2, 0, 3)
 
-        q, k, v = heads(self.q(x)), heads(self.k(x)), heads(self.v(x))
+        q, k, v = heads(self.q(x), self.heads), heads(self.k(x), self.groups), heads(self.v(x), self.groups)
         if self.arch.rope:
             q, k = rotary(q, self.arch), rotary(k, self.arch)
+        hpg = self.heads // self.groups  # grouped-query attention: each key/value head serves hpg queries
+        k, v = k.repeat_interleave(hpg, dim=1), v.repeat_interleave(hpg, dim=1)
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.hd)  # [b, a, s, s]
         causal = torch.ones(s, s, dtype=torch.bool).triu(1)    # key after query: masked
         probs = F.softmax(scores.masked_fill(causal, float("-inf")), dim=-1)
-        ctx = (probs @ v).permute(2, 0, 1, 3).reshape(s, b, self.h)  # [s, b, h], heads concatenated
+        ctx = (probs @ v).permute(2, 0, 1, 3).reshape(s, b, self.heads * self.hd)  # heads concatenated
         return self.proj(ctx)
 
     def forward(self, x):
@@ -189,11 +195,12 @@ def megatron_views(model, which, heads):
     out.update({n: get(p) for n, p in opt.items() if p is not None})
     for L, blk in enumerate(model.blocks):
         pre = "decoder.layers.%d." % L
-        hd, h = blk.hd, blk.h
-        w = torch.stack([get(blk.q.weight).view(heads, hd, h), get(blk.k.weight).view(heads, hd, h),
-                         get(blk.v.weight).view(heads, hd, h)], dim=1)  # [a, 3, hd, h]
+        hd, h, g = blk.hd, blk.h, blk.groups
+        hpg = heads // g
+        w = torch.cat([get(blk.q.weight).view(g, hpg, hd, h), get(blk.k.weight).view(g, 1, hd, h),
+                       get(blk.v.weight).view(g, 1, hd, h)], dim=1)  # [g, hpg + 2, hd, h]
         out[pre + "input_layernorm.weight"] = get(blk.ln1_w)
-        out[pre + "self_attention.linear_qkv.weight"] = w.reshape(3 * h, h)
+        out[pre + "self_attention.linear_qkv.weight"] = w.reshape(-1, h)
         out[pre + "self_attention.linear_proj.weight"] = get(blk.proj.weight)
         out[pre + "pre_mlp_layernorm.weight"] = get(blk.ln2_w)
         out[pre + "mlp.linear_fc1.weight"] = get(blk.fc1.weight)
@@ -202,9 +209,9 @@ def megatron_views(model, which, heads):
             out[pre + "input_layernorm.bias"] = get(blk.ln1_b)
             out[pre + "pre_mlp_layernorm.bias"] = get(blk.ln2_b)
         if blk.arch.bias:
-            bb = torch.stack([get(blk.q.bias).view(heads, hd), get(blk.k.bias).view(heads, hd),
-                              get(blk.v.bias).view(heads, hd)], dim=1)       # [a, 3, hd]
-            out[pre + "self_attention.linear_qkv.bias"] = bb.reshape(3 * h)
+            bb = torch.cat([get(blk.q.bias).view(g, hpg, hd), get(blk.k.bias).view(g, 1, hd),
+                            get(blk.v.bias).view(g, 1, hd)], dim=1)       # [g, hpg + 2, hd]
+            out[pre + "self_attention.linear_qkv.bias"] = bb.reshape(-1)
             out[pre + "self_attention.linear_proj.bias"] = get(blk.proj.bias)
             out[pre + "mlp.linear_fc1.bias"] = get(blk.fc1.bias)
             out[pre + "mlp.linear_fc2.bias"] = get(blk.fc2.bias)
@@ -228,10 +235,12 @@ def load_megatron(model, group, heads):
             model.lnf_b.copy_(t("decoder.final_layernorm.bias"))
         for L, blk in enumerate(model.blocks):
             pre = "decoder.layers.%d." % L
-            hd, h = blk.hd, blk.h
-            w = t(pre + "self_attention.linear_qkv.weight").view(heads, 3, hd, h)
-            for j, lin in enumerate((blk.q, blk.k, blk.v)):
-                lin.weight.copy_(w[:, j].reshape(h, h))
+            hd, h, g = blk.hd, blk.h, blk.groups
+            hpg = heads // g
+            w = t(pre + "self_attention.linear_qkv.weight").view(g, hpg + 2, hd, h)
+            blk.q.weight.copy_(w[:, :hpg].reshape(-1, h))
+            blk.k.weight.copy_(w[:, hpg].reshape(-1, h))
+            blk.v.weight.copy_(w[:, hpg + 1].reshape(-1, h))
             blk.ln1_w.copy_(t(pre + "input_layernorm.weight"))
             blk.proj.weight.copy_(t(pre + "self_attention.linear_proj.weight"))
             blk.ln2_w.copy_(t(pre + "pre_mlp_layernorm.weight"))
@@ -241,9 +250,10 @@ def load_megatron(model, group, heads):
                 blk.ln1_b.copy_(t(pre + "input_layernorm.bias"))
                 blk.ln2_b.copy_(t(pre + "pre_mlp_layernorm.bias"))
             if blk.arch.bias:
-                bb = t(pre + "self_attention.linear_qkv.bias").view(heads, 3, hd)
-                for j, lin in enumerate((blk.q, blk.k, blk.v)):
-                    lin.bias.copy_(bb[:, j].reshape(h))
+                bb = t(pre + "self_attention.linear_qkv.bias").view(g, hpg + 2, hd)
+                blk.q.bias.copy_(bb[:, :hpg].reshape(-1))
+                blk.k.bias.copy_(bb[:, hpg].reshape(-1))
+                blk.v.bias.copy_(bb[:, hpg + 1].reshape(-1))
                 blk.proj.bias.copy_(t(pre + "self_attention.linear_proj.bias"))
                 blk.fc1.bias.copy_(t(pre + "mlp.linear_fc1.bias"))
                 blk.fc2.bias.copy_(t(pre + "mlp.linear_fc2.bias"))
@@ -352,6 +362,9 @@ def main():
         if at.get("position_embedding_type", 0) == 1 else "",
         "no linear biases" if at.get("disable_bias_linear", 0) else "linear biases",
         "untied output layer" if at.get("untie_embeddings", 0) else "tied output layer"))
+    if at.get("num_query_groups", a) != a:
+        g = int(at["num_query_groups"])
+        print("grouped-query attention: %d key/value groups of %d query heads" % (g, a // g))
 
     arch = Arch(at)
     model = GPT(V, P, h, a, ffn, L, eps, arch)

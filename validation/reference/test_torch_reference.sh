@@ -14,7 +14,8 @@
 # PyTorch starting from the checkpoint's /model datasets, read by h5py.
 # The Llama family's architecture (RMSNorm, rotary positions, no linear biases, untied output
 # layer) on one rank and t2 with sequence parallelism, and with interleaved, partial rotations at
-# Llama 3's base: the reference reads the architecture from the dump's attributes.
+# Llama 3's base; grouped-query attention (2 groups on t2 + SP; 1 group with kv-channels 24, with
+# GPT-2's biases): the reference reads the architecture from the dump's attributes.
 # SKIP (77) when $PYTHON3 has no torch or h5py.
 . "$top_srcdir/validation/tests/common.sh"
 : "${PYTHON3:=python3}"
@@ -90,6 +91,12 @@ run_case llama_t1 1 $LLAMA
 run_case llama_t2sp 2 $LLAMA --tensor-model-parallel-size 2 --sequence-parallel
 # shellcheck disable=SC2086
 run_case llama_interleaved 1 $LLAMA --rotary-interleaved --rotary-percent 0.5 --rotary-base 500000
+# grouped-query attention: 2 groups of 2 query heads (t2: one group per rank), and 1 group of 4
+# with a head size (kv-channels 24) that is not h / a
+# shellcheck disable=SC2086
+run_case llama_gqa_t2sp 2 $LLAMA --group-query-attention --num-query-groups 2 --tensor-model-parallel-size 2 \
+  --sequence-parallel
+run_case gqa_kv24 1 --group-query-attention --num-query-groups 1 --kv-channels 24
 # the check must see a rotation that is not ptdp's: the same dump told it was rotate-half, or at
 # Llama 2's base, is refused (the planted mistakes)
 for plant in rotary_interleaved=0 rotary_base=10000; do

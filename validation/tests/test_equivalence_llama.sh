@@ -1,6 +1,7 @@
 #!/bin/sh
 # Every layout equals one rank for the Llama family's architecture (issue 24): RMSNorm, rotary
-# positions, no linear biases, the output layer untied from the word embedding.  The small model
+# positions, no linear biases, the output layer untied from the word embedding, grouped-query
+# attention (4 heads in 2 key/value groups: at t = 2 each rank holds one group of two queries).  The small model
 # of the equivalence tests (2 layers; 4 for the pipeline rows), dropout on (the masks must agree across layouts), 20
 # iterations, in the layouts that exercise what the architecture changes: tensor parallelism (each
 # rank turns its own heads), sequence parallelism (RMSNorm on a sequence shard; the rotation
@@ -12,7 +13,7 @@
 . "$top_srcdir/validation/tests/common.sh"
 . "$top_srcdir/validation/tests/equivalence_lib.sh"
 LLAMA="--normalization RMSNorm --position-embedding-type rope --disable-bias-linear"
-LLAMA="$LLAMA --untie-embeddings-and-output-weights"
+LLAMA="$LLAMA --untie-embeddings-and-output-weights --group-query-attention --num-query-groups 2"
 equiv_deck
 
 # shellcheck disable=SC2086
@@ -39,16 +40,20 @@ EOF
 train flash 1 $LLAMA --attention-backend flash
 compare flash ref final,init,step1/grads
 
-# the parameter table: no biases, no position table, output_layer.weight of its own
+# the parameter table: no biases, no position table, output_layer.weight of its own, linear_qkv of
+# (a + 2 g) hd = (4 + 4) 16 = 128 rows (h = 64, 4 heads of 16)
 $PYTHON3 - "$TMPD/ref.h5" <<'PY'
 import sys, h5py
 names = set(h5py.File(sys.argv[1], "r")["init"].keys())
 bad = [n for n in names if n.endswith(".bias") or "position_embeddings" in n]
-ok = not bad and "output_layer.weight" in names and "embedding.word_embeddings.weight" in names
+f = h5py.File(sys.argv[1], "r")["init"]
+qkv = f["decoder.layers.0.self_attention.linear_qkv.weight"].shape
+print("linear_qkv: %s" % (qkv,))
+ok = not bad and "output_layer.weight" in names and "embedding.word_embeddings.weight" in names and qkv == (128, 64)
 print("tensors: %d; biases or position table: %s" % (len(names), bad or "none"))
 sys.exit(0 if ok else 1)
 PY
-ok $? "the Llama table: no biases, no position table, an output layer of its own"
+ok $? "the Llama table: no biases, no position table, an output layer of its own, GQA's linear_qkv rows"
 
 # bf16, with test_mixed_precision.sh's bounds
 CMP="$PYTHON3 $top_srcdir/validation/tests/compare_dumps.py --loss-rtol ${PTDP_BF16_LOSS_TOL:-5e-4}"
