@@ -326,6 +326,12 @@ static int create_layout(struct ptdp_runfile *rf, const char *hosts)
 
 /* ---------------------------------------------------------------- opening */
 
+static herr_t visit_none(hid_t obj, const char *name, const H5O_info_t *info, void *op)
+{
+  (void)obj, (void)name, (void)info, (void)op;
+  return 0;
+}
+
 static int open_file(struct ptdp_runfile *rf, int create)
 {
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -361,6 +367,11 @@ static int open_file(struct ptdp_runfile *rf, int create)
   PTDP_CHECK(!strcmp(fmt, "ptdp-run") && version == PTDP_RUNFILE_FORMAT,
              "'%s' is not a ptdp run file of format version %d (format '%s', version %lld): name another run-file",
              rf->path, PTDP_RUNFILE_FORMAT, fmt, version);
+  /* every object header read now, before SWMR writing starts: in SWMR mode HDF5 retries a metadata
+   * read whose checksum fails 100 times, sleeping twice as long each time (for a reader racing the
+   * writer), so a damaged header met later held a requeued job for ever (fuzz_runfile) */
+  PTDP_CHECK(H5Ovisit2(rf->file, H5_INDEX_NAME, H5_ITER_NATIVE, visit_none, NULL, H5O_INFO_BASIC) >= 0,
+             "the run file '%s' is damaged: HDF5 cannot read all its objects (name another run-file)", rf->path);
   PTDP_CALL(rf_rows(rf->file, "/metrics/iteration", &rf->n_intervals));
   PTDP_CALL(rf_rows(rf->file, "/eval/iteration", &rf->n_evals));
   PTDP_CALL(rf_rows(rf->file, "/pipeline/iteration", &rf->n_samples));
