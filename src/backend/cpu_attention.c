@@ -45,6 +45,24 @@ static void gemm_beta(int ta, int tb, int M, int N, int K, float alpha, const fl
 /* Grouped-query attention: a token's qkv row is [groups][the group's query heads, key, value][hd]
  * (groups = al without it: [al][3][hd]).  The offset in the row of query head hh's part:
  * 0 its query, 1 its group's key, 2 its group's value. */
+/* The OpenMP thread running, and how many may run (1 and 0 without OpenMP). */
+static int thread_id(void)
+{
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+static int max_threads(void)
+{
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
 static int groups_of(const ptdp_attn_desc *d) { return d->groups > 0 ? d->groups : d->al; }
 static size_t part_off(const ptdp_attn_desc *d, int hh, int part)
 {
@@ -122,19 +140,13 @@ int ptdp_cpu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const
   const float scale = 1.0f / sqrtf((float)hd);
   const float p = d->drop.p, keep_scale = p > 0 ? 1.0f / (1.0f - p) : 1.0f;
   /* dS of one pair is s x s; the caller's scratch holds one, so each thread takes its own */
-  int nt = 1;
-#ifdef _OPENMP
-  nt = omp_get_max_threads();
-#endif
+  const int nt = max_threads();
   float *work = nt > 1 ? ptdp_cpu_scratch(be, (size_t)nt * s * s) : scratch;
   if (!work) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for attention scratch");
   /* one (sample, group) per task: the group's heads add into its key and value gradients */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (int t = 0; t < b * G; t++) {
-    int me = 0;
-#ifdef _OPENMP
-    me = omp_get_thread_num();
-#endif
+    const int me = thread_id();
     for (int j = 0; j < hpg; j++) {
       const int bi = t / G, hh = (t % G) * hpg + j;
       const float *row = qkv + (size_t)bi * w;
@@ -195,10 +207,7 @@ int ptdp_cpu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const
 /* Per thread: S/P, Pd (dropout output) and dP blocks of ATTN_BLOCK x s floats, and a mask row. */
 static float *flash_scratch(ptdp_backend *be, int s, int *nt)
 {
-  *nt = 1;
-#ifdef _OPENMP
-  *nt = omp_get_max_threads();
-#endif
+  *nt = max_threads();
   return ptdp_cpu_scratch(be, (size_t)*nt * (3 * (size_t)ATTN_BLOCK * s + (size_t)s));
 }
 
@@ -213,10 +222,7 @@ int ptdp_cpu_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const floa
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (int t = 0; t < b * al; t++) {
     const int bi = t / al, hh = t % al;
-    int me = 0;
-#ifdef _OPENMP
-    me = omp_get_thread_num();
-#endif
+    const int me = thread_id();
     float *S = work + (size_t)me * (3 * (size_t)ATTN_BLOCK * s + s), *Pd = S + (size_t)ATTN_BLOCK * s;
     uint8_t *mr = (uint8_t *)(Pd + 2 * (size_t)ATTN_BLOCK * s);
     const float *row = qkv + (size_t)bi * w;
@@ -286,10 +292,7 @@ int ptdp_cpu_flash_backward(ptdp_backend *be, const ptdp_attn_desc *d, const flo
   /* one (sample, group) per task: the group's heads add into its key and value gradients */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (int t = 0; t < b * G; t++) {
-    int me = 0;
-#ifdef _OPENMP
-    me = omp_get_thread_num();
-#endif
+    const int me = thread_id();
     float *P = work + (size_t)me * (3 * (size_t)ATTN_BLOCK * s + s), *Pd = P + (size_t)ATTN_BLOCK * s;
     float *dP = Pd + (size_t)ATTN_BLOCK * s;
     uint8_t *mr = (uint8_t *)(dP + (size_t)ATTN_BLOCK * s);
