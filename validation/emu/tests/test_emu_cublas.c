@@ -742,6 +742,20 @@ static void test_lt_attributes(void)
   uint32_t small = 4;
   STATUS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &small, sizeof small),
          INV);
+  /* split-K reduction schemes: every one allowed by default; a bit outside the mask refused */
+  uint32_t schemes = 0;
+  size_t got = 0;
+  OK(cublasLtMatmulPreferenceGetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes,
+                                          &got));
+  EXPECT(schemes == CUBLASLT_REDUCTION_SCHEME_MASK && got == sizeof schemes, "default reduction schemes %u", schemes);
+  schemes = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  OK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes));
+  schemes = 8;
+  const cublasLtMatmulPreferenceAttributes_t mask = CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK;
+  STATUS(cublasLtMatmulPreferenceSetAttribute(pref, mask, &schemes, sizeof schemes), INV);
+  OK(cublasLtMatmulPreferenceGetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes,
+                                          &got));
+  EXPECT(schemes == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, "a refused mask left %u", schemes);
   OK(cublasLtMatmulPreferenceDestroy(pref));
 }
 
