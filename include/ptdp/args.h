@@ -56,6 +56,7 @@ typedef struct ptdp_args {
   ptdp_flat_dtype flat_data_dtype;
   ptdp_tokenizer_type tokenizer_type;
   char vocab_file[PTDP_OPT_STRLEN], merge_file[PTDP_OPT_STRLEN];
+  char tokenizer_model[PTDP_OPT_STRLEN]; /* HuggingFaceTokenizer: tokenizer.json or its directory */
   /* checkpoints and ending a run */
   char save[PTDP_OPT_STRLEN], load[PTDP_OPT_STRLEN];
   long long save_interval, keep_checkpoints, exit_interval;

@@ -38,6 +38,12 @@ dist_noinst_SCRIPTS += validation/tests/data/test_preprocess_lists.sh
 # issue 22: crafted tokenizer files with one defect each (duplicated id, gap, byte alphabet, merges)
 TESTS += validation/tests/data/test_tokenizer_files.sh
 dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_files.sh validation/tests/data/write_vocab.py
+# issue 24: Hugging Face tokenizer.json, id for id against JavaScript implementations, and crafted files
+TESTS += validation/tests/data/test_tokenizer_hf.sh validation/tests/data/test_tokenizer_hf_files.sh
+dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_hf.sh validation/tests/data/test_tokenizer_hf_files.sh \
+                       validation/tests/data/fetch_tokenizers.sh
+EXTRA_DIST += validation/tests/data/make_tokenizer_json.js validation/tests/data/hf_encode.js \
+              validation/tests/data/gen_multilingual.js
 # issue 22: hostile split strings and sample counts reach the GPT dataset as clear errors
 TESTS += validation/tests/data/test_data_hostile.sh
 dist_noinst_SCRIPTS += validation/tests/data/test_data_hostile.sh

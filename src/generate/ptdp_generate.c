@@ -37,7 +37,7 @@ typedef struct {
   long long tokens, top_k, seed, num_threads, tensor_model_parallel_size;
   double temperature, top_p;
   int kv_cache;
-  char vocab_file[PTDP_OPT_STRLEN], merge_file[PTDP_OPT_STRLEN];
+  char vocab_file[PTDP_OPT_STRLEN], merge_file[PTDP_OPT_STRLEN], tokenizer_model[PTDP_OPT_STRLEN];
   ptdp_backend_kind backend;
 } gen_args;
 
@@ -74,6 +74,8 @@ static const ptdp_option table[] = {
    "GPT-2 encoder.json; empty: the checkpoint's vocab-file", NULL},
   {"merge-file", PTDP_OPT_STRING, OFF(merge_file), "", 0, 0, NULL,
    "GPT-2 merges (vocab.bpe); empty: the checkpoint's merge-file", NULL},
+  {"tokenizer-model", PTDP_OPT_STRING, OFF(tokenizer_model), "", 0, 0, NULL,
+   "Hugging Face tokenizer.json or its directory; empty: the checkpoint's tokenizer-model", NULL},
   {"backend", PTDP_OPT_ENUM, OFF(backend), "cpu", 0, 0, PTDP_BACKEND_CHOICES,
    "device backend: cpu; guard (tests only: memory the host cannot touch); not yet cuda", NULL},
   {"num-threads", PTDP_OPT_INT, OFF(num_threads), "0", 0, 1024, NULL,
@@ -137,7 +139,8 @@ static int parse(gen_args *a, int argc, char **argv, int rank, int world)
 /* ---------------------------------------------------------------- the checkpoint's model */
 
 /* The model's shape and tokenizer settings from the checkpoint ref (ptdp-train's keys, the
- * defaults filling what it lacks); vocab-file and merge-file given here replace its own. */
+ * defaults filling what it lacks); vocab-file, merge-file and tokenizer-model given here replace
+ * its own. */
 static int model_args(const gen_args *g, const ptdp_checkpoint_ref *ref, ptdp_args *a)
 {
   ptdp_options o;
@@ -146,6 +149,8 @@ static int model_args(const gen_args *g, const ptdp_checkpoint_ref *ref, ptdp_ar
     err = ptdp_checkpoint_read_model_keys(ref, &o, MPI_COMM_WORLD);
   if (!err && g->vocab_file[0]) err = ptdp_options_set(&o, "vocab-file", g->vocab_file, PTDP_SRC_CMDLINE, "command line");
   if (!err && g->merge_file[0]) err = ptdp_options_set(&o, "merge-file", g->merge_file, PTDP_SRC_CMDLINE, "command line");
+  if (!err && g->tokenizer_model[0])
+    err = ptdp_options_set(&o, "tokenizer-model", g->tokenizer_model, PTDP_SRC_CMDLINE, "command line");
   ptdp_options_free(&o);
   PTDP_CALL(err);
   PTDP_CHECK(a->vocab_size > 0, "checkpoint '%s' records no vocab-size: it is not a complete ptdp checkpoint", ref->file);
@@ -226,6 +231,11 @@ static int read_file(const char *path, char **text, size_t *n)
 static int make_tokenizer(const ptdp_args *a, ptdp_tokenizer **tok)
 {
   if (a->tokenizer_type == PTDP_TOKENIZER_BYTE_LEVEL) return ptdp_tokenizer_create_bytes(tok);
+  if (a->tokenizer_type == PTDP_TOKENIZER_HUGGING_FACE) {
+    PTDP_CHECK(a->tokenizer_model[0], "the checkpoint's tokenizer is HuggingFaceTokenizer but it names no "
+               "tokenizer-model: give --tokenizer-model (the tokenizer.json the model was trained with)");
+    return ptdp_tokenizer_create_hf(tok, a->tokenizer_model);
+  }
   PTDP_CHECK(a->vocab_file[0] && a->merge_file[0],
              "the checkpoint's tokenizer is GPT2BPETokenizer but it names no vocab-file or merge-file (a model "
              "trained on mock data?): give --vocab-file and --merge-file");

@@ -27,6 +27,14 @@ static int resolve_vocab(const ptdp_args *a, long long *vocab)
     ptdp_tokenizer_destroy(&tok);
     return 0;
   }
+  if (a->tokenizer_type == PTDP_TOKENIZER_HUGGING_FACE) { /* the model's tokens and the added ones */
+    PTDP_CHECK(a->tokenizer_model[0], "the vocabulary is unknown: HuggingFaceTokenizer needs tokenizer-model (a "
+                                      "tokenizer.json), or give vocab-size");
+    PTDP_CALL(ptdp_tokenizer_create_hf(&tok, a->tokenizer_model));
+    *vocab = ptdp_tokenizer_vocab_size(tok);
+    ptdp_tokenizer_destroy(&tok);
+    return 0;
+  }
   PTDP_CHECK(a->vocab_file[0], "the vocabulary is unknown: give vocab-size, or vocab-file (and merge-file) for "
                                "GPT2BPETokenizer, or tokenizer-type = ByteLevel");
   PTDP_CHECK(a->merge_file[0], "vocab-file is given but merge-file is not (GPT2BPETokenizer needs both)");
