@@ -10,6 +10,9 @@
  *   LOOK neg x        run the sub-program after this instruction (ending in MATCH) here; on
  *                     success (failure when neg) go on at x, consuming nothing
  *   MATCH             success at the current position
+ *   GUARD k           fail unless the character here can start alternative k of the pattern's
+ *                     top level (first-character sets: most alternatives of a split pattern
+ *                     fail on their first character, and this skips them at once)
  * A repeat {m,n} is m copies of its body then n - m optional ones; an unbounded repeat is a
  * SPLIT loop, which is why a repeated body that can match nothing is refused: the loop would
  * not advance. */
@@ -113,7 +116,13 @@ typedef struct {
   int first, last, next; /* children (N_CAT, N_ALT, N_REPEAT, N_LOOK) and the next sibling; -1 none */
 } node;
 
-typedef enum { I_CHAR, I_CHARI, I_SET, I_ANY, I_SPLIT, I_JMP, I_LOOK, I_MATCH } op_kind;
+typedef enum { I_CHAR, I_CHARI, I_SET, I_ANY, I_SPLIT, I_JMP, I_LOOK, I_MATCH, I_GUARD } op_kind;
+
+/* The characters that can start a match: ASCII ones exactly, any other conservatively. */
+typedef struct {
+  uint64_t ascii[2];
+  int other;
+} first_set;
 
 typedef struct {
   op_kind op;
@@ -124,6 +133,8 @@ typedef struct {
 struct ptdp_regex {
   instr *prog;
   size_t nprog, cap;
+  first_set *guards;
+  size_t nguards;
   char_set *sets;
   size_t nsets, sets_cap;
 };
@@ -522,6 +533,65 @@ static int emit(parser *p, op_kind op, uint32_t arg, int x, int y)
 
 static int compile(parser *p, int n);
 
+static void first_of(const parser *p, int n, first_set *f)
+{
+  const node *d = &p->nodes[n];
+  switch (d->kind) {
+  case N_CHAR:
+    if (d->cp < 128) f->ascii[d->cp >> 6] |= (uint64_t)1 << (d->cp & 63);
+    else f->other = 1;
+    if (d->fold && d->cp < 128) {
+      uint32_t u = upper_ascii(d->cp);
+      f->ascii[u >> 6] |= (uint64_t)1 << (u & 63);
+      f->other = 1; /* U+017F and U+212A fold to s and k */
+    }
+    return;
+  case N_SET: {
+    const char_set *cs = &p->re->sets[d->set];
+    f->ascii[0] |= cs->ascii[0], f->ascii[1] |= cs->ascii[1], f->other = 1;
+    return;
+  }
+  case N_ANY: f->ascii[0] |= ~((uint64_t)1 << '\n'), f->ascii[1] = ~(uint64_t)0, f->other = 1; return;
+  case N_LOOK: return; /* zero width: what follows decides */
+  case N_REPEAT: first_of(p, d->first, f); return;
+  case N_CAT:
+    for (int k = d->first; k >= 0; k = p->nodes[k].next) {
+      first_of(p, k, f);
+      if (!nullable(p, k)) return;
+    }
+    return;
+  default:
+    for (int k = d->first; k >= 0; k = p->nodes[k].next) first_of(p, k, f);
+    return;
+  }
+}
+
+/* The root alternation, each alternative behind a GUARD of its first characters (every
+ * alternative matches at least one character: a pattern that can match nothing is refused). */
+static int compile_root(parser *p, int root)
+{
+  const node *d = &p->nodes[root];
+  size_t n = 0;
+  for (int k = d->first; k >= 0; k = p->nodes[k].next) n++;
+  p->re->guards = calloc(n, sizeof *p->re->guards);
+  if (!p->re->guards) return fail(p, "out of memory");
+  int jumps[1024], nj = 0;
+  for (int k = d->first; k >= 0; k = p->nodes[k].next) {
+    int last = p->nodes[k].next < 0, split = -1;
+    if (!last && (split = emit(p, I_SPLIT, 0, 0, 0)) < 0) return -1;
+    if (!last) p->re->prog[split].x = split + 1;
+    first_of(p, k, &p->re->guards[p->re->nguards]);
+    if (emit(p, I_GUARD, (uint32_t)p->re->nguards++, 0, 0) < 0 || compile(p, k)) return -1;
+    if (!last) {
+      if (nj == 1024) return fail(p, "more than 1024 alternatives in one group");
+      if ((jumps[nj++] = emit(p, I_JMP, 0, 0, 0)) < 0) return -1;
+      p->re->prog[split].y = (int)p->re->nprog;
+    }
+  }
+  for (int i = 0; i < nj; i++) p->re->prog[jumps[i]].x = (int)p->re->nprog;
+  return 0;
+}
+
 static int compile_repeat(parser *p, const node *d)
 {
   if (d->max == INF && nullable(p, d->first))
@@ -602,6 +672,7 @@ void ptdp_regex_free(ptdp_regex **re)
   for (size_t i = 0; i < (*re)->nsets; i++) free((*re)->sets[i].terms);
   free((*re)->sets);
   free((*re)->prog);
+  free((*re)->guards);
   free(*re);
   *re = NULL;
 }
@@ -617,7 +688,7 @@ int ptdp_regex_compile(const char *pat, size_t len, ptdp_regex **re, char *msg, 
   if (root >= 0 && !p.failed && nullable(&p, root)) fail(&p, "the pattern can match the empty string");
   if (root >= 0 && !p.failed) {
     p.pos = 0;
-    if (!compile(&p, root)) emit(&p, I_MATCH, 0, 0, 0);
+    if (!compile_root(&p, root)) emit(&p, I_MATCH, 0, 0, 0);
   }
   free(p.nodes);
   if (p.failed || root < 0) {
@@ -688,6 +759,12 @@ static int run(const ptdp_regex *re, ptdp_regex_work *w, const unsigned char *s,
       pc = (size_t)in->x;
       break;
     case I_JMP: pc = (size_t)in->x; break;
+    case I_GUARD: {
+      const first_set *f = &re->guards[in->arg];
+      ok = pos < n && (s[pos] < 128 ? (int)((f->ascii[s[pos] >> 6] >> (s[pos] & 63)) & 1u) : f->other);
+      pc++;
+      break;
+    }
     case I_LOOK: {
       size_t e;
       int r = run(re, w, s, n, pc + 1, pos, &e);
