@@ -35,7 +35,14 @@ static int pp_split(const void *a, int world) { return in(a)->pipeline_model_par
 static int dp_split(const void *a, int world) { return dp_size(in(a), world) != 1; }
 static int real_data(const void *a, int world) { return !in(a)->mock_data; }
 static int evaluates(const void *a, int world) { return !in(a)->mock_data && in(a)->eval_iters != 0; }
-static int tokenizer_read(const void *a, int world) { return in(a)->vocab_size <= 0; }
+static int gpt2_files_read(const void *a, int world)
+{
+  return in(a)->vocab_size <= 0 && in(a)->tokenizer_type == PTDP_TOKENIZER_GPT2BPE;
+}
+static int hf_file_read(const void *a, int world)
+{
+  return in(a)->vocab_size <= 0 && in(a)->tokenizer_type == PTDP_TOKENIZER_HUGGING_FACE;
+}
 /* a flat token file: one path, not a weighted list "w1 prefix1 w2 prefix2" */
 static int flat_file(const void *a, int world)
 {
@@ -50,7 +57,10 @@ static const ptdp_opt_effect if_dp = {dp_split, "the data-parallel size is 1"};
 static const ptdp_opt_effect if_split = {real_data, "mock-data has no validation or test split"};
 static const ptdp_opt_effect if_index = {real_data, "mock-data builds no index"};
 static const ptdp_opt_effect if_evaluation = {evaluates, "there is no evaluation (mock-data or eval-iters 0)"};
-static const ptdp_opt_effect if_tokenizer_read = {tokenizer_read, "vocab-size is given, the tokenizer is not read"};
+static const ptdp_opt_effect if_gpt2_files = {gpt2_files_read,
+                                              "vocab-size is given or tokenizer-type is not GPT2BPETokenizer"};
+static const ptdp_opt_effect if_hf_file = {hf_file_read,
+                                           "vocab-size is given or tokenizer-type is not HuggingFaceTokenizer"};
 static int signal_handler(const void *a, int world) { return in(a)->exit_signal_handler; }
 static const ptdp_opt_effect if_signal_handler = {signal_handler, "exit-signal-handler is not set"};
 static int uses_fp16(const void *a, int world) { return in(a)->fp16; }
@@ -186,10 +196,10 @@ static const ptdp_option table[] = {
    "element type of a flat token file (data-path without .idx/.bin)", &if_flat_file},
   {"tokenizer-type", PTDP_OPT_ENUM, ENUM_OFF(tokenizer_type), "GPT2BPETokenizer", 0, 0,
    "GPT2BPETokenizer|ByteLevel|HuggingFaceTokenizer", "tokenizer that made the data", ALWAYS},
-  {"vocab-file", PTDP_OPT_STRING, OFF(vocab_file), "", 0, 0, NULL, "GPT-2 encoder.json", &if_tokenizer_read},
-  {"merge-file", PTDP_OPT_STRING, OFF(merge_file), "", 0, 0, NULL, "GPT-2 merges (vocab.bpe)", &if_tokenizer_read},
+  {"vocab-file", PTDP_OPT_STRING, OFF(vocab_file), "", 0, 0, NULL, "GPT-2 encoder.json", &if_gpt2_files},
+  {"merge-file", PTDP_OPT_STRING, OFF(merge_file), "", 0, 0, NULL, "GPT-2 merges (vocab.bpe)", &if_gpt2_files},
   {"tokenizer-model", PTDP_OPT_STRING, OFF(tokenizer_model), "", 0, 0, NULL,
-   "Hugging Face tokenizer.json, or its directory (HuggingFaceTokenizer)", &if_tokenizer_read},
+   "Hugging Face tokenizer.json, or its directory (HuggingFaceTokenizer)", &if_hf_file},
   /* checkpoints and ending a run */
   {"save", PTDP_OPT_STRING, OFF(save), "", 0, 0, NULL,
    "directory to save checkpoints in (SAVE/iter_NNNNNNN/checkpoint.h5); also saved at the end of training", ALWAYS},
