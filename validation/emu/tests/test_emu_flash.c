@@ -2,8 +2,8 @@
  * backend's flash attention (ptdp_cpu_flash_forward/backward, fp32) on the same inputs: random
  * qkv and dctx rounded to the 16-bit type, given to the CPU widened to fp32 (exactly the same
  * values).  Outputs on the emulated GPU are poisoned with NaN before each call, so an element a
- * kernel fails to write fails the comparison.  Shapes with tails: s 1, 17, 64, 100, 130 (not
- * multiples of the 64-row tiles), hd 16 to 128 (64 and 128 have kernels of their own), b 1-2,
+ * kernel fails to write fails the comparison.  Shapes with tails: s 1, 17, 64, 100, 130, 300 (not
+ * multiples of the 64-row tiles; 300 spans five), hd 16 to 128 (64 and 128 have kernels of their own), b 1-2,
  * al 1-3, head0 > 0, dropout p 0 and 0.1, and buffers 2 bytes off the kernels' 16-byte loads.
  *
  * Forward.  ctx: the kernel rounds P to the 16-bit type before P V (unit roundoff u: 2^-8 bf16,
@@ -52,6 +52,7 @@ static const flash_case cases[] = {
     {PTDP_BF16, 2, 100, 3, 64, 0.1f, 1}, {PTDP_BF16, 1, 130, 2, 128, 0.1f, 0}, {PTDP_BF16, 1, 130, 1, 48, 0.0f, 0},
     {PTDP_F16, 2, 17, 1, 64, 0.1f, 0},   {PTDP_F16, 1, 100, 2, 32, 0.0f, 1},  {PTDP_F16, 1, 130, 1, 128, 0.1f, 0},
     {PTDP_F16, 2, 64, 1, 80, 0.0f, 0},   {PTDP_F16, 1, 1, 3, 16, 0.1f, 0},
+    {PTDP_BF16, 1, 300, 1, 64, 0.1f, 0},
 };
 
 static float round_to(ptdp_dtype t, float v)
