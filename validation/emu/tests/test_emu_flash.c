@@ -276,7 +276,8 @@ static void run_case(ptdp_backend *cpu, const flash_case *c, double *worst_fwd, 
   const char *tn = c->t == PTDP_BF16 ? "bf16" : "fp16";
   printf("%s b %d s %3d al %d hd %3d p %.1f%s: worst |diff| (and / bound): ctx %.2e (%.2f) lse %.2e dQ %.2e (%.2f) "
          "dK %.2e (%.2f) dV %.2e (%.2f)\n",
-         tn, b, s, al, hd, c->p, c->off ? " (2 bytes off)" : "", abs_ctx, rc, abs_lse, abs_dq, rq, abs_dk, rk, abs_dv, rv);
+         tn, b, s, al, hd, c->p, c->off ? " (2 bytes off)" : "", abs_ctx, rc, abs_lse, abs_dq, rq, abs_dk, rk, abs_dv,
+         rv);
   EXPECT(rc <= 1, "%s s %d hd %d p %.1f: ctx differs from the CPU's by %.3g, %.2f times the bound", tn, s, hd, c->p,
          abs_ctx, rc);
   EXPECT(abs_lse <= 1e-4, "%s s %d hd %d: lse differs by %.3g (bound 1e-4)", tn, s, hd, abs_lse);
