@@ -64,7 +64,7 @@ ok $? "planted: the changed default is caught, and regenerating restores the pag
 
 # the other programs' pages describe their own keys by hand: each key of the program's own table
 # (the first that --help prints) must appear in its page as --KEY
-for prog in ptdp-generate ptdp-preprocess ptdp-sim ptdp-sweep; do
+for prog in ptdp-generate ptdp-preprocess ptdp-sim ptdp-sweep ptdp-convert; do
   keys=$("$top_builddir/$prog" --help < /dev/null 2> /dev/null | awk '/^key +type +default/ { n++; next } n == 1 && NF == 0 { exit } n == 1 { print $1 }')
   [ -n "$keys" ]; ok $? "$prog --help lists its keys: $(echo $keys)"
   text=$(sed 's/\\-/-/g; s/\\f[BIRP]//g' "$man_dir/$prog.1")
