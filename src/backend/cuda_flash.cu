@@ -405,6 +405,7 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_q(fl_dims d, const T *qk
 }
 
 // ---------------------------------------------------------------- launchers
+// (through function pointers, which the emulation's reports and PTDP_EMU_STATS name)
 static fl_dims fl_dims_of(const ptdp_attn_desc *a)
 {
   fl_dims d;
@@ -450,11 +451,11 @@ static cudaError_t fl_forward(cudaStream_t st, const ptdp_attn_desc *a, const vo
 {
   const fl_dims d = fl_dims_of(a);
   const size_t shm = fl_fwd_bytes(d.hd, sizeof(T));
-  void (*k)(fl_dims, const T *, T *, float *) = flash_fwd<T, HD>;
-  cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm);
+  void (*fwd_flash)(fl_dims, const T *, T *, float *) = flash_fwd<T, HD>;
+  cudaError_t e = cudaFuncSetAttribute(fwd_flash, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm);
   if (e != cudaSuccess) return e;
   dim3 grid((unsigned)((d.s + FL_ROWS - 1) / FL_ROWS), (unsigned)(d.b * d.al));
-  k<<<grid, FL_THREADS, shm, st>>>(d, (const T *)qkv, (T *)ctx, lse);
+  fwd_flash<<<grid, FL_THREADS, shm, st>>>(d, (const T *)qkv, (T *)ctx, lse);
   return cudaGetLastError();
 }
 
@@ -464,20 +465,23 @@ static cudaError_t fl_backward(cudaStream_t st, const ptdp_attn_desc *a, const v
 {
   const fl_dims d = fl_dims_of(a);
   const long long rows = (long long)d.b * d.al * d.s;
-  void (*kd)(fl_dims, const T *, const T *, float *) = flash_bwd_dot<T>;
-  kd<<<(unsigned)((rows + FL_WARPS - 1) / FL_WARPS), FL_THREADS, 0, st>>>(d, (const T *)ctx, (const T *)dctx, D);
+  void (*rowdot_flash)(fl_dims, const T *, const T *, float *) = flash_bwd_dot<T>;
+  const unsigned nrow_blocks = (unsigned)((rows + FL_WARPS - 1) / FL_WARPS);
+  rowdot_flash<<<nrow_blocks, FL_THREADS, 0, st>>>(d, (const T *)ctx, (const T *)dctx, D);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   dim3 grid((unsigned)((d.s + FL_ROWS - 1) / FL_ROWS), (unsigned)(d.b * d.al));
-  void (*kkv)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash_bwd_kv<T, HD>;
+  void (*dkdv_flash)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash_bwd_kv<T, HD>;
   const size_t shkv = fl_kv_bytes(d.hd, sizeof(T));
-  if ((e = cudaFuncSetAttribute(kkv, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shkv)) != cudaSuccess) return e;
-  kkv<<<grid, FL_THREADS, shkv, st>>>(d, (const T *)qkv, (const T *)dctx, lse, D, (T *)dqkv);
+  e = cudaFuncSetAttribute(dkdv_flash, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shkv);
+  if (e != cudaSuccess) return e;
+  dkdv_flash<<<grid, FL_THREADS, shkv, st>>>(d, (const T *)qkv, (const T *)dctx, lse, D, (T *)dqkv);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
-  void (*kq)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash_bwd_q<T, HD>;
+  void (*dq_flash)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash_bwd_q<T, HD>;
   const size_t shq = fl_q_bytes(d.hd, sizeof(T));
-  if ((e = cudaFuncSetAttribute(kq, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shq)) != cudaSuccess) return e;
-  kq<<<grid, FL_THREADS, shq, st>>>(d, (const T *)qkv, (const T *)dctx, lse, D, (T *)dqkv);
+  e = cudaFuncSetAttribute(dq_flash, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shq);
+  if (e != cudaSuccess) return e;
+  dq_flash<<<grid, FL_THREADS, shq, st>>>(d, (const T *)qkv, (const T *)dctx, lse, D, (T *)dqkv);
   return cudaGetLastError();
 }
 
