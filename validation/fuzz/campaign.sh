@@ -35,7 +35,8 @@ case $reader in ckpt | runfile) asan=detect_leaks=0 leaks=0 ;; esac
 # one worker: the campaign's machine may be small; -timeout: an input over 10 s is a hang
 # shellcheck disable=SC2086
 ASAN_OPTIONS=${ASAN_OPTIONS:-$asan} "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-  -max_len=8192 -detect_leaks=$leaks -print_final_stats=1 -artifact_prefix="$work/artifacts/" $dict "$work/corpus" > "$work/log" 2>&1 || true
+  -max_len=8192 -detect_leaks=$leaks -print_final_stats=1 -artifact_prefix="$work/artifacts/" $dict "$work/corpus" \
+  > "$work/log" 2>&1 || true
 execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$work/log" | tail -1)
 last=$(grep -E '^#[0-9]+' "$work/log" | tail -1)
 cov=$(echo "$last" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')

@@ -5,7 +5,8 @@
  * the harness saves at start-up from its trainer (ptdp_checkpoint_save: one rank, fp16 with a
  * dynamic scaler, optimizer state).  Each input is loaded as ptdp-train resumes
  * (ptdp_checkpoint_load with the optimizer; one input in four with direct I/O, where the scratch
- * folder's file system takes it: choose_reader), then its keys are read as use-checkpoint-args reads them (every key of the table).
+ * folder's file system takes it: choose_reader), then its keys are read as use-checkpoint-args
+ * reads them (every key of the table).
  * Either may refuse; neither may crash, read out of bounds or hang.  Promise checked when the
  * load succeeds: every element of every parameter and of both Adam moments is bit for bit what
  * HDF5 alone (its default driver, through its own type conversion) reads from the dataset
