@@ -17,7 +17,7 @@
  * HuggingFaceTokenizer reads Megatron's --tokenizer-model, a tokenizer.json (or a directory
  * holding one) of a BPE model, as Hugging Face's tokenizers library encodes without special
  * tokens (add_special_tokens=False): byte-level files (a ByteLevel pre-tokenizer, perhaps after
- * Split patterns: GPT-2, Llama 3, cl100k / o200k conversions) and SentencePiece-style files
+ * Split patterns, an NFC normalizer: GPT-2, Llama 3, Qwen, cl100k / o200k) and SentencePiece-style files
  * (Prepend / Replace normalizer or Metaspace, byte fallback: Llama 2, Mistral).  Added tokens
  * found in the text become their ids (as Hugging Face does, unlike GPT2BPETokenizer).  The
  * vocabulary is the model's tokens and the added ones; the end of document is the eos_token of
@@ -71,8 +71,9 @@ int ptdp_tokenizer_decode(const ptdp_tokenizer *tok, const int32_t *ids, size_t 
 int ptdp_tokenizer_vocab_size(const ptdp_tokenizer *tok);
 /* 1 if decode(encode(x)) == x for every byte string x: GPT2BPETokenizer, ByteLevel, and a
  * byte-level tokenizer.json whose pre-tokenizer removes nothing and adds no prefix space and
- * whose added tokens take no whitespace (lstrip, rstrip).  SentencePiece-style files are lossy in general (U+2581 in the
- * text decodes as a space; a normalizer may change the text), though not on ordinary text. */
+ * whose added tokens take no whitespace (lstrip, rstrip).  SentencePiece-style files are lossy
+ * in general (U+2581 in the text decodes as a space; a normalizer may change the text), though
+ * not on ordinary text. */
 int ptdp_tokenizer_round_trips(const ptdp_tokenizer *tok);
 /* The end-of-document id; -1 for a tokenizer.json without one (see above). */
 int32_t ptdp_tokenizer_eod(const ptdp_tokenizer *tok);

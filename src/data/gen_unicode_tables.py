@@ -6,6 +6,8 @@ pre-tokeniser needs.
   N  numbers: general categories Nd Nl No                  (regex \\p{N})
   S  White_Space property (PropList.txt), the set regex \\s matches in the `regex` module
      that GPT-2 used.
+  NFC canonical combining classes, canonical decompositions and the primary composites, for
+     Unicode normalization form C (the NFC normalizer of Qwen's tokenizer.json files)
   GC every code point's general category (Lu Ll ... Co; unassigned code points, Cn, are left
      out), for the \\p{..} classes of the split patterns in Hugging Face tokenizer.json files.  Python's unicodedata does not expose the property, so it is derived
      from str.isspace() minus U+001C..U+001F (isspace() counts the information separators,
@@ -83,6 +85,47 @@ def emit_categories(rs):
     print()
 
 
+def nfc_tables():
+    ccc, dec, comp = [], [], []
+    for cp in range(MAX):
+        c = chr(cp)
+        k = unicodedata.combining(c)
+        if k:
+            if ccc and ccc[-1][1] == cp - 1 and ccc[-1][2] == k:
+                ccc[-1][1] = cp
+            else:
+                ccc.append([cp, cp, k])
+        d = unicodedata.decomposition(c)
+        if d and not d.startswith("<"):
+            parts = [int(x, 16) for x in d.split()]
+            a, b = parts[0], parts[1] if len(parts) > 1 else 0
+            dec.append((cp, a, b))
+            # a primary composite: NFC puts it back together (composition exclusions, singletons
+            # and non-starter decompositions do not)
+            if b and unicodedata.normalize("NFC", chr(a) + chr(b)) == c:
+                comp.append((a, b, cp))
+    comp.sort()
+    return ccc, dec, comp
+
+
+def emit_nfc(ccc, dec, comp):
+    for name, typ, rows, fmt in (("ptdp_uc_ccc", "ptdp_uc_ccc_range", ccc, " {0x%X, 0x%X, %d},"),
+                                 ("ptdp_uc_decomp", "ptdp_uc_triple", dec, " {0x%X, 0x%X, 0x%X},"),
+                                 ("ptdp_uc_compose", "ptdp_uc_triple", comp, " {0x%X, 0x%X, 0x%X},")):
+        print("const %s %s[] = {" % (typ, name))
+        line = " "
+        for r in rows:
+            item = fmt % tuple(r)
+            if len(line) + len(item) > 110:
+                print(line)
+                line = " "
+            line += item
+        print(line)
+        print("};")
+        print("const size_t %s_count = %d;" % (name, len(rows)))
+        print()
+
+
 def emit(name, rs):
     print("const ptdp_uc_range %s[] = {" % name)
     line = " "
@@ -111,6 +154,7 @@ def main():
     emit("ptdp_uc_number", ranges(is_number))
     emit("ptdp_uc_space", space)
     emit_categories(category_ranges())
+    emit_nfc(*nfc_tables())
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 # src/data: tokenizers, the Megatron indexed dataset (.bin/.idx), GPT dataset indexing and
 # blending, and the ptdp-preprocess executable.  User documentation: ptdp-preprocess(1),
 # ptdp-dataset(5).
-libptdp_a_SOURCES += src/data/unicode.c src/data/unicode_tables.c src/data/json.c src/data/strmap.c \
+libptdp_a_SOURCES += src/data/unicode.c src/data/unicode_tables.c src/data/unicode_nfc.c src/data/json.c src/data/strmap.c \
                      src/data/tokenizer.c src/data/tokenizer_encode.c src/data/tokenizer_hf.c \
                      src/data/tokenizer_hf_encode.c src/data/regex.c src/data/regex.h \
                      src/data/indexed_dataset.c src/data/mmidx_writer.c src/data/gpt_index.c src/data/gpt_cache.c \

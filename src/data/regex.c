@@ -255,7 +255,8 @@ static int hex_value(parser *p, int brace, int max, uint32_t *v)
   int k = 0;
   if (brace) p->pos++;
   while (k < max && p->pos < p->len) {
-    int c = p->pat[p->pos], d = c >= '0' && c <= '9' ? c - '0' : (c | 32) >= 'a' && (c | 32) <= 'f' ? (c | 32) - 'a' + 10 : -1;
+    int c = p->pat[p->pos];
+    int d = c >= '0' && c <= '9' ? c - '0' : (c | 32) >= 'a' && (c | 32) <= 'f' ? (c | 32) - 'a' + 10 : -1;
     if (d < 0) break;
     *v = *v * 16 + (uint32_t)d;
     p->pos++, k++;

@@ -35,8 +35,9 @@ void ptdp_regex_free(ptdp_regex **re);
 /* The leftmost match in s[from..n): returns 1 with [*start, *end), 0 if none, -1 out of
  * memory, -2 if matching from one position ran more than 64 instructions per remaining byte
  * plus 2^20 (a pattern that backtracks exponentially, such as (a|a)*b, is stopped instead of
- * running for years; the split patterns of real files run a few per byte).  Positions are byte offsets; an ill-formed UTF-8 byte is one character of category
- * Cn (matched by negated classes such as [^\s\p{L}\p{N}]). */
+ * running for years; the split patterns of real files run a few per byte).  Positions are
+ * byte offsets; an ill-formed UTF-8 byte is one character of category Cn (matched by negated
+ * classes such as [^\s\p{L}\p{N}]). */
 int ptdp_regex_search(const ptdp_regex *re, ptdp_regex_work *w, const unsigned char *s, size_t n, size_t from,
                       size_t *start, size_t *end);
 void ptdp_regex_work_free(ptdp_regex_work *w);

@@ -182,14 +182,15 @@ static int load_merges(bpe_tables *t, const char *path, const int cp_to_byte[512
       if (na > 0) nb = ptdp_bpe_unalphabet(cp_to_byte, sp + 1, ll - (size_t)(sp - line) - 1, raw + na);
     }
     if (na <= 0 || nb <= 0) {
-      rc = PTDP_FAIL(PTDP_ERR_INPUT,
-                           "merge file '%s' line %zu: expected two tokens 'a b' in GPT-2's byte alphabet", path, lineno);
+      rc = PTDP_FAIL(PTDP_ERR_INPUT, "merge file '%s' line %zu: expected two tokens 'a b' in GPT-2's byte alphabet",
+                     path, lineno);
       break;
     }
     /* both parts and their concatenation must be tokens (GPT-2's 50,000 merges all are): the
      * merge's result is looked up as a token */
     int64_t ia, ib, im;
-    int part = !ptdp_strmap_get(vocab, raw, (size_t)na, &ia) ? 1 : !ptdp_strmap_get(vocab, raw + na, (size_t)nb, &ib) ? 2
+    int part = !ptdp_strmap_get(vocab, raw, (size_t)na, &ia)        ? 1
+               : !ptdp_strmap_get(vocab, raw + na, (size_t)nb, &ib) ? 2
                : !ptdp_strmap_get(vocab, raw, (size_t)(na + nb), &im) ? 3 : 0;
     if (part) {
       int la = (int)(sp - line), lb = (int)ll - la - 1, show = ll > 80 ? 80 : (int)ll;

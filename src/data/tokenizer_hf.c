@@ -8,7 +8,7 @@
  *   SentencePiece-style   no ByteLevel (Llama 2, Mistral): tokens are text with U+2581 for
  *                the space, BPE starts from characters, a character without a token becomes
  *                its UTF-8 bytes' <0xNN> tokens (byte_fallback) or the unknown token.
- * Everything else in a file (WordPiece, Unigram, a normalizer other than Prepend and Replace,
+ * Everything else in a file (WordPiece, Unigram, a normalizer other than NFC, Prepend, Replace,
  * a pre-tokenizer other than Split, ByteLevel, Metaspace) is refused with its name. */
 #include "ptdp/tokenizer.h"
 
@@ -55,7 +55,8 @@ static int fields_member(void *vp, const char *key, size_t key_len, const char *
 {
   fields_ctx *c = vp;
   for (size_t i = 0; i < c->k; i++)
-    if (strlen(c->names[i]) == key_len && memcmp(c->names[i], key, key_len) == 0) c->vals[i] = val, c->lens[i] = val_len;
+    if (strlen(c->names[i]) == key_len && memcmp(c->names[i], key, key_len) == 0)
+      c->vals[i] = val, c->lens[i] = val_len;
   return 0;
 }
 
@@ -147,7 +148,9 @@ static int vocab_member(void *vp, const char *key, size_t key_len, const char *v
   size_t nb;
   if (key_len == 0 || token_bytes(L, key, key_len, raw, sizeof raw, &nb))
     return snprintf(L->bad, sizeof L->bad, "model.vocab: token \"%.40s\" is %s", key,
-                    key_len == 0 ? "empty" : L->hf->byte_level ? "not written in GPT-2's byte alphabet" : "too long"), 2;
+                    key_len == 0            ? "empty"
+                    : L->hf->byte_level     ? "not written in GPT-2's byte alphabet"
+                                            : "too long"), 2;
   char num[24];
   if (val_len == 0 || val_len >= sizeof num)
     return snprintf(L->bad, sizeof L->bad, "model.vocab: token \"%.40s\" has no integer id", key), 2;
@@ -333,7 +336,8 @@ static int added_item(void *vp, size_t index, const char *item, size_t item_len)
                       a->content, (int)a->id, (long long)old), 2;
     return 0;
   }
-  if (ptdp_strmap_put(&hf->vocab, a->content, a->len, a->id)) return snprintf(L->bad, sizeof L->bad, "out of memory"), 2;
+  if (ptdp_strmap_put(&hf->vocab, a->content, a->len, a->id))
+    return snprintf(L->bad, sizeof L->bad, "out of memory"), 2;
   if (a->id > L->max_id) L->max_id = a->id;
   return 0;
 }
@@ -377,6 +381,10 @@ static int read_normalizer(loader *L, const char *v, size_t n)
     PTDP_CHECK(rc != 1 && rc != -1, "tokenizer file '%s': normalizer Sequence has no list of normalizers", L->path);
     return rc ? PTDP_ERR_INPUT : 0;
   }
+  if (type_is(L->str.data, "NFC")) {
+    hf->nfc = 1;
+    return 0;
+  }
   if (type_is(L->str.data, "Prepend")) {
     PTDP_CHECK(!hf->prepend && !hf->repl_from, "tokenizer file '%s': only one Prepend normalizer, before a Replace, "
                "is supported", L->path);
@@ -405,9 +413,8 @@ static int read_normalizer(loader *L, const char *v, size_t n)
     hf->repl_from_len = L->str.len, hf->repl_to_len = L->str2.len;
     return 0;
   }
-  PTDP_CHECK(0, "tokenizer file '%s': normalizer '%s' is not supported (known: Sequence, Prepend, Replace; Unicode "
-             "normalization such as NFC is not done here: a corpus normalized beforehand with a normalizer-free "
-             "copy of the file gives the same ids)", L->path, L->str.data);
+  PTDP_CHECK(0, "tokenizer file '%s': normalizer '%s' is not supported (known: Sequence, NFC, Prepend, Replace)",
+             L->path, L->str.data);
   return 0;
 }
 
@@ -551,7 +558,8 @@ static int decoder_strips(const char *v, size_t n)
   /* a Strip decoder removing a leading " " (Llama 2's Sequence), or a Metaspace decoder */
   static const char strip[] = "\"Strip\"", meta[] = "\"Metaspace\"";
   for (size_t i = 0; v && i + sizeof strip - 1 <= n; i++)
-    if (memcmp(v + i, strip, sizeof strip - 1) == 0 || (i + sizeof meta - 1 <= n && memcmp(v + i, meta, sizeof meta - 1) == 0))
+    if (memcmp(v + i, strip, sizeof strip - 1) == 0 ||
+        (i + sizeof meta - 1 <= n && memcmp(v + i, meta, sizeof meta - 1) == 0))
       return 1;
   return 0;
 }
@@ -680,8 +688,8 @@ static int load(loader *L, const char *text, size_t len, const char *dir)
   L->hf->byte_level = has_byte_level(f[PRE], fl[PRE]);
   PTDP_CALL(read_pre_tokenizer(L, f[PRE], fl[PRE]));
   PTDP_CALL(read_normalizer(L, f[NORMALIZER], fl[NORMALIZER]));
-  PTDP_CHECK(!L->hf->byte_level || (!L->hf->prepend && !L->hf->repl_from), "tokenizer file '%s': a normalizer with "
-             "a ByteLevel pre-tokenizer is not supported", L->path);
+  PTDP_CHECK(!L->hf->byte_level || (!L->hf->prepend && !L->hf->repl_from), "tokenizer file '%s': a Prepend or "
+             "Replace normalizer with a ByteLevel pre-tokenizer is not supported", L->path);
   L->max_id = -1;
   PTDP_CALL(ptdp_strmap_init(&L->hf->vocab, 1 << 10) == 0 ? 0 : PTDP_FAIL(PTDP_ERR_MEM, "out of memory"));
   PTDP_CALL(read_model(L, f[MODEL], fl[MODEL]));

@@ -2,7 +2,7 @@
  *   1. added tokens are found in the text (leftmost, longest first; lstrip / rstrip take the
  *      whitespace beside them, single_word wants no word character beside it) and become
  *      their ids; the text between them goes on:
- *   2. the normalizer (Prepend, then Replace of a string: Llama 2's " " -> U+2581),
+ *   2. the normalizer (NFC, then Prepend, then Replace of a string: Llama 2's " " -> U+2581),
  *   3. the pre-tokenizer steps, each splitting every piece of the step before (Split with a
  *      pattern, GPT-2's pattern, ByteLevel's prefix space, Metaspace),
  *   4. BPE of each piece through the word cache (tokenizer_encode.c): with ignore_merges a
@@ -264,8 +264,26 @@ static int run_steps(ptdp_tokenizer *tok, size_t k, const unsigned char *p, size
 
 /* ---------------------------------------------------------------- normalizer */
 
+static int prepend_replace(ptdp_tokenizer *tok, const unsigned char *p, size_t len, int first, ptdp_token_buf *out);
+
+/* NFC first (ASCII is its own NFC), then Prepend and Replace, then the pre-tokenizer steps. */
 static int normalize_and_split(ptdp_tokenizer *tok, const unsigned char *p, size_t len, int first,
                                ptdp_token_buf *out)
+{
+  const hf_tables *hf = tok->t->hf;
+  if (len == 0) return 0;
+  size_t i = 0;
+  while (hf->nfc && i < len && p[i] < 0x80) i++;
+  if (!hf->nfc || i == len) return prepend_replace(tok, p, len, first, out);
+  unsigned char *norm;
+  size_t nn;
+  PTDP_CHECK(ptdp_utf8_nfc(p, len, &norm, &nn) == 0, "out of memory normalizing %zu bytes (NFC)", len);
+  int rc = prepend_replace(tok, norm, nn, first, out);
+  free(norm);
+  return rc;
+}
+
+static int prepend_replace(ptdp_tokenizer *tok, const unsigned char *p, size_t len, int first, ptdp_token_buf *out)
 {
   const hf_tables *hf = tok->t->hf;
   if (len == 0) return 0;

@@ -51,6 +51,7 @@ typedef struct {
   int32_t unk;          /* -1: none */
   int32_t byte_fb[256]; /* <0xNN> tokens; -1 none */
   ptdp_strmap vocab;    /* token bytes -> id */
+  int nfc;              /* NFC normalizer (Qwen): applied before Prepend and Replace */
   char *prepend;        /* Prepend normalizer (NULL: none) */
   size_t prepend_len;
   char *repl_from, *repl_to; /* one Replace normalizer of a String pattern (NULL: none) */

