@@ -70,8 +70,8 @@ int ptdp_tokenizer_decode(const ptdp_tokenizer *tok, const int32_t *ids, size_t 
 
 int ptdp_tokenizer_vocab_size(const ptdp_tokenizer *tok);
 /* 1 if decode(encode(x)) == x for every byte string x: GPT2BPETokenizer, ByteLevel, and a
- * byte-level tokenizer.json whose pre-tokenizer removes nothing and adds no prefix space and
- * whose added tokens take no whitespace (lstrip, rstrip).  SentencePiece-style files are lossy
+ * byte-level tokenizer.json without NFC normalizer whose pre-tokenizer removes nothing and adds
+ * no prefix space and whose added tokens take no whitespace (lstrip, rstrip).  SentencePiece-style files are lossy
  * in general (U+2581 in the text decodes as a space; a normalizer may change the text), though
  * not on ordinary text. */
 int ptdp_tokenizer_round_trips(const ptdp_tokenizer *tok);

@@ -706,7 +706,7 @@ static int load(loader *L, const char *text, size_t len, const char *dir)
 
 int ptdp_hf_round_trips(const hf_tables *hf)
 {
-  if (!hf->byte_level) return 0;
+  if (!hf->byte_level || hf->nfc) return 0; /* NFC changes text that is not in NFC */
   for (size_t i = 0; i < hf->nsteps; i++) /* ByteLevel's prefix space is kept by its decoder */
     if (hf->steps[i].removed || hf->steps[i].prefix_space) return 0;
   for (size_t i = 0; i < hf->nadded; i++)
