@@ -142,6 +142,8 @@ struct ptdp_backend {
    * ctx, and overwrites dqkv [N, 3 hl].  Equal to the unfused pair to rounding (their order of
    * sums differs).  qkv, ctx, dctx, dqkv (S); lse fp32. */
   int (*flash_forward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse);
+  /* Whether the fused kernels take attention d (head size, counts); NULL: every shape. */
+  int (*flash_supports)(const ptdp_backend *be, const ptdp_attn_desc *d);
   int (*flash_backward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *ctx,
                         const float *lse, const float *dctx, float *dqkv);
   /* out[r] = wte[tok[r] - v0] for tokens in [v0, v0 + vl), else 0.  wte, out, dout (S); dwte fp32. */
@@ -245,9 +247,11 @@ typedef enum { PTDP_BACKEND_CPU = 0, PTDP_BACKEND_GUARD = 1, PTDP_BACKEND_CUDA =
  * reference by default: their fused path saves memory, not time). */
 typedef enum { PTDP_ATTN_FLASH = 0, PTDP_ATTN_UNFUSED = 1, PTDP_ATTN_AUTO = 2 } ptdp_attention_backend;
 #define PTDP_ATTENTION_BACKEND_CHOICES "flash|unfused|auto"
-/* *flash = 1 when `choice` runs the fused attention on be; PTDP_ERR_INPUT when flash is asked of a
- * backend without it. */
-int ptdp_backend_use_flash(const ptdp_backend *be, ptdp_attention_backend choice, int *flash);
+/* *flash = 1 when `choice` runs the fused attention on be for attention d (its shape: the
+ * backend's flash_supports may decline it); PTDP_ERR_INPUT when flash is asked of a backend
+ * without it, or for a shape it declines. */
+int ptdp_backend_use_flash(const ptdp_backend *be, ptdp_attention_backend choice, const ptdp_attn_desc *d,
+                           int *flash);
 
 /* A backend by name:
  *   "cpu"    OpenBLAS + OpenMP on the host;

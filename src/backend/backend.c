@@ -40,12 +40,18 @@ int ptdp_backend_create_kind(ptdp_backend_kind kind, const ptdp_backend_options 
   return ptdp_backend_check_ops(*be);
 }
 
-int ptdp_backend_use_flash(const ptdp_backend *be, ptdp_attention_backend choice, int *flash)
+int ptdp_backend_use_flash(const ptdp_backend *be, ptdp_attention_backend choice, const ptdp_attn_desc *d,
+                           int *flash)
 {
   const int has = be->flash_forward && be->flash_backward;
-  *flash = choice == PTDP_ATTN_FLASH || (choice == PTDP_ATTN_AUTO && has && be->stream);
-  PTDP_CHECK(has || !*flash, "attention-backend = flash: the %s backend has no fused attention (use unfused or auto)",
-             be->name);
+  const int takes = has && (!be->flash_supports || be->flash_supports(be, d));
+  *flash = choice == PTDP_ATTN_FLASH || (choice == PTDP_ATTN_AUTO && takes && be->stream);
+  PTDP_CHECK(has || !*flash,
+             "attention-backend = flash: the %s backend has no fused attention in %s (use unfused or auto%s)",
+             be->name, ptdp_dtype_name(be->dtype), be->stream ? "; on cuda it needs bf16 or fp16" : "");
+  PTDP_CHECK(takes || !*flash,
+             "attention-backend = flash: the %s backend's fused attention does not take heads of %d (a multiple "
+             "of 16 up to 128) or %d x %d (sample, head) pairs: use unfused or auto", be->name, d->hd, d->b, d->al);
   return 0;
 }
 

@@ -479,6 +479,9 @@ static int cu_flash_backward(ptdp_backend *be, const ptdp_attn_desc *d, const fl
 /* A 16-bit table has gemm_wgrad (16-bit A, B into the fp32 main gradient) and the fused
  * attention; an fp32 one has neither (its gemm with beta 1 is the same operation; FlashAttention
  * has no fp32 path, so --attention-backend auto runs the unfused attention there). */
+/* The head sizes and counts the fused kernels take (cuda_flash.cu). */
+static int cu_flash_supports(const ptdp_backend *be, const ptdp_attn_desc *d) { return ptdp_cuk_flash_supported(d); }
+
 static void fill_table(ptdp_backend *be, ptdp_dtype t)
 {
   be->name = "cuda";
@@ -489,6 +492,7 @@ static void fill_table(ptdp_backend *be, ptdp_dtype t)
     be->gemm_wgrad = ptdp_cu_gemm_wgrad;
     be->flash_forward = cu_flash_forward;
     be->flash_backward = cu_flash_backward;
+    be->flash_supports = cu_flash_supports;
   }
 }
 

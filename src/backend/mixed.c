@@ -403,6 +403,11 @@ static int mx_rope(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const 
   return 0;
 }
 
+static int mx_flash_supports(const ptdp_backend *be, const ptdp_attn_desc *d)
+{
+  return INNER(be)->flash_supports(INNER(be), d);
+}
+
 /* lse is fp32, passed through. */
 static int mx_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse)
 {
@@ -505,6 +510,7 @@ static void fill_optional(ptdp_backend *be, const ptdp_backend *inner)
   be->rmsnorm_backward = inner->rmsnorm_backward ? mx_rmsnorm_backward : NULL;
   be->rope = inner->rope ? mx_rope : NULL;
   be->flash_forward = inner->flash_forward ? mx_flash_forward : NULL;
+  be->flash_supports = inner->flash_supports ? mx_flash_supports : NULL;
   be->flash_backward = inner->flash_backward ? mx_flash_backward : NULL;
 }
 

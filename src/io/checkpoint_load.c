@@ -458,6 +458,6 @@ int ptdp_checkpoint_read_model_keys(const ptdp_checkpoint_ref *ref, ptdp_options
                                      "normalization", "position-embedding-type", "rotary-base", "rotary-percent",
                                      "rotary-interleaved", "disable-bias-linear",
                                      "untie-embeddings-and-output-weights", "group-query-attention",
-                                     "num-query-groups", "kv-channels"};
+                                     "num-query-groups", "kv-channels", "tokenizer-model"};
   return ptdp_checkpoint_read_keys(ref, o, keys, (int)(sizeof keys / sizeof keys[0]), comm);
 }

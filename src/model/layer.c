@@ -118,8 +118,12 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
   /* attention block */
   PTDP_CALL(ptdp_gpt_norm_forward(m, a->x, w->ln1_w, w->ln1_b, a->ln1_out, a->ln1_mean, a->ln1_rstd, Nl));
   PTDP_CALL(gathered_input(m, p, a->ln1_out, h, &in));
-  PTDP_CALL(be->gemm(be, 0, 1, N, qkv, h, 1.0f, in, h, w->qkv_w, h, 0.0f, a->qkv, qkv)); /* [N, (al + 2 gl) hd] */
-  PTDP_CALL(bias_fwd(be, a->qkv, w->qkv_b, N, qkv));
+  if (be->gemm_bias && w->qkv_b) /* the bias in the GEMM's epilogue (cuBLASLt BIAS) */
+    PTDP_CALL(be->gemm_bias(be, 0, 1, N, qkv, h, in, h, w->qkv_w, h, w->qkv_b, a->qkv));
+  else {
+    PTDP_CALL(be->gemm(be, 0, 1, N, qkv, h, 1.0f, in, h, w->qkv_w, h, 0.0f, a->qkv, qkv)); /* [N, (al + 2 gl) hd] */
+    PTDP_CALL(bias_fwd(be, a->qkv, w->qkv_b, N, qkv));
+  }
   PTDP_CALL(rope(m, a->qkv, N, p->pos0, p->b, 0));
   PTDP_CALL(p->attention(p, m, layer, a)); /* ctx [N, hl] */
   PTDP_CALL(be->gemm(be, 0, 1, N, h, hl, 1.0f, a->ctx, hl, w->proj_w, hl, 0.0f, partial_target(p, a->x2), h));
@@ -132,9 +136,13 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
   /* MLP block */
   PTDP_CALL(ptdp_gpt_norm_forward(m, a->x2, w->ln2_w, w->ln2_b, a->ln2_out, a->ln2_mean, a->ln2_rstd, Nl));
   PTDP_CALL(gathered_input(m, p, a->ln2_out, h, &in));
-  PTDP_CALL(be->gemm(be, 0, 1, N, fl, h, 1.0f, in, h, w->fc1_w, h, 0.0f, a->fc1, fl)); /* [N, fl] */
-  PTDP_CALL(bias_fwd(be, a->fc1, w->fc1_b, N, fl));
-  PTDP_CALL(be->gelu_forward(be, a->fc1, a->gelu, (size_t)N * fl));
+  if (be->gemm_bias_gelu && w->fc1_b) /* bias and GELU in the epilogue, the pre-activation kept */
+    PTDP_CALL(be->gemm_bias_gelu(be, 0, 1, N, fl, h, in, h, w->fc1_w, h, w->fc1_b, a->fc1, a->gelu));
+  else {
+    PTDP_CALL(be->gemm(be, 0, 1, N, fl, h, 1.0f, in, h, w->fc1_w, h, 0.0f, a->fc1, fl)); /* [N, fl] */
+    PTDP_CALL(bias_fwd(be, a->fc1, w->fc1_b, N, fl));
+    PTDP_CALL(be->gelu_forward(be, a->fc1, a->gelu, (size_t)N * fl));
+  }
   PTDP_CALL(be->gemm(be, 0, 1, N, h, fl, 1.0f, a->gelu, fl, w->fc2_w, fl, 0.0f, partial_target(p, out), h));
   PTDP_CALL(reduce_partial(m, p, out, h));
   PTDP_CALL(bias_fwd(be, out, w->fc2_b, Nl, h));
@@ -181,9 +189,13 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     dT = fa;
   }
   PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->sh.fl, N, 1.0f, dT, h, a->gelu, m->sh.fl, g.fc2_w, m->sh.fl)); /* dW2 += dT^T G */
-  PTDP_CALL(be->gemm(be, 0, 0, N, m->sh.fl, h, 1.0f, dT, h, w.fc2_w, m->sh.fl, 0.0f, m->work.dfc, m->sh.fl));
-  PTDP_CALL(be->gelu_backward(be, a->fc1, m->work.dfc, m->work.dfc, (size_t)N * m->sh.fl));
-  PTDP_CALL(bias_bwd(be, m->work.dfc, g.fc1_b, N, m->sh.fl));
+  if (be->gemm_dgelu_bgrad && g.fc1_b) /* GELU's derivative and the bias gradient in the epilogue */
+    PTDP_CALL(be->gemm_dgelu_bgrad(be, 0, 0, N, m->sh.fl, h, dT, h, w.fc2_w, m->sh.fl, a->fc1, m->work.dfc, g.fc1_b));
+  else {
+    PTDP_CALL(be->gemm(be, 0, 0, N, m->sh.fl, h, 1.0f, dT, h, w.fc2_w, m->sh.fl, 0.0f, m->work.dfc, m->sh.fl));
+    PTDP_CALL(be->gelu_backward(be, a->fc1, m->work.dfc, m->work.dfc, (size_t)N * m->sh.fl));
+    PTDP_CALL(bias_bwd(be, m->work.dfc, g.fc1_b, N, m->sh.fl));
+  }
   const float *in = a->ln2_out;
   if (sp) {
     PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, h, PTDP_TAG_LAYER));

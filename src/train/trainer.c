@@ -171,7 +171,11 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
   PTDP_CALL(ptdp_grid_attach_backend(&tr->grid, tr->be)); /* float messages are backend memory */
   PTDP_CALL(choose_transport(tr, a, bopt));
   int flash;
-  PTDP_CALL(ptdp_backend_use_flash(tr->be, a->attention_backend, &flash));
+  const int heads = (int)a->num_attention_heads, groups = a->group_query_attention ? (int)a->num_query_groups : heads;
+  const ptdp_attn_desc attn = {.b = (int)a->micro_batch_size, .s = (int)a->seq_length, .al = heads / (int)t,
+                               .groups = groups / (int)t,
+                               .hd = a->kv_channels ? (int)a->kv_channels : (int)(a->hidden_size / a->num_attention_heads)};
+  PTDP_CALL(ptdp_backend_use_flash(tr->be, a->attention_backend, &attn, &flash));
 
   ptdp_gpt_config mc = {
     .num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size, .heads = (int)a->num_attention_heads,
