@@ -7,15 +7,15 @@ ptdp_sim_SOURCES = src/sim/ptdp_sim.c
 
 # Unit test (1 rank): every cost term against hand computations, the iteration's assembly
 check_PROGRAMS += validation/tests/sim/test_sim
-validation_tests_sim_test_sim_SOURCES = validation/tests/sim/test_sim.c
+validation_tests_sim_test_sim_SOURCES = validation/tests/sim/test_sim.c validation/tests/sim/sim_test.h
 TESTS += validation/tests/sim/test_sim
 # Communication by topology (groups on nodes, NCCL's algorithms) and the DP reduction, by hand
 check_PROGRAMS += validation/tests/sim/test_sim_comm
-validation_tests_sim_test_sim_comm_SOURCES = validation/tests/sim/test_sim_comm.c
+validation_tests_sim_test_sim_comm_SOURCES = validation/tests/sim/test_sim_comm.c validation/tests/sim/sim_test.h
 TESTS += validation/tests/sim/test_sim_comm
 # The modelled stacks (implementation, flash attention, Transformer Engine, tp-comm-overlap), by hand
 check_PROGRAMS += validation/tests/sim/test_sim_stack
-validation_tests_sim_test_sim_stack_SOURCES = validation/tests/sim/test_sim_stack.c
+validation_tests_sim_test_sim_stack_SOURCES = validation/tests/sim/test_sim_stack.c validation/tests/sim/sim_test.h
 TESTS += validation/tests/sim/test_sim_stack
 # The CPU model (--fusion cpu): its cost terms against hand computations
 check_PROGRAMS += validation/tests/sim/test_sim_cpu

@@ -18,35 +18,13 @@
 #include "ptdp/sim.h"
 
 #include "../expect.h"
+#include "sim_test.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int near(double x, double y, double rel) { return fabs(x - y) <= rel * fabs(y) + 1e-15; }
-
-static ptdp_sim_hw gpu(void)
-{
-  ptdp_sim_hw hw;
-  memset(&hw, 0, sizeof hw);
-  snprintf(hw.name, sizeof hw.name, "test");
-  hw.peak_flops_16 = 100e12;
-  hw.peak_flops_32 = 10e12;
-  hw.gemm_efficiency = 0.5;
-  hw.sm_count = 108;
-  hw.tile_m = 256;
-  hw.tile_n = 128;
-  hw.kernel_launch = 1e-6;
-  hw.memory_bandwidth = 1e12;
-  hw.memory_bytes = 80e9;
-  hw.gpus_per_node = 8;
-  hw.intra_bandwidth = 200e9;
-  hw.intra_latency = 2e-6;
-  hw.inter_bandwidth = 20e9;
-  hw.inter_latency = 5e-6;
-  hw.nics_per_node = 8;
-  return hw;
-}
+static ptdp_sim_hw gpu(void) { return sim_test_gpu(); }
 
 static double ar(const ptdp_sim_hw *hw, const ptdp_sim_group *g, ptdp_sim_allreduce algo, double S)
 {

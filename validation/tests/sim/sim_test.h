@@ -1,0 +1,40 @@
+/* Shared by the simulator's unit tests (test_sim, test_sim_comm, test_sim_stack): the test
+ * device, whose round numbers make the hand computations of the tests short, and the relative
+ * comparison they use. */
+#ifndef PTDP_SIM_TEST_H
+#define PTDP_SIM_TEST_H
+
+#include "ptdp/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static inline int near(double x, double y, double rel) { return fabs(x - y) <= rel * fabs(y) + 1e-15; }
+
+/* 100 / 10 TFLOP/s (16 / 32 bit) at GEMM efficiency 0.5, 108 SMs, 256 x 128 tiles, 1 us launches,
+ * 1 TB/s memory, 8 GPUs and 8 NICs a node, 200 GB/s + 2 us inside a node, 20 GB/s + 5 us across. */
+static inline ptdp_sim_hw sim_test_gpu(void)
+{
+  ptdp_sim_hw hw;
+  memset(&hw, 0, sizeof hw);
+  snprintf(hw.name, sizeof hw.name, "test");
+  hw.peak_flops_16 = 100e12;
+  hw.peak_flops_32 = 10e12;
+  hw.gemm_efficiency = 0.5;
+  hw.sm_count = 108;
+  hw.tile_m = 256;
+  hw.tile_n = 128;
+  hw.kernel_launch = 1e-6;
+  hw.memory_bandwidth = 1e12;
+  hw.memory_bytes = 80e9;
+  hw.gpus_per_node = 8;
+  hw.intra_bandwidth = 200e9;
+  hw.intra_latency = 2e-6;
+  hw.inter_bandwidth = 20e9;
+  hw.inter_latency = 5e-6;
+  hw.nics_per_node = 8;
+  return hw;
+}
+
+#endif
