@@ -196,10 +196,11 @@ typedef struct {
 } ptdp_sim_oplist;
 
 /* One rank's sizes (ptdp_rank_shape of ptdp/shape.h, the model's own) as the cost models use
- * them: N = b s tokens, Nl = N / t under sequence parallelism, hl = h / t, fl = f / t, al = a / t,
- * hd = h / a, vl = V' / t. */
+ * them: N = b s tokens, Nl = N / t under sequence parallelism, hl = al hd, fl = f / t, al = a / t,
+ * hd = h / a (or kv-channels), vl = V' / t, qkv = (al + 2 gl) hd the QKV width (3 hl without
+ * grouped-query attention). */
 typedef struct {
-  double N, Nl, s, b, h, hl, fl, al, hd, vl;
+  double N, Nl, s, b, h, hl, fl, al, hd, vl, qkv;
   int t, sp;
 } ptdp_sim_dims;
 /* The vocabulary a prediction assumes when the deck gives none: GPT-2's. */

@@ -33,7 +33,8 @@ ptdp_sim_dims ptdp_sim_dims_of(const ptdp_args *a)
   const ptdp_rank_shape r = ptdp_rank_shape_of(&m, (int)a->seq_length, (int)a->micro_batch_size,
                                                (int)a->tensor_model_parallel_size, 0);
   return (ptdp_sim_dims){.N = (double)r.N, .Nl = (double)r.Nl, .s = (double)r.s, .b = (double)r.b, .h = r.h,
-                         .hl = r.hl, .fl = r.fl, .al = r.al, .hd = r.hd, .vl = (double)r.vl, .t = r.t, .sp = r.sp};
+                         .hl = r.hl, .fl = r.fl, .al = r.al, .hd = r.hd, .vl = (double)r.vl, .qkv = r.qkv,
+                         .t = r.t, .sp = r.sp};
 }
 
 /* The shape and cost context shared by the three op lists. */
@@ -216,19 +217,21 @@ int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
   ctx c;
   ctx_init(&c, a, hw, o);
   l->n = 0;
-  const double N = c.d.N, h = c.d.h, e = c.e, hl = c.d.hl, fl = c.d.fl;
+  const double N = c.d.N, h = c.d.h, e = c.e, hl = c.d.hl, fl = c.d.fl, qkv = c.d.qkv;
   layernorm(&c, l, a->normalization == PTDP_NORM_RMSNORM ? "rmsnorm 1" : "layernorm 1");
-  column_prologue(&c, l, "TP f (QKV input)", gemm(&c, N, 3 * hl, h, 1), gemm(&c, N, h, 3 * hl, 1),
-                  gemm(&c, h, 3 * hl, N, 1));
-  linear(&c, l, "QKV GEMM", N, 3 * hl, h);
+  column_prologue(&c, l, "TP f (QKV input)", gemm(&c, N, qkv, h, 1), gemm(&c, N, h, qkv, 1),
+                  gemm(&c, h, qkv, N, 1));
+  linear(&c, l, "QKV GEMM", N, qkv, h);
   /* Megatron's column-parallel linear adds its bias after the GEMM (matmul, then + bias: read and
    * write [N, 3hl]); backward reduces dy over the N tokens for the bias gradient (one read).
    * Transformer Engine adds it, and reduces its gradient, in the GEMMs' epilogues. */
   if (c.bias && !c.te)
-    add(l, "QKV bias", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * 3 * hl * e), mem(&c, N * 3 * hl * e), 0);
-  /* rotary positions: q and k ([N, 2 hl]) rotated in place, read and written; the backward
-   * turns their gradients back the same way */
-  if (c.rope) add(l, "RoPE", PTDP_SIM_MEMBOUND, mem(&c, 4 * N * hl * e), mem(&c, 4 * N * hl * e), 0);
+    add(l, "QKV bias", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * qkv * e), mem(&c, N * qkv * e), 0);
+  /* rotary positions: the queries (hl) and the keys ((qkv - hl) / 2: one head per group; hl
+   * without grouped-query attention) rotated in place, read and written; the backward turns
+   * their gradients back the same way */
+  const double turned = hl + (qkv - hl) / 2;
+  if (c.rope) add(l, "RoPE", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * turned * e), mem(&c, 2 * N * turned * e), 0);
   if (c.flash) attention_flash(&c, l);
   else attention_unfused(&c, l);
   linear(&c, l, "projection GEMM", N, h, hl);

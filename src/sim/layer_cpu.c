@@ -179,8 +179,8 @@ int ptdp_sim_cpu_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp
   layernorm(&c, l, "layernorm 1", 1);
   column_input(&c, l, "TP f (QKV input)");
   /* QKV with its bias add; backward with the bias gradient over [N, 3 hl] */
-  add(l, "QKV GEMM + bias", PTDP_SIM_GEMM, gemm(&c, N, 3 * c.d.hl, h) + per(&c, PTDP_SIM_CPU_ELEMENTWISE, N * 3 * c.d.hl),
-      gemm(&c, N, h, 3 * c.d.hl) + gemm(&c, h, 3 * c.d.hl, N) + per(&c, PTDP_SIM_CPU_BIAS_GRAD, N * 3 * c.d.hl), 0);
+  add(l, "QKV GEMM + bias", PTDP_SIM_GEMM, gemm(&c, N, c.d.qkv, h) + per(&c, PTDP_SIM_CPU_ELEMENTWISE, N * c.d.qkv),
+      gemm(&c, N, h, c.d.qkv) + gemm(&c, h, c.d.qkv, N) + per(&c, PTDP_SIM_CPU_BIAS_GRAD, N * c.d.qkv), 0);
   double ff, fb;
   ptdp_sim_cpu_attention_flops(c.d.s, c.d.hd, &ff, &fb);
   add(l, "attention GEMMs (QK^T, PV)", PTDP_SIM_ATTENTION, pairs * ff / c.R, pairs * fb / c.R, 1);

@@ -207,6 +207,16 @@ static void check_llama(void)
          "GeLU without bias: 2 and 3 passes");
   EXPECT(bda && near(bda->bwd, 5 * x / 1e12 + 1e-6, 1e-12), "dropout-add backward: no bias gradient (no dropout)");
   EXPECT(find_op(&e, "word lookup") && !find_op(&e, "word lookup + position add"), "no position table");
+  /* grouped-query attention, 16 heads in 4 groups on t 2: QKV [N, (8 + 2 x 2) 64] = [N, 768] instead
+   * of [N, 1536]; RoPE turns the 8 query heads and 2 key heads (640 columns) */
+  EXPECT(parse(&a, "--position-embedding-type rope --group-query-attention --num-query-groups 4 "
+                   "--tensor-model-parallel-size 2") == 0 && ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0,
+         "parse and time GQA");
+  const ptdp_sim_op *qkv = find_op(&l, "QKV GEMM"), *rope_g = find_op(&l, "RoPE");
+  const double R = hw.peak_flops_16 * so.software_efficiency;
+  EXPECT(qkv && near(qkv->fwd, ptdp_sim_gemm_time(&hw, R, N, 768, 1024, 1, 2), 1e-12),
+         "GQA: the QKV GEMM is [N, 1024] x [1024, 768] (%g s)", qkv ? qkv->fwd : -1.0);
+  EXPECT(rope_g && near(rope_g->fwd, 2 * N * 640 * 2 / 1e12 + 1e-6, 1e-12), "GQA: RoPE turns 640 columns a row");
   ptdp_sim_result *r = calloc(1, sizeof *r);
   so.world_size = 4;
   EXPECT(parse(&a, "--normalization RMSNorm --position-embedding-type rope --disable-bias-linear "
