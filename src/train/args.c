@@ -338,8 +338,7 @@ long long ptdp_args_ffn(const ptdp_args *a) { return a->ffn_hidden_size ? a->ffn
 
 long long ptdp_args_padded_vocab(const ptdp_args *a, long long vocab)
 {
-  long long mult = a->make_vocab_size_divisible_by * a->tensor_model_parallel_size;
-  return (vocab + mult - 1) / mult * mult;
+  return ptdp_padded_vocab(vocab, (int)a->make_vocab_size_divisible_by, (int)a->tensor_model_parallel_size);
 }
 
 /* Checkpoint keys that need save or load. */

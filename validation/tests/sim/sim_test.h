@@ -12,6 +12,14 @@
 
 static inline int near(double x, double y, double rel) { return fabs(x - y) <= rel * fabs(y) + 1e-15; }
 
+/* The operator of a list by its name, or NULL. */
+static inline const ptdp_sim_op *find_op(const ptdp_sim_oplist *l, const char *name)
+{
+  for (int i = 0; i < l->n; i++)
+    if (!strcmp(l->op[i].name, name)) return &l->op[i];
+  return NULL;
+}
+
 /* 100 / 10 TFLOP/s (16 / 32 bit) at GEMM efficiency 0.5, 108 SMs, 256 x 128 tiles, 1 us launches,
  * 1 TB/s memory, 8 GPUs and 8 NICs a node, 200 GB/s + 2 us inside a node, 20 GB/s + 5 us across. */
 static inline ptdp_sim_hw sim_test_gpu(void)

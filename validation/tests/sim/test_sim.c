@@ -149,13 +149,6 @@ static void check_async_tp(void)
          "async: min(all-reduce, wgrad GEMM) hidden, %g of %g", on.op[1].hidden, ar);
 }
 
-static const ptdp_sim_op *find_op(const ptdp_sim_oplist *l, const char *name)
-{
-  for (int i = 0; i < l->n; i++)
-    if (!strcmp(l->op[i].name, name)) return &l->op[i];
-  return NULL;
-}
-
 /* The memory-bound terms of Megatron's implementation, bytes counted by hand (b 2, s 512, h 1024,
  * t 2, bf16; the test device streams 1 TB/s and launches in 1 us). */
 static void check_megatron_ops(void)

@@ -117,13 +117,6 @@ static int parse(ptdp_args *a, ptdp_options *o, const char *extra)
   return ptdp_args_parse(a, o, argc, argv);
 }
 
-static const ptdp_sim_op *find_op(const ptdp_sim_oplist *l, const char *name)
-{
-  for (int i = 0; i < l->n; i++)
-    if (!strcmp(l->op[i].name, name)) return &l->op[i];
-  return NULL;
-}
-
 /* t 16 on 8-GPU nodes: the attention's TP all-reduce of [b s, h] = [1024, 1024] in 2 B (2 MB)
  * crosses 2 nodes at 8 NICs (160 GB/s), not one NIC's 20 GB/s; at this size the tree's 38 us of
  * latency beat the ring's 66 us: 2 S / 160 GB/s + 2 (7 x 2 + 5) us = 64.2 us (ring 90.6 us) */

@@ -65,13 +65,6 @@ static int sim_keys(ptdp_sim_options *so, const ptdp_sim_hw *hw, const char *tex
   return err;
 }
 
-static const ptdp_sim_op *find_op(const ptdp_sim_oplist *l, const char *name)
-{
-  for (int i = 0; i < l->n; i++)
-    if (!strcmp(l->op[i].name, name)) return &l->op[i];
-  return NULL;
-}
-
 static void check_implementation(void)
 {
   ptdp_sim_hw hw = gpu();
