@@ -251,8 +251,6 @@ int ptdp_gpt_norm_backward(ptdp_gpt *m, const float *dy, const float *x, const f
 /* The output layer of the head chunk: its own tensor (untied, or the last stage's copy of the tied
  * embedding), else the word embedding of the same chunk. */
 const ptdp_gpt_param_ref *ptdp_gpt_output_layer(const ptdp_gpt *m);
-/* Columns of each query and key head the rotary embedding turns (rotary-percent of the head, even). */
-int ptdp_gpt_rotary_dim(const ptdp_gpt *m);
 
 /* What the pipeline driver may ask of the model (it never reads the slots themselves). */
 int ptdp_gpt_num_slots(const ptdp_gpt *m);                 /* activation slots per chunk */

@@ -33,8 +33,6 @@ ptdp_plan_config ptdp_gpt_plan_config(const ptdp_gpt_config *c, const ptdp_param
   return pc;
 }
 
-int ptdp_gpt_rotary_dim(const ptdp_gpt *m) { return m->sh.rd; }
-
 ptdp_layer_shape ptdp_gpt_layer_shape(const ptdp_gpt *m)
 {
   return (ptdp_layer_shape){.r = m->sh, .hidden_dropout = m->cfg.hidden_dropout > 0,

@@ -80,7 +80,7 @@ static int rope(ptdp_gpt *m, float *qkv, long long rows, long long pos0, int b, 
 {
   if (m->cfg.arch.position != PTDP_POS_ROPE) return 0;
   const ptdp_rope_desc d = {.rows = rows, .pos0 = pos0, .b = b, .groups = m->sh.gl, .heads_per_group = m->sh.hpg,
-                            .hd = m->sh.hd, .rd = ptdp_gpt_rotary_dim(m), .ld = m->sh.qkv,
+                            .hd = m->sh.hd, .rd = m->sh.rd, .ld = m->sh.qkv,
                             .interleaved = m->cfg.arch.rotary_interleaved};
   return m->be->rope(m->be, qkv, &d, m->work.rope, inverse);
 }
