@@ -101,7 +101,7 @@ cat > "$P/env.sh" <<'EOF'
 P=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 L=$P/usr/lib/x86_64-linux-gnu
 export PATH=$P/usr/bin${PATH:+:$PATH}
-export CPATH=$P/usr/include:$P/usr/include/hdf5/openmpi:$P/usr/include/x86_64-linux-gnu/openblas-pthread${CPATH:+:$CPATH}
+export CPATH=$P/usr/include:$L/openmpi/include:$P/usr/include/hdf5/openmpi:$P/usr/include/x86_64-linux-gnu/openblas-pthread${CPATH:+:$CPATH}
 export LIBRARY_PATH=$L:$L/openblas-pthread:$L/hdf5/openmpi:$L/openmpi/lib${LIBRARY_PATH:+:$LIBRARY_PATH}
 export LD_LIBRARY_PATH=$L:$L/openblas-pthread:$L/hdf5/openmpi:$L/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PKG_CONFIG_PATH=$L/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}

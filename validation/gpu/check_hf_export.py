@@ -57,7 +57,7 @@ def transformers_logits(hf_dir, ref, tol, device):
     torch.backends.cudnn.allow_tf32 = False
     model, info = transformers.AutoModelForCausalLM.from_pretrained(hf_dir, torch_dtype=torch.float32,
                                                                     output_loading_info=True)
-    bad = [k for k in info["missing_keys"] + info["unexpected_keys"] if not k.endswith(("attn.bias", "masked_bias"))]
+    bad = [k for k in list(info["missing_keys"]) + list(info["unexpected_keys"]) if not k.endswith(("attn.bias", "masked_bias"))]
     if type(model).__name__ != "GPT2LMHeadModel" or bad:
         print("FAIL: %s loads as %s; missing or unexpected weights %s" % (hf_dir, type(model).__name__, bad[:5]))
         return False

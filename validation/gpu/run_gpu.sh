@@ -172,8 +172,16 @@ step_configure() {
   arch=${CUDA_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.')}
   py=$(pick_python)
   flags="--with-cuda${arch:+ --with-cuda-arch=$arch}"
+  # the bundle's MPI wrapper compiles, also where the machine's environment sets CC (the GPU
+  # image sets CC=/opt/gcc/bin/gcc, with which configure finds no mpi.h): that compiler is
+  # handed to the wrapper underneath (OMPI_CC)
+  if [ "$DEPS" != none ] && [ -x "$W/prefix/usr/bin/mpicc" ]; then
+    [ -n "${CC:-}" ] && export OMPI_CC=$CC
+    [ -n "${CXX:-}" ] && export OMPI_CXX=$CXX
+    export CC=$W/prefix/usr/bin/mpicc
+  fi
   mkdir -p "$W/build" && cd "$W/build" || { result FAIL "cannot make $W/build"; return 0; }
-  echo "$src/configure $flags ${py:+PYTHON3=$py}"
+  echo "CC=${CC:-} $src/configure $flags ${py:+PYTHON3=$py}"
   # shellcheck disable=SC2086
   if ! "$src/configure" $flags ${py:+PYTHON3="$py"}; then
     cp config.log "$LOGD/config.log" 2>/dev/null

@@ -22,10 +22,13 @@ HANG=37 # the fake sanitizer test sleeps this long (s): no such sleep may outliv
 F=$TMPD/fake/ptdp-9.9.9
 mkdir -p "$F/fake" "$F/validation/bench" "$TMPD/pack" "$TMPD/fd/prefix"
 echo 'export FAKE_BUNDLE=yes' > "$TMPD/fd/prefix/env.sh"
+mkdir -p "$TMPD/fd/prefix/usr/bin" && printf '#!/bin/sh\nexit 0\n' > "$TMPD/fd/prefix/usr/bin/mpicc" &&
+  chmod +x "$TMPD/fd/prefix/usr/bin/mpicc" # configure is handed the bundle's MPI wrapper
 cat > "$F/configure" <<'EOF'
 #!/bin/sh
 src=$(cd "$(dirname "$0")" && pwd)
 echo "$*" > configure.args
+echo "CC=${CC:-} OMPI_CC=${OMPI_CC:-}" > configure.env
 [ -z "${FAKE_CONFIGURE_FAIL:-}" ] || { echo "configure: error: planted configure failure"; exit 1; }
 sed "s|@srcdir@|$src|" "$src/Makefile.tmpl" > Makefile
 echo 'fake config.log' > config.log
@@ -168,14 +171,22 @@ expect bench SKIP "needs build"
 
 # ---- 4. a clean run exits 0; --deps none uses no bundle; no time for any step: all skip
 O=$TMPD/o3
-FAKE_MODE=clean "$RG" $P --work "$TMPD/w3" "$O" > "$TMPD/run3.out" 2>&1
+# the GPU image sets CC to a plain compiler, which finds no mpi.h: the bundle's wrapper must win,
+# with that compiler underneath (seen on this workplace's H200, 2026-11-26)
+CC=/opt/fake/gcc FAKE_MODE=clean "$RG" $P --work "$TMPD/w3" "$O" > "$TMPD/run3.out" 2>&1
 rc=$?
 ok $rc "a run with passes and skips only exits 0 (got $rc)"
+e=$(cat "$TMPD/w3/build/configure.env" 2>&1)
+[ "$e" = "CC=$(realpath "$TMPD/w3")/prefix/usr/bin/mpicc OMPI_CC=/opt/fake/gcc" ]
+ok $? "configure runs with the bundle's mpicc, the environment's CC underneath (got: $e)"
 expect ops PASS "test_ops: 397 passed, 0 failed"
 expect sanitizer SKIP "compute-sanitizer refuses this GPU (fake)"
 O=$TMPD/o5
 "$RG" $P --work "$TMPD/w5" --deps none --only preflight,unpack,configure,build,build-tests,host "$O" > "$TMPD/run5.out" 2>&1
 expect host FAIL "env.sh was not sourced" # the fake test asks for the bundle: --deps none has none
+e=$(cat "$TMPD/w5/build/configure.env" 2>&1)
+[ "$e" = "CC=${CC:-} OMPI_CC=${OMPI_CC:-}" ]
+ok $? "--deps none: configure runs with the environment's CC as it is (got: $e)"
 expect model SKIP "not in --only"
 O=$TMPD/o4
 "$RG" $P --work "$TMPD/w4" --budget 60 "$O" > "$TMPD/run4.out" 2>&1
