@@ -133,6 +133,13 @@ struct ptdp_backend {
   int (*rmsnorm_backward)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
                           float *dx, float *dw, long long rows, int h);
   int (*rope)(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const float *table, int inverse);
+  /* SwiGLU (Shazeer 2020; Megatron's --swiglu), optional as the two above.  x [rows, 2 f] is fc1's
+   * output, each row [gate (f) | up (f)] (a TP rank's own slices of the gate and the up
+   * projection: Megatron's chunk of linear_fc1's output in two); y [rows, f] = silu(gate) up,
+   * silu(g) = g sigmoid(g).  Backward overwrites dx [rows, 2 f] from dy [rows, f]:
+   * dgate = dy up sigmoid(g) (1 + g (1 - sigmoid(g))), dup = dy silu(g).  x, y, dy, dx (S). */
+  int (*swiglu_forward)(ptdp_backend *be, const float *x, float *y, long long rows, int f);
+  int (*swiglu_backward)(ptdp_backend *be, const float *x, const float *dy, float *dx, long long rows, int f);
   /* Fused (flash) attention, optional (NULL: the backend has none; --attention-backend auto then
    * takes attention_forward/backward).  The same function as those two (causal softmax of
    * Q K^T / sqrt(hd), dropout with the same mask bits from d->drop, times V) without keeping the
@@ -213,6 +220,16 @@ struct ptdp_backend {
   do {                                                                                                    \
     ptdp_backend *be_ = (be);                                                                             \
     PTDP_BACKEND_OPS(PTDP_BACKEND_SET_OP_, P)                                                             \
+  } while (0)
+/* The Llama family's optional operations (NULL where a backend lacks them; the model refuses the
+ * architecture by the operation's name), listed once: a backend that has them all fills them with
+ * PTDP_BACKEND_FILL_LLAMA(be, prefix) (be->op = prefix_op). */
+#define PTDP_BACKEND_LLAMA_OPS(X, P)                                                                      \
+  X(P, rmsnorm_forward) X(P, rmsnorm_backward) X(P, rope) X(P, swiglu_forward) X(P, swiglu_backward)
+#define PTDP_BACKEND_FILL_LLAMA(be, P)                                                                    \
+  do {                                                                                                    \
+    ptdp_backend *be_ = (be);                                                                             \
+    PTDP_BACKEND_LLAMA_OPS(PTDP_BACKEND_SET_OP_, P)                                                       \
   } while (0)
 /* PTDP_ERR_INTERNAL naming the first operation a backend's table lacks. */
 int ptdp_backend_check_ops(const ptdp_backend *be);
