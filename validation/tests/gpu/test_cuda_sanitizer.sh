@@ -6,7 +6,7 @@
 # it answers under gVisor (seen on this workplace's H200 machines of that runtime, 2026-11-04),
 # a limit of the machine and not an error of ours.
 # PTDP_SANITIZER_TIMEOUT: seconds per tool (default 900; run_gpu.sh gives each half its step).
-# NOT YET RUN ON A GPU (written to run unattended on one).
+# First run on an NVIDIA H200 (Firecracker), 2026-11-26: both tools clean (validation/bench/README.md).
 . "$top_srcdir/validation/tests/common.sh"
 . "$top_srcdir/validation/tests/gpu/gpu_lib.sh"
 gpu_or_skip
