@@ -121,6 +121,9 @@ typedef struct {
 /* After the keys and the hardware file are read: the implementation's defaults for the keys not
  * given (opt: ptdp-sim's table, to know which were), and what follows from it. */
 int ptdp_sim_options_resolve(const ptdp_options *opt, ptdp_sim_options *o, const ptdp_sim_hw *hw);
+/* The hardware file o->hardware into hw, then the keys that follow from it and were not given:
+ * fusion cpu for a CPU node's file (ptdp_sim_hw_is_cpu), the implementation's (ptdp_sim_options_resolve). */
+int ptdp_sim_options_read_hw(const ptdp_options *opt, ptdp_sim_options *o, ptdp_sim_hw *hw);
 /* Whether the modelled run uses the fused (flash) attention: attention-backend flash, or auto with
  * a stack that has it (megatron-core's). */
 int ptdp_sim_flash(const ptdp_args *a, const ptdp_sim_options *o);

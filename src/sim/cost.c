@@ -300,6 +300,14 @@ int ptdp_sim_options_resolve(const ptdp_options *opt, ptdp_sim_options *o, const
   return 0;
 }
 
+int ptdp_sim_options_read_hw(const ptdp_options *opt, ptdp_sim_options *o, ptdp_sim_hw *hw)
+{
+  PTDP_CALL(ptdp_sim_hw_read(o->hardware, hw));
+  /* a CPU node's file (jobs/measure_cpu_hw.sh) describes ptdp's CPU backend: model it unless told otherwise */
+  if (!ptdp_options_given(opt, "fusion") && ptdp_sim_hw_is_cpu(hw)) o->fusion = PTDP_SIM_FUSION_CPU;
+  return ptdp_sim_options_resolve(opt, o, hw); /* the implementation's defaults */
+}
+
 int ptdp_sim_flash(const ptdp_args *a, const ptdp_sim_options *o)
 {
   return a->attention_backend == PTDP_ATTN_FLASH ||

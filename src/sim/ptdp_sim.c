@@ -81,10 +81,7 @@ static int run(int argc, char **argv)
   if (!err) err = ptdp_args_init(&a, &topt);
   sim_cmdline(&c, &sopt, &topt);
   if (!err) err = parse(&c, argc, argv, &a, &so, &done);
-  if (!err && !done) err = ptdp_sim_hw_read(so.hardware, &hw);
-  /* a CPU node's file (jobs/measure_cpu_hw.sh) describes ptdp's CPU backend: model it unless told otherwise */
-  if (!err && !done && !ptdp_options_given(&sopt, "fusion") && ptdp_sim_hw_is_cpu(&hw)) so.fusion = PTDP_SIM_FUSION_CPU;
-  if (!err && !done) err = ptdp_sim_options_resolve(&sopt, &so, &hw); /* the implementation's defaults */
+  if (!err && !done) err = ptdp_sim_options_read_hw(&sopt, &so, &hw);
   if (!err && !done) err = simulate(&a, &topt, &hw, &so);
   ptdp_options_free(&sopt);
   ptdp_options_free(&topt);

@@ -63,17 +63,10 @@ static int datasetn(hid_t f, const char *path, hid_t type, int rank, const hsize
   return 0;
 }
 
+/* A one-dimensional dataset of n elements. */
 static int dataset(hid_t f, const char *path, hid_t type, hsize_t n, const void *data)
 {
-  hid_t sp = H5Screate_simple(1, &n, NULL), lcpl = H5Pcreate(H5P_LINK_CREATE);
-  H5Pset_create_intermediate_group(lcpl, 1);
-  hid_t ds = H5Dcreate2(f, path, type, sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
-  int ok = ds >= 0 && H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0;
-  if (ds >= 0) H5Dclose(ds);
-  H5Pclose(lcpl);
-  H5Sclose(sp);
-  PTDP_CHECK_IO(ok, "writing dataset %s", path);
-  return 0;
+  return datasetn(f, path, type, 1, &n, data);
 }
 
 static int write_config(hid_t f, const ptdp_args *a, ptdp_options *o, const ptdp_sim_result *r)

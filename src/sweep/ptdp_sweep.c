@@ -119,10 +119,7 @@ static int run(int argc, char **argv)
   if (!err) err = ptdp_args_init(&a, &topt);
   sweep_cmdline(&c, &swopt, &sopt, &topt);
   if (!err) err = parse(&c, argc, argv, &so, &done);
-  if (!err && !done) err = ptdp_sim_hw_read(so.hardware, &hw);
-  /* a CPU node's file describes ptdp's CPU backend: model it unless told otherwise, as ptdp-sim does */
-  if (!err && !done && !ptdp_options_given(&sopt, "fusion") && ptdp_sim_hw_is_cpu(&hw)) so.fusion = PTDP_SIM_FUSION_CPU;
-  if (!err && !done) err = ptdp_sim_options_resolve(&sopt, &so, &hw); /* the implementation's defaults */
+  if (!err && !done) err = ptdp_sim_options_read_hw(&sopt, &so, &hw);
   if (!err && !done) err = sweep(&a, &hw, &so, &sw);
   ptdp_options_free(&swopt);
   ptdp_options_free(&sopt);
