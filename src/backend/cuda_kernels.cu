@@ -10,12 +10,13 @@
 // row pass is bound by memory, not by the double adds (to be confirmed on a GPU).
 // Column sums (LayerNorm dw/db, bias db) go through fixed row chunks and a second pass, so
 // they are deterministic; only embedding_backward adds with atomics (rows sharing a token).
-// NOT YET RUN ON A GPU: see README, "GPUs".
+// First run on an NVIDIA H200, 2026-11-26 (validation/bench/README.md): per-kernel times there.
 #include "cuda_elem.h"
 #include "cuda_internal.h"
 #include "cuda_rng.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #define THREADS 256
@@ -57,66 +58,142 @@ __device__ float block_max(float v)
   return t;
 }
 
-// ---------------------------------------------------------------- LayerNorm
-// one block per row of h: mean and variance in double (as the CPU), y = (x - m) rs w + b
-template <typename T>
-__global__ void ln_forward(const T *x, const T *w, const T *b, T *y, float *mean, float *rstd, int h, float eps)
+// Sum of v over the warp; every lane gets the total.
+template <typename T> __device__ T warp_sum(T v)
 {
-  const long long r = blockIdx.x;
-  const T *xr = x + r * h;
-  T *yr = y + r * h;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// 16 bytes of elements of T, one load or store: the elementwise and row kernels move their bulk
+// in these where the pointers allow (an element at a time, a bf16 warp moves 64 bytes per
+// instruction, too little in flight to approach the memory's bandwidth; measured on an H200,
+// validation/bench/README.md).  VEC<T> elements: 8 of a 16-bit type, 4 of fp32.
+template <typename T> struct __align__(16) vec16 {
+  T e[16 / sizeof(T)];
+};
+#define VEC(T) ((int)(16 / sizeof(T)))
+
+// whether p can be read in vec16 units
+static bool vec_aligned(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+// ---------------------------------------------------------------- LayerNorm
+// Rows up to LN_WARP_H wide: one warp per row (8 rows a block), sums through shuffles alone:
+// the step's LayerNorms are thousands of short rows (h 768 to 4096), where a block per row spent
+// its time in barriers (ncu on an H200: 32 us for 8192 rows of 768, 5x the bytes' time).
+// Wider rows: one block per row.  Both: mean and variance in double (as the CPU).
+#define LN_WARP_H 4096
+#define LN_ROWS_PER_BLOCK 8
+
+// y = (x - m) rs w + b for row r, the statistics summed by warp lanes (lane, lanes)
+template <typename T>
+__device__ __forceinline__ static void ln_row_forward(const T *xr, const T *w, const T *b, T *yr, float *mean,
+                                                      float *rstd, long long r, int h, float eps, bool warp)
+{
+  const int t = warp ? (int)(threadIdx.x & 31) : (int)threadIdx.x, nt = warp ? 32 : (int)blockDim.x;
   double s = 0;
-  for (int i = threadIdx.x; i < h; i += blockDim.x) s += ptdp_ld(xr[i]);
-  float m = (float)(block_sum(s) / h);
+  for (int i = t; i < h; i += nt) s += ptdp_ld(xr[i]);
+  const float m = (float)((warp ? warp_sum(s) : block_sum(s)) / h);
   double ss = 0;
-  for (int i = threadIdx.x; i < h; i += blockDim.x) {
+  for (int i = t; i < h; i += nt) {
     float d = ptdp_ld(xr[i]) - m;
     ss += (double)d * d;
   }
-  float rs = 1.0f / sqrtf((float)(block_sum(ss) / h) + eps);
-  for (int i = threadIdx.x; i < h; i += blockDim.x)
-    ptdp_st(&yr[i], (ptdp_ld(xr[i]) - m) * rs * ptdp_ld(w[i]) + ptdp_ld(b[i]));
-  if (threadIdx.x == 0) {
+  const float rs = 1.0f / sqrtf((float)((warp ? warp_sum(ss) : block_sum(ss)) / h) + eps);
+  for (int i = t; i < h; i += nt) ptdp_st(&yr[i], (ptdp_ld(xr[i]) - m) * rs * ptdp_ld(w[i]) + ptdp_ld(b[i]));
+  if (t == 0) {
     mean[r] = m;
     rstd[r] = rs;
   }
 }
 
-// dx = rs (g - mean(g) - xhat mean(g xhat)), g = dy w; one block per row
 template <typename T>
-__global__ void ln_backward_dx(const T *dy, const T *x, const T *w, const float *mean, const float *rstd, T *dx, int h)
+__global__ void ln_forward_rows(const T *x, const T *w, const T *b, T *y, float *mean, float *rstd, long long rows,
+                                int h, float eps)
+{
+  const long long r = (long long)blockIdx.x * LN_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (r >= rows) return; // the whole warp: its lanes share the row
+  ln_row_forward(x + r * h, w, b, y + r * h, mean, rstd, r, h, eps, true);
+}
+
+// one block per row of h
+template <typename T>
+__global__ void ln_forward(const T *x, const T *w, const T *b, T *y, float *mean, float *rstd, int h, float eps)
 {
   const long long r = blockIdx.x;
-  const T *dyr = dy + r * h, *xr = x + r * h;
+  ln_row_forward(x + r * h, w, b, y + r * h, mean, rstd, r, h, eps, false);
+}
+
+// dx = rs (g - mean(g) - xhat mean(g xhat)), g = dy w, for row r (lanes as ln_row_forward)
+template <typename T>
+__device__ __forceinline__ static void ln_row_backward(const T *dyr, const T *xr, const T *w, const float *mean,
+                                                       const float *rstd, T *dxr, long long r, int h, bool warp)
+{
+  const int t = warp ? (int)(threadIdx.x & 31) : (int)threadIdx.x, nt = warp ? 32 : (int)blockDim.x;
   const float m = mean[r], rs = rstd[r];
   double sg = 0, sgx = 0;
-  for (int i = threadIdx.x; i < h; i += blockDim.x) {
+  for (int i = t; i < h; i += nt) {
     float xh = (ptdp_ld(xr[i]) - m) * rs, g = ptdp_ld(dyr[i]) * ptdp_ld(w[i]);
     sg += g;
     sgx += (double)g * xh;
   }
-  float mg = (float)(block_sum(sg) / h), mgx = (float)(block_sum(sgx) / h);
-  for (int i = threadIdx.x; i < h; i += blockDim.x) {
+  float mg, mgx;
+  if (warp) {
+    mg = (float)(warp_sum(sg) / h);
+    mgx = (float)(warp_sum(sgx) / h);
+  } else {
+    mg = (float)(block_sum(sg) / h);
+    mgx = (float)(block_sum(sgx) / h);
+  }
+  for (int i = t; i < h; i += nt) {
     float xh = (ptdp_ld(xr[i]) - m) * rs;
-    ptdp_st(&dx[r * h + i], rs * (ptdp_ld(dyr[i]) * ptdp_ld(w[i]) - mg - xh * mgx));
+    ptdp_st(&dxr[i], rs * (ptdp_ld(dyr[i]) * ptdp_ld(w[i]) - mg - xh * mgx));
   }
 }
 
+template <typename T>
+__global__ void ln_backward_dx_rows(const T *dy, const T *x, const T *w, const float *mean, const float *rstd, T *dx,
+                                    long long rows, int h)
+{
+  const long long r = (long long)blockIdx.x * LN_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (r >= rows) return;
+  ln_row_backward(dy + r * h, x + r * h, w, mean, rstd, dx + r * h, r, h, true);
+}
+
+// one block per row
+template <typename T>
+__global__ void ln_backward_dx(const T *dy, const T *x, const T *w, const float *mean, const float *rstd, T *dx, int h)
+{
+  const long long r = blockIdx.x;
+  ln_row_backward(dy + r * h, x + r * h, w, mean, rstd, dx + r * h, r, h, false);
+}
+
 // part[0][chunk][col] = sum over the chunk's rows of dy xhat (with_xhat) or dy; part[1] = dy
-// (LayerNorm only).  grid (ceil(cols / THREADS), chunks); rows in order inside a chunk.
+// (LayerNorm only).  grid (ceil(cols / CS_COLS), chunks), block CS_COLS x CS_SLICES: slice y
+// sums rows r0 + y, r0 + y + CS_SLICES, ... of its column in order, then slice 0 adds the slices
+// in order (a fixed order: the same bits on every run).  One thread a column of the chunk kept
+// too few loads in flight (ncu on an H200: 21 us for [8192, 768], a third of the bandwidth).
+#define CS_COLS 32
+#define CS_SLICES 8
 template <typename T>
 __global__ void colsum_partial(const T *dy, const T *x, const float *mean, const float *rstd, long long rows, int cols,
                                int chunks, float *part, int with_xhat)
 {
-  int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
-  long long r0 = rows * blockIdx.y / chunks, r1 = rows * (blockIdx.y + 1) / chunks;
+  __shared__ float sw_s[CS_SLICES][CS_COLS], sb_s[CS_SLICES][CS_COLS];
+  const int tx = threadIdx.x % CS_COLS, ty = threadIdx.x / CS_COLS, c = blockIdx.x * CS_COLS + tx;
+  const long long r0 = rows * blockIdx.y / chunks, r1 = rows * (blockIdx.y + 1) / chunks;
   float sw = 0.0f, sb = 0.0f;
-  for (long long r = r0; r < r1; r++) {
-    float d = ptdp_ld(dy[r * cols + c]);
-    if (with_xhat) sw += d * ((ptdp_ld(x[r * cols + c]) - mean[r]) * rstd[r]);
-    sb += d;
-  }
+  if (c < cols)
+    for (long long r = r0 + ty; r < r1; r += CS_SLICES) {
+      float d = ptdp_ld(dy[r * cols + c]);
+      if (with_xhat) sw += d * ((ptdp_ld(x[r * cols + c]) - mean[r]) * rstd[r]);
+      sb += d;
+    }
+  sw_s[ty][tx] = sw;
+  sb_s[ty][tx] = sb;
+  __syncthreads();
+  if (ty != 0 || c >= cols) return;
+  for (int k = 1; k < CS_SLICES; k++) sw += sw_s[k][tx], sb += sb_s[k][tx];
   part[(size_t)blockIdx.y * cols + c] = with_xhat ? sw : sb;
   if (with_xhat) part[((size_t)chunks + blockIdx.y) * cols + c] = sb;
 }
@@ -138,8 +215,15 @@ static cudaError_t ln_forward_launch(cudaStream_t st, const void *x, const void 
                                      float *rstd, long long rows, int h, float eps)
 {
   void (*kernel)(const T *, const T *, const T *, T *, float *, float *, int, float) = ln_forward<T>;
+  void (*rows_kernel)(const T *, const T *, const T *, T *, float *, float *, long long, int, float) =
+      ln_forward_rows<T>;
   const T *xt = (const T *)x, *wt = (const T *)w, *bt = (const T *)b;
-  if (rows > 0) kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(xt, wt, bt, (T *)y, mean, rstd, h, eps);
+  if (rows <= 0) return cudaGetLastError();
+  if (h <= LN_WARP_H)
+    rows_kernel<<<(unsigned)((rows + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK), 32 * LN_ROWS_PER_BLOCK, 0, st>>>(
+        xt, wt, bt, (T *)y, mean, rstd, rows, h, eps);
+  else
+    kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(xt, wt, bt, (T *)y, mean, rstd, h, eps);
   return cudaGetLastError();
 }
 
@@ -156,15 +240,22 @@ static cudaError_t ln_backward_launch(cudaStream_t st, const void *dy, const voi
                                       long long rows, int h, float *part, int chunks)
 {
   void (*dx_kernel)(const T *, const T *, const T *, const float *, const float *, T *, int) = ln_backward_dx<T>;
+  void (*dx_rows_kernel)(const T *, const T *, const T *, const float *, const float *, T *, long long, int) =
+      ln_backward_dx_rows<T>;
   void (*part_kernel)(const T *, const T *, const float *, const float *, long long, int, int, float *, int) =
       colsum_partial<T>;
   if (rows <= 0) return cudaGetLastError();
   const T *dyt = (const T *)dy, *xt = (const T *)x, *wt = (const T *)w;
-  dx_kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(dyt, xt, wt, mean, rstd, (T *)dx, h);
-  dim3 g((h + THREADS - 1) / THREADS, chunks);
-  part_kernel<<<g, THREADS, 0, st>>>(dyt, xt, mean, rstd, rows, h, chunks, part, 1);
-  colsum_final<<<g.x, THREADS, 0, st>>>(part, chunks, h, dw);
-  colsum_final<<<g.x, THREADS, 0, st>>>(part + (size_t)chunks * h, chunks, h, db);
+  if (h <= LN_WARP_H)
+    dx_rows_kernel<<<(unsigned)((rows + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK), 32 * LN_ROWS_PER_BLOCK, 0, st>>>(
+        dyt, xt, wt, mean, rstd, (T *)dx, rows, h);
+  else
+    dx_kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(dyt, xt, wt, mean, rstd, (T *)dx, h);
+  dim3 g((h + CS_COLS - 1) / CS_COLS, chunks);
+  part_kernel<<<g, CS_COLS * CS_SLICES, 0, st>>>(dyt, xt, mean, rstd, rows, h, chunks, part, 1);
+  const unsigned gf = (unsigned)((h + THREADS - 1) / THREADS);
+  colsum_final<<<gf, THREADS, 0, st>>>(part, chunks, h, dw);
+  colsum_final<<<gf, THREADS, 0, st>>>(part + (size_t)chunks * h, chunks, h, db);
   return cudaGetLastError();
 }
 
@@ -203,9 +294,33 @@ template <typename T> __global__ void bias_fwd(T *y, const T *b, size_t n, int c
   FOR_EACH(i, n) ptdp_st(&y[i], ptdp_ld(y[i]) + ptdp_ld(b[i % cols]));
 }
 
+// the same in vec16 units: cols a multiple of VEC(T), y and b aligned; nv = n / VEC(T)
+template <typename T> __global__ void bias_fwd_vec(T *y, const T *b, size_t nv, int cols)
+{
+  FOR_EACH(i, nv)
+  {
+    vec16<T> a = ((vec16<T> *)y)[i];
+    const vec16<T> c = ((const vec16<T> *)b)[(i * VEC(T)) % cols / VEC(T)];
+    for (int k = 0; k < VEC(T); k++) ptdp_st(&a.e[k], ptdp_ld(a.e[k]) + ptdp_ld(c.e[k]));
+    ((vec16<T> *)y)[i] = a;
+  }
+}
+
 template <typename T> __global__ void add_k(T *y, const T *x, size_t n)
 {
   FOR_EACH(i, n) ptdp_st(&y[i], ptdp_ld(y[i]) + ptdp_ld(x[i]));
+}
+
+// the same in vec16 units (y, x aligned; nv = n / VEC(T), the tail by add_k)
+template <typename T> __global__ void add_vec(T *y, const T *x, size_t nv)
+{
+  FOR_EACH(i, nv)
+  {
+    vec16<T> a = ((vec16<T> *)y)[i];
+    const vec16<T> c = ((const vec16<T> *)x)[i];
+    for (int k = 0; k < VEC(T); k++) ptdp_st(&a.e[k], ptdp_ld(a.e[k]) + ptdp_ld(c.e[k]));
+    ((vec16<T> *)y)[i] = a;
+  }
 }
 
 template <typename T> __global__ void scale_k(T *y, float a, size_t n)
@@ -248,7 +363,12 @@ template <typename T>
 static cudaError_t bias_forward_launch(cudaStream_t st, void *y, const void *b, size_t n, int cols)
 {
   void (*kernel)(T *, const T *, size_t, int) = bias_fwd<T>;
-  if (n) kernel<<<grid_for(n), THREADS, 0, st>>>((T *)y, (const T *)b, n, cols);
+  void (*vec_kernel)(T *, const T *, size_t, int) = bias_fwd_vec<T>;
+  if (!n) return cudaGetLastError();
+  if (cols % VEC(T) == 0 && vec_aligned(y) && vec_aligned(b))
+    vec_kernel<<<grid_for(n / VEC(T)), THREADS, 0, st>>>((T *)y, (const T *)b, n / VEC(T), cols);
+  else
+    kernel<<<grid_for(n), THREADS, 0, st>>>((T *)y, (const T *)b, n, cols);
   return cudaGetLastError();
 }
 
@@ -265,9 +385,9 @@ static cudaError_t bias_backward_launch(cudaStream_t st, const void *dy, float *
   void (*part_kernel)(const T *, const T *, const float *, const float *, long long, int, int, float *, int) =
       colsum_partial<T>;
   if (rows <= 0 || cols <= 0) return cudaGetLastError();
-  dim3 g((cols + THREADS - 1) / THREADS, chunks);
-  part_kernel<<<g, THREADS, 0, st>>>((const T *)dy, NULL, NULL, NULL, rows, cols, chunks, part, 0);
-  colsum_final<<<g.x, THREADS, 0, st>>>(part, chunks, cols, db);
+  dim3 g((cols + CS_COLS - 1) / CS_COLS, chunks);
+  part_kernel<<<g, CS_COLS * CS_SLICES, 0, st>>>((const T *)dy, NULL, NULL, NULL, rows, cols, chunks, part, 0);
+  colsum_final<<<(unsigned)((cols + THREADS - 1) / THREADS), THREADS, 0, st>>>(part, chunks, cols, db);
   return cudaGetLastError();
 }
 
@@ -280,7 +400,13 @@ extern "C" cudaError_t ptdp_cuk_bias_backward(cudaStream_t st, ptdp_dtype t, con
 template <typename T> static cudaError_t add_launch(cudaStream_t st, void *y, const void *x, size_t n)
 {
   void (*kernel)(T *, const T *, size_t) = add_k<T>;
-  if (n) kernel<<<grid_for(n), THREADS, 0, st>>>((T *)y, (const T *)x, n);
+  void (*vec_kernel)(T *, const T *, size_t) = add_vec<T>;
+  size_t done = 0;
+  if (vec_aligned(y) && vec_aligned(x) && n >= (size_t)VEC(T)) {
+    done = n / VEC(T) * VEC(T);
+    vec_kernel<<<grid_for(done / VEC(T)), THREADS, 0, st>>>((T *)y, (const T *)x, done / VEC(T));
+  }
+  if (n > done) kernel<<<grid_for(n - done), THREADS, 0, st>>>((T *)y + done, (const T *)x + done, n - done);
   return cudaGetLastError();
 }
 
@@ -480,14 +606,24 @@ extern "C" cudaError_t ptdp_cuk_embedding_backward(cudaStream_t st, ptdp_dtype t
 }
 
 // ---------------------------------------------------------------- cross entropy (one block per row)
-// The logits of the storage type, statistics and arithmetic in fp32 (the CPU's too).
+// The logits of the storage type, statistics and arithmetic in fp32 (the CPU's too).  vec: every
+// row in vec16 units (vl a multiple of VEC(T), the logits aligned), the three passes over the
+// [rows, vl] logits being the step's largest memory traffic after the GEMMs.
 template <typename T>
-__global__ void xent_stats_k(const T *logits, const int32_t *target, long long v0, int vl, float *rowmax, float *tgt)
+__global__ void xent_stats_k(const T *logits, const int32_t *target, long long v0, int vl, float *rowmax, float *tgt,
+                             int vec)
 {
   const long long r = blockIdx.x;
   const T *l = logits + r * vl;
   float m = -INFINITY;
-  for (int j = threadIdx.x; j < vl; j += blockDim.x) m = fmaxf(m, ptdp_ld(l[j]));
+  if (vec) {
+    for (int j = threadIdx.x; j < vl / VEC(T); j += blockDim.x) {
+      const vec16<T> a = ((const vec16<T> *)l)[j];
+      for (int k = 0; k < VEC(T); k++) m = fmaxf(m, ptdp_ld(a.e[k]));
+    }
+  } else {
+    for (int j = threadIdx.x; j < vl; j += blockDim.x) m = fmaxf(m, ptdp_ld(l[j]));
+  }
   m = block_max(m);
   if (threadIdx.x == 0) {
     rowmax[r] = m;
@@ -496,35 +632,56 @@ __global__ void xent_stats_k(const T *logits, const int32_t *target, long long v
   }
 }
 
-template <typename T> __global__ void xent_sumexp_k(const T *logits, const float *gmax, int vl, float *se)
+template <typename T> __global__ void xent_sumexp_k(const T *logits, const float *gmax, int vl, float *se, int vec)
 {
   const long long r = blockIdx.x;
   const T *l = logits + r * vl;
   const float m = gmax[r];
   float s = 0.0f;
-  for (int j = threadIdx.x; j < vl; j += blockDim.x) s += expf(ptdp_ld(l[j]) - m);
+  if (vec) {
+    for (int j = threadIdx.x; j < vl / VEC(T); j += blockDim.x) {
+      const vec16<T> a = ((const vec16<T> *)l)[j];
+      for (int k = 0; k < VEC(T); k++) s += expf(ptdp_ld(a.e[k]) - m);
+    }
+  } else {
+    for (int j = threadIdx.x; j < vl; j += blockDim.x) s += expf(ptdp_ld(l[j]) - m);
+  }
   s = block_sum(s);
   if (threadIdx.x == 0) se[r] = s;
 }
 
 template <typename T>
 __global__ void xent_grad_k(T *logits, const int32_t *target, long long v0, const float *gmax, const float *se, int vl,
-                            float scale)
+                            float scale, int vec)
 {
   const long long r = blockIdx.x;
   T *l = logits + r * vl;
   const float m = gmax[r], inv = scale / se[r];
   const long long id = (long long)target[r] - v0;
-  for (int j = threadIdx.x; j < vl; j += blockDim.x)
-    ptdp_st(&l[j], expf(ptdp_ld(l[j]) - m) * inv - (j == id ? scale : 0.0f));
+  if (vec) {
+    for (int j = threadIdx.x; j < vl / VEC(T); j += blockDim.x) {
+      vec16<T> a = ((vec16<T> *)l)[j];
+      for (int k = 0; k < VEC(T); k++)
+        ptdp_st(&a.e[k], expf(ptdp_ld(a.e[k]) - m) * inv - ((long long)j * VEC(T) + k == id ? scale : 0.0f));
+      ((vec16<T> *)l)[j] = a;
+    }
+  } else {
+    for (int j = threadIdx.x; j < vl; j += blockDim.x)
+      ptdp_st(&l[j], expf(ptdp_ld(l[j]) - m) * inv - (j == id ? scale : 0.0f));
+  }
 }
+
+// whether the logits go in vec16 units
+static int xent_vec(const void *logits, int vl, int elem) { return vec_aligned(logits) && vl % (16 / elem) == 0; }
 
 template <typename T>
 static cudaError_t xent_stats_launch(cudaStream_t st, const void *logits, const int32_t *target, long long v0,
                                      long long rows, int vl, float *rowmax, float *tgt)
 {
-  void (*kernel)(const T *, const int32_t *, long long, int, float *, float *) = xent_stats_k<T>;
-  if (rows > 0) kernel<<<(unsigned)rows, THREADS, 0, st>>>((const T *)logits, target, v0, vl, rowmax, tgt);
+  void (*kernel)(const T *, const int32_t *, long long, int, float *, float *, int) = xent_stats_k<T>;
+  if (rows > 0)
+    kernel<<<(unsigned)rows, THREADS, 0, st>>>((const T *)logits, target, v0, vl, rowmax, tgt,
+                                               xent_vec(logits, vl, (int)sizeof(T)));
   return cudaGetLastError();
 }
 
@@ -538,8 +695,9 @@ template <typename T>
 static cudaError_t xent_sumexp_launch(cudaStream_t st, const void *logits, const float *gmax, long long rows, int vl,
                                       float *se)
 {
-  void (*kernel)(const T *, const float *, int, float *) = xent_sumexp_k<T>;
-  if (rows > 0) kernel<<<(unsigned)rows, THREADS, 0, st>>>((const T *)logits, gmax, vl, se);
+  void (*kernel)(const T *, const float *, int, float *, int) = xent_sumexp_k<T>;
+  if (rows > 0)
+    kernel<<<(unsigned)rows, THREADS, 0, st>>>((const T *)logits, gmax, vl, se, xent_vec(logits, vl, (int)sizeof(T)));
   return cudaGetLastError();
 }
 
@@ -553,8 +711,10 @@ template <typename T>
 static cudaError_t xent_grad_launch(cudaStream_t st, void *logits, const int32_t *target, long long v0,
                                     const float *gmax, const float *se, long long rows, int vl, float scale)
 {
-  void (*kernel)(T *, const int32_t *, long long, const float *, const float *, int, float) = xent_grad_k<T>;
-  if (rows > 0) kernel<<<(unsigned)rows, THREADS, 0, st>>>((T *)logits, target, v0, gmax, se, vl, scale);
+  void (*kernel)(T *, const int32_t *, long long, const float *, const float *, int, float, int) = xent_grad_k<T>;
+  if (rows > 0)
+    kernel<<<(unsigned)rows, THREADS, 0, st>>>((T *)logits, target, v0, gmax, se, vl, scale,
+                                               xent_vec(logits, vl, (int)sizeof(T)));
   return cudaGetLastError();
 }
 

@@ -22,7 +22,9 @@ unsigned long ptdp_emu_hook_calls(void);
 
 int main(void)
 {
-  enum { ROWS = 6, H = 384 }; /* 128 threads a row (row_threads): four warps share part[] */
+  /* rows wider than LN_WARP_H (4096) take a block each, 512 threads (row_threads): 16 warps share
+   * part[]; narrower rows take a warp each and no block_sum */
+  enum { ROWS = 6, H = 4160 };
   static float x[ROWS * H], w[H], b[H], y[ROWS * H], mean[ROWS], rstd[ROWS];
   srand(7);
   for (int i = 0; i < ROWS * H; i++) x[i] = (float)rand() / RAND_MAX * 4.0f - 2.0f;

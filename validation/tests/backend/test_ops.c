@@ -543,6 +543,7 @@ static void check_layernorm(void)
   layernorm_case(37, 48);
   layernorm_case(33, 77);
   layernorm_case(300, 1024);
+  layernorm_case(3, 4104); /* wider than the CUDA kernels' warp-per-row limit (4096): a block a row */
 }
 
 /* gelu, bias, add, scale.  Bounds: GELU is a few float operations and an exponential within a
