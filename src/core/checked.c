@@ -3,6 +3,7 @@
 #include "ptdp/checked.h"
 
 #include <limits.h>
+#include <stdlib.h>
 
 #if defined(__GNUC__) || defined(__clang__)
 #define MUL_OVERFLOWS(a, b, out) __builtin_mul_overflow(a, b, out)
@@ -61,4 +62,16 @@ int ptdp_mul_ll_max(long long a, long long b, long long limit, long long *out)
   long long r;
   if (ptdp_mul_ll(a, b, &r) || r > limit) return 1;
   return *out = r, 0;
+}
+
+void *ptdp_grow(void *buf, size_t *cap, size_t need, size_t size, size_t first)
+{
+  if (need <= *cap) return buf;
+  size_t n = *cap ? *cap : first, bytes;
+  while (n < need)
+    if (ptdp_mul_size(n, 2, &n)) return NULL;
+  if (ptdp_mul_size(n, size, &bytes)) return NULL;
+  void *p = realloc(buf, bytes);
+  if (p) *cap = n;
+  return p;
 }

@@ -70,19 +70,25 @@ def category_ranges():
     return out
 
 
-def emit_categories(rs):
-    print("const ptdp_uc_gc_range ptdp_uc_gc_table[] = {")
+def emit_table(typ, name, items, width, count=None):
+    """One C array of typ, its rows (C initialisers) packed into lines of at most width, and its
+    count (named count, else NAME_count)."""
+    print("const %s %s[] = {" % (typ, name))
     line = " "
-    for lo, hi, cat in rs:
-        item = " {0x%X, 0x%X, PTDP_GC_%s}," % (lo, hi, cat.upper())
-        if len(line) + len(item) > 110:
+    for item in items:
+        if len(line) + len(item) > width:
             print(line)
             line = " "
         line += item
     print(line)
     print("};")
-    print("const size_t ptdp_uc_gc_count = %d;" % len(rs))
+    print("const size_t %s = %d;" % (count or name + "_count", len(items)))
     print()
+
+
+def emit_categories(rs):
+    rows = [" {0x%X, 0x%X, PTDP_GC_%s}," % (lo, hi, cat.upper()) for lo, hi, cat in rs]
+    emit_table("ptdp_uc_gc_range", "ptdp_uc_gc_table", rows, 110, count="ptdp_uc_gc_count")
 
 
 def nfc_tables():
@@ -112,33 +118,11 @@ def emit_nfc(ccc, dec, comp):
     for name, typ, rows, fmt in (("ptdp_uc_ccc", "ptdp_uc_ccc_range", ccc, " {0x%X, 0x%X, %d},"),
                                  ("ptdp_uc_decomp", "ptdp_uc_triple", dec, " {0x%X, 0x%X, 0x%X},"),
                                  ("ptdp_uc_compose", "ptdp_uc_triple", comp, " {0x%X, 0x%X, 0x%X},")):
-        print("const %s %s[] = {" % (typ, name))
-        line = " "
-        for r in rows:
-            item = fmt % tuple(r)
-            if len(line) + len(item) > 110:
-                print(line)
-                line = " "
-            line += item
-        print(line)
-        print("};")
-        print("const size_t %s_count = %d;" % (name, len(rows)))
-        print()
+        emit_table(typ, name, [fmt % tuple(r) for r in rows], 110)
 
 
 def emit(name, rs):
-    print("const ptdp_uc_range %s[] = {" % name)
-    line = " "
-    for lo, hi in rs:
-        item = " {0x%X, 0x%X}," % (lo, hi)
-        if len(line) + len(item) > 96:
-            print(line)
-            line = " "
-        line += item
-    print(line)
-    print("};")
-    print("const size_t %s_count = %d;" % (name, len(rs)))
-    print()
+    emit_table("ptdp_uc_range", name, [" {0x%X, 0x%X}," % (lo, hi) for lo, hi in rs], 96)
 
 
 def main():

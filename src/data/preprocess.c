@@ -2,6 +2,7 @@
 #include "preprocess.h"
 
 #include "json.h"
+#include "ptdp/checked.h"
 #include "ptdp/error.h"
 #include "unicode.h"
 
@@ -166,13 +167,9 @@ static const char *json_kind(const char *val)
 
 static int lens_push(pp_lens *l, int64_t v)
 {
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 1024;
-    int64_t *p = realloc(l->v, cap * sizeof *p);
-    PTDP_CHECK(p, "out of memory for %zu sequence lengths", cap);
-    l->v = p;
-    l->cap = cap;
-  }
+  int64_t *p = ptdp_grow(l->v, &l->cap, l->n + 1, sizeof *p, 1024);
+  PTDP_CHECK(p, "out of memory for more than %zu sequence lengths", l->cap);
+  l->v = p;
   l->v[l->n++] = v;
   return 0;
 }

@@ -17,6 +17,7 @@
  * SPLIT loop, which is why a repeated body that can match nothing is refused: the loop would
  * not advance. */
 #include "regex.h"
+#include "ptdp/checked.h"
 
 #include "unicode.h"
 
@@ -296,6 +297,18 @@ static int parse_escape(parser *p, uint32_t *cp, set_term *t)
   }
 }
 
+/* The pattern's next character, escaped or not (*cp, returns 0), or a class escape such as \d or
+ * \p{L} (*t, returns 1); -1 on a bad escape. */
+static int parse_char(parser *p, uint32_t *cp, set_term *t)
+{
+  if (peek(p) != '\\') {
+    *cp = next_cp(p);
+    return 0;
+  }
+  p->pos++;
+  return parse_escape(p, cp, t);
+}
+
 static int parse_class(parser *p)
 {
   int k = new_set(p);
@@ -314,29 +327,19 @@ static int parse_class(parser *p)
       return fail(p, "class intersection (&&) is not supported");
     uint32_t lo, hi;
     set_term t;
-    if (c == '\\') {
-      p->pos++;
-      int r = parse_escape(p, &lo, &t);
-      if (r < 0) return -1;
-      if (r == 1) {
-        if (add_term(p, cs, t)) return -1;
-        cs = &p->re->sets[k];
-        continue;
-      }
-    } else {
-      lo = next_cp(p);
+    int r = parse_char(p, &lo, &t);
+    if (r < 0) return -1;
+    if (r == 1) {
+      if (add_term(p, cs, t)) return -1;
+      cs = &p->re->sets[k];
+      continue;
     }
     hi = lo;
     if (peek(p) == '-' && p->pos + 1 < p->len && p->pat[p->pos + 1] != ']') {
       p->pos++;
-      if (peek(p) == '\\') {
-        p->pos++;
-        int r = parse_escape(p, &hi, &t);
-        if (r < 0) return -1;
-        if (r == 1) return fail(p, "a class escape cannot end a range");
-      } else {
-        hi = next_cp(p);
-      }
+      r = parse_char(p, &hi, &t);
+      if (r < 0) return -1;
+      if (r == 1) return fail(p, "a class escape cannot end a range");
       if (hi < lo) return fail(p, "a range whose end comes before its start");
     }
     if (add_term(p, cs, (set_term){.kind = T_RANGE, .lo = lo, .hi = hi})) return -1;
@@ -405,20 +408,15 @@ static int parse_atom(parser *p)
   }
   uint32_t cp;
   set_term t;
-  if (c == '\\') {
-    p->pos++;
-    int r = parse_escape(p, &cp, &t);
-    if (r < 0) return -1;
-    if (r == 1) {
-      int k = new_set(p);
-      if (k < 0 || add_term(p, &p->re->sets[k], t)) return -1;
-      set_finish(&p->re->sets[k]);
-      int n = new_node(p, N_SET);
-      if (n >= 0) p->nodes[n].set = (size_t)k;
-      return n;
-    }
-  } else {
-    cp = next_cp(p);
+  const int r = parse_char(p, &cp, &t);
+  if (r < 0) return -1;
+  if (r == 1) {
+    int k = new_set(p);
+    if (k < 0 || add_term(p, &p->re->sets[k], t)) return -1;
+    set_finish(&p->re->sets[k]);
+    int n = new_node(p, N_SET);
+    if (n >= 0) p->nodes[n].set = (size_t)k;
+    return n;
   }
   int n = new_node(p, N_CHAR);
   if (n < 0) return -1;
@@ -567,6 +565,31 @@ static void first_of(const parser *p, int n, first_set *f)
   }
 }
 
+/* The alternatives of d in order: a SPLIT before each but the last (try it, else go on), a JMP
+ * after each but the last to the end; guarded (the root), each behind a GUARD of its first
+ * characters (p->re->guards holds a slot for each). */
+static int compile_alternatives(parser *p, const node *d, int guarded)
+{
+  int jumps[1024], nj = 0;
+  for (int k = d->first; k >= 0; k = p->nodes[k].next) {
+    int last = p->nodes[k].next < 0, split = -1;
+    if (!last && (split = emit(p, I_SPLIT, 0, 0, 0)) < 0) return -1;
+    if (!last) p->re->prog[split].x = split + 1;
+    if (guarded) {
+      first_of(p, k, &p->re->guards[p->re->nguards]);
+      if (emit(p, I_GUARD, (uint32_t)p->re->nguards++, 0, 0) < 0) return -1;
+    }
+    if (compile(p, k)) return -1;
+    if (!last) {
+      if (nj == 1024) return fail(p, "more than 1024 alternatives in one group");
+      if ((jumps[nj++] = emit(p, I_JMP, 0, 0, 0)) < 0) return -1;
+      p->re->prog[split].y = (int)p->re->nprog;
+    }
+  }
+  for (int i = 0; i < nj; i++) p->re->prog[jumps[i]].x = (int)p->re->nprog;
+  return 0;
+}
+
 /* The root alternation, each alternative behind a GUARD of its first characters (every
  * alternative matches at least one character: a pattern that can match nothing is refused). */
 static int compile_root(parser *p, int root)
@@ -576,21 +599,7 @@ static int compile_root(parser *p, int root)
   for (int k = d->first; k >= 0; k = p->nodes[k].next) n++;
   p->re->guards = calloc(n, sizeof *p->re->guards);
   if (!p->re->guards) return fail(p, "out of memory");
-  int jumps[1024], nj = 0;
-  for (int k = d->first; k >= 0; k = p->nodes[k].next) {
-    int last = p->nodes[k].next < 0, split = -1;
-    if (!last && (split = emit(p, I_SPLIT, 0, 0, 0)) < 0) return -1;
-    if (!last) p->re->prog[split].x = split + 1;
-    first_of(p, k, &p->re->guards[p->re->nguards]);
-    if (emit(p, I_GUARD, (uint32_t)p->re->nguards++, 0, 0) < 0 || compile(p, k)) return -1;
-    if (!last) {
-      if (nj == 1024) return fail(p, "more than 1024 alternatives in one group");
-      if ((jumps[nj++] = emit(p, I_JMP, 0, 0, 0)) < 0) return -1;
-      p->re->prog[split].y = (int)p->re->nprog;
-    }
-  }
-  for (int i = 0; i < nj; i++) p->re->prog[jumps[i]].x = (int)p->re->nprog;
-  return 0;
+  return compile_alternatives(p, d, 1);
 }
 
 static int compile_repeat(parser *p, const node *d)
@@ -628,20 +637,7 @@ static int compile_repeat(parser *p, const node *d)
 static int compile_alt(parser *p, const node *d)
 {
   if (d->first == d->last) return compile(p, d->first);
-  int jumps[1024], nj = 0;
-  for (int k = d->first; k >= 0; k = p->nodes[k].next) {
-    int last = p->nodes[k].next < 0, split = -1;
-    if (!last && (split = emit(p, I_SPLIT, 0, 0, 0)) < 0) return -1;
-    if (!last) p->re->prog[split].x = split + 1;
-    if (compile(p, k)) return -1;
-    if (!last) {
-      if (nj == 1024) return fail(p, "more than 1024 alternatives in one group");
-      if ((jumps[nj++] = emit(p, I_JMP, 0, 0, 0)) < 0) return -1;
-      p->re->prog[split].y = (int)p->re->nprog;
-    }
-  }
-  for (int i = 0; i < nj; i++) p->re->prog[jumps[i]].x = (int)p->re->nprog;
-  return 0;
+  return compile_alternatives(p, d, 0);
 }
 
 static int compile(parser *p, int n)
@@ -705,13 +701,9 @@ int ptdp_regex_compile(const char *pat, size_t len, ptdp_regex **re, char *msg, 
 
 static int push(ptdp_regex_work *w, size_t pc, size_t pos)
 {
-  if (w->n + 2 > w->cap) {
-    size_t cap = w->cap ? 2 * w->cap : 256;
-    size_t *s = realloc(w->stack, cap * sizeof *s);
-    if (!s) return -1;
-    w->stack = s;
-    w->cap = cap;
-  }
+  size_t *s = ptdp_grow(w->stack, &w->cap, w->n + 2, sizeof *s, 256);
+  if (!s) return -1;
+  w->stack = s;
   w->stack[w->n++] = pc;
   w->stack[w->n++] = pos;
   return 0;

@@ -1,5 +1,6 @@
 /* Encoding and decoding (see include/ptdp/tokenizer.h): GPT-2's pre-tokenising pattern as a
  * hand-written matcher, BPE by merge rank over token ids, a per-tokenizer word cache. */
+#include "ptdp/checked.h"
 #include "ptdp/error.h"
 #include "tokenizer_impl.h"
 #include "unicode.h"
@@ -9,13 +10,9 @@
 
 int ptdp_token_buf_push(ptdp_token_buf *b, int32_t id)
 {
-  if (b->n == b->cap) {
-    size_t cap = b->cap ? 2 * b->cap : 1024;
-    int32_t *ids = realloc(b->ids, cap * sizeof *ids);
-    PTDP_CHECK(ids, "out of memory growing a token buffer to %zu ids", cap);
-    b->ids = ids;
-    b->cap = cap;
-  }
+  int32_t *ids = ptdp_grow(b->ids, &b->cap, b->n + 1, sizeof *ids, 1024);
+  PTDP_CHECK(ids, "out of memory growing a token buffer past %zu ids", b->cap);
+  b->ids = ids;
   b->ids[b->n++] = id;
   return 0;
 }

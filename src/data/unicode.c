@@ -2,16 +2,26 @@
  * decoding (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF). */
 #include "unicode.h"
 
+#include <string.h>
+
+const void *ptdp_uc_find(const void *rows, size_t count, size_t size, uint32_t cp)
+{
+  const char *row = rows;
+  size_t lo = 0, hi = count;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    ptdp_uc_range r;
+    memcpy(&r, row + mid * size, sizeof r); /* the row's leading range, whatever follows it */
+    if (cp < r.lo) hi = mid;
+    else if (cp > r.hi) lo = mid + 1;
+    else return row + mid * size;
+  }
+  return NULL;
+}
+
 static int in_ranges(const ptdp_uc_range *r, size_t n, uint32_t cp)
 {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (cp < r[mid].lo) hi = mid;
-    else if (cp > r[mid].hi) lo = mid + 1;
-    else return 1;
-  }
-  return 0;
+  return ptdp_uc_find(r, n, sizeof *r, cp) != NULL;
 }
 
 ptdp_uc_class ptdp_uc_classify(uint32_t cp)
@@ -31,14 +41,8 @@ ptdp_uc_class ptdp_uc_classify(uint32_t cp)
 
 ptdp_uc_gc ptdp_uc_category(uint32_t cp)
 {
-  size_t lo = 0, hi = ptdp_uc_gc_count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (cp < ptdp_uc_gc_table[mid].lo) hi = mid;
-    else if (cp > ptdp_uc_gc_table[mid].hi) lo = mid + 1;
-    else return ptdp_uc_gc_table[mid].gc;
-  }
-  return PTDP_GC_CN;
+  const ptdp_uc_gc_range *r = ptdp_uc_find(ptdp_uc_gc_table, ptdp_uc_gc_count, sizeof *r, cp);
+  return r ? r->gc : PTDP_GC_CN;
 }
 
 int ptdp_uc_is_space(uint32_t cp)

@@ -10,6 +10,10 @@ typedef struct {
   uint32_t lo, hi; /* inclusive */
 } ptdp_uc_range;
 
+/* The row holding cp of a table of count rows of size bytes sorted by range, each row starting with
+ * its ptdp_uc_range (the class, category and combining-class tables alike), or NULL: one binary search. */
+const void *ptdp_uc_find(const void *rows, size_t count, size_t size, uint32_t cp);
+
 extern const ptdp_uc_range ptdp_uc_letter[], ptdp_uc_number[], ptdp_uc_space[];
 extern const size_t ptdp_uc_letter_count, ptdp_uc_number_count, ptdp_uc_space_count;
 

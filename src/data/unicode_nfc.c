@@ -5,6 +5,7 @@
  * starter, stands between them), encode.  Tables: gen_unicode_tables.py.  An ill-formed UTF-8
  * byte travels as the value BAD_BYTE | byte: a starter with no decomposition that composes
  * with nothing, written back as the byte. */
+#include "ptdp/checked.h"
 #include "unicode.h"
 
 #include <stdlib.h>
@@ -24,14 +25,8 @@
 static unsigned ccc_of(uint32_t cp)
 {
   if (cp < 0x300 || (cp & BAD_BYTE)) return 0;
-  size_t lo = 0, hi = ptdp_uc_ccc_count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (cp < ptdp_uc_ccc[mid].lo) hi = mid;
-    else if (cp > ptdp_uc_ccc[mid].hi) lo = mid + 1;
-    else return ptdp_uc_ccc[mid].ccc;
-  }
-  return 0;
+  const ptdp_uc_ccc_range *r = ptdp_uc_find(ptdp_uc_ccc, ptdp_uc_ccc_count, sizeof *r, cp);
+  return r ? r->ccc : 0;
 }
 
 /* The canonical decomposition of cp (table row: a = cp, b c = its parts), or NULL. */
@@ -74,13 +69,9 @@ typedef struct {
 
 static int put(cp_buf *b, uint32_t cp)
 {
-  if (b->n == b->cap) {
-    size_t cap = b->cap ? 2 * b->cap : 256;
-    uint32_t *v = realloc(b->v, cap * sizeof *v);
-    if (!v) return -1;
-    b->v = v;
-    b->cap = cap;
-  }
+  uint32_t *v = ptdp_grow(b->v, &b->cap, b->n + 1, sizeof *v, 256);
+  if (!v) return -1;
+  b->v = v;
   b->v[b->n++] = cp;
   return 0;
 }
