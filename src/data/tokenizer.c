@@ -100,20 +100,26 @@ static int vocab_member(void *vp, const char *key, size_t key_len, const char *v
   long nb = ptdp_bpe_unalphabet(c->cp_to_byte, key, key_len, raw);
   if (nb <= 0)
     return snprintf(c->bad, sizeof c->bad, "token \"%.40s\" is not written in GPT-2's byte alphabet", key), 2;
+  return ptdp_bpe_vocab_put(c->vocab, raw, (size_t)nb, val, val_len, &c->max_id, "", key, c->bad, sizeof c->bad);
+}
+
+int ptdp_bpe_vocab_put(ptdp_strmap *vocab, const char *raw, size_t nb, const char *val, size_t val_len,
+                       int32_t *max_id, const char *where, const char *key, char *bad, size_t bad_size)
+{
   char num[32];
   if (val_len == 0 || val_len >= sizeof num)
-    return snprintf(c->bad, sizeof c->bad, "token \"%.40s\" has no integer id", key), 2;
+    return snprintf(bad, bad_size, "%stoken \"%.40s\" has no integer id", where, key), 2;
   memcpy(num, val, val_len);
   num[val_len] = '\0';
   char *end;
   long id = strtol(num, &end, 10);
   if (*end || id < 0 || id >= (1L << 30))
-    return snprintf(c->bad, sizeof c->bad, "token \"%.40s\" has id '%s', not an integer in [0, 2^30)", key, num), 2;
+    return snprintf(bad, bad_size, "%stoken \"%.40s\" has id '%s', not an integer in [0, 2^30)", where, key, num), 2;
   int64_t old;
-  if (ptdp_strmap_get(c->vocab, raw, (size_t)nb, &old))
-    return snprintf(c->bad, sizeof c->bad, "token \"%.40s\" appears twice", key), 2;
-  if (ptdp_strmap_put(c->vocab, raw, (size_t)nb, id)) return snprintf(c->bad, sizeof c->bad, "out of memory"), 2;
-  if (id > c->max_id) c->max_id = (int32_t)id;
+  if (ptdp_strmap_get(vocab, raw, nb, &old))
+    return snprintf(bad, bad_size, "%stoken \"%.40s\" appears twice", where, key), 2;
+  if (ptdp_strmap_put(vocab, raw, nb, id)) return snprintf(bad, bad_size, "out of memory"), 2;
+  if (id > *max_id) *max_id = (int32_t)id;
   return 0;
 }
 

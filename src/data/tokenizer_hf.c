@@ -151,22 +151,8 @@ static int vocab_member(void *vp, const char *key, size_t key_len, const char *v
                     key_len == 0            ? "empty"
                     : L->hf->byte_level     ? "not written in GPT-2's byte alphabet"
                                             : "too long"), 2;
-  char num[24];
-  if (val_len == 0 || val_len >= sizeof num)
-    return snprintf(L->bad, sizeof L->bad, "model.vocab: token \"%.40s\" has no integer id", key), 2;
-  memcpy(num, val, val_len);
-  num[val_len] = '\0';
-  char *end;
-  long id = strtol(num, &end, 10);
-  if (*end || id < 0 || id >= (1L << 30))
-    return snprintf(L->bad, sizeof L->bad, "model.vocab: token \"%.40s\" has id '%s', not an integer in [0, 2^30)",
-                    key, num), 2;
-  int64_t old;
-  if (ptdp_strmap_get(&L->hf->vocab, raw, nb, &old))
-    return snprintf(L->bad, sizeof L->bad, "model.vocab: token \"%.40s\" appears twice", key), 2;
-  if (ptdp_strmap_put(&L->hf->vocab, raw, nb, id)) return snprintf(L->bad, sizeof L->bad, "out of memory"), 2;
-  if (id > L->max_id) L->max_id = (int32_t)id;
-  return 0;
+  return ptdp_bpe_vocab_put(&L->hf->vocab, raw, nb, val, val_len, &L->max_id, "model.vocab: ", key, L->bad,
+                            sizeof L->bad);
 }
 
 static int lookup(loader *L, const char *s, size_t len, char *raw, size_t *nb, int64_t *id)
@@ -356,31 +342,59 @@ static int read_added(loader *L, const char *v, size_t n)
   return 0;
 }
 
-/* ---------------------------------------------------------------- normalizer */
+/* ---------------------------------------------------------------- Sequence */
 
-static int read_normalizer(loader *L, const char *v, size_t n);
+/* A reader of one normalizer or one pre_tokenizer, which a Sequence lists. */
+typedef int (*step_reader)(loader *L, const char *v, size_t n);
+typedef struct {
+  loader *L;
+  step_reader read;
+} sequence_ctx;
 
-static int normalizer_item(void *vp, size_t index, const char *item, size_t item_len)
+static int sequence_item(void *vp, size_t index, const char *item, size_t item_len)
 {
+  const sequence_ctx *q = vp;
   (void)index;
-  return read_normalizer(vp, item, item_len) ? 3 : 0;
+  return q->read(q->L, item, item_len) ? 3 : 0;
 }
+
+/* A Sequence (of normalizers or of pre_tokenizers): its list, the field f[0..fl) (NULL when it has
+ * none), each item read by read in order; what and list name them in the message. */
+static int read_sequence(loader *L, const char *f, size_t fl, step_reader read, const char *what, const char *list)
+{
+  ptdp_json_error err;
+  sequence_ctx q = {L, read};
+  int rc = f ? ptdp_json_array_each(f, fl, sequence_item, &q, &err) : 1;
+  PTDP_CHECK(rc != 1 && rc != -1, "tokenizer file '%s': %s Sequence has no list of %s", L->path, what, list);
+  return rc ? PTDP_ERR_INPUT : 0;
+}
+
+/* What a normalizer and a pre_tokenizer (what, read by read) start alike: null is none; else its
+ * type (into L->str) and its fields names[0..k) into f, fl, where names[0] is a Sequence's list,
+ * which is read here.  *done when nothing is left for the caller to read. */
+static int read_step_head(loader *L, const char *what, step_reader read, const char *v, size_t n,
+                          const char *const *names, size_t k, const char **f, size_t *fl, int *done)
+{
+  *done = 1;
+  if (is_null(v, n)) return 0;
+  PTDP_CALL(get_type(L, what, v, n));
+  PTDP_CALL(get_fields(L, what, v, n, names, k, f, fl));
+  if (type_is(L->str.data, "Sequence")) return read_sequence(L, f[0], fl[0], read, what, names[0]);
+  *done = 0;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- normalizer */
 
 static int read_normalizer(loader *L, const char *v, size_t n)
 {
   static const char *const names[] = {"normalizers", "prepend", "pattern", "content"};
-  hf_tables *hf = L->hf;
-  if (is_null(v, n)) return 0;
-  PTDP_CALL(get_type(L, "normalizer", v, n));
   const char *f[4];
   size_t fl[4];
-  PTDP_CALL(get_fields(L, "normalizer", v, n, names, 4, f, fl));
-  ptdp_json_error err;
-  if (type_is(L->str.data, "Sequence")) {
-    int rc = f[0] ? ptdp_json_array_each(f[0], fl[0], normalizer_item, L, &err) : 1;
-    PTDP_CHECK(rc != 1 && rc != -1, "tokenizer file '%s': normalizer Sequence has no list of normalizers", L->path);
-    return rc ? PTDP_ERR_INPUT : 0;
-  }
+  int done;
+  PTDP_CALL(read_step_head(L, "normalizer", read_normalizer, v, n, names, 4, f, fl, &done));
+  if (done) return 0;
+  hf_tables *hf = L->hf;
   if (type_is(L->str.data, "NFC")) {
     hf->nfc = 1;
     return 0;
@@ -478,14 +492,6 @@ static int read_split(loader *L, const char *v, size_t n)
   return add_step(L, s);
 }
 
-static int read_pre_tokenizer(loader *L, const char *v, size_t n);
-
-static int pre_item(void *vp, size_t index, const char *item, size_t item_len)
-{
-  (void)index;
-  return read_pre_tokenizer(vp, item, item_len) ? 3 : 0;
-}
-
 static int read_metaspace(loader *L, const char *v, size_t n)
 {
   static const char *const names[] = {"replacement", "add_prefix_space", "prepend_scheme", "split"};
@@ -513,18 +519,11 @@ static int read_metaspace(loader *L, const char *v, size_t n)
 static int read_pre_tokenizer(loader *L, const char *v, size_t n)
 {
   static const char *const names[] = {"pretokenizers", "add_prefix_space", "use_regex"};
-  if (is_null(v, n)) return 0;
-  PTDP_CALL(get_type(L, "pre_tokenizer", v, n));
   const char *f[3];
   size_t fl[3];
-  PTDP_CALL(get_fields(L, "pre_tokenizer", v, n, names, 3, f, fl));
-  if (type_is(L->str.data, "Sequence")) {
-    ptdp_json_error err;
-    int rc = f[0] ? ptdp_json_array_each(f[0], fl[0], pre_item, L, &err) : 1;
-    PTDP_CHECK(rc != 1 && rc != -1, "tokenizer file '%s': pre_tokenizer Sequence has no list of pretokenizers",
-               L->path);
-    return rc ? PTDP_ERR_INPUT : 0;
-  }
+  int done;
+  PTDP_CALL(read_step_head(L, "pre_tokenizer", read_pre_tokenizer, v, n, names, 3, f, fl, &done));
+  if (done) return 0;
   if (type_is(L->str.data, "Split")) return read_split(L, v, n);
   if (type_is(L->str.data, "Metaspace")) return read_metaspace(L, v, n);
   if (type_is(L->str.data, "ByteLevel")) {

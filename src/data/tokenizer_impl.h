@@ -107,6 +107,11 @@ void ptdp_bpe_byte_alphabet(uint32_t byte_to_cp[256], int cp_to_byte[512]);
 /* Map a token written in GPT-2's byte alphabet back to bytes (out: len bytes); -1 if it is not. */
 long ptdp_bpe_unalphabet(const int cp_to_byte[512], const char *s, size_t len, char *out);
 int ptdp_bpe_read_file(const char *path, const char *what, char **data, size_t *len);
+/* One member of a vocabulary object {"token": id}: val[0..val_len) (its JSON text) as an id in
+ * [0, 2^30) for the token's bytes raw[0..nb), put into vocab, *max_id raised to it.  Returns 0, or
+ * 2 (the JSON walker's stop) with the reason in bad: about token key, after where ("model.vocab: "). */
+int ptdp_bpe_vocab_put(ptdp_strmap *vocab, const char *raw, size_t nb, const char *val, size_t val_len,
+                       int32_t *max_id, const char *where, const char *key, char *bad, size_t bad_size);
 int ptdp_bpe_tokenizer_new(ptdp_tokenizer **tok, bpe_tables *t);
 void ptdp_bpe_tables_free(bpe_tables *t);
 const char *ptdp_bpe_token_text(const char *raw, size_t len, char out[200]);
