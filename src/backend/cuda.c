@@ -6,9 +6,9 @@
  * when the scratch grows and at destroy.
  * Those waits poll (ptdp/cuda.h, "How the host waits"): the stream may hold collectives that
  * never finish, which the NCCL transport's checkers then turn into an error instead of a hang.
- * Memory is cudaMalloc'ed and zeroed on the stream.  Kernels live in cuda_kernels.cu and
- * cuda_softmax.cu, GEMMs in cuda_gemm.c, the attention in cuda_attention.c, the fused attention
- * (16-bit tables) in cuda_flash.cu.
+ * Memory is cudaMalloc'ed and zeroed on the stream.  Kernels live in cuda_kernels.cu,
+ * cuda_softmax.cu and cuda_llama.cu (RMSNorm, RoPE, SwiGLU), GEMMs in cuda_gemm.c, the attention in
+ * cuda_attention.c, the fused attention (16-bit tables) in cuda_flash.cu.
  * Storage type (ptdp_backend_options.dtype): fp32, or bf16/fp16 natively: every (S) operand of
  * ptdp/backend.h in the 16-bit type, kernels templated on it with fp32 math (cuda_elem.h),
  * GEMMs on the tensor cores with fp32 accumulation (cuda_gemm.c), so no conversion passes and
@@ -442,6 +442,42 @@ static int cu_unscale_check(ptdp_backend *be, float *x, size_t n, float inv_scal
   return PTDP_OK;
 }
 
+/* The Llama family's optional operations (cuda_llama.cu).  RMSNorm's dw goes through column-sum
+ * partials in the scratch, as LayerNorm's. */
+static int cu_rmsnorm_forward(ptdp_backend *be, const float *x, const float *w, float *y, float *rstd, long long rows,
+                              int h, float eps)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_rmsnorm_forward(CTX->stream, CTX->t, x, w, y, rstd, rows, h, eps));
+  return PTDP_OK;
+}
+
+static int cu_rmsnorm_backward(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
+                               float *dx, float *dw, long long rows, int h)
+{
+  float *part = NULL;
+  PTDP_CALL(ptdp_cu_scratch(be, (size_t)COLSUM_CHUNKS * h, &part));
+  PTDP_CALL_CUDA(ptdp_cuk_rmsnorm_backward(CTX->stream, CTX->t, dy, x, w, rstd, dx, dw, rows, h, part, COLSUM_CHUNKS));
+  return PTDP_OK;
+}
+
+static int cu_rope(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const float *table, int inverse)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_rope(CTX->stream, CTX->t, qkv, d, table, inverse));
+  return PTDP_OK;
+}
+
+static int cu_swiglu_forward(ptdp_backend *be, const float *x, float *y, long long rows, int f)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_swiglu_forward(CTX->stream, CTX->t, x, y, rows, f));
+  return PTDP_OK;
+}
+
+static int cu_swiglu_backward(ptdp_backend *be, const float *x, const float *dy, float *dx, long long rows, int f)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_swiglu_backward(CTX->stream, CTX->t, x, dy, dx, rows, f));
+  return PTDP_OK;
+}
+
 /* Operations of the table under other names (PTDP_BACKEND_FILL pastes prefix_op). */
 #define cu_gemm ptdp_cu_gemm
 #define cu_attention_forward ptdp_cu_attention_forward
@@ -449,8 +485,13 @@ static int cu_unscale_check(ptdp_backend *be, float *x, size_t n, float inv_scal
 
 /* Fused attention (cuda_flash.cu: wmma on 16-bit operands, so 16-bit tables only).  A head
  * size the kernels do not cover is the user's model: refused with the way out. */
+static int grouped(const ptdp_attn_desc *d) { return d->groups > 0 && d->groups != d->al; }
+
 static int flash_covers(const ptdp_attn_desc *d)
 {
+  PTDP_CHECK(!grouped(d),
+             "attention-backend flash on the cuda backend: the fused kernels do not take grouped-query attention "
+             "yet (%d heads in %d groups); use --attention-backend unfused or auto", d->al, d->groups);
   PTDP_CHECK(ptdp_cuk_flash_supported(d),
              "attention-backend flash on the cuda backend needs a head size that is a multiple of 16 up to 128 "
              "(this model: %d) and at most 65535 samples x local heads (%d x %d); use --attention-backend unfused",
@@ -479,8 +520,13 @@ static int cu_flash_backward(ptdp_backend *be, const ptdp_attn_desc *d, const fl
 /* A 16-bit table has gemm_wgrad (16-bit A, B into the fp32 main gradient) and the fused
  * attention; an fp32 one has neither (its gemm with beta 1 is the same operation; FlashAttention
  * has no fp32 path, so --attention-backend auto runs the unfused attention there). */
-/* The head sizes and counts the fused kernels take (cuda_flash.cu). */
-static int cu_flash_supports(const ptdp_backend *be, const ptdp_attn_desc *d) { return ptdp_cuk_flash_supported(d); }
+/* The head sizes and counts the fused kernels take (cuda_flash.cu); not grouped-query attention
+ * (its rows [groups][al/groups + 2][hd]: the kernels read [al][3][hd]), which auto then runs
+ * unfused. */
+static int cu_flash_supports(const ptdp_backend *be, const ptdp_attn_desc *d)
+{
+  return !grouped(d) && ptdp_cuk_flash_supported(d);
+}
 
 static void fill_table(ptdp_backend *be, ptdp_dtype t)
 {
@@ -494,6 +540,14 @@ static void fill_table(ptdp_backend *be, ptdp_dtype t)
     be->flash_backward = cu_flash_backward;
     be->flash_supports = cu_flash_supports;
   }
+}
+
+/* The Llama family (optional ops, every storage type): RMSNorm, RoPE, SwiGLU (cuda_llama.cu) and
+ * the unfused attention's grouped queries (cuda_attention.c). */
+static void fill_llama(ptdp_backend *be)
+{
+  be->grouped_attention = 1;
+  PTDP_BACKEND_FILL_LLAMA(be, cu);
 }
 
 /* The GEMMs with fused epilogues (optional ops, every storage type; cuda_gemm.c). */
@@ -547,6 +601,7 @@ int ptdp_backend_cuda_create(const ptdp_backend_options *opt, ptdp_backend **out
   c->t = opt->dtype;
   fill_table(be, c->t);
   fill_epilogues(be);
+  fill_llama(be);
   int err = ctx_setup(c, device);
   if (err) {
     cu_destroy(be);

@@ -8,6 +8,11 @@
  *               dV = Pd^T dC
  * The whole s x s product is computed (the upper triangle is zero in P and dS), so this path
  * does twice the necessary work: the fused kernel is what skips it.
+ * Grouped-query attention (d->groups: rows [groups][al/groups queries, key, value][hd]): the
+ * products run once per query head of a group, batched over the groups (qkv_layout below), and
+ * a group's dK and dV sum its heads' terms (in fp32: in 16-bit storage through fp32 sums stored
+ * once, cuda_llama.cu's group store).  Without groups this is one batch of every head, the
+ * products and their order as before groups.
  *
  * Storage types.  In fp32 S is computed in place in probs, and dS in place of dPd in the
  * backend's scratch (al s s floats, one sample at a time, reused in stream order).  In bf16 and
@@ -53,26 +58,91 @@ static int gemm_batched(ptdp_cu_ctx *c, ptdp_dtype tab, ptdp_dtype tc, int ta, i
   return PTDP_OK;
 }
 
+/* Where a token row's parts lie (ptdp/backend.h): [groups][hpg queries, key, value][hd], hpg =
+ * al / groups query heads per group (without grouped-query attention groups = al, hpg = 1: the
+ * [al][3][hd] rows).  Query head h = g hpg + j of group g is at (g (hpg + 2) + j) hd, its key at
+ * (g (hpg + 2) + hpg) hd, its value one hd further.  The products run as one batch of the groups
+ * per j: heads j, hpg + j, 2 hpg + j... lie gs = (hpg + 2) hd apart in the rows, hpg s s apart in
+ * probs and hpg hd apart in ctx, so hpg = 1 is one batch of every head, as before groups. */
+typedef struct {
+  int G, hpg, w;     /* groups, query heads per group, a token row's width (al + 2 G) hd */
+  long long ld, gs;  /* the qkv row stride b w; the stride between groups in a row */
+} qkv_layout;
+
+static qkv_layout layout_of(const ptdp_attn_desc *d)
+{
+  qkv_layout l;
+  l.G = d->groups > 0 ? d->groups : d->al;
+  l.hpg = d->al / l.G;
+  l.w = (d->al + 2 * l.G) * d->hd;
+  l.ld = (long long)d->b * l.w;
+  l.gs = (long long)(l.hpg + 2) * d->hd;
+  return l;
+}
+
 int ptdp_cu_attention_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *probs,
                               uint8_t *mask, float *probs_drop, float *ctx)
 {
   ptdp_cu_ctx *c = be->ctx;
   const ptdp_dtype t = c->t;
   const size_t es = ptdp_dtype_size(t);
-  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd, ld = b * 3 * hl;
+  const qkv_layout l = layout_of(d);
+  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd, ld = (int)l.ld, gs = (int)l.gs;
   const long long ss = (long long)s * s;
   const float scale = 1.0f / sqrtf((float)hd);
   const int drop = d->drop.p > 0;
   float *scores = NULL; /* fp32 S of one sample: in probs (fp32), else the scratch */
   if (t != PTDP_F32) PTDP_CALL(ptdp_cu_scratch(be, (size_t)al * ss, &scores));
   for (int bi = 0; bi < b; bi++) {
-    const void *Q = at(qkv, (size_t)bi * 3 * hl, es), *K = at(Q, (size_t)hd, es), *V = at(Q, 2 * (size_t)hd, es);
+    const void *row = at(qkv, (size_t)bi * l.w, es);
+    const void *K = at(row, (size_t)l.hpg * hd, es), *V = at(row, (size_t)(l.hpg + 1) * hd, es);
     float *S = t == PTDP_F32 ? probs + (size_t)bi * al * ss : scores;
-    PTDP_CALL(gemm_batched(c, t, PTDP_F32, 0, 1, s, s, hd, scale, Q, ld, 3 * hd, K, ld, 3 * hd, 0.0f, S, s, ss, al));
+    for (int j = 0; j < l.hpg; j++)
+      PTDP_CALL(gemm_batched(c, t, PTDP_F32, 0, 1, s, s, hd, scale, at(row, (size_t)j * hd, es), ld, gs, K, ld, gs,
+                             0.0f, S + j * ss, s, l.hpg * ss, l.G));
     PTDP_CALL_CUDA(ptdp_cuk_softmax_forward(c->stream, t, d, bi, 1, S, probs, mask, probs_drop));
     const void *Pd = at(drop ? probs_drop : probs, (size_t)bi * al * ss, es);
     void *C = at_w(ctx, (size_t)bi * hl, es);
-    PTDP_CALL(gemm_batched(c, t, t, 0, 0, s, hd, s, 1.0f, Pd, s, ss, V, ld, 3 * hd, 0.0f, C, b * hl, hd, al));
+    for (int j = 0; j < l.hpg; j++)
+      PTDP_CALL(gemm_batched(c, t, t, 0, 0, s, hd, s, 1.0f, at(Pd, (size_t)j * ss, es), s, l.hpg * ss, V, ld, gs,
+                             0.0f, at_w(C, (size_t)j * hd, es), b * hl, (long long)l.hpg * hd, l.G));
+  }
+  return PTDP_OK;
+}
+
+/* dK and dV of one sample: dK_g = sum_j dS_j^T Q_j scale, dV_g = sum_j Pd_j^T dC_j over the
+ * group's query heads j.  One head per group (hpg = 1) writes them at once; a group of several
+ * adds its heads in order (j = 0 writes), into the fp32 rows in place, or in 16-bit storage into
+ * fp32 sums kv32 [2][G][s][hd] stored once at the end (one rounding, as the wrapper's fp32 sum
+ * then its store). */
+static int kv_grads(ptdp_cu_ctx *c, const ptdp_attn_desc *d, const qkv_layout *l, const void *row, const void *dS,
+                    const void *Pd, const void *dC, void *drow, float *kv32)
+{
+  const ptdp_dtype t = c->t;
+  const size_t es = ptdp_dtype_size(t);
+  const int s = d->s, hd = d->hd, hl = d->al * hd, ldc = d->b * hl, ld = (int)l->ld, gs = (int)l->gs;
+  const long long ss = (long long)s * s, sh = (long long)s * hd;
+  const float scale = 1.0f / sqrtf((float)hd);
+  void *dK = at_w(drow, (size_t)l->hpg * hd, es), *dV = at_w(drow, (size_t)(l->hpg + 1) * hd, es);
+  const int sum32 = l->hpg > 1 && t != PTDP_F32;
+  for (int j = 0; j < l->hpg; j++) {
+    const float beta = j == 0 ? 0.0f : 1.0f;
+    const void *dSj = at(dS, (size_t)j * ss, es), *Pdj = at(Pd, (size_t)j * ss, es);
+    const void *Qj = at(row, (size_t)j * hd, es), *dCj = at(dC, (size_t)j * hd, es);
+    if (sum32) {
+      PTDP_CALL(gemm_batched(c, t, PTDP_F32, 1, 0, s, hd, s, scale, dSj, s, l->hpg * ss, Qj, ld, gs, beta, kv32, hd,
+                             sh, l->G));
+      PTDP_CALL(gemm_batched(c, t, PTDP_F32, 1, 0, s, hd, s, 1.0f, Pdj, s, l->hpg * ss, dCj, ldc,
+                             (long long)l->hpg * hd, beta, kv32 + l->G * sh, hd, sh, l->G));
+    } else {
+      PTDP_CALL(gemm_batched(c, t, t, 1, 0, s, hd, s, scale, dSj, s, l->hpg * ss, Qj, ld, gs, beta, dK, ld, gs, l->G));
+      PTDP_CALL(gemm_batched(c, t, t, 1, 0, s, hd, s, 1.0f, Pdj, s, l->hpg * ss, dCj, ldc, (long long)l->hpg * hd,
+                             beta, dV, ld, gs, l->G));
+    }
+  }
+  if (sum32) {
+    PTDP_CALL_CUDA(ptdp_cuk_group_store(c->stream, t, kv32, dK, l->G, s, hd, l->ld, l->gs));
+    PTDP_CALL_CUDA(ptdp_cuk_group_store(c->stream, t, kv32 + l->G * sh, dV, l->G, s, hd, l->ld, l->gs));
   }
   return PTDP_OK;
 }
@@ -84,28 +154,36 @@ int ptdp_cu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const 
   ptdp_cu_ctx *c = be->ctx;
   const ptdp_dtype t = c->t;
   const size_t es = ptdp_dtype_size(t);
-  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd, ld = b * 3 * hl;
+  const qkv_layout l = layout_of(d);
+  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd, ld = (int)l.ld, gs = (int)l.gs;
   const long long ss = (long long)s * s;
   const float scale = 1.0f / sqrtf((float)hd);
   const int drop = d->drop.p > 0;
-  /* dPd (fp32) then, in 16-bit storage, dS (al s s elements of es bytes: al s s es / 4 floats) */
+  /* dPd (fp32) then, in 16-bit storage, dS (al s s elements of es bytes: al s s es / 4 floats)
+   * and, with grouped queries, the fp32 sums of dK and dV (2 G s hd) */
   const size_t n_dp = (size_t)al * ss, n_ds = t == PTDP_F32 ? 0 : (n_dp * es + 3) / 4;
+  const size_t n_kv = t != PTDP_F32 && l.hpg > 1 ? 2 * (size_t)l.G * s * hd : 0;
   float *dP = NULL;
   (void)scratch; /* the caller's scratch holds one pair only */
-  PTDP_CALL(ptdp_cu_scratch(be, n_dp + n_ds, &dP));
+  PTDP_CALL(ptdp_cu_scratch(be, n_dp + n_ds + n_kv, &dP));
   void *dS = t == PTDP_F32 ? (void *)dP : (void *)(dP + n_dp);
+  float *kv32 = n_kv ? dP + n_dp + n_ds : NULL;
   for (int bi = 0; bi < b; bi++) {
-    const size_t q0 = (size_t)bi * 3 * hl;
-    const void *Q = at(qkv, q0, es), *K = at(Q, (size_t)hd, es), *V = at(Q, 2 * (size_t)hd, es);
-    void *dQ = at_w(dqkv, q0, es), *dK = at_w(dQ, (size_t)hd, es), *dV = at_w(dQ, 2 * (size_t)hd, es);
+    const void *row = at(qkv, (size_t)bi * l.w, es);
+    const void *K = at(row, (size_t)l.hpg * hd, es), *V = at(row, (size_t)(l.hpg + 1) * hd, es);
+    void *drow = at_w(dqkv, (size_t)bi * l.w, es);
     const void *Pd = at(drop ? probs_drop : probs, (size_t)bi * al * ss, es);
     const void *dC = at(dctx, (size_t)bi * hl, es);
     /* dPd = dC V^T  [s, s] per head, fp32 */
-    PTDP_CALL(gemm_batched(c, t, PTDP_F32, 0, 1, s, s, hd, 1.0f, dC, b * hl, hd, V, ld, 3 * hd, 0.0f, dP, s, ss, al));
+    for (int j = 0; j < l.hpg; j++)
+      PTDP_CALL(gemm_batched(c, t, PTDP_F32, 0, 1, s, s, hd, 1.0f, at(dC, (size_t)j * hd, es), b * hl,
+                             (long long)l.hpg * hd, V, ld, gs, 0.0f, dP + j * ss, s, l.hpg * ss, l.G));
     PTDP_CALL_CUDA(ptdp_cuk_softmax_backward(c->stream, t, d, bi, probs, mask, dP, dS));
-    PTDP_CALL(gemm_batched(c, t, t, 0, 0, s, hd, s, scale, dS, s, ss, K, ld, 3 * hd, 0.0f, dQ, ld, 3 * hd, al));
-    PTDP_CALL(gemm_batched(c, t, t, 1, 0, s, hd, s, scale, dS, s, ss, Q, ld, 3 * hd, 0.0f, dK, ld, 3 * hd, al));
-    PTDP_CALL(gemm_batched(c, t, t, 1, 0, s, hd, s, 1.0f, Pd, s, ss, dC, b * hl, hd, 0.0f, dV, ld, 3 * hd, al));
+    /* dQ = dS K scale, each query head from its group's key */
+    for (int j = 0; j < l.hpg; j++)
+      PTDP_CALL(gemm_batched(c, t, t, 0, 0, s, hd, s, scale, at(dS, (size_t)j * ss, es), s, l.hpg * ss, K, ld, gs,
+                             0.0f, at_w(drow, (size_t)j * hd, es), ld, gs, l.G));
+    PTDP_CALL(kv_grads(c, d, &l, row, dS, Pd, dC, drow, kv32));
   }
   return PTDP_OK;
 }

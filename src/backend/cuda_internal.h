@@ -125,6 +125,23 @@ cudaError_t ptdp_cuk_softmax_forward(cudaStream_t st, ptdp_dtype t, const ptdp_a
  * dropout and softmax. */
 cudaError_t ptdp_cuk_softmax_backward(cudaStream_t st, ptdp_dtype t, const ptdp_attn_desc *d, int bi, const void *probs,
                                       const uint8_t *mask, const float *dp, void *ds);
+/* The Llama family's operations (cuda_llama.cu), the table's contracts (ptdp/backend.h).
+ * rmsnorm_backward: dx per row; dw through partial column sums in part [chunks, h], then added. */
+cudaError_t ptdp_cuk_rmsnorm_forward(cudaStream_t st, ptdp_dtype t, const void *x, const void *w, void *y,
+                                     float *rstd, long long rows, int h, float eps);
+cudaError_t ptdp_cuk_rmsnorm_backward(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x, const void *w,
+                                      const float *rstd, void *dx, float *dw, long long rows, int h, float *part,
+                                      int chunks);
+cudaError_t ptdp_cuk_rope(cudaStream_t st, ptdp_dtype t, void *qkv, const ptdp_rope_desc *d, const float *table,
+                          int inverse);
+/* rows [gate (f) | up (f)] of x [rows, 2 f] to y [rows, f]; the backward overwrites dx [rows, 2 f] */
+cudaError_t ptdp_cuk_swiglu_forward(cudaStream_t st, ptdp_dtype t, const void *x, void *y, long long rows, int f);
+cudaError_t ptdp_cuk_swiglu_backward(cudaStream_t st, ptdp_dtype t, const void *x, const void *dy, void *dx,
+                                     long long rows, int f);
+/* Grouped-query attention's key or value gradients: src [groups, s, hd] fp32 stored (rounded to
+ * t) at dst + q ld + g gs + c, dst of type t (one sample's dK or dV in the qkv rows). */
+cudaError_t ptdp_cuk_group_store(cudaStream_t st, ptdp_dtype t, const float *src, void *dst, int groups, int s,
+                                 int hd, long long ld, long long gs);
 /* A buffer filled with one float value (tests poison outputs with NaN). */
 cudaError_t ptdp_cuk_fill(cudaStream_t st, float *x, float v, size_t n);
 /* Fused causal attention (cuda_flash.cu) in the 16-bit storage type t (PTDP_BF16 or PTDP_F16;

@@ -27,6 +27,11 @@ if PTDP_CUDA
 libptdp_a_SOURCES += src/backend/cuda_flash.cu
 endif
 src/backend/cuda_flash.$(OBJEXT): src/backend/cuda_internal.h src/backend/cuda_rng.h include/ptdp/backend.h
+# the Llama family's kernels (issue 24): RMSNorm, RoPE, the grouped attention's dK/dV store
+if PTDP_CUDA
+libptdp_a_SOURCES += src/backend/cuda_llama.cu
+endif
+src/backend/cuda_llama.$(OBJEXT): src/backend/cuda_internal.h src/backend/cuda_elem.h include/ptdp/backend.h
 src/backend/cuda_kernels.$(OBJEXT) src/backend/cuda_softmax.$(OBJEXT): src/backend/cuda_elem.h
 
 # Tests (validation/tests/backend).  test_ops is the conformance suite of every backend (cpu

@@ -43,6 +43,7 @@ validation_emu_libptdp_emu_a_CXXFLAGS = $(EMU_CXX)
 
 EMU_GEN = validation/emu/gen/cuda_kernels.cc validation/emu/gen/cuda_softmax.cc
 EMU_GEN += validation/emu/gen/cuda_flash.cc
+EMU_GEN += validation/emu/gen/cuda_llama.cc
 nodist_validation_emu_libemu_kernels_a_SOURCES = $(EMU_GEN)
 validation_emu_libemu_kernels_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_kernels_a_CXXFLAGS = $(EMU_KCXX)
@@ -51,6 +52,8 @@ validation/emu/gen/cuda_kernels.cc: $(top_srcdir)/src/backend/cuda_kernels.cu $(
 	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_kernels.cu $@
 validation/emu/gen/cuda_softmax.cc: $(top_srcdir)/src/backend/cuda_softmax.cu $(top_srcdir)/validation/emu/translate.sh
 	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_softmax.cu $@
+validation/emu/gen/cuda_llama.cc: $(top_srcdir)/src/backend/cuda_llama.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_llama.cu $@
 CLEANFILES += $(EMU_GEN) $(EMU_MUTANT_GEN)
 dist_noinst_SCRIPTS += validation/emu/translate.sh
 
@@ -119,6 +122,9 @@ dist_noinst_SCRIPTS += validation/emu/tests/test_emu_racecheck_planted.sh
 # The model on the emulated CUDA backend against the CPU backend (several layouts).
 TESTS += validation/emu/tests/test_emu_model.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_model.sh
+# A Llama-style model (RMSNorm, RoPE, grouped-query attention) on it against the CPU backend.
+TESTS += validation/emu/tests/test_emu_llama.sh
+dist_noinst_SCRIPTS += validation/emu/tests/test_emu_llama.sh
 include validation/emu/nccl.mk
 include validation/emu/cublas.mk
 include validation/emu/ops.mk

@@ -632,16 +632,18 @@ static void check_dropout(void)
 typedef struct {
   int b, s, al, hd, head0;
   float p;
+  int groups; /* grouped-query attention: al / groups query heads per key/value group (0: none) */
 } attn_shape;
 
 static void attention_case(attn_shape a)
 {
-  ptdp_attn_desc d = {.b = a.b, .s = a.s, .al = a.al, .hd = a.hd, .head0 = a.head0};
+  ptdp_attn_desc d = {.b = a.b, .s = a.s, .al = a.al, .hd = a.hd, .head0 = a.head0, .groups = a.groups};
   d.drop = (ptdp_dropout_key){.seed = 5, .site = 3, .layer = 1, .sample0 = 2, .row0 = 0, .col0 = 0, .b = a.b, .p = a.p};
-  set_shape("b %d s %d al %d hd %d head0 %d p %g", a.b, a.s, a.al, a.hd, a.head0, a.p);
+  set_shape("b %d s %d al %d hd %d head0 %d p %g groups %d", a.b, a.s, a.al, a.hd, a.head0, a.p, a.groups);
   const size_t N = (size_t)a.s * a.b, hl = (size_t)a.al * a.hd, ss = (size_t)a.b * a.al * a.s * a.s;
-  twin qkv = stored(N * 3 * hl, -1, 1), probs = spoison(ss), mask = bytes(ss, 0), pd = spoison(ss);
-  twin ctx = spoison(N * hl), dctx = stored(N * hl, -1, 1), dqkv = spoison(N * 3 * hl);
+  const size_t w = (size_t)(a.al + 2 * (a.groups ? a.groups : a.al)) * a.hd; /* a token's qkv row */
+  twin qkv = stored(N * w, -1, 1), probs = spoison(ss), mask = bytes(ss, 0), pd = spoison(ss);
+  twin ctx = spoison(N * hl), dctx = stored(N * hl, -1, 1), dqkv = spoison(N * w);
   twin scratch = poison((size_t)a.s * a.s);
   for (int k = 0; k < 2; k++) {
     float *probs_drop = a.p > 0 ? F(pd, k) : F(probs, k);
@@ -664,11 +666,101 @@ static void attention_case(attn_shape a)
   DROP_ALL(&qkv, &probs, &mask, &pd, &ctx, &dctx, &dqkv, &scratch);
 }
 
+/* Grouped-query attention (the last three shapes: 2 heads a group, 3, and one group of 4: multi-
+ * query) runs on a backend whose table says it has it (grouped_attention; the model refuses
+ * grouped queries on another).  A group's dK and dV sum its heads' terms: the same bounds hold
+ * (the sum of a few heads' terms is a longer random walk by sqrt(heads per group) at most, and
+ * the outputs grow by as much). */
 static void check_attention(void)
 {
-  static const attn_shape shapes[] = {
-      {2, 136, 2, 8, 2, 0.0f}, {2, 136, 3, 8, 3, 0.1f}, {3, 37, 2, 12, 5, 0.2f}, {2, 512, 3, 64, 3, 0.1f}};
-  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) attention_case(shapes[i]);
+  static const attn_shape shapes[] = {{2, 136, 2, 8, 2, 0.0f, 0},  {2, 136, 3, 8, 3, 0.1f, 0},
+                                      {3, 37, 2, 12, 5, 0.2f, 0},  {2, 512, 3, 64, 3, 0.1f, 0},
+                                      {2, 136, 4, 8, 2, 0.1f, 2},  {3, 37, 6, 12, 5, 0.0f, 2},
+                                      {2, 70, 4, 16, 0, 0.2f, 1}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    if (!shapes[i].groups || (be[0]->grouped_attention && be[1]->grouped_attention)) attention_case(shapes[i]);
+}
+
+/* ---- the Llama family's operations (optional: a backend without them skips the group) ---- */
+
+/* RMSNorm.  Bounds as LayerNorm's: rstd a double sum rounded once, then a few float operations
+ * (c = 4); y and dx element-wise formulas on it (c = 8: dx's g - xhat mean(g xhat) cancels a
+ * little); dw a float sum over the rows (c = 4). */
+static void rmsnorm_case(long long rows, int h)
+{
+  set_shape("rows %lld h %d", rows, h);
+  twin x = stored((size_t)rows * h, -3, 3), w = stored(h, 0.5f, 1.5f);
+  twin y = spoison((size_t)rows * h), rstd = poison(rows);
+  twin dy = stored((size_t)rows * h, -1, 1), dx = spoison((size_t)rows * h), dw = floats(h, -1, 1);
+  for (int k = 0; k < 2; k++) {
+    RUN(k, rmsnorm_forward, F(x, k), F(w, k), F(y, k), F(rstd, k), rows, h, 1e-5f);
+    RUN(k, rmsnorm_backward, F(dy, k), F(x, k), F(w, k), F(rstd, k), F(dx, k), F(dw, k), rows, h);
+  }
+  check_s(&y, "rmsnorm_forward y", bound_elem(8));
+  check_f32(&rstd, "rmsnorm_forward rstd", bound_elem(4));
+  check_s(&dx, "rmsnorm_backward dx", bound_elem(8));
+  check_f32(&dw, "rmsnorm_backward dw", bound_sum(4, rows));
+  DROP_ALL(&x, &w, &y, &rstd, &dy, &dx, &dw);
+}
+
+static void check_rmsnorm(void)
+{
+  for (int k = 0; k < 2; k++)
+    if (!be[k]->rmsnorm_forward || !be[k]->rmsnorm_backward) {
+      EXPECT(!be[k]->rmsnorm_forward && !be[k]->rmsnorm_backward, "%s: RMSNorm comes as a pair", be[k]->name);
+      return;
+    }
+  rmsnorm_case(37, 48);
+  rmsnorm_case(33, 77);
+  rmsnorm_case(300, 1024);
+}
+
+/* RoPE on qkv rows of groups blocks of (heads_per_group + 2) heads, ld past the row (the padding
+ * must stay as it was: the whole buffer is compared), positions from pos0, the table of random
+ * angles [position][rd/2][cos, sin]; forward on one copy, the inverse on another.  Each output
+ * is x_a c -/+ x_b s: two products and a sum (c = 4). */
+typedef struct {
+  long long rows, pos0;
+  int b, groups, heads_per_group, hd, rd, interleaved;
+} rope_shape;
+
+static void rope_case(rope_shape r)
+{
+  const int width = r.groups * (r.heads_per_group + 2) * r.hd, ld = width + 3;
+  const ptdp_rope_desc d = {.rows = r.rows, .pos0 = r.pos0, .b = r.b, .groups = r.groups,
+                            .heads_per_group = r.heads_per_group, .hd = r.hd, .rd = r.rd, .ld = ld,
+                            .interleaved = r.interleaved};
+  set_shape("rows %lld b %d pos0 %lld groups %d x %d heads hd %d rd %d%s", r.rows, r.b, r.pos0, r.groups,
+            r.heads_per_group, r.hd, r.rd, r.interleaved ? " interleaved" : "");
+  const long long positions = r.pos0 + (r.rows + r.b - 1) / r.b;
+  float *cs = malloc((size_t)positions * r.rd * sizeof(float) + 1);
+  if (!cs) die("malloc");
+  for (long long i = 0; i < positions * r.rd / 2; i++) {
+    const float angle = urand(-3.2f, 3.2f);
+    cs[2 * i] = cosf(angle);
+    cs[2 * i + 1] = sinf(angle);
+  }
+  twin table = upload(cs, (size_t)positions * r.rd, sizeof(float));
+  free(cs);
+  twin fwd = stored((size_t)r.rows * ld, -2, 2), inv = stored((size_t)r.rows * ld, -2, 2);
+  for (int k = 0; k < 2; k++) {
+    RUN(k, rope, F(fwd, k), &d, F(table, k), 0);
+    RUN(k, rope, F(inv, k), &d, F(table, k), 1);
+  }
+  check_s(&fwd, "rope (forward)", bound_elem(4));
+  check_s(&inv, "rope (inverse)", bound_elem(4));
+  DROP_ALL(&table, &fwd, &inv);
+}
+
+static void check_rope(void)
+{
+  static const rope_shape shapes[] = {
+      {64, 0, 2, 2, 2, 16, 16, 0},   /* GQA 4 heads in 2 groups, the whole head turned */
+      {37, 5, 1, 3, 1, 12, 8, 0},    /* no grouping (one query a group), rotary-percent 2/3, pos0 > 0 */
+      {50, 3, 5, 1, 4, 10, 10, 1},   /* multi-query, interleaved pairs, b 5 */
+      {512, 0, 4, 4, 2, 64, 32, 0}}; /* past a block of threads */
+  if (!be[0]->rope || !be[1]->rope) return;
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) rope_case(shapes[i]);
 }
 
 /* Embedding on the vocabulary slice [v0, v0 + vl) of V tokens: tokens drawn from [tlo, thi), so
@@ -750,6 +842,33 @@ static void check_adamw(void)
   }
 }
 
+/* sumsq_many, where a backend has it: one call over the arrays of sizes[] (and one of them twice),
+ * each sum bit for bit what sumsq gives for that array on the same backend. */
+static void check_sumsq_many(const size_t *sizes, int ns)
+{
+  enum { MOST = 4 };
+  twin x[MOST];
+  const float *p[MOST + 1];
+  size_t n[MOST + 1];
+  double many[MOST + 1];
+  int differ;
+  for (int z = 0; z < ns && z < MOST; z++) x[z] = floats(sizes[z], -1, 1);
+  for (int k = 0; k < 2; k++) {
+    if (!be[k]->sumsq_many) continue;
+    set_shape("%d arrays", ns + 1);
+    for (int z = 0; z < ns; z++) p[z] = F(x[z], k), n[z] = sizes[z];
+    p[ns] = p[0], n[ns] = n[0];
+    const int ran = be[k]->sumsq_many(be[k], p, n, ns + 1, many) == PTDP_OK;
+    differ = ran ? 0 : ns + 1;
+    for (int z = 0; ran && z <= ns; z++) {
+      const double one = be[k]->sumsq(be[k], p[z], n[z]);
+      differ += memcmp(&one, &many[z], sizeof one) != 0;
+    }
+    record("sumsq_many", differ, 0, differ == 0, 1);
+  }
+  for (int z = 0; z < ns && z < MOST; z++) drop(&x[z]);
+}
+
 /* The sum of squares in double: each square of a float is exact in double, and a sum of n
  * positive terms in double is within gamma_(n-1) = (n - 1) 2^-53 / (1 - (n - 1) 2^-53) of the
  * exact sum in any order, so two backends' sums are within twice that of each other (a rigorous
@@ -769,6 +888,7 @@ static void check_sumsq(void)
     record("sumsq", err, bound, ok, 0);
     DROP_ALL(&x);
   }
+  check_sumsq_many(sizes, sizeof sizes / sizeof sizes[0]);
 }
 
 /* ---- mixed precision: convert and unscale_check, exact on every backend ---- */
@@ -929,6 +1049,37 @@ static void check_epilogue(void)
     epilogue_case(sizes[z][0], sizes[z][1], sizes[z][2], sizes[z][3], sizes[z][4]);
 }
 
+/* SwiGLU on rows [gate | up], gate in [-6, 6] (both tails of the sigmoid).  Bounds: the forward
+ * is a few float operations and an exponential (c = 8); dgate carries 1 - sigma, whose absolute
+ * error is about u where sigma is near 1, times |g| <= 6, against a derivative near 1 (c = 16);
+ * dup is silu(g) dy (c = 8).  Runs where both sides have it (the CPU backend's is the device's
+ * reference). */
+static void swiglu_case(long long rows, int f)
+{
+  const size_t n = (size_t)rows * f;
+  set_shape("rows %lld f %d", rows, f);
+  twin x = stored(2 * n, -6, 6), y = spoison(n), dy = stored(n, -1, 1), dx = spoison(2 * n);
+  for (int k = 0; k < 2; k++) {
+    RUN(k, swiglu_forward, F(x, k), F(y, k), rows, f);
+    RUN(k, swiglu_backward, F(x, k), F(dy, k), F(dx, k), rows, f);
+  }
+  check_s(&y, "swiglu_forward", bound_elem(8));
+  check_s(&dx, "swiglu_backward", bound_elem(16));
+  DROP_ALL(&x, &y, &dy, &dx);
+}
+
+static void check_swiglu(void)
+{
+  for (int k = 0; k < 2; k++)
+    if (!be[k]->swiglu_forward || !be[k]->swiglu_backward) {
+      EXPECT(!be[k]->swiglu_forward && !be[k]->swiglu_backward, "%s: SwiGLU comes as a pair", be[k]->name);
+      return;
+    }
+  swiglu_case(33, 40);
+  swiglu_case(300, 352);
+  swiglu_case(1, 7);
+}
+
 /* The groups of operations and the data types each runs in (bit DT_x). */
 static const struct {
   const char *name;
@@ -942,6 +1093,8 @@ static const struct {
     {"adamw", check_adamw, ALL_DT},         {"sumsq", check_sumsq, ALL_DT},
     {"mixed", check_mixed, ALL_DT}, /* every type pair inside */
     {"epilogue", check_epilogue, ALL_DT},
+    {"rmsnorm", check_rmsnorm, ALL_DT},     {"rope", check_rope, ALL_DT},
+    {"swiglu", check_swiglu, ALL_DT},
 };
 
 /* ---- backends ---- */
@@ -1039,7 +1192,7 @@ static int run_type(const char *name, const char *ops, int plant, int *caught)
   if (open_typed(ref, &be[0], &ref_native, why, sizeof why))
     return printf("FAIL %s: reference %s: %s\n", name, ref, why), ptdp_backend_destroy(&be[1]), 2;
   check_table(be[1], name);
-  if (plant) test_ops_plant_apply(be[1]);
+  if (plant) test_ops_plant_apply(be[1], be[0]);
   printf("%s%s against %s in %s%s\n", name, dt != DT_F32 ? native ? " (native)" : " (wrapped)" : "", ref,
          dtypes[dt].name, plant ? " (with the planted mistakes)" : "");
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)

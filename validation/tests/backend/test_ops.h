@@ -30,11 +30,13 @@ extern const test_ops_plant test_ops_plants[];
 /* Patch be's table so that every operation of test_ops_plants planted in be->dtype carries its
  * mistake (each calls the backend's own operations with a wrong argument, or moves data with its
  * own operations, to_host and to_device included, so it works on memory the host cannot touch).
- * One patched backend at a time: the original table is kept here until test_ops_plant_remove. */
-void test_ops_plant_apply(ptdp_backend *be);
+ * An optional operation is planted only where be and its reference ref both have it (the suite
+ * checks it nowhere else).  One patched backend at a time: the original table is kept here until
+ * test_ops_plant_remove. */
+void test_ops_plant_apply(ptdp_backend *be, const ptdp_backend *ref);
 void test_ops_plant_remove(ptdp_backend *be);
 /* 1 when the last test_ops_plant_apply planted op's mistake (0: not of that type, or an optional
- * operation the backend lacks). */
+ * operation the backend or its reference lacks). */
 int test_ops_plant_applied(const char *op);
 
 #endif

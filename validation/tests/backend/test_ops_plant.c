@@ -11,8 +11,11 @@
  * rounded toward zero instead of to nearest even (what dropping the low 16 bits of a float does
  * for bf16), and embedding_backward's fp32 dwte rounded to the storage type (an fp32 gradient
  * taken for an (S) argument).  In the optional fused epilogues, where a backend has them: the
- * bias added twice, the bias gradient overwritten instead of accumulated.  No planted operation reads another's planted output in the suite,
- * so the check that catches a mistake is that operation's own.  Each calls the backend's own
+ * bias added twice, the bias gradient overwritten instead of accumulated; in the Llama family's,
+ * RMSNorm's backward one row short (its dx row unwritten: the poison), RoPE turned the wrong way,
+ * SwiGLU's rows one element short (read and written askew).  No planted operation reads
+ * another's planted output in the suite, so the check that catches a mistake is that operation's
+ * own.  Each calls the backend's own
  * operations with the wrong argument, or moves data with them (add, convert, copy, to_host,
  * to_device), so it works on memory the host cannot touch (guard, a GPU). */
 #include "test_ops.h"
@@ -44,6 +47,9 @@ const test_ops_plant test_ops_plants[] = {
     {"embedding_backward", "the fp32 dwte rounded to the storage type", TEST_OPS_16BIT},
     {"gemm_bias", "the bias added twice (the fused and the unfused step both)", ALL},
     {"gemm_dgelu_bgrad", "db overwritten instead of accumulated into", ALL},
+    {"rmsnorm_backward", "the last row left out of dw and dx", ALL},
+    {"rope", "turned the other way (the inverse for the forward and back)", ALL},
+    {"swiglu_forward", "each row's width one short (f - 1: the rows read and written askew)", ALL},
     {NULL, NULL, 0},
 };
 
@@ -169,6 +175,22 @@ static int bad_gemm_dgelu_bgrad(ptdp_backend *be, int ta, int tb, int M, int N, 
   return err ? err : orig.gemm_dgelu_bgrad(be, ta, tb, M, N, K, A, lda, B, ldb, pre, C, db);
 }
 
+static int bad_rmsnorm_backward(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
+                                float *dx, float *dw, long long rows, int h)
+{
+  return orig.rmsnorm_backward(be, dy, x, w, rstd, dx, dw, rows > 1 ? rows - 1 : rows, h);
+}
+
+static int bad_rope(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const float *table, int inverse)
+{
+  return orig.rope(be, qkv, d, table, !inverse);
+}
+
+static int bad_swiglu_forward(ptdp_backend *be, const float *x, float *y, long long rows, int f)
+{
+  return orig.swiglu_forward(be, x, y, rows, f > 1 ? f - 1 : f);
+}
+
 static double bad_sumsq(ptdp_backend *be, const float *x, size_t n) { return orig.sumsq(be, x, n > 1 ? n - 1 : n); }
 
 static int bad_convert(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n)
@@ -205,8 +227,8 @@ static int napplied;
     }                                                                                 \
   } while (0)
 #define PLANT(be, op) PLANT_IF(be, op, 1)
-/* an optional operation (NULL where the backend has none) */
-#define PLANT_OPTIONAL(be, op) PLANT_IF(be, op, (be)->op != NULL)
+/* an optional operation (NULL where the backend, or the reference it is checked against, has none) */
+#define PLANT_OPTIONAL(be, op) PLANT_IF(be, op, (be)->op != NULL && ref->op != NULL)
 
 int test_ops_plant_applied(const char *op)
 {
@@ -215,7 +237,7 @@ int test_ops_plant_applied(const char *op)
   return 0;
 }
 
-void test_ops_plant_apply(ptdp_backend *be)
+void test_ops_plant_apply(ptdp_backend *be, const ptdp_backend *ref)
 {
   orig = *be;
   napplied = 0;
@@ -236,6 +258,9 @@ void test_ops_plant_apply(ptdp_backend *be)
   PLANT(be, unscale_check);
   PLANT_OPTIONAL(be, gemm_bias);
   PLANT_OPTIONAL(be, gemm_dgelu_bgrad);
+  PLANT_OPTIONAL(be, rmsnorm_backward);
+  PLANT_OPTIONAL(be, rope);
+  PLANT_OPTIONAL(be, swiglu_forward);
 }
 
 void test_ops_plant_remove(ptdp_backend *be) { *be = orig; }

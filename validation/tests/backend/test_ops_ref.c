@@ -8,7 +8,8 @@
  * ptdp/half.h, which are the definition of convert's rounding.  The formulas are
  * written from their definitions, not copied from cpu.c: GELU by its tanh form
  * 0.5 x (1 + tanh u) (the backends use the sigmoid form x sigma(2u)), LayerNorm's variance by two
- * passes, the attention by whole s x s matrices (no causal blocks).
+ * passes, the attention by whole s x s matrices (no causal blocks), grouped queries by each
+ * head's place in the row, SwiGLU's derivative as that of a product.
  *
  * Shapes as in ptdp/backend.h.  Memory is the host's (calloc), so the suite reaches it with the
  * same to_device / to_host as any backend.  Slow (no BLAS, no threads): meant for test shapes. */
@@ -127,6 +128,90 @@ static int ref_layernorm_backward(ptdp_backend *be, const float *dy, const float
   return 0;
 }
 
+/* RMSNorm: rstd = 1 / sqrt(mean(x^2) + eps), y = x rstd w; with xhat = x rstd and g = dy w
+ * (rstd as given): dx = rstd (g - xhat mean(g xhat)), dw += sum_r dy xhat. */
+static int ref_rmsnorm_forward(ptdp_backend *be, const float *x, const float *w, float *y, float *rstd, long long rows,
+                               int h, float eps)
+{
+  for (long long r = 0; r < rows; r++) {
+    const float *xr = x + r * h;
+    double ms = 0;
+    for (int i = 0; i < h; i++) ms += (double)xr[i] * xr[i];
+    const double rs = 1.0 / sqrt(ms / h + eps);
+    for (int i = 0; i < h; i++) y[r * h + i] = (float)(xr[i] * rs * w[i]);
+    rstd[r] = (float)rs;
+  }
+  return 0;
+}
+
+static int ref_rmsnorm_backward(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
+                                float *dx, float *dw, long long rows, int h)
+{
+  double *sw = dalloc((size_t)h);
+  if (!sw) return PTDP_ERR_MEM;
+  for (long long r = 0; r < rows; r++) {
+    const double rs = rstd[r];
+    double mgx = 0;
+    for (int i = 0; i < h; i++) mgx += (double)dy[r * h + i] * w[i] * (x[r * h + i] * rs) / h;
+    for (int i = 0; i < h; i++) {
+      const double xh = x[r * h + i] * rs;
+      dx[r * h + i] = (float)(rs * ((double)dy[r * h + i] * w[i] - xh * mgx));
+      sw[i] += dy[r * h + i] * xh;
+    }
+  }
+  for (int i = 0; i < h; i++) dw[i] = (float)(dw[i] + sw[i]);
+  free(sw);
+  return 0;
+}
+
+/* SwiGLU from its definition: rows [g (f) | u (f)], y = silu(g) u with silu(g) = g / (1 + e^-g);
+ * dg = dy u silu'(g), silu'(g) = sigma(g) + g sigma(g) (1 - sigma(g)) (the derivative of the
+ * product, not the backends' factored form), du = dy silu(g). */
+static int ref_swiglu_forward(ptdp_backend *be, const float *x, float *y, long long rows, int f)
+{
+  for (long long r = 0; r < rows; r++)
+    for (int i = 0; i < f; i++) {
+      const double g = x[r * 2 * f + i], u = x[r * 2 * f + f + i];
+      y[r * f + i] = (float)(g / (1.0 + exp(-g)) * u);
+    }
+  return 0;
+}
+
+static int ref_swiglu_backward(ptdp_backend *be, const float *x, const float *dy, float *dx, long long rows, int f)
+{
+  for (long long r = 0; r < rows; r++)
+    for (int i = 0; i < f; i++) {
+      const double g = x[r * 2 * f + i], u = x[r * 2 * f + f + i], d = dy[r * f + i];
+      const double sg = 1.0 / (1.0 + exp(-g));
+      dx[r * 2 * f + i] = (float)(d * u * (sg + g * sg * (1.0 - sg)));
+      dx[r * 2 * f + f + i] = (float)(d * g * sg);
+    }
+  return 0;
+}
+
+/* RoPE from ptdp/backend.h's words: of row r (position pos0 + r / b), group g's first
+ * heads_per_group + 1 heads (its queries and its key), pair k of the first rd entries, (k, k + rd/2)
+ * or (2k, 2k + 1) when interleaved, turns by the angle whose cosine and sine are the table's
+ * [position][k][0, 1]; the inverse by minus that angle. */
+static int ref_rope(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const float *table, int inverse)
+{
+  const int half = d->rd / 2;
+  for (long long r = 0; r < d->rows; r++)
+    for (int g = 0; g < d->groups; g++)
+      for (int j = 0; j <= d->heads_per_group; j++) {
+        float *x = qkv + r * d->ld + ((long long)g * (d->heads_per_group + 2) + j) * d->hd;
+        for (int k = 0; k < half; k++) {
+          const float *cs = table + ((d->pos0 + r / d->b) * half + k) * 2;
+          const double c = cs[0], sn = inverse ? -(double)cs[1] : cs[1];
+          float *a = x + (d->interleaved ? 2 * k : k), *b = x + (d->interleaved ? 2 * k + 1 : k + half);
+          const double xa = *a, xb = *b;
+          *a = (float)(xa * c - xb * sn);
+          *b = (float)(xb * c + xa * sn);
+        }
+      }
+  return 0;
+}
+
 /* GELU's tanh form: gelu(x) = x (1 + tanh u) / 2, u = sqrt(2/pi) (x + 0.044715 x^3);
  * gelu'(x) = (1 + tanh u) / 2 + x (1 - tanh^2 u) / 2 du/dx. */
 static int ref_gelu_forward(ptdp_backend *be, const float *x, float *y, size_t n)
@@ -207,12 +292,21 @@ static int ref_dropout_backward(ptdp_backend *be, float *dx, const uint8_t *mask
   return 0;
 }
 
-/* Element (token row t, column j) of one head's Q (part 0), K (1) or V (2) in the fused qkv
- * rows [N, al, 3, hd], N = s b ordered (pos, sample). */
+/* Where column j of query head `head`'s Q (part 0), K (1) or V (2) lies in token row t of the
+ * fused qkv rows, N = s b rows ordered (pos, sample).  A row is [G][al/G queries, key, value][hd]
+ * with G = groups (grouped-query attention: the al/G query heads of a group share its key and
+ * value), G = al without it: [al][3][hd]. */
+static size_t qkv_index(const ptdp_attn_desc *d, int bi, int head, int part, int t, int j)
+{
+  const int G = d->groups > 0 ? d->groups : d->al, per = d->al / G, g = head / per;
+  const size_t width = (size_t)(d->al + 2 * G) * d->hd, row = (size_t)t * d->b + bi;
+  const size_t slot = (size_t)g * (per + 2) + (part == 0 ? (size_t)(head % per) : (size_t)per + part - 1);
+  return row * width + slot * d->hd + j;
+}
+
 static double qkv_at(const ptdp_attn_desc *d, const float *qkv, int bi, int head, int part, int t, int j)
 {
-  size_t row = (size_t)t * d->b + bi, hl = (size_t)d->al * d->hd;
-  return qkv[row * 3 * hl + ((size_t)head * 3 + part) * d->hd + j];
+  return qkv[qkv_index(d, bi, head, part, t, j)];
 }
 
 /* The attention-dropout mask bit of (sample bi, head, query q, key k): key as in
@@ -284,13 +378,13 @@ static int ref_attention_forward(ptdp_backend *be, const ptdp_attn_desc *d, cons
  * dPd = dC V^T; dP = mask dPd / (1 - p); dS = P (dP - sum_k dP P); dQ = dS K / sqrt(hd);
  * dK = dS^T Q / sqrt(hd); dV = Pd^T dC. */
 static void attn_backward_pair(const ptdp_attn_desc *d, const float *qkv, const float *P, const uint8_t *mask,
-                               const float *Pd, const float *dctx, float *dqkv, int bi, int hh, double *dS)
+                               const float *Pd, const float *dctx, double *dqkv, int bi, int hh, double *dS)
 {
   const int b = d->b, s = d->s, al = d->al, hd = d->hd;
   const size_t hl = (size_t)al * hd;
   const double p = d->drop.p, scale = 1.0 / sqrt((double)hd);
 #define DC(t, j) ((double)dctx[((size_t)(t) * b + bi) * hl + (size_t)hh * hd + (j)])
-#define DQKV(t, part, j) dqkv[((size_t)(t) * b + bi) * 3 * hl + ((size_t)hh * 3 + (part)) * hd + (j)]
+#define DQKV(t, part, j) dqkv[qkv_index(d, bi, hh, part, t, j)]
   for (int q = 0; q < s; q++) {
     double dot = 0;
     for (int k = 0; k <= q; k++) {
@@ -313,9 +407,9 @@ static void attn_backward_pair(const ptdp_attn_desc *d, const float *qkv, const 
         dk += dS[(size_t)u * s + t] * qkv_at(d, qkv, bi, hh, 0, u, j);
         dv += (p > 0 ? Pd[(size_t)u * s + t] : P[(size_t)u * s + t]) * DC(u, j);
       }
-      DQKV(t, 0, j) = (float)(dq * scale);
-      DQKV(t, 1, j) = (float)(dk * scale);
-      DQKV(t, 2, j) = (float)dv;
+      DQKV(t, 0, j) += dq * scale; /* a group's key and value gather every head of the group */
+      DQKV(t, 1, j) += dk * scale;
+      DQKV(t, 2, j) += dv;
     }
 #undef DC
 #undef DQKV
@@ -326,15 +420,23 @@ static int ref_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, con
                                   float *scratch)
 {
   const size_t ss = (size_t)d->s * d->s;
-  double *dS = dalloc(ss);
-  if (!dS) return PTDP_ERR_MEM;
+  const int G = d->groups > 0 ? d->groups : d->al;
+  const size_t n = (size_t)d->s * d->b * (d->al + 2 * G) * d->hd;
+  double *dS = dalloc(ss), *acc = dalloc(n); /* dqkv summed in double, rounded once */
+  if (!dS || !acc) {
+    free(dS);
+    free(acc);
+    return PTDP_ERR_MEM;
+  }
   for (int bi = 0; bi < d->b; bi++)
     for (int hh = 0; hh < d->al; hh++) {
       const size_t off = ((size_t)bi * d->al + hh) * ss;
-      attn_backward_pair(d, qkv, probs + off, mask + off, d->drop.p > 0 ? probs_drop + off : NULL, dctx, dqkv, bi,
+      attn_backward_pair(d, qkv, probs + off, mask + off, d->drop.p > 0 ? probs_drop + off : NULL, dctx, acc, bi,
                          hh, dS);
     }
+  for (size_t i = 0; i < n; i++) dqkv[i] = (float)acc[i];
   free(dS);
+  free(acc);
   return 0;
 }
 
@@ -450,6 +552,9 @@ int test_ops_ref_create(ptdp_backend **out)
                        .memset0 = ref_memset0, .copy = ref_copy, .to_device = ref_copy, .to_host = ref_copy,
                        .synchronize = ref_synchronize, .destroy = ref_destroy, .gemm = ref_gemm,
                        .layernorm_forward = ref_layernorm_forward, .layernorm_backward = ref_layernorm_backward,
+                       .grouped_attention = 1, .rmsnorm_forward = ref_rmsnorm_forward,
+                       .rmsnorm_backward = ref_rmsnorm_backward, .rope = ref_rope,
+                       .swiglu_forward = ref_swiglu_forward, .swiglu_backward = ref_swiglu_backward,
                        .gelu_forward = ref_gelu_forward, .gelu_backward = ref_gelu_backward,
                        .bias_forward = ref_bias_forward, .bias_backward = ref_bias_backward, .add = ref_add,
                        .scale = ref_scale, .dropout_forward = ref_dropout_forward,

@@ -1,0 +1,267 @@
+// The Llama family's kernels of the CUDA backend (issue 24): RMSNorm, the rotary embedding of
+// the query and key heads, SwiGLU, and the store of the grouped-query attention's fp32 key and
+// value gradients (cuda_attention.c).  Formulas and orders of operations are the CPU backend's
+// (src/backend/cpu.c), so the two agree to rounding:
+//     RMSNorm   y = x rstd w,  rstd = 1 / sqrt(mean(x^2) + eps)                     (per row)
+//               dx = rstd (g - x rstd mgx),  g = dy w,  mgx = mean(g x rstd),  dw += sum_rows dy x rstd
+//     RoPE      (x_a, x_b) <- (x_a c - x_b s, x_b c + x_a s) for the pairs (a, b) of ptdp_rope_desc,
+//               s negated for the inverse (the backward of a rotation)
+//     SwiGLU    y = silu(g) u on rows [g | u];  dg = dy u sigma(g) (1 + g (1 - sigma(g))), du = dy silu(g)
+// Kernels are templates on the storage type T (cuda_elem.h): fp32 math, each (S) output rounded
+// once, as the mixed-precision wrapper does.  RMSNorm's statistics are fp32 outputs (rstd) from
+// sums of squares in double, as LayerNorm's (cuda_kernels.cu says why); its dw is a column sum
+// through fixed row chunks and a second pass (deterministic, no atomics).
+// NOT YET RUN ON A GPU: see README, "GPUs".
+#include "cuda_elem.h"
+#include "cuda_internal.h"
+
+#include <math.h>
+
+#define THREADS 256
+
+static unsigned grid_for(size_t n)
+{
+  size_t g = (n + THREADS - 1) / THREADS;
+  return (unsigned)(g > 65535u * 32u ? 65535u * 32u : (g ? g : 1));
+}
+
+// grid-stride loop over [0, n)
+#define FOR_EACH(i, n)                                                                            \
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+// Sum of v over the block (blockDim.x a multiple of 32, <= 1024); every thread gets the total.
+__device__ static double block_sum_d(double v)
+{
+  __shared__ double part[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  __syncthreads(); // part may still be read by a previous call
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  double t = 0;
+  for (int w = 0; w < nw; w++) t += part[w];
+  return t;
+}
+
+static int row_threads(int h) { return h >= 1024 ? 512 : h >= 256 ? 256 : 128; }
+
+// ---------------------------------------------------------------- RMSNorm
+// one block per row of h
+template <typename T>
+__global__ void rms_forward(const T *x, const T *w, T *y, float *rstd, int h, float eps)
+{
+  const long long r = blockIdx.x;
+  const T *xr = x + r * h;
+  T *yr = y + r * h;
+  double ss = 0;
+  for (int i = threadIdx.x; i < h; i += blockDim.x) {
+    const float v = ptdp_ld(xr[i]);
+    ss += (double)v * v;
+  }
+  const float rs = 1.0f / sqrtf((float)(block_sum_d(ss) / h) + eps);
+  for (int i = threadIdx.x; i < h; i += blockDim.x) ptdp_st(&yr[i], ptdp_ld(xr[i]) * rs * ptdp_ld(w[i]));
+  if (threadIdx.x == 0) rstd[r] = rs;
+}
+
+// dx per row (one block each): the sum of g xhat in double, as the CPU
+template <typename T>
+__global__ void rms_backward_dx(const T *dy, const T *x, const T *w, const float *rstd, T *dx, int h)
+{
+  const long long r = blockIdx.x;
+  const T *dyr = dy + r * h, *xr = x + r * h;
+  const float rs = rstd[r];
+  double sgx = 0;
+  for (int i = threadIdx.x; i < h; i += blockDim.x)
+    sgx += (double)(ptdp_ld(dyr[i]) * ptdp_ld(w[i])) * (ptdp_ld(xr[i]) * rs);
+  const float mgx = (float)(block_sum_d(sgx) / h);
+  for (int i = threadIdx.x; i < h; i += blockDim.x) {
+    const float xv = ptdp_ld(xr[i]);
+    ptdp_st(&dx[r * h + i], rs * (ptdp_ld(dyr[i]) * ptdp_ld(w[i]) - xv * rs * mgx));
+  }
+}
+
+// part[chunk][col] = sum over the chunk's rows (in order) of dy x rstd; grid (ceil(h / THREADS), chunks)
+template <typename T>
+__global__ void rms_dw_partial(const T *dy, const T *x, const float *rstd, long long rows, int h, int chunks,
+                               float *part)
+{
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= h) return;
+  const long long r0 = rows * blockIdx.y / chunks, r1 = rows * (blockIdx.y + 1) / chunks;
+  float sw = 0.0f;
+  for (long long r = r0; r < r1; r++) sw += ptdp_ld(dy[r * h + c]) * (ptdp_ld(x[r * h + c]) * rstd[r]);
+  part[(size_t)blockIdx.y * h + c] = sw;
+}
+
+// dw[c] += the chunks' partial sums, in chunk order
+__global__ void rms_dw_final(const float *part, int chunks, int h, float *dw)
+{
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= h) return;
+  float s = 0.0f;
+  for (int k = 0; k < chunks; k++) s += part[(size_t)k * h + c];
+  dw[c] += s;
+}
+
+template <typename T>
+static cudaError_t rms_forward_launch(cudaStream_t st, const void *x, const void *w, void *y, float *rstd,
+                                      long long rows, int h, float eps)
+{
+  void (*kernel)(const T *, const T *, T *, float *, int, float) = rms_forward<T>;
+  if (rows > 0) kernel<<<(unsigned)rows, row_threads(h), 0, st>>>((const T *)x, (const T *)w, (T *)y, rstd, h, eps);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_rmsnorm_forward(cudaStream_t st, ptdp_dtype t, const void *x, const void *w, void *y,
+                                                float *rstd, long long rows, int h, float eps)
+{
+  return PTDP_CUK_DISPATCH(t, rms_forward_launch, st, x, w, y, rstd, rows, h, eps);
+}
+
+template <typename T>
+static cudaError_t rms_backward_launch(cudaStream_t st, const void *dy, const void *x, const void *w,
+                                       const float *rstd, void *dx, float *dw, long long rows, int h, float *part,
+                                       int chunks)
+{
+  void (*dx_kernel)(const T *, const T *, const T *, const float *, T *, int) = rms_backward_dx<T>;
+  void (*part_kernel)(const T *, const T *, const float *, long long, int, int, float *) = rms_dw_partial<T>;
+  if (rows <= 0) return cudaGetLastError();
+  const T *dyt = (const T *)dy, *xt = (const T *)x, *wt = (const T *)w;
+  dx_kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(dyt, xt, wt, rstd, (T *)dx, h);
+  dim3 g((h + THREADS - 1) / THREADS, chunks);
+  part_kernel<<<g, THREADS, 0, st>>>(dyt, xt, rstd, rows, h, chunks, part);
+  rms_dw_final<<<g.x, THREADS, 0, st>>>(part, chunks, h, dw);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_rmsnorm_backward(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x,
+                                                 const void *w, const float *rstd, void *dx, float *dw,
+                                                 long long rows, int h, float *part, int chunks)
+{
+  return PTDP_CUK_DISPATCH(t, rms_backward_launch, st, dy, x, w, rstd, dx, dw, rows, h, part, chunks);
+}
+
+// ---------------------------------------------------------------- RoPE
+// One thread per turned pair: index i = ((r groups + g) turned + j) half + k over rows r, groups
+// g, the group's turned heads j (its queries, then its key) and the pairs k of the first rd
+// entries; each pair read and written by its own thread (in place).
+template <typename T>
+__global__ void rope_kernel(T *qkv, ptdp_rope_desc d, const float *table, float sign, size_t n)
+{
+  const int half = d.rd / 2, turned = d.heads_per_group + 1;
+  FOR_EACH(i, n)
+  {
+    const int k = (int)(i % half);
+    const size_t hj = i / half;
+    const int j = (int)(hj % turned), g = (int)(hj / turned % d.groups);
+    const long long r = (long long)(hj / turned / d.groups);
+    T *x = qkv + r * d.ld + ((long long)g * (d.heads_per_group + 2) + j) * d.hd;
+    const float *cs = table + (d.pos0 + r / d.b) * d.rd + 2 * k;
+    const int a = d.interleaved ? 2 * k : k, b = d.interleaved ? 2 * k + 1 : k + half;
+    const float c = cs[0], sn = sign * cs[1], x1 = ptdp_ld(x[a]), x2 = ptdp_ld(x[b]);
+    ptdp_st(&x[a], x1 * c - x2 * sn);
+    ptdp_st(&x[b], x2 * c + x1 * sn);
+  }
+}
+
+template <typename T>
+static cudaError_t rope_launch(cudaStream_t st, void *qkv, const ptdp_rope_desc *d, const float *table, int inverse)
+{
+  void (*kernel)(T *, ptdp_rope_desc, const float *, float, size_t) = rope_kernel<T>;
+  const size_t n = (size_t)d->rows * d->groups * (d->heads_per_group + 1) * (d->rd / 2);
+  if (n > 0) kernel<<<grid_for(n), THREADS, 0, st>>>((T *)qkv, *d, table, inverse ? -1.0f : 1.0f, n);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_rope(cudaStream_t st, ptdp_dtype t, void *qkv, const ptdp_rope_desc *d,
+                                     const float *table, int inverse)
+{
+  return PTDP_CUK_DISPATCH(t, rope_launch, st, qkv, d, table, inverse);
+}
+
+// ---------------------------------------------------------------- SwiGLU
+// rows [gate (f) | up (f)] of x to y [rows, f]: y = silu(g) u, silu(g) = g sigma(g) (the CPU's
+// g / (1 + e^-g) u); backward dg = dy u sigma (1 + g (1 - sigma)), du = dy silu(g).  One thread
+// per (row, i) pair, grid-stride.
+template <typename T> __global__ void swiglu_fwd(const T *x, T *y, int f, size_t n)
+{
+  FOR_EACH(i, n)
+  {
+    const size_t r = i / f, c = i % f;
+    const float g = ptdp_ld(x[r * 2 * f + c]), u = ptdp_ld(x[r * 2 * f + f + c]);
+    ptdp_st(&y[i], g / (1.0f + expf(-g)) * u);
+  }
+}
+
+template <typename T> __global__ void swiglu_bwd(const T *x, const T *dy, T *dx, int f, size_t n)
+{
+  FOR_EACH(i, n)
+  {
+    const size_t r = i / f, c = i % f;
+    const float g = ptdp_ld(x[r * 2 * f + c]), u = ptdp_ld(x[r * 2 * f + f + c]), d = ptdp_ld(dy[i]);
+    const float sg = 1.0f / (1.0f + expf(-g));
+    ptdp_st(&dx[r * 2 * f + c], d * u * sg * (1.0f + g * (1.0f - sg)));
+    ptdp_st(&dx[r * 2 * f + f + c], d * g * sg);
+  }
+}
+
+template <typename T>
+static cudaError_t swiglu_forward_launch(cudaStream_t st, const void *x, void *y, long long rows, int f)
+{
+  void (*kernel)(const T *, T *, int, size_t) = swiglu_fwd<T>;
+  const size_t n = (size_t)rows * f;
+  if (n > 0) kernel<<<grid_for(n), THREADS, 0, st>>>((const T *)x, (T *)y, f, n);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_swiglu_forward(cudaStream_t st, ptdp_dtype t, const void *x, void *y, long long rows,
+                                               int f)
+{
+  return PTDP_CUK_DISPATCH(t, swiglu_forward_launch, st, x, y, rows, f);
+}
+
+template <typename T>
+static cudaError_t swiglu_backward_launch(cudaStream_t st, const void *x, const void *dy, void *dx, long long rows,
+                                          int f)
+{
+  void (*kernel)(const T *, const T *, T *, int, size_t) = swiglu_bwd<T>;
+  const size_t n = (size_t)rows * f;
+  if (n > 0) kernel<<<grid_for(n), THREADS, 0, st>>>((const T *)x, (const T *)dy, (T *)dx, f, n);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_swiglu_backward(cudaStream_t st, ptdp_dtype t, const void *x, const void *dy, void *dx,
+                                                long long rows, int f)
+{
+  return PTDP_CUK_DISPATCH(t, swiglu_backward_launch, st, x, dy, dx, rows, f);
+}
+
+// ---------------------------------------------------------------- grouped attention's dK, dV
+// src [G, s, hd] fp32 (a group's gradient summed over its query heads) to the storage type at
+// dst + q ld + g gs + c: one rounding per element, as the wrapper's fp32 sum then its store.
+template <typename T>
+__global__ void group_store(const float *src, T *dst, int s, int hd, long long ld, long long gs, size_t n)
+{
+  FOR_EACH(i, n)
+  {
+    const int c = (int)(i % hd), q = (int)(i / hd % s);
+    const long long g = (long long)(i / hd / s);
+    ptdp_st(&dst[q * ld + g * gs + c], src[i]);
+  }
+}
+
+template <typename T>
+static cudaError_t group_store_launch(cudaStream_t st, const float *src, void *dst, int groups, int s, int hd,
+                                      long long ld, long long gs)
+{
+  void (*kernel)(const float *, T *, int, int, long long, long long, size_t) = group_store<T>;
+  const size_t n = (size_t)groups * s * hd;
+  if (n > 0) kernel<<<grid_for(n), THREADS, 0, st>>>(src, (T *)dst, s, hd, ld, gs, n);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_group_store(cudaStream_t st, ptdp_dtype t, const float *src, void *dst, int groups,
+                                            int s, int hd, long long ld, long long gs)
+{
+  return PTDP_CUK_DISPATCH(t, group_store_launch, st, src, dst, groups, s, hd, ld, gs);
+}
