@@ -172,6 +172,10 @@ struct ptdp_backend {
   int (*adamw)(ptdp_backend *be, float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
                float beta2, float eps, float wd, long long step);
   double (*sumsq)(ptdp_backend *be, const float *x, size_t n); /* in double */
+  /* out[i] = sumsq(x[i], n[i]) bit for bit, i < count, with one wait for all of them (a GPU's
+   * gradient norm is one sum per tensor: one host synchronisation per tensor was 148 waits per
+   * step of GPT 125M).  Optional (NULL: the caller calls sumsq per array). */
+  int (*sumsq_many)(ptdp_backend *be, const float *const *x, const size_t *n, int count, double *out);
   /* Used by mixed precision (issue 20 section 3), not yet by the model.
    * convert: dst[i] = src[i] from type st to type dt, n elements, rounded to nearest even as
    * ptdp/half.h defines it bit for bit (a same-type convert is a copy); dst and src do not

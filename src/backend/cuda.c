@@ -274,6 +274,8 @@ static void ctx_release(ptdp_cu_ctx *c)
   if (c->scratch) report_cuda(cudaFree(c->scratch), "cudaFree", "scratch");
   if (c->red) report_cuda(cudaFree(c->red), "cudaFree", "sumsq partials");
   if (c->red_host) report_cuda(cudaFreeHost(c->red_host), "cudaFreeHost", "sumsq result");
+  if (c->many) report_cuda(cudaFree(c->many), "cudaFree", "sumsq_many sums");
+  if (c->many_host) report_cuda(cudaFreeHost(c->many_host), "cudaFreeHost", "sumsq_many results");
   cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
   if (c->lt && (st = cublasLtDestroy(c->lt)) != CUBLAS_STATUS_SUCCESS)
     fprintf(stderr, "ptdp: cuda: cublasLtDestroy failed: %s\n", cublasGetStatusString(st));
@@ -423,6 +425,35 @@ static double cu_sumsq(ptdp_backend *be, const float *x, size_t n)
   return *c->red_host;
 }
 
+/* Room for count sums on the device and in pinned memory (kept between calls). */
+static int many_room(ptdp_cu_ctx *c, int count)
+{
+  if (count <= c->many_cap) return PTDP_OK;
+  if (c->many) PTDP_CALL_CUDA(cudaFree(c->many));
+  if (c->many_host) PTDP_CALL_CUDA(cudaFreeHost(c->many_host));
+  c->many = c->many_host = NULL;
+  c->many_cap = 0;
+  PTDP_CALL_CUDA(cudaMalloc((void **)&c->many, (size_t)count * sizeof(double)));
+  PTDP_CALL_CUDA(cudaMallocHost((void **)&c->many_host, (size_t)count * sizeof(double)));
+  c->many_cap = count;
+  return PTDP_OK;
+}
+
+/* sumsq's kernels for each array (their partials in red, reused in stream order), each sum into
+ * its own slot, then one copy back and one wait. */
+static int cu_sumsq_many(ptdp_backend *be, const float *const *x, const size_t *n, int count, double *out)
+{
+  ptdp_cu_ctx *c = be->ctx;
+  if (count <= 0) return PTDP_OK;
+  PTDP_CALL(many_room(c, count));
+  for (int i = 0; i < count; i++) PTDP_CALL_CUDA(ptdp_cuk_sumsq(c->stream, x[i], n[i], c->red, c->many + i));
+  PTDP_CALL_CUDA(cudaMemcpyAsync(c->many_host, c->many, (size_t)count * sizeof(double), cudaMemcpyDeviceToHost,
+                                 c->stream));
+  PTDP_CALL(wait_stream(be, "sumsq_many"));
+  memcpy(out, c->many_host, (size_t)count * sizeof(double));
+  return PTDP_OK;
+}
+
 static int cu_convert(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n)
 {
   PTDP_CALL_CUDA(ptdp_cuk_convert(CTX->stream, dst, dt, src, st, n));
@@ -553,6 +584,7 @@ static void fill_llama(ptdp_backend *be)
 /* The GEMMs with fused epilogues (optional ops, every storage type; cuda_gemm.c). */
 static void fill_epilogues(ptdp_backend *be)
 {
+  be->sumsq_many = cu_sumsq_many;
   be->gemm_bias = ptdp_cu_gemm_bias;
   be->gemm_bias_gelu = ptdp_cu_gemm_bias_gelu;
   be->gemm_dgelu_bgrad = ptdp_cu_gemm_dgelu_bgrad;

@@ -50,6 +50,8 @@ typedef struct {
   size_t scratch_n;
   double *red;          /* device partial sums of sumsq; its first slot is unscale_check's flag */
   double *red_host;     /* pinned: the sum (or unscale_check's flag) read back */
+  double *many, *many_host; /* sumsq_many's sums, device and pinned, many_cap of each (grow) */
+  int many_cap;
 } ptdp_cu_ctx;
 
 /* Backend scratch of at least n floats (device memory; contents undefined). */

@@ -182,6 +182,10 @@ static int mx_adamw(ptdp_backend *be, float *p, const float *g, float *m, float 
 }
 
 static double mx_sumsq(ptdp_backend *be, const float *x, size_t n) { return INNER(be)->sumsq(INNER(be), x, n); }
+static int mx_sumsq_many(ptdp_backend *be, const float *const *x, const size_t *n, int count, double *out)
+{
+  return INNER(be)->sumsq_many(INNER(be), x, n, count, out);
+}
 
 static int mx_convert(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n)
 {
@@ -537,6 +541,7 @@ static int wrap(ptdp_backend *inner, ptdp_dtype t, ptdp_backend **out)
   return 0;
 }
 
+  be->sumsq_many = inner->sumsq_many ? mx_sumsq_many : NULL;
 int ptdp_backend_mixed_create(ptdp_backend *inner, ptdp_dtype t, ptdp_backend **out)
 {
   *out = NULL;

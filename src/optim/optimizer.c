@@ -4,6 +4,7 @@
 #include "ptdp/error.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 int ptdp_optimizer_create(ptdp_optimizer *o, const ptdp_optim_config *cfg, ptdp_gpt *model, ptdp_ddp *ddp)
@@ -26,20 +27,61 @@ int ptdp_optimizer_create(ptdp_optimizer *o, const ptdp_optim_config *cfg, ptdp_
 
 void ptdp_optimizer_destroy(ptdp_optimizer *o) { memset(o, 0, sizeof *o); }
 
-/* Sum of squares of the gradient elements of shard s that this rank counts. */
-static double counted_sumsq(const ptdp_optimizer *o, const ptdp_shard *s)
+/* The gradient ranges of shard s that this rank counts in the norm, appended to x, n from *k on
+ * (room for nparams more); returns how many. */
+static int counted_ranges(const ptdp_optimizer *o, const ptdp_shard *s, const float **x, size_t *n, int k)
 {
   const ptdp_gpt *m = o->model;
-  double sum = 0;
+  const int k0 = k;
   for (int i = 0; i < m->nparams; i++) {
     const ptdp_param_info *p = &m->params[i];
     if (p->tied_copy || (p->tp_replicated && m->tp_rank != 0)) continue;
     const long long off = m->layout.offset[i];
     long long a = off > s->lo ? off : s->lo, b = off + ptdp_param_local_elems(p);
     b = b < s->hi ? b : s->hi;
-    if (b > a) sum += m->be->sumsq(m->be, m->grad + a, (size_t)(b - a));
+    if (b > a) x[k] = m->grad + a, n[k++] = (size_t)(b - a);
   }
-  return sum;
+  return k - k0;
+}
+
+/* This rank's sum of squares of the gradients over the shards of the nb buckets: each range's sum
+ * in double, added up per shard, the shards' sums added in order (the same bits whether the
+ * backend sums the ranges one by one or, with sumsq_many, with one wait for all). */
+static int counted_sumsq(const ptdp_optimizer *o, int nb, double *ss)
+{
+  ptdp_backend *be = o->model->be;
+  const size_t most = (size_t)nb * (size_t)o->model->nparams + 1;
+  const float **x = malloc(most * sizeof *x);
+  size_t *n = malloc(most * sizeof *n);
+  int *per = malloc(((size_t)nb + 1) * sizeof *per);
+  double *sq = malloc(most * sizeof *sq);
+  int rc = x && n && per && sq ? PTDP_OK : PTDP_ERR_MEM;
+  if (rc == PTDP_OK) {
+    int k = 0;
+    for (int b = 0; b < nb; b++) {
+      ptdp_shard s;
+      ptdp_ddp_shard(o->ddp, b, &s);
+      per[b] = counted_ranges(o, &s, x, n, k);
+      k += per[b];
+    }
+    if (be->sumsq_many) {
+      rc = be->sumsq_many(be, x, n, k, sq);
+    } else {
+      for (int i = 0; i < k; i++) sq[i] = be->sumsq(be, x[i], n[i]);
+    }
+    *ss = 0;
+    for (int b = 0, i = 0; rc == PTDP_OK && b < nb; b++) {
+      double sum = 0;
+      for (int j = 0; j < per[b]; j++) sum += sq[i++];
+      *ss += sum;
+    }
+  }
+  free(x);
+  free(n);
+  free(per);
+  free(sq);
+  if (rc == PTDP_ERR_MEM) PTDP_FAIL(PTDP_ERR_MEM, "the gradient norm's %zu ranges: out of memory", most);
+  return rc;
 }
 
 /* AdamW on the parameters overlapping shard s; moments at s->state. */
@@ -103,11 +145,7 @@ int ptdp_optimizer_update(ptdp_optimizer *o, double lr, double *grad_norm, int *
     }
   }
   double ss = 0;
-  for (int b = 0; b < nb; b++) {
-    ptdp_shard s;
-    ptdp_ddp_shard(o->ddp, b, &s);
-    ss += counted_sumsq(o, &s);
-  }
+  PTDP_CALL(counted_sumsq(o, nb, &ss));
   PTDP_CALL(ptdp_comm_allreduce_sum_f64(&g->mp, &ss, 1, PTDP_TAG_MISC));
   if (o->ddp->distributed) PTDP_CALL(ptdp_comm_allreduce_sum_f64(&g->dp, &ss, 1, PTDP_TAG_MISC));
   double norm = sqrt(ss);
