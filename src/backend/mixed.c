@@ -516,6 +516,7 @@ static void fill_optional(ptdp_backend *be, const ptdp_backend *inner)
   be->flash_forward = inner->flash_forward ? mx_flash_forward : NULL;
   be->flash_supports = inner->flash_supports ? mx_flash_supports : NULL;
   be->flash_backward = inner->flash_backward ? mx_flash_backward : NULL;
+  be->sumsq_many = inner->sumsq_many ? mx_sumsq_many : NULL;
 }
 
 /* The wrapper's table around inner (not yet owned: the caller destroys inner on failure). */
@@ -541,7 +542,6 @@ static int wrap(ptdp_backend *inner, ptdp_dtype t, ptdp_backend **out)
   return 0;
 }
 
-  be->sumsq_many = inner->sumsq_many ? mx_sumsq_many : NULL;
 int ptdp_backend_mixed_create(ptdp_backend *inner, ptdp_dtype t, ptdp_backend **out)
 {
   *out = NULL;
