@@ -565,6 +565,7 @@ static void fill_table(ptdp_backend *be, ptdp_dtype t)
   be->host_accessible = 0;
   be->dtype = t;
   PTDP_BACKEND_FILL(be, cu);
+  be->sumsq_many = cu_sumsq_many; /* optional, every storage type */
   if (t != PTDP_F32) {
     be->gemm_wgrad = ptdp_cu_gemm_wgrad;
     be->flash_forward = cu_flash_forward;
@@ -584,7 +585,6 @@ static void fill_llama(ptdp_backend *be)
 /* The GEMMs with fused epilogues (optional ops, every storage type; cuda_gemm.c). */
 static void fill_epilogues(ptdp_backend *be)
 {
-  be->sumsq_many = cu_sumsq_many;
   be->gemm_bias = ptdp_cu_gemm_bias;
   be->gemm_bias_gelu = ptdp_cu_gemm_bias_gelu;
   be->gemm_dgelu_bgrad = ptdp_cu_gemm_dgelu_bgrad;
