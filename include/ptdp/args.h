@@ -31,7 +31,7 @@ typedef struct ptdp_args {
   ptdp_norm_type normalization;
   ptdp_position_type position_embedding_type;
   double rotary_base, rotary_percent;
-  int rotary_interleaved, disable_bias_linear, untie_embeddings_and_output_weights;
+  int rotary_interleaved, disable_bias_linear, untie_embeddings_and_output_weights, swiglu;
   int group_query_attention;
   long long num_query_groups, kv_channels;
   /* batches and iterations */

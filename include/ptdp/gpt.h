@@ -95,7 +95,7 @@ typedef struct {
   float *shard_a, *shard_b, *shard_c; /* [Nl, h] */
   float *dqkv;              /* [N, 3 hl] */
   float *dctx;              /* [N, hl] */
-  float *dfc;               /* [N, fl] */
+  float *dfc;               /* [N, fl]; SwiGLU: [N, 2 fl] then the activation's gradient [N, fl] */
   float *attn;              /* [s, s] attention backward */
   float *xent;              /* [3 N] row max, sum-exp, target logit */
   float *grad_a, *grad_b;   /* [Nl, h] gradients flowing between layers (ping-pong) */

@@ -16,7 +16,8 @@
  * i.e. twice the paper's bytes for every 2-byte tensor, the same for every 1-byte mask
  * (18 = 2 x 8 + 2; 48 = 2 x 24; 9 = 2 x 4 + 1 for softmax output, dropout output, mask).
  * The general count below also follows ffn-hidden-size and drops the masks and the dropout
- * output when their dropout probability is 0.  With the fused (flash) attention the softmax,
+ * output when their dropout probability is 0; with SwiGLU fc1's output [gate | up] is 2 f / t
+ * wide (the activation's output f / t as GELU's): E N f / t bytes more.  With the fused (flash) attention the softmax,
  * its dropout mask and output are never stored: the 5 a s / (h t) term goes, as under
  * selective recomputation (Korthikanti et al.'s formula without it), and ptdp adds the fp32
  * log-sum-exp of each query row, 4 b a s / t bytes. */

@@ -60,6 +60,8 @@ typedef struct {
   int query_groups;            /* num-query-groups with group-query-attention: heads share the keys
                                   and values of their group (0: one group per head) */
   int kv_channels;             /* kv-channels: the head size (0: hidden / heads) */
+  int swiglu;                  /* swiglu: the MLP is fc2(silu(gate) * up), fc1 holding [gate; up]
+                                  (2 f rows: two row blocks, ptdp_param_info.blocks) */
 } ptdp_arch;
 
 /* The model's shape, independent of the layout. */
@@ -86,8 +88,12 @@ typedef struct {
   int ndim;                  /* 2 for matrices, 1 for vectors */
   long long grows, gcols;    /* global shape (gcols = 1 for vectors) */
   ptdp_split split;
-  long long row0, col0;      /* origin of this rank's slice in the global tensor */
-  long long rows, cols;      /* extent of the slice (rows may be 0: a TP rank holding only padding) */
+  int blocks;                /* K: the global rows are K equal blocks, each split over TP on its own
+                                (1; 2 for SwiGLU's fc1, [gate; up]): the local buffer holds this
+                                rank's slice of each block, block after block, lrows / K rows apiece */
+  long long row0, col0;      /* origin of this rank's slice in the global tensor (of its first block) */
+  long long rows, cols;      /* extent of the slice, all its blocks (rows may be 0: a TP rank holding
+                                only padding) */
   long long lrows, lcols;    /* local buffer shape: rows >= slice rows (word-embedding padding) */
   ptdp_init_kind init;
   uint32_t init_key;         /* key of its initial values: the same global tensor, the same key */
@@ -118,8 +124,19 @@ int ptdp_params_chunk_has_head(const ptdp_param_position *pos, int c);
 int ptdp_params_count(const ptdp_model_shape *s, const ptdp_param_position *pos);
 /* Fill out[0 .. count) (cap entries available); returns the count, or -1 if cap is too small. */
 int ptdp_params_list(const ptdp_model_shape *s, const ptdp_param_position *pos, ptdp_param_info *out, int cap);
+/* The most row blocks a parameter has (ptdp_param_info.blocks). */
+#define PTDP_PARAM_MAX_BLOCKS 2
 /* Elements of a local buffer. */
 static inline long long ptdp_param_local_elems(const ptdp_param_info *p) { return p->lrows * p->lcols; }
+/* The global row of local row lr: block k = lr / (lrows / K) of the buffer is this rank's slice of
+ * global block k, which starts at global row k grows / K.  Worked example: SwiGLU's fc1 weight,
+ * f 6, t 2 ([gate; up], 12 rows): TP rank 1's six local rows are global rows 3, 4, 5 (gate_1)
+ * and 9, 10, 11 (up_1).  Word-embedding padding rows (lr >= rows) map past the global tensor. */
+static inline long long ptdp_param_global_row(const ptdp_param_info *p, long long lr)
+{
+  const long long per = p->lrows / p->blocks;
+  return lr / per * (p->grows / p->blocks) + p->row0 + lr % per;
+}
 /* Does the architecture have this role (a layer role, the position embedding, the final norm's
  * bias)?  RMSNorm has no biases, disable-bias-linear none on the linear layers, RoPE and no
  * positions no position table. */

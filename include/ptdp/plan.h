@@ -60,7 +60,8 @@
   X(PTDP_BUF_LN2_MEAN, float, ln2_mean, "ln2_mean", REST, z.Nl, F32, LN)                                  \
   X(PTDP_BUF_LN2_RSTD, float, ln2_rstd, "ln2_rstd", REST, z.Nl, F32, ALWAYS)                              \
   X(PTDP_BUF_LN2_OUT, float, ln2_out, "ln2_out", REST, z.Nl * z.h, STORE, ALWAYS) /* fc1 input */        \
-  X(PTDP_BUF_FC1_OUT, float, fc1, "fc1_out", REST, z.N * z.fl, STORE, ALWAYS) /* GELU input */           \
+  /* GELU input; SwiGLU's [gate | up], 2 fl wide */                                                      \
+  X(PTDP_BUF_FC1_OUT, float, fc1, "fc1_out", REST, z.N * z.fc1, STORE, ALWAYS)                          \
   X(PTDP_BUF_GELU_OUT, float, gelu, "gelu_out", REST, z.N * z.fl, STORE, ALWAYS) /* fc2 input */         \
   X(PTDP_BUF_MLP_RESID_MASK, uint8_t, mask2, "mlp_resid_mask", REST, z.Nl * z.h, MASK, HDROP)          \
   /* the fused attention's log-sum-exp of each query row [b, al, s]: what its backward needs */         \

@@ -29,7 +29,8 @@ typedef struct {
   int gl, hpg;      /* this rank's key/value groups g / t and the query heads of a group a / g
                        (gl = al, hpg = 1 without grouped-query attention) */
   int qkv;          /* width of this rank's QKV rows: (al + 2 gl) hd (3 hl without GQA) */
-  int fl;           /* this rank's ffn width f / t */
+  int fl;           /* this rank's ffn width f / t (fc2's input) */
+  int fc1;          /* width of this rank's fc1 output rows: fl, or 2 fl with SwiGLU ([gate | up]) */
   long long padded_vocab; /* V': the vocabulary padded to a multiple of divisible-by x t */
   long long vl, v0;       /* this rank's vocabulary rows V' / t and the first of them */
   long long att;          /* elements of one attention score tensor: b al s s */

@@ -10,7 +10,9 @@
  * holds.  A piece is the part of one parameter's local buffer [lrows, lcols] inside the shard: a
  * contiguous run of the flattened buffer, i.e. at most three rectangles of the global tensor (a
  * partial first row, whole rows, a partial last row), each contiguous in memory.  Rows of the
- * word embedding's padding belong to no global tensor and are left out.
+ * word embedding's padding belong to no global tensor and are left out.  A buffer of K row blocks
+ * (SwiGLU's fc1: ptdp_param_info.blocks) is apart in the global tensor at each block's end: up to
+ * three rectangles per block.
  *
  * Worked example: a [4, 6] local buffer at global origin (8, 0) and a shard covering its flat
  * elements [3, 20): rectangles rows 8 cols [3, 6) (3 elements), rows [9, 11) cols [0, 6)
@@ -19,6 +21,9 @@
 #define PTDP_SHARD_MAP_H
 
 #include "ptdp/grad_buffer.h"
+
+/* Rectangles a run of one parameter's buffer makes at most: three per row block. */
+#define PTDP_SHARD_RECTS (3 * PTDP_PARAM_MAX_BLOCKS)
 
 typedef struct {
   long long lo, hi; /* the shard in the flat buffers */
@@ -35,7 +40,7 @@ typedef struct {
   int param;               /* index in the parameter table */
   long long local_lo, local_hi; /* flattened elements of the parameter's local buffer */
   int nrects;
-  ptdp_shard_rect rect[3];
+  ptdp_shard_rect rect[PTDP_SHARD_RECTS];
 } ptdp_shard_piece;
 
 /* distributed = 0 or d = 1: the whole bucket, state = lo. */

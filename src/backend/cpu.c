@@ -303,6 +303,36 @@ static int cpu_gelu_backward(ptdp_backend *be, const float *x, const float *dy, 
   return 0;
 }
 
+/* SwiGLU (Shazeer 2020): rows [gate (f) | up (f)] to silu(gate) up, silu(g) = g sigma(g); the
+ * backward from silu'(g) = sigma (1 + g (1 - sigma)).  The same vectorised exponential as GELU. */
+static int cpu_swiglu_forward(ptdp_backend *be, const float *x, float *y, long long rows, int f)
+{
+#pragma omp parallel for schedule(static)
+  for (long long r = 0; r < rows; r++) {
+    const float *g = x + r * 2 * f, *u = g + f;
+    float *yr = y + r * f;
+#pragma omp simd
+    for (int i = 0; i < f; i++) yr[i] = g[i] / (1.0f + ptdp_cpu_expf(-g[i])) * u[i];
+  }
+  return 0;
+}
+
+static int cpu_swiglu_backward(ptdp_backend *be, const float *x, const float *dy, float *dx, long long rows, int f)
+{
+#pragma omp parallel for schedule(static)
+  for (long long r = 0; r < rows; r++) {
+    const float *g = x + r * 2 * f, *u = g + f, *dyr = dy + r * f;
+    float *dg = dx + r * 2 * f, *du = dg + f;
+#pragma omp simd
+    for (int i = 0; i < f; i++) {
+      const float sg = 1.0f / (1.0f + ptdp_cpu_expf(-g[i]));
+      dg[i] = dyr[i] * u[i] * sg * (1.0f + g[i] * (1.0f - sg));
+      du[i] = dyr[i] * g[i] * sg;
+    }
+  }
+  return 0;
+}
+
 static int cpu_bias_forward(ptdp_backend *be, float *y, const float *b, long long rows, int cols)
 {
 #pragma omp parallel for schedule(static)
@@ -540,6 +570,8 @@ int ptdp_backend_cpu_create(ptdp_backend **out)
   be->rmsnorm_forward = cpu_rmsnorm_forward;
   be->rmsnorm_backward = cpu_rmsnorm_backward;
   be->rope = cpu_rope;
+  be->swiglu_forward = cpu_swiglu_forward;
+  be->swiglu_backward = cpu_swiglu_backward;
   be->flash_forward = ptdp_cpu_flash_forward;
   be->flash_backward = ptdp_cpu_flash_backward;
   be->host_accessible = 1;

@@ -165,6 +165,16 @@ static int guard_rope(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, con
   GUARD_RUN(be, rope, qkv, d, table, inverse);
 }
 
+static int guard_swiglu_forward(ptdp_backend *be, const float *x, float *y, long long rows, int f)
+{
+  GUARD_RUN(be, swiglu_forward, x, y, rows, f);
+}
+
+static int guard_swiglu_backward(ptdp_backend *be, const float *x, const float *dy, float *dx, long long rows, int f)
+{
+  GUARD_RUN(be, swiglu_backward, x, dy, dx, rows, f);
+}
+
 static int guard_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse)
 {
   GUARD_RUN(be, flash_forward, d, qkv, ctx, lse);
@@ -245,9 +255,7 @@ static void guard_fill_table(ptdp_backend *be)
   be->host_accessible = 0;
   PTDP_BACKEND_FILL(be, guard);
   be->grouped_attention = 1; /* the CPU backend's operations */
-  be->rmsnorm_forward = guard_rmsnorm_forward; /* the optional operations: the CPU backend has them */
-  be->rmsnorm_backward = guard_rmsnorm_backward;
-  be->rope = guard_rope;
+  PTDP_BACKEND_FILL_LLAMA(be, guard); /* the optional operations: the CPU backend has them */
   be->flash_forward = guard_flash_forward;
   be->flash_backward = guard_flash_backward;
 }

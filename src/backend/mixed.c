@@ -407,6 +407,29 @@ static int mx_rope(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const 
   return 0;
 }
 
+/* x [rows, 2 f], y and dy [rows, f]. */
+static int mx_swiglu_forward(ptdp_backend *be, const float *x, float *y, long long rows, int f)
+{
+  call k = {.c = MX(be)};
+  const size_t n = (size_t)rows * (size_t)f;
+  const int ix = use(&k, x, 2 * n, 1, 0), iy = use(&k, y, n, 0, 1);
+  PTDP_CALL(call_begin(&k));
+  PTDP_CALL(INNER(be)->swiglu_forward(INNER(be), W(k, ix), W(k, iy), rows, f));
+  PTDP_CALL(call_end(&k));
+  return 0;
+}
+
+static int mx_swiglu_backward(ptdp_backend *be, const float *x, const float *dy, float *dx, long long rows, int f)
+{
+  call k = {.c = MX(be)};
+  const size_t n = (size_t)rows * (size_t)f;
+  const int ix = use(&k, x, 2 * n, 1, 0), idy = use(&k, dy, n, 1, 0), idx = use(&k, dx, 2 * n, 0, 1);
+  PTDP_CALL(call_begin(&k));
+  PTDP_CALL(INNER(be)->swiglu_backward(INNER(be), W(k, ix), W(k, idy), W(k, idx), rows, f));
+  PTDP_CALL(call_end(&k));
+  return 0;
+}
+
 static int mx_flash_supports(const ptdp_backend *be, const ptdp_attn_desc *d)
 {
   return INNER(be)->flash_supports(INNER(be), d);
@@ -513,6 +536,8 @@ static void fill_optional(ptdp_backend *be, const ptdp_backend *inner)
   be->rmsnorm_forward = inner->rmsnorm_forward ? mx_rmsnorm_forward : NULL;
   be->rmsnorm_backward = inner->rmsnorm_backward ? mx_rmsnorm_backward : NULL;
   be->rope = inner->rope ? mx_rope : NULL;
+  be->swiglu_forward = inner->swiglu_forward ? mx_swiglu_forward : NULL;
+  be->swiglu_backward = inner->swiglu_backward ? mx_swiglu_backward : NULL;
   be->flash_forward = inner->flash_forward ? mx_flash_forward : NULL;
   be->flash_supports = inner->flash_supports ? mx_flash_supports : NULL;
   be->flash_backward = inner->flash_backward ? mx_flash_backward : NULL;

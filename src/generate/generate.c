@@ -60,7 +60,7 @@ int ptdp_generator_create(ptdp_generator *g, ptdp_gpt *m, int capacity)
   PTDP_CALL(dalloc(g, (void **)&g->rstd, c * f));
   PTDP_CALL(dalloc(g, (void **)&g->qkv, c * (size_t)m->sh.qkv * f));
   PTDP_CALL(dalloc(g, (void **)&g->ctx, c * hl * f));
-  PTDP_CALL(dalloc(g, (void **)&g->fc, c * fl * f));
+  PTDP_CALL(dalloc(g, (void **)&g->fc, c * (size_t)m->sh.fc1 * f)); /* [gate | up] with SwiGLU */
   PTDP_CALL(dalloc(g, (void **)&g->act, c * fl * f));
   PTDP_CALL(dalloc(g, (void **)&g->scores, (size_t)al * c * f));
   PTDP_CALL(dalloc(g, (void **)&g->stats, (size_t)3 * al * f));

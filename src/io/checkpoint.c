@@ -49,12 +49,16 @@ void ckpt_dataset_path(const ckpt_io *io, int kind, int g, char *out, size_t n)
     if (out[i] == '.') out[i] = '/';
 }
 
-/* The whole slice of parameter p as a part. */
+/* The whole slice of parameter p as a part: a rectangle per row block. */
 ckpt_part ckpt_whole_slice(const ptdp_param_info *p)
 {
   ckpt_part s = {.lo = 0, .hi = p->rows * p->lcols, .nrects = 0};
-  if (p->rows > 0 && p->cols > 0)
-    s.rect[s.nrects++] = (ptdp_shard_rect){.row0 = p->row0, .col0 = p->col0, .rows = p->rows, .cols = p->cols};
+  if (p->rows > 0 && p->cols > 0) {
+    ptdp_shard_piece pc;
+    ptdp_shard_run_rects(p, 0, s.hi, &pc);
+    s.nrects = pc.nrects;
+    memcpy(s.rect, pc.rect, sizeof s.rect);
+  }
   return s;
 }
 
@@ -156,7 +160,7 @@ uint64_t ckpt_checksum(const ptdp_param_info *p, const float *x, long long lo, l
   const long long w = p->lcols;
   for (long long k = lo; k < hi;) { /* row by row: the flat global index advances by one per column */
     const long long r = k / w, end = (r + 1) * w < hi ? (r + 1) * w : hi;
-    const uint64_t g0 = (uint64_t)((p->row0 + r) * p->gcols + p->col0 - r * w);
+    const uint64_t g0 = (uint64_t)(ptdp_param_global_row(p, r) * p->gcols + p->col0 - r * w);
     for (; k < end; k++) {
       uint32_t bits;
       memcpy(&bits, &buf[k], sizeof bits);
@@ -380,6 +384,7 @@ static int save_attributes(const ckpt_io *io, const ptdp_checkpoint_info *info)
   PTDP_CALL(ckpt_attr_write_i64(mg, "untie_embeddings_and_output_weights", m->cfg.arch.untie));
   PTDP_CALL(ckpt_attr_write_i64(mg, "num_query_groups", m->sh.gl * m->t));
   PTDP_CALL(ckpt_attr_write_i64(mg, "kv_channels", m->sh.hd));
+  PTDP_CALL(ckpt_attr_write_i64(mg, "swiglu", m->cfg.arch.swiglu));
   PTDP_CALL_HDF5(H5Gclose(mg));
   if (io->ddp) {
     hid_t og = H5Gopen2(f, "/optimizer", H5P_DEFAULT);

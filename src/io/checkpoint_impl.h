@@ -104,7 +104,7 @@ enum { KIND_MODEL = 0, KIND_EXP_AVG, KIND_EXP_AVG_SQ, NKINDS };
 typedef struct {
   long long lo, hi;
   int nrects;
-  ptdp_shard_rect rect[3];
+  ptdp_shard_rect rect[PTDP_SHARD_RECTS];
 } ckpt_part;
 
 typedef struct {

@@ -222,7 +222,8 @@ static int check_shape(const ckpt_io *io, const char *file)
            {"untie_embeddings_and_output_weights", "untie-embeddings-and-output-weights", c->arch.untie},
            {"num_query_groups", "num-query-groups (query groups: num-attention-heads without grouped-query "
                                 "attention)", io->m->sh.gl * io->m->t},
-           {"kv_channels", "kv-channels (the head size)", io->m->sh.hd}};
+           {"kv_channels", "kv-channels (the head size)", io->m->sh.hd},
+           {"swiglu", "swiglu", c->arch.swiglu}};
   hid_t mg = H5Gopen2(io->file, "/model", H5P_DEFAULT);
   PTDP_CHECK(mg >= 0, "checkpoint '%s' has no /model group: it is not a ptdp checkpoint", file);
   int rc = 0;
@@ -458,6 +459,6 @@ int ptdp_checkpoint_read_model_keys(const ptdp_checkpoint_ref *ref, ptdp_options
                                      "normalization", "position-embedding-type", "rotary-base", "rotary-percent",
                                      "rotary-interleaved", "disable-bias-linear",
                                      "untie-embeddings-and-output-weights", "group-query-attention",
-                                     "num-query-groups", "kv-channels", "tokenizer-model"};
+                                     "num-query-groups", "kv-channels", "tokenizer-model", "swiglu"};
   return ptdp_checkpoint_read_keys(ref, o, keys, (int)(sizeof keys / sizeof keys[0]), comm);
 }

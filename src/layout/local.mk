@@ -16,3 +16,8 @@ TESTS += validation/tests/pipeline/test_schedule
 check_PROGRAMS += validation/tests/pipeline/test_replay
 validation_tests_pipeline_test_replay_SOURCES = validation/tests/pipeline/test_replay.c
 TESTS += validation/tests/pipeline/test_replay
+# Unit test (1 rank): the parameter table's row blocks (SwiGLU's fc1 [gate; up]) and the shard
+# map's rectangles of them (a worked example, coverage over t, a planted mistake).
+check_PROGRAMS += validation/tests/model/test_param_blocks
+validation_tests_model_test_param_blocks_SOURCES = validation/tests/model/test_param_blocks.c
+TESTS += validation/tests/model/test_param_blocks

@@ -113,6 +113,7 @@ static void fill(ptdp_param_info *e, const ptdp_model_shape *s, const ptdp_param
   e->role = role;
   e->layer = -1;
   e->ndim = is_matrix(role) ? 2 : 1;
+  e->blocks = 1;
   e->grows = grows;
   e->gcols = gcols;
   e->split = split;
@@ -140,8 +141,15 @@ static void layer_entry(ptdp_param_info *e, const ptdp_model_shape *s, const ptd
   long long grows = lr->rows_h3 ? ptdp_model_qkv_rows(s) : lr->rows_h ? h : f;
   /* the projection reads the attention's output, a hd wide (h unless kv-channels says otherwise) */
   long long gcols = r == PTDP_PARAM_PROJ_WEIGHT ? ptdp_model_attn_width(s) : lr->cols_h ? h : lr->cols_f ? f : 1;
+  const int glu = s->arch.swiglu && (r == PTDP_PARAM_FC1_WEIGHT || r == PTDP_PARAM_FC1_BIAS);
+  if (glu) grows = 2 * f; /* [gate; up] */
   fill(e, s, pos, r, grows, gcols, grows, lr->split, lr->init,
        (uint32_t)(KEY_LAYER_BASE + KEY_LAYER_STRIDE * layer + (int)r), lr->weight_decay, lr->sp_partial);
+  if (glu) { /* each TP rank holds [gate_r; up_r], its slice of each block (Megatron-core's linear_fc1) */
+    e->blocks = 2;
+    e->row0 = (long long)pos->tp_rank * (f / pos->t);
+    e->rows = e->lrows;
+  }
   e->layer = layer;
   snprintf(e->name, sizeof e->name, "decoder.layers.%d.%s", layer, lr->suffix);
 }

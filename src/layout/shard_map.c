@@ -22,26 +22,26 @@ long long ptdp_shard_state_elems(const ptdp_grad_layout *L, int distributed, int
   return distributed && d > 1 ? L->total / d : L->total;
 }
 
-/* Add the rectangle of local rows [r0, r1) x cols [c0, c1) (clipped to the slice's rows). */
+/* Add the rectangle of local rows [r0, r1) x cols [c0, c1), rows of one block of the buffer
+ * (clipped to the slice's rows). */
 static void add_rect(ptdp_shard_piece *pc, const ptdp_param_info *p, long long r0, long long r1, long long c0,
                      long long c1, long long shard_offset)
 {
   if (r1 > p->rows) r1 = p->rows; /* padding rows: in no global tensor */
   if (r1 <= r0 || c1 <= c0) return;
   ptdp_shard_rect *rc = &pc->rect[pc->nrects++];
-  rc->row0 = p->row0 + r0;
+  rc->row0 = ptdp_param_global_row(p, r0);
   rc->col0 = p->col0 + c0;
   rc->rows = r1 - r0;
   rc->cols = c1 - c0;
   rc->shard_offset = shard_offset;
 }
 
-/* Split the flattened run [a, b) of p's local buffer into row-aligned rectangles. */
-static void split_run(ptdp_shard_piece *pc, const ptdp_param_info *p, long long a, long long b, long long shard_off)
+/* Split the flattened run [a, b) of one block of p's local buffer into row-aligned rectangles. */
+static void split_block(ptdp_shard_piece *pc, const ptdp_param_info *p, long long a, long long b, long long shard_off)
 {
   const long long w = p->lcols;
   long long ra = a / w, ca = a % w, rb = b / w, cb = b % w;
-  pc->nrects = 0;
   if (ra == rb) { /* within one row */
     add_rect(pc, p, ra, ra + 1, ca, cb, shard_off);
     return;
@@ -55,6 +55,17 @@ static void split_run(ptdp_shard_piece *pc, const ptdp_param_info *p, long long 
   add_rect(pc, p, ra, rb, 0, w, off); /* whole rows */
   off += (rb - ra) * w;
   if (cb > 0) add_rect(pc, p, rb, rb + 1, 0, cb, off); /* partial last row */
+}
+
+/* The run [a, b) block by block: the blocks of a buffer are apart in the global tensor. */
+static void split_run(ptdp_shard_piece *pc, const ptdp_param_info *p, long long a, long long b, long long shard_off)
+{
+  const long long per = p->lrows / p->blocks * p->lcols; /* elements of one block of the buffer */
+  pc->nrects = 0;
+  for (int k = 0; k < p->blocks; k++) {
+    const long long lo = a > k * per ? a : k * per, hi = b < (k + 1) * per || k == p->blocks - 1 ? b : (k + 1) * per;
+    if (hi > lo) split_block(pc, p, lo, hi, shard_off + (lo - a));
+  }
 }
 
 void ptdp_shard_run_rects(const ptdp_param_info *p, long long a, long long b, ptdp_shard_piece *pc)

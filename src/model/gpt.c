@@ -91,7 +91,7 @@ static void init_values(const ptdp_gpt *m, const ptdp_param_info *p, float *w)
                                                       : m->cfg.init_std;
 #pragma omp parallel for schedule(static)
   for (long long r = 0; r < p->lrows; r++) {
-    uint64_t rh = ptdp_rng_row(m->cfg.seed, PTDP_RNG_INIT, p->init_key, 0, (uint64_t)(p->row0 + r));
+    uint64_t rh = ptdp_rng_row(m->cfg.seed, PTDP_RNG_INIT, p->init_key, 0, (uint64_t)ptdp_param_global_row(p, r));
     for (long long c = 0; c < p->lcols; c++)
       w[r * p->lcols + c] = sd * (float)ptdp_rng_normal(ptdp_rng_at(rh, (uint64_t)(p->col0 + c)));
   }
@@ -212,6 +212,8 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
   PTDP_CHECK(cfg->arch.position != PTDP_POS_ROPE || be->rope,
              "position-embedding-type = rope: the %s backend has no rotary embedding yet (the cpu and guard backends "
              "have it)", be->name);
+  PTDP_CHECK(!cfg->arch.swiglu || (be->swiglu_forward && be->swiglu_backward),
+             "swiglu: the %s backend has no SwiGLU yet (the cpu and guard backends have it)", be->name);
   m->es = ptdp_dtype_size(cfg->dtype);
   m->master_sharded = cfg->dtype != PTDP_F32 && !cfg->inference && cfg->distributed_optimizer && cfg->dp_size > 1;
   const int groups = cfg->arch.query_groups > 0 ? cfg->arch.query_groups : cfg->heads;

@@ -3,6 +3,9 @@
  *   x ─ LN1 ─[g]─ QKV (col-par) ─ attention core ─ proj (row-par) ─[ḡ]─ +b, dropout ─ + ─ x2
  *   x2 ─ LN2 ─[g]─ fc1 (col-par) ─ GELU ─ fc2 (row-par) ─[ḡ]─ +b, dropout ─ + ─ out
  *
+ * With SwiGLU fc1 is twice as wide, each rank's rows [gate_r | up_r], and the activation
+ * silu(gate) up halves it again; nothing else moves.
+ *
  * Without SP: g is the identity forward / all-reduce backward, ḡ all-reduce forward / identity
  * backward (Shoeybi et al. f and g): 4 all-reduces of N h per layer and micro-batch.
  * With SP: g = all-gather (backward reduce-scatter), ḡ = reduce-scatter (backward all-gather);
@@ -85,6 +88,38 @@ static int rope(ptdp_gpt *m, float *qkv, long long rows, long long pos0, int b, 
   return m->be->rope(m->be, qkv, &d, m->work.rope, inverse);
 }
 
+/* The MLP's first half: fc1's rows [N, fc1] (+ bias) from in [N, h] and the activation act [N, fl]
+ * of them, GELU or SwiGLU; GELU with its bias in the GEMM's epilogue where the backend has it. */
+static int mlp_fc1_forward(ptdp_gpt *m, const ptdp_layer_params *w, long long N, const float *in, float *fc1,
+                           float *act)
+{
+  ptdp_backend *be = m->be;
+  const int h = m->cfg.hidden, fl = m->sh.fl, f1 = m->sh.fc1;
+  if (!m->cfg.arch.swiglu && be->gemm_bias_gelu && w->fc1_b) /* the pre-activation kept */
+    return be->gemm_bias_gelu(be, 0, 1, N, fl, h, in, h, w->fc1_w, h, w->fc1_b, fc1, act);
+  PTDP_CALL(be->gemm(be, 0, 1, N, f1, h, 1.0f, in, h, w->fc1_w, h, 0.0f, fc1, f1)); /* [N, fc1] */
+  PTDP_CALL(bias_fwd(be, fc1, w->fc1_b, N, f1));
+  if (m->cfg.arch.swiglu) return be->swiglu_forward(be, fc1, act, N, fl);
+  return be->gelu_forward(be, fc1, act, (size_t)N * fl);
+}
+
+/* Its backward to the gradient of fc1's output, dfc [N, fc1], from the activation's: dT [N, h]
+ * times fc2's weight (fused with GELU's derivative and the bias gradient where the backend has
+ * it).  SwiGLU puts the activation's gradient [N, fl] after dfc's rows in the work space. */
+static int mlp_act_backward(ptdp_gpt *m, const ptdp_layer_params *w, const ptdp_layer_params *g,
+                            const ptdp_layer_acts *a, const float *dT, float *dfc)
+{
+  ptdp_backend *be = m->be;
+  const int h = m->cfg.hidden, fl = m->sh.fl, f1 = m->sh.fc1, N = (int)m->sh.N;
+  if (!m->cfg.arch.swiglu && be->gemm_dgelu_bgrad && g->fc1_b)
+    return be->gemm_dgelu_bgrad(be, 0, 0, N, fl, h, dT, h, w->fc2_w, fl, a->fc1, dfc, g->fc1_b);
+  float *dact = m->cfg.arch.swiglu ? (float *)((char *)dfc + (size_t)N * f1 * m->es) : dfc;
+  PTDP_CALL(be->gemm(be, 0, 0, N, fl, h, 1.0f, dT, h, w->fc2_w, fl, 0.0f, dact, fl));
+  if (m->cfg.arch.swiglu) PTDP_CALL(be->swiglu_backward(be, a->fc1, dact, dfc, N, fl));
+  else PTDP_CALL(be->gelu_backward(be, a->fc1, dfc, dfc, (size_t)N * fl));
+  return bias_bwd(be, dfc, g->fc1_b, N, f1);
+}
+
 /* Under sequence parallelism a column-parallel GEMM's input is the all-gather of this rank's
  * rows into the work space; otherwise the rows themselves. */
 static int gathered_input(ptdp_gpt *m, const ptdp_block_pass *p, const float *shard, int cols, const float **in)
@@ -136,13 +171,7 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
   /* MLP block */
   PTDP_CALL(ptdp_gpt_norm_forward(m, a->x2, w->ln2_w, w->ln2_b, a->ln2_out, a->ln2_mean, a->ln2_rstd, Nl));
   PTDP_CALL(gathered_input(m, p, a->ln2_out, h, &in));
-  if (be->gemm_bias_gelu && w->fc1_b) /* bias and GELU in the epilogue, the pre-activation kept */
-    PTDP_CALL(be->gemm_bias_gelu(be, 0, 1, N, fl, h, in, h, w->fc1_w, h, w->fc1_b, a->fc1, a->gelu));
-  else {
-    PTDP_CALL(be->gemm(be, 0, 1, N, fl, h, 1.0f, in, h, w->fc1_w, h, 0.0f, a->fc1, fl)); /* [N, fl] */
-    PTDP_CALL(bias_fwd(be, a->fc1, w->fc1_b, N, fl));
-    PTDP_CALL(be->gelu_forward(be, a->fc1, a->gelu, (size_t)N * fl));
-  }
+  PTDP_CALL(mlp_fc1_forward(m, w, N, in, a->fc1, a->gelu));
   PTDP_CALL(be->gemm(be, 0, 1, N, h, fl, 1.0f, a->gelu, fl, w->fc2_w, fl, 0.0f, partial_target(p, out), h));
   PTDP_CALL(reduce_partial(m, p, out, h));
   PTDP_CALL(bias_fwd(be, out, w->fc2_b, Nl, h));
@@ -189,20 +218,15 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     dT = fa;
   }
   PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->sh.fl, N, 1.0f, dT, h, a->gelu, m->sh.fl, g.fc2_w, m->sh.fl)); /* dW2 += dT^T G */
-  if (be->gemm_dgelu_bgrad && g.fc1_b) /* GELU's derivative and the bias gradient in the epilogue */
-    PTDP_CALL(be->gemm_dgelu_bgrad(be, 0, 0, N, m->sh.fl, h, dT, h, w.fc2_w, m->sh.fl, a->fc1, m->work.dfc, g.fc1_b));
-  else {
-    PTDP_CALL(be->gemm(be, 0, 0, N, m->sh.fl, h, 1.0f, dT, h, w.fc2_w, m->sh.fl, 0.0f, m->work.dfc, m->sh.fl));
-    PTDP_CALL(be->gelu_backward(be, a->fc1, m->work.dfc, m->work.dfc, (size_t)N * m->sh.fl));
-    PTDP_CALL(bias_bwd(be, m->work.dfc, g.fc1_b, N, m->sh.fl));
-  }
+  PTDP_CALL(mlp_act_backward(m, &w, &g, a, dT, m->work.dfc)); /* dF [N, fc1] */
   const float *in = a->ln2_out;
   if (sp) {
     PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, h, PTDP_TAG_LAYER));
     in = fb;
   }
-  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, m->sh.fl, h, N, 1.0f, m->work.dfc, m->sh.fl, in, h, g.fc1_w, h)); /* dW1 += dF^T in */
-  PTDP_CALL(be->gemm(be, 0, 0, N, h, m->sh.fl, 1.0f, m->work.dfc, m->sh.fl, w.fc1_w, h, 0.0f, fa, h));  /* partial dIn */
+  const int f1 = m->sh.fc1;
+  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, f1, h, N, 1.0f, m->work.dfc, f1, in, h, g.fc1_w, h)); /* dW1 += dF^T in */
+  PTDP_CALL(be->gemm(be, 0, 0, N, h, f1, 1.0f, m->work.dfc, f1, w.fc1_w, h, 0.0f, fa, h)); /* partial dIn */
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
   PTDP_CALL(ptdp_gpt_norm_backward(m, dln, a->x2, w.ln2_w, a->ln2_mean, a->ln2_rstd, dx2, g.ln2_w, g.ln2_b, Nl));
   PTDP_CALL(be->add(be, dx2, dout, nlh)); /* residual */

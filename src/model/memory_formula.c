@@ -10,7 +10,7 @@ double ptdp_layer_bytes_ptdp(const ptdp_layer_shape *l)
   double bytes = E * (4 * Nl * h)            /* x, LN1 out, x2, LN2 out */
                  + 4 * Nl * (l->rmsnorm ? 2 : 4) /* two norms' 1/std (and LayerNorm's mean), fp32 */
                  + E * (N * (double)r->qkv + N * hl) /* QKV ((al + 2 gl) hd = 3 hl without GQA), context */
-                 + E * (2 * N * fl)          /* fc1 out (GELU input), GELU out */
+                 + E * (N * (double)r->fc1 + N * fl) /* fc1 out (GELU input; SwiGLU's 2 fl), activation out */
                  + (l->hidden_dropout ? 2 * Nl * h : 0); /* two residual dropout masks */
   if (l->flash_attention) return bytes + 4.0 * r->b * r->al * r->s; /* log-sum-exp per query row */
   if (l->recompute != PTDP_RECOMPUTE_SELECTIVE)

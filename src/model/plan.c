@@ -124,6 +124,10 @@ static int add_slot(ptdp_plan *pl, int ch, int slot)
   return 0;
 }
 
+/* Columns of the MLP's gradient work space: fc1's output gradient [N, fc1], and with SwiGLU the
+ * activation's [N, fl] after it (the backward of SwiGLU reads the one and writes the other). */
+static long long dfc_cols(const ptdp_rank_shape *z) { return z->fc1 == z->fl ? z->fl : z->fc1 + z->fl; }
+
 /* Work space shared by every micro-batch, the recomputation scratch and the p2p buffers. */
 static int add_work(ptdp_plan *pl)
 {
@@ -135,7 +139,7 @@ static int add_work(ptdp_plan *pl)
     {PTDP_BUF_WORK_FULL_A, z.N * z.h, S},     {PTDP_BUF_WORK_FULL_B, z.N * z.h, S},
     {PTDP_BUF_WORK_SHARD_A, z.Nl * z.h, S},   {PTDP_BUF_WORK_SHARD_B, z.Nl * z.h, S},
     {PTDP_BUF_WORK_SHARD_C, z.Nl * z.h, S},   {PTDP_BUF_WORK_DQKV, z.N * z.qkv, S},
-    {PTDP_BUF_WORK_DCTX, z.N * z.hl, S},      {PTDP_BUF_WORK_DFC, z.N * z.fl, S},
+    {PTDP_BUF_WORK_DCTX, z.N * z.hl, S},      {PTDP_BUF_WORK_DFC, z.N * dfc_cols(&z), S},
     {PTDP_BUF_WORK_ATTN, c->flash_attention ? 0 : z.s * z.s, F}, {PTDP_BUF_WORK_XENT, 3 * z.N, F},
     {PTDP_BUF_WORK_GRAD_A, z.Nl * z.h, S},    {PTDP_BUF_WORK_GRAD_B, z.Nl * z.h, S},
     {PTDP_BUF_WORK_POSITIONS, z.Nl, sizeof(int32_t)},

@@ -16,6 +16,7 @@ ptdp_rank_shape ptdp_rank_shape_of(const ptdp_model_shape *m, int seq, int micro
   r.hpg = m->heads / ptdp_model_query_groups(m);
   r.qkv = (r.al + 2 * r.gl) * r.hd;
   r.fl = m->ffn / t;
+  r.fc1 = m->arch.swiglu ? 2 * r.fl : r.fl;
   r.padded_vocab = ptdp_padded_vocab(m->vocab, m->vocab_divisible_by, t);
   r.vl = r.padded_vocab / t;
   r.v0 = (long long)tp_rank * r.vl;

@@ -238,15 +238,22 @@ int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
   row_epilogue(&c, l, c.d.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias-dropout-add 1",
                gemm(&c, N, h, hl, 1), gemm(&c, N, hl, h, 1));
   layernorm(&c, l, a->normalization == PTDP_NORM_RMSNORM ? "rmsnorm 2" : "layernorm 2");
-  column_prologue(&c, l, "TP f (MLP input)", gemm(&c, N, fl, h, 1), gemm(&c, N, h, fl, 1), gemm(&c, h, fl, N, 1));
-  linear(&c, l, "FC1 GEMM", N, fl, h);
+  const double f1 = a->swiglu ? 2 * fl : fl; /* SwiGLU: fc1's rows [gate | up] */
+  column_prologue(&c, l, "TP f (MLP input)", gemm(&c, N, f1, h, 1), gemm(&c, N, h, f1, 1), gemm(&c, h, f1, N, 1));
+  linear(&c, l, "FC1 GEMM", N, f1, h);
   /* bias + GeLU: fused, one read and one write; unfused, two passes.  Backward reads the input
    * and dy, writes dx, and reduces the bias gradient (one more read of dx).  Transformer Engine
    * does both in FC1's epilogue (bias, GeLU, and the pre-activation written for the backward)
    * and FC2's input-gradient GEMM's (GeLU's derivative from it, the bias gradient): what is
    * left is that tensor's one write and one read. */
   const double act = N * fl * e;
-  if (c.te) add(l, "GeLU epilogue (pre-activation)", PTDP_SIM_MEMBOUND, mem(&c, act), mem(&c, act), 0);
+  /* SwiGLU reads [gate | up] (2 act) and writes act; backward reads both and dy, writes both
+   * halves' gradients (Megatron's bias_swiglu: the bias add in the same pass when fused; no
+   * epilogue of the GEMM's takes it) */
+  if (a->swiglu && c.bias)
+    add(l, "bias-SwiGLU", PTDP_SIM_MEMBOUND, mem(&c, (c.fused ? 3 : 7) * act), mem(&c, 7 * act), 0);
+  else if (a->swiglu) add(l, "SwiGLU", PTDP_SIM_MEMBOUND, mem(&c, 3 * act), mem(&c, 5 * act), 0);
+  else if (c.te) add(l, "GeLU epilogue (pre-activation)", PTDP_SIM_MEMBOUND, mem(&c, act), mem(&c, act), 0);
   else if (c.bias) add(l, "bias-GeLU", PTDP_SIM_MEMBOUND, mem(&c, (c.fused ? 2 : 4) * act), mem(&c, 4 * act), 0);
   else add(l, "GeLU", PTDP_SIM_MEMBOUND, mem(&c, 2 * act), mem(&c, 3 * act), 0);
   linear(&c, l, "FC2 GEMM", N, h, fl);

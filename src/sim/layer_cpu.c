@@ -194,10 +194,12 @@ int ptdp_sim_cpu_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp
   row_output(&c, l, c.d.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias, dropout, add 1");
   layernorm(&c, l, "layernorm 2", 1);
   column_input(&c, l, "TP f (MLP input)");
-  const double act = N * c.d.fl;
-  add(l, "FC1 GEMM + bias", PTDP_SIM_GEMM, gemm(&c, N, c.d.fl, h) + per(&c, PTDP_SIM_CPU_ELEMENTWISE, act),
-      gemm(&c, N, h, c.d.fl) + gemm(&c, h, c.d.fl, N) + per(&c, PTDP_SIM_CPU_BIAS_GRAD, act), 0);
-  add(l, "GeLU", PTDP_SIM_MEMBOUND, per(&c, PTDP_SIM_CPU_GELU_FWD, act), per(&c, PTDP_SIM_CPU_GELU_BWD, act), 0);
+  const double act = N * c.d.fl, f1 = a->swiglu ? 2.0 * c.d.fl : c.d.fl, a1 = N * f1; /* SwiGLU: [gate | up] */
+  add(l, "FC1 GEMM + bias", PTDP_SIM_GEMM, gemm(&c, N, f1, h) + per(&c, PTDP_SIM_CPU_ELEMENTWISE, a1),
+      gemm(&c, N, h, f1) + gemm(&c, h, f1, N) + per(&c, PTDP_SIM_CPU_BIAS_GRAD, a1), 0);
+  /* SwiGLU: one exponential per output element as GELU, timed with GELU's measured costs */
+  add(l, a->swiglu ? "SwiGLU" : "GeLU", PTDP_SIM_MEMBOUND, per(&c, PTDP_SIM_CPU_GELU_FWD, act),
+      per(&c, PTDP_SIM_CPU_GELU_BWD, act), 0);
   linear(&c, l, "FC2 GEMM", N, h, c.d.fl);
   row_output(&c, l, c.d.sp ? "TP reduce-scatter (MLP)" : "TP all-reduce (MLP)", "bias, dropout, add 2");
   return 0;

@@ -88,7 +88,7 @@ static const ptdp_option table[] = {
   {"hidden-size", PTDP_OPT_INT, OFF(hidden_size), "64", 1, 1 << 20, NULL, "transformer hidden size (h)", ALWAYS},
   {"num-attention-heads", PTDP_OPT_INT, OFF(num_attention_heads), "4", 1, 1 << 16, NULL, "attention heads (a)", ALWAYS},
   {"ffn-hidden-size", PTDP_OPT_INT, OFF(ffn_hidden_size), "0", 0, 1 << 22, NULL,
-   "MLP hidden size; 0 means 4 x hidden-size", ALWAYS},
+   "MLP hidden size; 0 means 4 x hidden-size (with swiglu, Megatron's int(8 hidden-size / 3 / 64) * 64)", ALWAYS},
   {"seq-length", PTDP_OPT_INT, OFF(seq_length), "64", 1, 1 << 20, NULL, "tokens per sample (s)", ALWAYS},
   {"max-position-embeddings", PTDP_OPT_INT, OFF(max_position_embeddings), "0", 0, 1 << 20, NULL,
    "rows of the position table; 0 means seq-length", ALWAYS},
@@ -126,6 +126,9 @@ static const ptdp_option table[] = {
    "divides g", &if_gqa},
   {"kv-channels", PTDP_OPT_INT, OFF(kv_channels), "0", 0, 1 << 16, NULL,
    "the head size; 0 means hidden-size / num-attention-heads", ALWAYS},
+  {"swiglu", PTDP_OPT_BOOL, OFF(swiglu), "false", 0, 0, NULL,
+   "the MLP's activation is SwiGLU, silu(x W_gate) * (x W_up), fc1 holding [gate; up] (Llama); ffn-hidden-size is "
+   "then the width of each", ALWAYS},
   {"disable-bias-linear", PTDP_OPT_BOOL, OFF(disable_bias_linear), "false", 0, 0, NULL,
    "no biases on the linear layers (QKV, projection, fc1, fc2), as Llama", ALWAYS},
   {"untie-embeddings-and-output-weights", PTDP_OPT_BOOL, OFF(untie_embeddings_and_output_weights), "false", 0, 0,
@@ -331,10 +334,16 @@ ptdp_arch ptdp_args_arch(const ptdp_args *a)
                      .rotary_base = a->rotary_base, .rotary_percent = a->rotary_percent,
                      .rotary_interleaved = a->rotary_interleaved,
                      .query_groups = a->group_query_attention ? (int)a->num_query_groups : 0,
-                     .kv_channels = (int)a->kv_channels};
+                     .kv_channels = (int)a->kv_channels, .swiglu = a->swiglu};
 }
 
-long long ptdp_args_ffn(const ptdp_args *a) { return a->ffn_hidden_size ? a->ffn_hidden_size : 4 * a->hidden_size; }
+/* Megatron's default: 4 h, or with SwiGLU two thirds of it (three matrices instead of two), floored
+ * to a multiple of 64 (int(4 h 2/3 / 64) * 64). */
+long long ptdp_args_ffn(const ptdp_args *a)
+{
+  if (a->ffn_hidden_size) return a->ffn_hidden_size;
+  return a->swiglu ? 8 * a->hidden_size / 192 * 64 : 4 * a->hidden_size;
+}
 
 long long ptdp_args_padded_vocab(const ptdp_args *a, long long vocab)
 {
@@ -375,6 +384,8 @@ int ptdp_args_validate(const ptdp_args *a, int world)
   PTDP_CHECK(!a->group_query_attention || a->num_query_groups % t == 0,
              "num-query-groups %lld is not divisible by tensor-model-parallel-size %lld (each rank holds whole groups, "
              "as Megatron requires)", a->num_query_groups, t);
+  PTDP_CHECK(ptdp_args_ffn(a) > 0, "swiglu: hidden-size %lld gives ffn-hidden-size 0 by Megatron's rule "
+             "int(8 hidden-size / 3 / 64) * 64; give ffn-hidden-size", a->hidden_size);
   PTDP_CHECK(ptdp_args_ffn(a) % t == 0, "ffn-hidden-size %lld is not divisible by tensor-model-parallel-size %lld",
              ptdp_args_ffn(a), t);
   PTDP_CHECK(!a->sequence_parallel || a->seq_length % t == 0,

@@ -75,6 +75,23 @@ static int write_block(hid_t ds, hid_t type, const void *buf, hsize_t r0, hsize_
   return 0;
 }
 
+/* Rows [r0, r0 + rows) of p's global tensor in ds from host (its columns: p's slice). */
+static int write_rows(hid_t ds, const ptdp_param_info *p, const float *host, long long r0, long long rows)
+{
+  if (p->ndim == 2)
+    return write_block(ds, H5T_NATIVE_FLOAT, host, (hsize_t)r0, (hsize_t)p->col0, (hsize_t)rows, (hsize_t)p->cols);
+  hid_t fs = H5Dget_space(ds);
+  PTDP_CALL_HDF5(fs);
+  hsize_t start = (hsize_t)r0, count = (hsize_t)rows;
+  PTDP_CALL_HDF5(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL));
+  hid_t ms = H5Screate_simple(1, &count, NULL);
+  PTDP_CALL_HDF5(ms);
+  PTDP_CALL_HDF5(H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, host));
+  PTDP_CALL_HDF5(H5Sclose(ms));
+  PTDP_CALL_HDF5(H5Sclose(fs));
+  return 0;
+}
+
 /* Fetch parameter i (from the flat buffer base: the gradients or the fp32 weights) to host and
  * write its slice into dataset ds. */
 static int write_slice(hid_t ds, ptdp_gpt *m, int i, const float *base, float *host)
@@ -84,17 +101,10 @@ static int write_slice(hid_t ds, ptdp_gpt *m, int i, const float *base, float *h
   PTDP_CALL(m->be->to_host(m->be, host, dev, (size_t)(p->rows * p->lcols) * sizeof(float)));
   PTDP_CALL(m->be->synchronize(m->be));
   if (p->rows == 0) return 0;
-  if (p->ndim == 2) return write_block(ds, H5T_NATIVE_FLOAT, host, (hsize_t)p->row0, (hsize_t)p->col0,
-                                       (hsize_t)p->rows, (hsize_t)p->cols);
-  hid_t fs = H5Dget_space(ds);
-  PTDP_CALL_HDF5(fs);
-  hsize_t start = (hsize_t)p->row0, count = (hsize_t)p->rows;
-  PTDP_CALL_HDF5(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL));
-  hid_t ms = H5Screate_simple(1, &count, NULL);
-  PTDP_CALL_HDF5(ms);
-  PTDP_CALL_HDF5(H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, host));
-  PTDP_CALL_HDF5(H5Sclose(ms));
-  PTDP_CALL_HDF5(H5Sclose(fs));
+  /* block by block (SwiGLU's fc1: this rank's gate rows, then its up rows, apart in the tensor) */
+  const long long per = p->rows / p->blocks, lper = p->lrows / p->blocks;
+  for (long long k = 0; k < p->blocks; k++)
+    PTDP_CALL(write_rows(ds, p, host + k * lper * p->lcols, ptdp_param_global_row(p, k * lper), per));
   return 0;
 }
 
@@ -176,7 +186,7 @@ int ptdp_dump_open(ptdp_dump **out, const ptdp_dump_run *run, const char *path)
     {"position_embedding_type", c->arch.position}, {"rotary_base", m->sh.rd ? c->arch.rotary_base : 0},
     {"rotary_dim", m->sh.rd}, {"rotary_interleaved", c->arch.rotary_interleaved},
     {"disable_bias_linear", c->arch.no_linear_bias}, {"untie_embeddings", c->arch.untie},
-    {"num_query_groups", m->sh.gl * m->t}, {"kv_channels", m->sh.hd}};
+    {"num_query_groups", m->sh.gl * m->t}, {"kv_channels", m->sh.hd}, {"swiglu", c->arch.swiglu}};
   for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) PTDP_CALL(attr_double(d->file, at[i].k, at[i].v));
   d->iters = a->train_iters;
   PTDP_CALLOC(d->loss, d->iters + 1, sizeof(double));

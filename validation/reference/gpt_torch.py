@@ -55,6 +55,8 @@ Mapping of ptdp's (Megatron-core) names and layouts to this module (L = layer in
   decoder.layers.L.self_attention.linear_proj.{weight [h, h], bias [h]}  blocks[L].proj
   decoder.layers.L.pre_mlp_layernorm.{weight,bias}  [h]     blocks[L].ln2_w / ln2_b
   decoder.layers.L.mlp.linear_fc1.{weight [f, h], bias [f]} blocks[L].fc1
+        (with SwiGLU [2f, h] and [2f]: the gate's f rows, then the up projection's; one
+        nn.Linear(h, 2f) whose output is chunked in two)
   decoder.layers.L.mlp.linear_fc2.{weight [h, f], bias [h]} blocks[L].fc2
   decoder.final_layernorm.{weight,bias}   [h]      lnf_w / lnf_b
 
@@ -91,6 +93,7 @@ class Arch:
         self.untie = int(at.get("untie_embeddings", 0)) == 1
         self.groups = int(at.get("num_query_groups", 0))  # 0 (older dumps): one per head
         self.kv_channels = int(at.get("kv_channels", 0))  # 0 (older dumps): h / heads
+        self.swiglu = int(at.get("swiglu", 0)) == 1  # fc1 [2f, h] holds [gate; up]
 
 
 def norm(x, w, b, eps, arch):
@@ -133,7 +136,7 @@ class Block(nn.Module):
         self.proj = nn.Linear(aw, h, bias)
         self.ln2_w = nn.Parameter(torch.ones(h))
         self.ln2_b = None if arch.rmsnorm else nn.Parameter(torch.zeros(h))
-        self.fc1, self.fc2 = nn.Linear(h, ffn, bias), nn.Linear(ffn, h, bias)
+        self.fc1, self.fc2 = nn.Linear(h, 2 * ffn if arch.swiglu else ffn, bias), nn.Linear(ffn, h, bias)
 
     def attention(self, x):  # x [s, b, h]
         s, b, _ = x.shape
@@ -155,7 +158,15 @@ class Block(nn.Module):
     def forward(self, x):
         x = x + self.attention(norm(x, self.ln1_w, self.ln1_b, self.eps, self.arch))
         y = norm(x, self.ln2_w, self.ln2_b, self.eps, self.arch)
-        return x + self.fc2(F.gelu(self.fc1(y), approximate="tanh"))
+        return x + self.fc2(self.activation(self.fc1(y)))
+
+    def activation(self, z):
+        """GELU (tanh form), or SwiGLU: silu(gate) * up, z's columns [gate | up] (fc1's rows
+        [gate; up], Megatron's linear_fc1 with gated_linear_unit)."""
+        if self.arch.swiglu:
+            gate, up = z.chunk(2, dim=-1)
+            return F.silu(gate) * up
+        return F.gelu(z, approximate="tanh")
 
 
 class GPT(nn.Module):
@@ -362,6 +373,8 @@ def main():
         if at.get("position_embedding_type", 0) == 1 else "",
         "no linear biases" if at.get("disable_bias_linear", 0) else "linear biases",
         "untied output layer" if at.get("untie_embeddings", 0) else "tied output layer"))
+    if at.get("swiglu", 0):
+        print("SwiGLU MLP: fc1 [2 x %d, %d] = [gate; up]" % (ffn, h))
     if at.get("num_query_groups", a) != a:
         g = int(at["num_query_groups"])
         print("grouped-query attention: %d key/value groups of %d query heads" % (g, a // g))

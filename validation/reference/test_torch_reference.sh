@@ -107,6 +107,29 @@ for plant in rotary_interleaved=0 rotary_base=10000; do
   [ $? -eq 1 ]
   ok $? "the reference fails on the interleaved run's dump planted with $plant ($(tail -1 "$TMPD/plant.log"))"
 done
+# SwiGLU (the MLP of a Llama block): one rank, and t2 with sequence parallelism (each rank's
+# linear_fc1 holds its slices of the gate and of the up projection); ffn-hidden-size by
+# Megatron's default for SwiGLU, int(8 h / 3 / 64) * 64 = 128
+# shellcheck disable=SC2086
+run_case swiglu_t1 1 $LLAMA --swiglu --group-query-attention --num-query-groups 2
+# shellcheck disable=SC2086
+run_case swiglu_t2sp 2 $LLAMA --swiglu --tensor-model-parallel-size 2 --sequence-parallel
+run_case swiglu_bias 1 --swiglu --ffn-hidden-size 96
+# the check must see the convention: gate and up exchanged in the dump's initial fc1 (its two halves
+# of rows swapped, silu taken of the up projection) is refused (the planted mistake)
+cp "$TMPD/swiglu_t1.h5" "$TMPD/plant.h5"
+"$PYTHON3" - "$TMPD/plant.h5" <<'PY'
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r+")
+for L in range(int(f.attrs["num_layers"])):
+    d = f["init/decoder.layers.%d.mlp.linear_fc1.weight" % L]
+    w = np.asarray(d)
+    n = w.shape[0] // 2
+    d[...] = np.concatenate([w[n:], w[:n]])
+PY
+"$PYTHON3" "$REF" --quiet "$TMPD/plant.h5" > "$TMPD/plant.log" 2>&1
+[ $? -eq 1 ]
+ok $? "the reference fails on the SwiGLU dump planted with gate and up exchanged ($(tail -1 "$TMPD/plant.log"))"
 $MPIRUN -n 2 "$TRAIN" "$TMPD/tiny.in" --tensor-model-parallel-size 2 --save "$TMPD/ck" --exit-interval 3 \
   > "$TMPD/ck.log" 2>&1
 ok $? "ptdp-train t2: saved a checkpoint at iteration 3"

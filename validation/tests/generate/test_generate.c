@@ -2,7 +2,8 @@
  *
  *   test_generate [cpu|guard [llama]]     on t = the number of ranks (p = 1); llama: RMSNorm, rotary
  *                                         positions, no linear biases, the output layer untied, 2
- *                                         key/value groups (the cache holds one key per group)
+ *                                         key/value groups (the cache holds one key per group),
+ *                                         the SwiGLU MLP
  *
  * A 3-layer model (h 64, 4 heads, vocabulary 300: padding rows on every t) with weights from
  * ptdp_gpt_init_params (init-method-std 0.3, so the logits are spread and greedy choices clear):
@@ -206,7 +207,7 @@ int main(int argc, char **argv)
   const int llama = argc > 2 && !strcmp(argv[2], "llama");
   if (llama) /* the decode path turns each new row by its position in the cache */
     c.arch = (ptdp_arch){.norm = PTDP_NORM_RMSNORM, .position = PTDP_POS_ROPE, .no_linear_bias = 1, .untie = 1,
-                         .query_groups = 2}; /* 2 key/value groups: one per rank at t = 2 */
+                         .query_groups = 2, .swiglu = 1}; /* 2 key/value groups: one per rank at t = 2 */
   ptdp_gpt m;
   ptdp_generator g;
   if (ptdp_gpt_create(&m, &c, be, &grid) || ptdp_gpt_init_params(&m) || ptdp_generator_create(&g, &m, S))

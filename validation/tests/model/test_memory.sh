@@ -31,6 +31,8 @@ check pp2 2 --pipeline-model-parallel-size 2
 check rms2 2 --tensor-model-parallel-size 2 --sequence-parallel --normalization RMSNorm --position-embedding-type rope \
   --disable-bias-linear
 check flash1 1 --attention-backend flash
+check glu2 2 --tensor-model-parallel-size 2 --sequence-parallel --normalization RMSNorm --position-embedding-type rope \
+  --disable-bias-linear --swiglu --ffn-hidden-size 256
 # the orderings the formulas predict
 lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
 lt "$m_tp2" "$m_tp1" && lt "$m_tp4" "$m_tp2"; ok $? "more tensor parallelism holds less ($m_tp1 > $m_tp2 > $m_tp4)"
@@ -41,6 +43,9 @@ lt "$m_full1" "$m_spsel2"; ok $? "full recomputation holds least"
 # RMSNorm keeps 1/std and no mean: 2 x 4 Nl bytes fewer than LayerNorm (Nl = s b / t = 64); the
 # rotary embedding turns QKV in place and keeps nothing; no biases change no activation
 [ "$m_rms2" = $((m_sp2 - 2 * 4 * 64)) ]; ok $? "RMSNorm + rope: sp2's bytes less two means ($m_rms2 = $m_sp2 - 512)"
+# SwiGLU at the same f (4 h = 256): fc1's output [gate | up] is 2 f / t wide, the activation
+# f / t as GELU's: 4 bytes x N fl more, N = s b = 128 (all rows: fc1 is column-parallel), fl = 128
+[ "$m_glu2" = $((m_rms2 + 4 * 128 * 128)) ]; ok $? "SwiGLU: rms2's bytes plus fc1's up half, 4 N f / t ($m_glu2)"
 # flash: no softmax, dropout output and mask (9 b a s^2 / t), the log-sum-exp (4 b a s / t) instead
 [ "$m_flash1" = $((m_tp1 - 9 * 2 * 8 * 64 * 64 + 4 * 2 * 8 * 64)) ]
 ok $? "flash attention: tp1's bytes less 9 b a s^2 plus 4 b a s ($m_flash1)"

@@ -179,7 +179,8 @@ static void check_te_and_ub(void)
  * no QKV bias pass, RoPE reads and writes q and k ([N, 2 h/t] in 2 B) each way, GeLU without its
  * bias reads x and writes y (backward reads x and dy, writes dx), bias-dropout-add's backward
  * without the bias gradient's read (5 x + mask), the word lookup without a position table, and
- * no tied-embedding all-reduce between the first and last stage. */
+ * no tied-embedding all-reduce between the first and last stage; SwiGLU's wider FC1 and its
+ * activation's passes. */
 static void check_llama(void)
 {
   ptdp_sim_hw hw = gpu();
@@ -210,6 +211,19 @@ static void check_llama(void)
   EXPECT(qkv && near(qkv->fwd, ptdp_sim_gemm_time(&hw, R, N, 768, 1024, 1, 2), 1e-12),
          "GQA: the QKV GEMM is [N, 1024] x [1024, 768] (%g s)", qkv ? qkv->fwd : -1.0);
   EXPECT(rope_g && near(rope_g->fwd, 2 * N * 640 * 2 / 1e12 + 1e-6, 1e-12), "GQA: RoPE turns 640 columns a row");
+  /* SwiGLU, f 4096 on t 2 (fl 2048): FC1 is [N, 1024] x [1024, 2 fl = 4096], [gate | up]; the
+   * activation reads both halves and writes fl (3 act), its backward reads both and dy and writes
+   * both gradients (5 act); FC2 stays [N, 2048] x [2048, 1024] */
+  EXPECT(parse(&a, "--swiglu --ffn-hidden-size 4096 --disable-bias-linear --tensor-model-parallel-size 2") == 0 &&
+             ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0,
+         "parse and time SwiGLU");
+  const ptdp_sim_op *fc1 = find_op(&l, "FC1 GEMM"), *fc2 = find_op(&l, "FC2 GEMM"), *glu = find_op(&l, "SwiGLU");
+  EXPECT(fc1 && near(fc1->fwd, ptdp_sim_gemm_time(&hw, R, N, 4096, 1024, 1, 2), 1e-12),
+         "SwiGLU: FC1 is [N, 1024] x [1024, 4096] (%g s)", fc1 ? fc1->fwd : -1.0);
+  EXPECT(fc2 && near(fc2->fwd, ptdp_sim_gemm_time(&hw, R, N, 1024, 2048, 1, 2), 1e-12), "SwiGLU: FC2 as before");
+  EXPECT(glu && !find_op(&l, "GeLU") && near(glu->fwd, 3 * act / 1e12 + 1e-6, 1e-12) &&
+             near(glu->bwd, 5 * act / 1e12 + 1e-6, 1e-12),
+         "SwiGLU: 3 passes forward, 5 backward");
   ptdp_sim_result *r = calloc(1, sizeof *r);
   so.world_size = 4;
   EXPECT(parse(&a, "--normalization RMSNorm --position-embedding-type rope --disable-bias-linear "
