@@ -121,6 +121,10 @@ typedef enum { PTDP_ASK_NOTHING = 0, PTDP_ASK_HELP, PTDP_ASK_VERSION } ptdp_cmdl
 void ptdp_cmdline_init(ptdp_cmdline *c, const char *program, const char *synopsis, int deck);
 /* Add a table (initialised by ptdp_options_init); heading is printed above it by --help. */
 void ptdp_cmdline_add(ptdp_cmdline *c, ptdp_options *o, const char *heading);
+/* The command line of a program whose keys are the one table o: ptdp_cmdline_init, then o under no heading. */
+void ptdp_cmdline_single(ptdp_cmdline *c, ptdp_options *o, const char *program, const char *synopsis, int deck);
+/* --help of such a program (ptdp_main's usage): the synopsis, then the table (no values are read). */
+void ptdp_cmdline_print_single(const char *synopsis, const ptdp_option *table, int count, FILE *out);
 /* --help (or -h) or --version anywhere among argv (after the program name). */
 ptdp_cmdline_ask ptdp_cmdline_asks(int argc, char **argv);
 /* --help: the synopsis, then each table under its heading. */

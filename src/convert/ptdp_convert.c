@@ -59,19 +59,7 @@ static const char synopsis[] =
   "A ptdp checkpoint to a Hugging Face model directory (GPT2LMHeadModel, safetensors) and back.\n"
   "One rank (mpirun -np 1, or no launcher).\n\n";
 
-static void convert_cmdline(ptdp_cmdline *c, ptdp_options *o)
-{
-  ptdp_cmdline_init(c, "ptdp-convert", synopsis, 0);
-  ptdp_cmdline_add(c, o, NULL);
-}
-
-static void usage(FILE *out)
-{
-  ptdp_options o = {.table = table, .count = NOPT};
-  ptdp_cmdline c;
-  convert_cmdline(&c, &o);
-  ptdp_cmdline_print_help(&c, out);
-}
+static void usage(FILE *out) { ptdp_cmdline_print_single(synopsis, table, NOPT, out); }
 
 static int check_args(const convert_args *a, int world)
 {
@@ -94,7 +82,7 @@ static int parse(convert_args *a, int argc, char **argv, int world)
   ptdp_cmdline c;
   memset(a, 0, sizeof *a);
   PTDP_CALL(ptdp_options_init(&o, table, NOPT, a));
-  convert_cmdline(&c, &o);
+  ptdp_cmdline_single(&c, &o, "ptdp-convert", synopsis, 0);
   int err = ptdp_cmdline_parse(&c, argc, argv);
   if (!err) err = check_args(a, world);
   if (!err) ptdp_cmdline_warn_unused(&c, world, stderr);

@@ -200,11 +200,7 @@ static int unknown_key(const ptdp_cmdline *c, const char *key, const char *where
 }
 
 /* A command line of the one table o (the single-table entry points). */
-static void single(ptdp_cmdline *c, ptdp_options *o)
-{
-  ptdp_cmdline_init(c, o->program, NULL, 1);
-  ptdp_cmdline_add(c, o, NULL);
-}
+static void single(ptdp_cmdline *c, ptdp_options *o) { ptdp_cmdline_single(c, o, o->program, NULL, 1); }
 
 int ptdp_options_set(ptdp_options *o, const char *key, const char *value, ptdp_opt_source src, const char *where)
 {
@@ -431,6 +427,19 @@ void ptdp_cmdline_add(ptdp_cmdline *c, ptdp_options *o, const char *heading)
   if (!o->program) o->program = c->program; /* a later ptdp_options_set names the program too */
   c->heading[c->ngroups] = heading;
   c->group[c->ngroups++] = o;
+}
+
+void ptdp_cmdline_single(ptdp_cmdline *c, ptdp_options *o, const char *program, const char *synopsis, int deck)
+{
+  ptdp_cmdline_init(c, program, synopsis, deck);
+  ptdp_cmdline_add(c, o, NULL);
+}
+
+void ptdp_cmdline_print_single(const char *synopsis, const ptdp_option *table, int count, FILE *out)
+{
+  const ptdp_options o = {.table = table, .count = count};
+  if (synopsis) fputs(synopsis, out);
+  ptdp_options_print_help(&o, out);
 }
 
 /* The keys of c's tables that start with k (canonical): how many, and the first two. */

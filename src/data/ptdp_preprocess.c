@@ -120,9 +120,8 @@ static int parse_args(int argc, char **argv, pp_keys *k, pp_args *a, int *done)
   ptdp_cmdline c;
   memset(k, 0, sizeof *k);
   PTDP_CALL(ptdp_options_init(&o, table, NOPT, k));
-  ptdp_cmdline_init(&c, "ptdp-preprocess", synopsis, 0);
+  ptdp_cmdline_single(&c, &o, "ptdp-preprocess", synopsis, 0);
   c.abbrev = 1; /* preprocess_data.py's argparse takes --output for --output-prefix */
-  ptdp_cmdline_add(&c, &o, NULL);
   *done = ptdp_cmdline_answer(&c, argc - 1, argv + 1, stdout);
   int err = *done ? 0 : ptdp_cmdline_parse(&c, argc - 1, argv + 1);
   ptdp_options_free(&o);

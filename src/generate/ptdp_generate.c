@@ -92,19 +92,7 @@ static const char synopsis[] =
   "N ranks split the model tensor-parallel (N must divide the heads).  The model's shape and\n"
   "tokenizer come from the checkpoint.  The continuation goes to stdout, the rest to stderr.\n\n";
 
-static void generate_cmdline(ptdp_cmdline *c, ptdp_options *o)
-{
-  ptdp_cmdline_init(c, "ptdp-generate", synopsis, 0);
-  ptdp_cmdline_add(c, o, NULL);
-}
-
-static void usage(FILE *out)
-{
-  ptdp_options o = {.table = table, .count = NOPT};
-  ptdp_cmdline c;
-  generate_cmdline(&c, &o);
-  ptdp_cmdline_print_help(&c, out);
-}
+static void usage(FILE *out) { ptdp_cmdline_print_single(synopsis, table, NOPT, out); }
 
 static int check_args(const gen_args *a, int world)
 {
@@ -128,7 +116,7 @@ static int parse(gen_args *a, int argc, char **argv, int rank, int world)
   ptdp_cmdline c;
   memset(a, 0, sizeof *a);
   PTDP_CALL(ptdp_options_init(&o, table, NOPT, a));
-  generate_cmdline(&c, &o);
+  ptdp_cmdline_single(&c, &o, "ptdp-generate", synopsis, 0);
   int err = ptdp_cmdline_parse(&c, argc, argv);
   if (!err) err = check_args(a, world);
   if (!err && rank == 0) ptdp_cmdline_warn_unused(&c, world, stderr);

@@ -24,21 +24,12 @@ static const char synopsis[] =
   "DECK is a file of 'key = value' lines ('#' starts a comment); --key value overrides it.\n"
   "Keys are Megatron-LM's argument names; booleans may be given bare (--sequence-parallel).\n\n";
 
-/* ptdp-train's command line: the deck and its key table, o (initialised by ptdp_args_init). */
-static void train_cmdline(ptdp_cmdline *c, ptdp_options *o)
-{
-  ptdp_cmdline_init(c, "ptdp-train", synopsis, 1);
-  ptdp_cmdline_add(c, o, NULL);
-}
-
 static void usage(FILE *out)
 {
   ptdp_args a;
   ptdp_options o;
-  ptdp_cmdline c;
   ptdp_args_view(&a, &o);
-  train_cmdline(&c, &o);
-  ptdp_cmdline_print_help(&c, out);
+  ptdp_cmdline_print_single(synopsis, o.table, o.count, out);
 }
 
 /* use-checkpoint-args: the model's shape and tokenizer come from the checkpoint in load (a load
@@ -63,7 +54,7 @@ static int run(int argc, char **argv)
   ptdp_cmdline c;
   PTDP_CHECK(argc > 1, "no input deck: usage: mpirun -np N ptdp-train DECK [--key value ...] (--help lists the keys)");
   int err = ptdp_args_init(&a, &o);
-  train_cmdline(&c, &o);
+  ptdp_cmdline_single(&c, &o, "ptdp-train", synopsis, 1); /* the deck, then ptdp-train's keys */
   if (!err) err = ptdp_cmdline_parse(&c, argc - 1, argv + 1);
   if (!err && a.use_checkpoint_args && a.load[0]) err = checkpoint_args(&o);
   if (!err) err = ptdp_args_validate(&a, world);
