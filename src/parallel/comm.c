@@ -236,50 +236,44 @@ int ptdp_comm_allreduce_max_f64(ptdp_comm *c, double *buf, size_t n, ptdp_comm_t
   return PTDP_OK;
 }
 
-/* All-gather: recv [g, n_per_rank], send may already be recv's own block (in place). */
-static int allgather(ptdp_comm *c, const void *send, void *recv, size_t n, ptdp_tr_data d, ptdp_comm_tag tag,
-                     ptdp_comm_req *req)
+/* The two block collectives, which move g n elements through a ring alike: all-gather (recv
+ * [g, n], send may already be recv's own block: in place) and reduce-scatter (send [g, n] summed
+ * over ranks, block `rank` lands in recv [n]; send == recv means in place, recv then holding the
+ * whole input and the result its first n).  One rank: recv is send. */
+typedef enum { REDUCE_SCATTER = 0, ALLGATHER = 1 } block_kind;
+
+static int block_collective(ptdp_comm *c, block_kind gather, const void *send, void *recv, size_t n, ptdp_tr_data d,
+                            ptdp_comm_tag tag, ptdp_comm_req *req)
 {
   if (req) *req = PTDP_COMM_REQ_NULL;
-  PTDP_CALL(check_use(c, tag, n * (size_t)(c->size > 0 ? c->size : 1), "all-gather"));
+  PTDP_CALL(check_use(c, tag, n * (size_t)(c->size > 0 ? c->size : 1), gather ? "all-gather" : "reduce-scatter"));
   if (c->size == 1) {
     PTDP_CALL(local_copy(c, recv, send, n * ptdp_tr_data_size(d), d));
     count(c, tag, 0);
     return PTDP_OK;
   }
   double t0 = req ? 0 : MPI_Wtime();
-  PTDP_CALL(c->transport->allgather(c->transport, send, recv, n, d, req));
+  ptdp_transport *tr = c->transport;
+  PTDP_CALL((gather ? tr->allgather : tr->reduce_scatter)(tr, send, recv, n, d, req));
   if (!req) c->stats.wait_seconds += MPI_Wtime() - t0;
   count(c, tag, ring_gather_bytes(c->size, payload(n * (size_t)c->size, d)));
   return PTDP_OK;
 }
 
-/* Reduce-scatter: send [g, n_per_rank] summed over ranks, block `rank` lands in recv [n].
- * send == recv means in place (recv then holds the whole input; the result is its first n). */
-static int reduce_scatter(ptdp_comm *c, const void *send, void *recv, size_t n, ptdp_tr_data d, ptdp_comm_tag tag,
-                          ptdp_comm_req *req)
+/* The same of n elements of the device type t per rank (req NULL: blocking). */
+static int block_collective_t(ptdp_comm *c, block_kind gather, const void *send, void *recv, size_t n, ptdp_dtype t,
+                              ptdp_comm_tag tag, ptdp_comm_req *req)
 {
+  ptdp_tr_data d;
   if (req) *req = PTDP_COMM_REQ_NULL;
-  PTDP_CALL(check_use(c, tag, n * (size_t)(c->size > 0 ? c->size : 1), "reduce-scatter"));
-  if (c->size == 1) {
-    PTDP_CALL(local_copy(c, recv, send, n * ptdp_tr_data_size(d), d));
-    count(c, tag, 0);
-    return PTDP_OK;
-  }
-  double t0 = req ? 0 : MPI_Wtime();
-  PTDP_CALL(c->transport->reduce_scatter(c->transport, send, recv, n, d, req));
-  if (!req) c->stats.wait_seconds += MPI_Wtime() - t0;
-  count(c, tag, ring_gather_bytes(c->size, payload(n * (size_t)c->size, d)));
-  return PTDP_OK;
+  PTDP_CALL(dev_data(t, gather ? "all-gather" : "reduce-scatter", &d));
+  return block_collective(c, gather, send, recv, n, d, tag, req);
 }
 
 int ptdp_comm_allgather_t(ptdp_comm *c, const void *send, void *recv, size_t n_per_rank, ptdp_dtype t,
                           ptdp_comm_tag tag)
 {
-  ptdp_tr_data d;
-  PTDP_CALL(dev_data(t, "all-gather", &d));
-  PTDP_CALL(allgather(c, send, recv, n_per_rank, d, tag, NULL));
-  return PTDP_OK;
+  return block_collective_t(c, ALLGATHER, send, recv, n_per_rank, t, tag, NULL);
 }
 
 int ptdp_comm_allgather(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank, ptdp_comm_tag tag)
@@ -291,17 +285,13 @@ int ptdp_comm_allgather(ptdp_comm *c, const float *send, float *recv, size_t n_p
 int ptdp_comm_allgather_f64(ptdp_comm *c, const double *send, double *recv, size_t n_per_rank,
                             ptdp_comm_tag tag)
 {
-  PTDP_CALL(allgather(c, send, recv, n_per_rank, PTDP_TR_HOST_F64, tag, NULL));
-  return PTDP_OK;
+  return block_collective(c, ALLGATHER, send, recv, n_per_rank, PTDP_TR_HOST_F64, tag, NULL);
 }
 
 int ptdp_comm_reduce_scatter_t(ptdp_comm *c, const void *send, void *recv, size_t n_per_rank, ptdp_dtype t,
                                ptdp_comm_tag tag)
 {
-  ptdp_tr_data d;
-  PTDP_CALL(dev_data(t, "reduce-scatter", &d));
-  PTDP_CALL(reduce_scatter(c, send, recv, n_per_rank, d, tag, NULL));
-  return PTDP_OK;
+  return block_collective_t(c, REDUCE_SCATTER, send, recv, n_per_rank, t, tag, NULL);
 }
 
 int ptdp_comm_reduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
@@ -359,11 +349,7 @@ int ptdp_comm_iallreduce_sum(ptdp_comm *c, float *buf, size_t n, ptdp_comm_tag t
 int ptdp_comm_ireduce_scatter_t(ptdp_comm *c, const void *send, void *recv, size_t n_per_rank, ptdp_dtype t,
                                 ptdp_comm_tag tag, ptdp_comm_req *req)
 {
-  ptdp_tr_data d;
-  *req = PTDP_COMM_REQ_NULL;
-  PTDP_CALL(dev_data(t, "reduce-scatter", &d));
-  PTDP_CALL(reduce_scatter(c, send, recv, n_per_rank, d, tag, req));
-  return PTDP_OK;
+  return block_collective_t(c, REDUCE_SCATTER, send, recv, n_per_rank, t, tag, req);
 }
 
 int ptdp_comm_ireduce_scatter(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
@@ -376,11 +362,7 @@ int ptdp_comm_ireduce_scatter(ptdp_comm *c, const float *send, float *recv, size
 int ptdp_comm_iallgather_t(ptdp_comm *c, const void *send, void *recv, size_t n_per_rank, ptdp_dtype t,
                            ptdp_comm_tag tag, ptdp_comm_req *req)
 {
-  ptdp_tr_data d;
-  *req = PTDP_COMM_REQ_NULL;
-  PTDP_CALL(dev_data(t, "all-gather", &d));
-  PTDP_CALL(allgather(c, send, recv, n_per_rank, d, tag, req));
-  return PTDP_OK;
+  return block_collective_t(c, ALLGATHER, send, recv, n_per_rank, t, tag, req);
 }
 
 int ptdp_comm_iallgather(ptdp_comm *c, const float *send, float *recv, size_t n_per_rank,
