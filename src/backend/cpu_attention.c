@@ -204,11 +204,28 @@ int ptdp_cpu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const
  * accumulates dK and dV over the query blocks (the unfused backward sums over all queries at
  * once: equal to rounding). */
 
-/* Per thread: S/P, Pd (dropout output) and dP blocks of ATTN_BLOCK x s floats, and a mask row. */
-static float *flash_scratch(ptdp_backend *be, int s, int *nt)
+/* One thread's part of the flash scratch: S (the backward's P), Pd (dropout output) and dP blocks
+ * of ATTN_BLOCK x s floats, and a mask row of s bytes (s floats of room). */
+typedef struct {
+  float *S, *Pd, *dP;
+  uint8_t *mr;
+} flash_work;
+
+/* The scratch *work of *nt threads (max_threads()). */
+static int flash_scratch(ptdp_backend *be, int s, float **work, int *nt)
 {
   *nt = max_threads();
-  return ptdp_cpu_scratch(be, (size_t)*nt * (3 * (size_t)ATTN_BLOCK * s + (size_t)s));
+  *work = ptdp_cpu_scratch(be, (size_t)*nt * (3 * (size_t)ATTN_BLOCK * s + (size_t)s));
+  if (!*work) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for attention scratch");
+  return 0;
+}
+
+/* Thread me's part of the scratch work (flash_scratch). */
+static flash_work flash_part(float *work, int me, int s)
+{
+  const size_t blk = (size_t)ATTN_BLOCK * s;
+  float *S = work + (size_t)me * (3 * blk + (size_t)s);
+  return (flash_work){S, S + blk, S + 2 * blk, (uint8_t *)(S + 3 * blk)};
 }
 
 int ptdp_cpu_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse)
@@ -217,14 +234,14 @@ int ptdp_cpu_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const floa
   const int ld = b * w, drop = d->drop.p > 0;
   const float scale = 1.0f / sqrtf((float)hd);
   int nt;
-  float *work = flash_scratch(be, s, &nt);
-  if (!work) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for attention scratch");
+  float *work;
+  PTDP_CALL(flash_scratch(be, s, &work, &nt));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (int t = 0; t < b * al; t++) {
     const int bi = t / al, hh = t % al;
-    const int me = thread_id();
-    float *S = work + (size_t)me * (3 * (size_t)ATTN_BLOCK * s + s), *Pd = S + (size_t)ATTN_BLOCK * s;
-    uint8_t *mr = (uint8_t *)(Pd + 2 * (size_t)ATTN_BLOCK * s);
+    const flash_work wk = flash_part(work, thread_id(), s);
+    float *S = wk.S, *Pd = wk.Pd;
+    uint8_t *mr = wk.mr;
     const float *row = qkv + (size_t)bi * w;
     const float *Q = row + part_off(d, hh, 0), *K = row + part_off(d, hh, 1), *V = row + part_off(d, hh, 2);
     float *C = ctx + (size_t)bi * hl + (size_t)hh * hd, *L = lse + ((size_t)bi * al + hh) * s;
@@ -287,15 +304,14 @@ int ptdp_cpu_flash_backward(ptdp_backend *be, const ptdp_attn_desc *d, const flo
   const int ld = b * w, ldc = b * hl, drop = d->drop.p > 0;
   const float scale = 1.0f / sqrtf((float)hd);
   int nt;
-  float *work = flash_scratch(be, s, &nt);
-  if (!work) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for attention scratch");
+  float *work;
+  PTDP_CALL(flash_scratch(be, s, &work, &nt));
   /* one (sample, group) per task: the group's heads add into its key and value gradients */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (int t = 0; t < b * G; t++) {
-    const int me = thread_id();
-    float *P = work + (size_t)me * (3 * (size_t)ATTN_BLOCK * s + s), *Pd = P + (size_t)ATTN_BLOCK * s;
-    float *dP = Pd + (size_t)ATTN_BLOCK * s;
-    uint8_t *mr = (uint8_t *)(dP + (size_t)ATTN_BLOCK * s);
+    const flash_work wk = flash_part(work, thread_id(), s);
+    float *P = wk.S, *Pd = wk.Pd, *dP = wk.dP;
+    uint8_t *mr = wk.mr;
     const int bi = t / G;
     const float *row = qkv + (size_t)bi * w;
     float *drow = dqkv + (size_t)bi * w;
