@@ -217,12 +217,18 @@ def grouped_bars(ax, groups, values, ylabel, unit_div=1.0):
 
 
 # ---------------------------------------------------------------- timers
-def data_timers(rf):
-    names = rf.strings("timers/names")
-    rows = rf.rows("timers/iteration", "timers/ms")
+def intervals(rf, group, column, what):
+    """The series names of /group and its rows per log interval: (names, iteration [N], column [N, W, K]);
+    Skip when no interval is written yet (what names the series in the message)."""
+    names = rf.strings(group + "/names")
+    rows = rf.rows(group + "/iteration", group + "/" + column)
     if names is None or rows is None:
-        raise Skip("no timer interval yet (/timers is empty)")
-    it, ms = rows
+        raise Skip("no %s interval yet (/%s is empty)" % (what, group))
+    return (names,) + tuple(rows)
+
+
+def data_timers(rf):
+    names, it, ms = intervals(rf, "timers", "ms", "timer")
     return {"names": names, "iteration": _list(it), "ms": _list(ms),
             "last_iteration": int(it[-1]), "last_ms": _list(ms[-1].T)}  # last_ms [T, W]
 
@@ -253,11 +259,7 @@ def draw_timers(d, title, path):
 
 # ---------------------------------------------------------------- communication
 def data_communication(rf):
-    names = rf.strings("communication/names")
-    rows = rf.rows("communication/iteration", "communication/bytes")
-    if names is None or rows is None:
-        raise Skip("no communication interval yet (/communication is empty)")
-    it, by = rows
+    names, it, by = intervals(rf, "communication", "bytes", "communication")
     ana = rf.read("communication/analytical_bytes")
     return {"names": names, "iteration": _list(it), "bytes": _list(by),
             "last_iteration": int(it[-1]), "last_bytes": _list(by[-1].T),  # [C, W]
