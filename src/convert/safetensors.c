@@ -77,10 +77,18 @@ static int unsigned_of(const jd_value *v, uint64_t *u)
   return 1;
 }
 
+/* v, the header or its __metadata__ (what), must be a JSON object naming no member (a tensor, a
+ * key) twice. */
+static int check_object(const ptdp_safetensors *st, const jd_value *v, const char *what, const char *member)
+{
+  PTDP_CHECK(v->kind == JD_OBJECT, "%s: %s is not a JSON object", st->path, what);
+  PTDP_CHECK(!jd_has_duplicate_keys(v), "%s: %s names %s twice", st->path, what, member);
+  return 0;
+}
+
 static int read_meta(ptdp_safetensors *st, const jd_value *m)
 {
-  PTDP_CHECK(m->kind == JD_OBJECT, "%s: __metadata__ is not an object", st->path);
-  PTDP_CHECK(!jd_has_duplicate_keys(m), "%s: __metadata__ repeats a key", st->path);
+  PTDP_CALL(check_object(st, m, "__metadata__", "a key"));
   PTDP_CALLOC(st->meta, (size_t)m->n + 1, sizeof *st->meta);
   for (int i = 0; i < m->n; i++) {
     PTDP_CHECK(m->items[i].kind == JD_STRING, "%s: __metadata__ entry '%s' is not a string (the format allows only "
@@ -179,8 +187,7 @@ static int check_tiling(const ptdp_safetensors *st)
 
 static int read_header(ptdp_safetensors *st, const jd_value *root)
 {
-  PTDP_CHECK(root->kind == JD_OBJECT, "%s: the header is not a JSON object", st->path);
-  PTDP_CHECK(!jd_has_duplicate_keys(root), "%s: the header names a tensor twice", st->path);
+  PTDP_CALL(check_object(st, root, "the header", "a tensor"));
   PTDP_CALLOC(st->tensors, (size_t)root->n + 1, sizeof *st->tensors);
   for (int i = 0; i < root->n; i++) {
     if (!strcmp(root->keys[i], "__metadata__")) {
