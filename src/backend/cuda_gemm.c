@@ -291,16 +291,25 @@ int ptdp_cu_gemm_wgrad(ptdp_backend *be, int ta, int tb, int M, int N, int K, fl
 
 /* ---- the fused epilogues (ptdp/backend.h), each with its unfused sequence where declined ---- */
 
+/* C = A B [M, N] (row stride N) with the epilogue e fused in where cuBLASLt runs it; where it
+ * declines, *declined and the plain product into plain, for the caller's kernels to finish. */
+static int gemm_epilogue(ptdp_backend *be, const epilogue *e, int ta, int tb, int M, int N, int K, const float *A,
+                         int lda, const float *B, int ldb, float *C, float *plain, int *declined)
+{
+  const ptdp_dtype t = ((ptdp_cu_ctx *)be->ctx)->t;
+  *declined = 0;
+  PTDP_CALL(gemm_typed(be, t, t, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N, e, declined));
+  if (*declined) PTDP_CALL(ptdp_cu_gemm(be, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, plain, N));
+  return PTDP_OK;
+}
+
 int ptdp_cu_gemm_bias(ptdp_backend *be, int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B,
                       int ldb, const float *bias, float *C)
 {
-  const ptdp_dtype t = ((ptdp_cu_ctx *)be->ctx)->t;
   const epilogue e = {EPI_BIAS, bias, NULL};
-  int declined = 0;
-  PTDP_CALL(gemm_typed(be, t, t, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N, &e, &declined));
-  if (!declined) return PTDP_OK;
-  PTDP_CALL(ptdp_cu_gemm(be, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N));
-  PTDP_CALL(be->bias_forward(be, C, bias, M, N));
+  int declined;
+  PTDP_CALL(gemm_epilogue(be, &e, ta, tb, M, N, K, A, lda, B, ldb, C, C, &declined));
+  if (declined) PTDP_CALL(be->bias_forward(be, C, bias, M, N));
   return PTDP_OK;
 }
 
@@ -308,12 +317,10 @@ int ptdp_cu_gemm_bias(ptdp_backend *be, int ta, int tb, int M, int N, int K, con
 int ptdp_cu_gemm_bias_gelu(ptdp_backend *be, int ta, int tb, int M, int N, int K, const float *A, int lda,
                            const float *B, int ldb, const float *bias, float *pre, float *C)
 {
-  const ptdp_dtype t = ((ptdp_cu_ctx *)be->ctx)->t;
   const epilogue e = {EPI_GELU_AUX_BIAS, bias, pre};
-  int declined = 0;
-  PTDP_CALL(gemm_typed(be, t, t, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N, &e, &declined));
+  int declined;
+  PTDP_CALL(gemm_epilogue(be, &e, ta, tb, M, N, K, A, lda, B, ldb, C, pre, &declined));
   if (!declined) return PTDP_OK;
-  PTDP_CALL(ptdp_cu_gemm(be, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, pre, N));
   PTDP_CALL(be->bias_forward(be, pre, bias, M, N));
   PTDP_CALL(be->gelu_forward(be, pre, C, (size_t)M * N));
   return PTDP_OK;
@@ -323,14 +330,10 @@ int ptdp_cu_gemm_bias_gelu(ptdp_backend *be, int ta, int tb, int M, int N, int K
 int ptdp_cu_gemm_dgelu_bgrad(ptdp_backend *be, int ta, int tb, int M, int N, int K, const float *A, int lda,
                              const float *B, int ldb, const float *pre, float *C, float *db)
 {
-  const ptdp_dtype t = ((ptdp_cu_ctx *)be->ctx)->t;
   const epilogue e = {EPI_DGELU, NULL, pre};
-  int declined = 0;
-  PTDP_CALL(gemm_typed(be, t, t, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N, &e, &declined));
-  if (declined) {
-    PTDP_CALL(ptdp_cu_gemm(be, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, N));
-    PTDP_CALL(be->gelu_backward(be, pre, C, C, (size_t)M * N));
-  }
+  int declined;
+  PTDP_CALL(gemm_epilogue(be, &e, ta, tb, M, N, K, A, lda, B, ldb, C, C, &declined));
+  if (declined) PTDP_CALL(be->gelu_backward(be, pre, C, C, (size_t)M * N));
   PTDP_CALL(be->bias_backward(be, C, db, M, N));
   return PTDP_OK;
 }
