@@ -270,16 +270,24 @@ static int tn_allreduce(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d,
   return PTDP_OK;
 }
 
+/* A block collective (gather: all-gather, else reduce-scatter) of data NCCL does not move: the
+ * MPI transport's, started nonblocking and returned wrapped in our request. */
+static int delegated_blocks(ptdp_transport *tr, int gather, const void *send, void *recv, size_t n, ptdp_tr_data d,
+                            ptdp_comm_req *req)
+{
+  ptdp_transport *mpi = ((nccl_ctx *)tr->ctx)->mpi;
+  ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
+  PTDP_CALL((gather ? mpi->allgather : mpi->reduce_scatter)(mpi, send, recv, n, d, &inner));
+  return delegated(tr, inner, req, "MPI %s of %zu %s", gather ? "all-gather" : "reduce-scatter", n * (size_t)tr->size,
+                   ptdp_tr_data_name(d));
+}
+
 /* recv [g, n]; NCCL's in place is ours: send == recv + rank n */
 static int tn_allgather(ptdp_transport *tr, const void *send, void *recv, size_t n, ptdp_tr_data d,
                         ptdp_comm_req *req)
 {
   nccl_ctx *x = tr->ctx;
-  if (!nccl_only(d)) {
-    ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
-    PTDP_CALL(x->mpi->allgather(x->mpi, send, recv, n, d, &inner));
-    return delegated(tr, inner, req, "MPI all-gather of %zu %s", n * (size_t)tr->size, ptdp_tr_data_name(d));
-  }
+  if (!nccl_only(d)) return delegated_blocks(tr, 1, send, recv, n, d, req);
   PTDP_CALL(begin(x, "all-gather", n * (size_t)tr->size, d));
   PTDP_CALL_NCCL(ncclAllGather(send, recv, n, nccl_type(d), x->nccl, x->stream));
   PTDP_CALL(finish(tr, req));
@@ -292,11 +300,7 @@ static int tn_reduce_scatter(ptdp_transport *tr, const void *send, void *recv, s
                              ptdp_comm_req *req)
 {
   nccl_ctx *x = tr->ctx;
-  if (!nccl_only(d)) {
-    ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
-    PTDP_CALL(x->mpi->reduce_scatter(x->mpi, send, recv, n, d, &inner));
-    return delegated(tr, inner, req, "MPI reduce-scatter of %zu %s", n * (size_t)tr->size, ptdp_tr_data_name(d));
-  }
+  if (!nccl_only(d)) return delegated_blocks(tr, 0, send, recv, n, d, req);
   PTDP_CALL(begin(x, "reduce-scatter", n * (size_t)tr->size, d));
   const size_t blk = n * ptdp_tr_data_size(d);
   if (send == recv && tr->rank > 0) {
