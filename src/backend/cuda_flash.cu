@@ -1,6 +1,8 @@
-// Fused causal (flash) attention for 16-bit storage (bf16, fp16) on the tensor cores through the
-// wmma API: the function of ptdp_cpu_flash_forward/backward (src/backend/cpu_attention.c) without
-// the s x s scores in global memory.  Shapes as in ptdp/backend.h: qkv [N, 3 hl] with each token
+// Fused causal (flash) attention for 16-bit storage (bf16, fp16) on the tensor cores: the
+// function of ptdp_cpu_flash_forward/backward (src/backend/cpu_attention.c) without the s x s
+// scores in global memory.  Two sets of kernels (cuda_flash.h: PTDP_FLASH_KERNEL chooses): the
+// mma kernels (the default; "the mma kernels" below: registers, inline PTX, cp.async; hd 64
+// and 128) and the wmma kernels described first here (the other head sizes, and the fallback).  Shapes as in ptdp/backend.h: qkv [N, 3 hl] with each token
 // row [al][3][hd] and rows (pos, sample), ctx [N, al hd], lse [b, al, s] fp32.
 //
 // Tiling.  A block is 4 warps (128 threads) and owns a tile of 64 rows of one (sample, head)
@@ -36,12 +38,17 @@
 // NOT YET RUN ON A GPU: correctness is proven in the emulation (validation/emu/tests/
 // test_emu_flash.c); speed, compute-sanitizer and tuning need one.
 #include "cuda_internal.h"
+#include "cuda_flash.h"
+#include "cuda_mma.h"
 #include "cuda_rng.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
 #include <mma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 using namespace nvcuda;
 
@@ -404,6 +411,456 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_q(fl_dims d, const T *qk
   fl_store_rows(dqkv + qoff, d.ld, qw0, d.s, dq, Sw, hd, d.scale);
 }
 
+// ================================================================ the mma kernels (the default)
+// FlashAttention-2's register tiling on mma.sync.m16n8k16 (cuda_mma.h: the PTX ISA's fragment
+// layouts): a block of 4 warps owns 64 rows, a warp 16 of them, and S, P, the softmax
+// statistics and the fp32 accumulators (O; dK, dV; dQ) stay in registers, in the accumulator
+// layout (lane l holds rows l/4 and l/4 + 8, columns 2(l%4) and 2(l%4)+1 of every 8-column
+// tile), where the wmma kernels above round-trip S and O through shared memory.  An accumulator
+// tile pair is already the A operand of the next product (P V, Pd^T dO, dS^T Q, dS K): packed
+// to 16-bit pairs, no shuffle.  The streamed 64-row tiles (K, V forward and dQ; Q, dO and the
+// rows' lse, D in dK/dV) are double-buffered with cp.async, the next tile's copy in flight
+// while this one is used: two __syncthreads per tile.  ldmatrix reads the operands from shared
+// memory (rows padded by 8 elements: 8 rows of an 8x8 matrix fall in distinct banks).
+// Exponentials in base 2 (exp2f(x log2 e), the scale folded in); the masked work skipped in
+// 16-key (16-query) chunks on the diagonal tile.  The same function as the wmma kernels:
+// same masks (the dropout bits drawn per element from the same row hashes), same dQ pass (no
+// atomics: every sum in a fixed order, bit-reproducible run to run); only the rounding order
+// of the fp32 sums differs.  Head sizes 64 and 128 (template instances); others run the wmma
+// kernels.  hd 64 keeps the warp's own A operands (Q; K and V; Q and dO) in registers too.
+#define F2_BM 64  // rows of a block's own tile
+#define F2_BN 64  // rows of a streamed tile
+#define F2_THREADS 128
+#define F2_PAD 8
+#define F2_LOG2E 1.4426950408889634f
+
+template <typename T> __device__ __forceinline__ static uint32_t f2_pack(float lo, float hi)
+{
+  uint32_t a, b;
+  if constexpr (std::is_same<T, __half>::value)
+    a = __half_as_ushort(__float2half_rn(lo)), b = __half_as_ushort(__float2half_rn(hi));
+  else
+    a = __bfloat16_as_ushort(__float2bfloat16_rn(lo)), b = __bfloat16_as_ushort(__float2bfloat16_rn(hi));
+  return a | b << 16;
+}
+
+// Rows [r0, r0 + n) of a [*, HD] operand (row stride ld) into dst [n, HD + F2_PAD], zeros from
+// row lim on.  async: 16-byte cp.async copies (the caller commits and waits; a row past lim
+// reads nothing); else element by element (a base off 16 bytes).
+template <typename T, int HD>
+__device__ __forceinline__ static void f2_load(T *dst, const T *src, long long ld, int r0, int n, int lim, bool async)
+{
+  constexpr int per_row = HD / 8, ldd = HD + F2_PAD;
+  for (int e = threadIdx.x; e < n * per_row; e += F2_THREADS) {
+    const int r = e / per_row, c = (e % per_row) * 8, in = r0 + r < lim;
+    const T *p = src + (long long)(in ? r0 + r : r0) * ld + c;
+    if (async) ptdp_cp_async16(dst + r * ldd + c, p, in ? 16 : 0);
+    else
+      for (int i = 0; i < 8; i++) dst[r * ldd + c + i] = in ? p[i] : T(0.0f);
+  }
+}
+
+// The A fragment of rows [0, 16), columns [c, c + 16) of a row-major tile (row stride ld).
+template <typename T> __device__ __forceinline__ static void f2_lda(uint32_t *a, const T *tile, int ld, int c)
+{
+  const int lane = threadIdx.x % 32;
+  ptdp_ldmatrix<4, false>(a, tile + (lane % 16) * ld + c + (lane / 16) * 8);
+}
+// B fragments of two 8-column tiles from B^T rows: rows [r, r + 16) of a row-major [n, k] tile,
+// columns [c, c + 16) (b[0..1]: rows r..r+7, b[2..3]: rows r+8..r+15).
+template <typename T> __device__ __forceinline__ static void f2_ldbt(uint32_t *b, const T *tile, int ld, int r, int c)
+{
+  const int lane = threadIdx.x % 32;
+  ptdp_ldmatrix<4, false>(b, tile + (r + (lane / 16) * 8 + lane % 8) * ld + c + ((lane / 8) % 2) * 8);
+}
+// B fragments of two 8-column tiles from a row-major [k, n] tile: rows (k) [r, r + 16), columns
+// [c, c + 8) in b[0..1] and [c + 8, c + 16) in b[2..3] (ldmatrix .trans).
+template <typename T> __device__ __forceinline__ static void f2_ldb(uint32_t *b, const T *tile, int ld, int r, int c)
+{
+  const int lane = threadIdx.x % 32;
+  ptdp_ldmatrix<4, true>(b, tile + (r + ((lane / 8) % 2) * 8 + lane % 8) * ld + c + (lane / 16) * 8);
+}
+// The A fragment of 16 columns (chunk c) of a [16, 64] accumulator array x[8][4], rounded.
+template <typename T> __device__ __forceinline__ static void f2_acc_a(uint32_t *a, float (*x)[4], int c)
+{
+  a[0] = f2_pack<T>(x[2 * c][0], x[2 * c][1]), a[1] = f2_pack<T>(x[2 * c][2], x[2 * c][3]);
+  a[2] = f2_pack<T>(x[2 * c + 1][0], x[2 * c + 1][1]), a[3] = f2_pack<T>(x[2 * c + 1][2], x[2 * c + 1][3]);
+}
+
+// Whether key k is seen by query q (the causal mask and the tail of the sequence): the backward's.
+__device__ __forceinline__ static bool f2_sees(int k, int q, int s)
+{
+  return k <= q && q < s; // f2_sees
+}
+
+template <typename T, int HD>
+__device__ __forceinline__ static void f2_abt(float (*x)[4], const uint32_t (*af)[4], const T *at, const T *bt, int ld,
+                                              int c_lo, int c_hi);
+
+template <typename T, int HD>
+__global__ void __launch_bounds__(F2_THREADS) flash2_fwd(fl_dims d, const T *qkv, T *ctx, float *lse)
+{
+  constexpr int LD = HD + F2_PAD, NT = F2_BN / 8, KC = HD / 16, DT = HD / 8;
+  const int hl = d.al * HD;
+  const int qt = gridDim.x - 1 - blockIdx.x, bi = blockIdx.y / d.al, hh = blockIdx.y % d.al; // longest rows first
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+  const int q0 = qt * F2_BM, qw0 = q0 + 16 * w;
+  const T *Q = qkv + (long long)bi * 3 * hl + (long long)hh * 3 * HD, *K = Q + HD, *V = Q + 2 * HD;
+  const bool async = (size_t)Q % 16 == 0;
+  extern __shared__ fl_smem_t fl_smem[];
+  T *Qs = (T *)fl_smem, *Ks = Qs + F2_BM * LD, *Vs = Ks + 2 * F2_BN * LD; // K, V: two stages each
+  const int nkt = (fl_min(q0 + F2_BM, d.s) - 1) / F2_BN + 1;
+  f2_load<T, HD>(Qs, Q, d.ld, q0, F2_BM, d.s, async);
+  f2_load<T, HD>(Ks, K, d.ld, 0, F2_BN, d.s, async);
+  f2_load<T, HD>(Vs, V, d.ld, 0, F2_BN, d.s, async);
+  ptdp_cp_async_commit();
+  const int drop = d.drop.p > 0.0f;
+  const float keep_scale = drop ? 1.0f / (1.0f - d.drop.p) : 1.0f, sl2 = d.scale * F2_LOG2E;
+  uint64_t rh[2] = {0, 0};
+  for (int r = 0; r < 2; r++)
+    if (drop && qw0 + g + 8 * r < d.s) rh[r] = fl_row_hash(d, bi, hh, qw0 + g + 8 * r);
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; // rows g, g + 8: running max (log2 units), this lane's part of the sum
+  float o[DT][4];
+  uint32_t qf[KC][4];
+#pragma unroll
+  for (int j = 0; j < DT; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+  for (int kt = 0; kt < nkt; kt++) {
+    const int k0 = kt * F2_BN, cur = kt & 1;
+    if (kt + 1 < nkt) {
+      f2_load<T, HD>(Ks + (1 - cur) * F2_BN * LD, K, d.ld, k0 + F2_BN, F2_BN, d.s, async);
+      f2_load<T, HD>(Vs + (1 - cur) * F2_BN * LD, V, d.ld, k0 + F2_BN, F2_BN, d.s, async);
+    }
+    ptdp_cp_async_commit();
+    ptdp_cp_async_wait<1>(); // this tile's group (and Q's) complete
+    __syncthreads();
+    const T *Kt = Ks + cur * F2_BN * LD, *Vt = Vs + cur * F2_BN * LD;
+    if (kt == 0)
+#pragma unroll
+      for (int kk = 0; kk < KC; kk++) f2_lda(qf[kk], Qs + 16 * w * LD, LD, 16 * kk);
+    if (qw0 < d.s && k0 <= qw0 + 15) { // else the warp's rows: none left, or all above the diagonal
+      const int nc = fl_min(F2_BN / 16, (qw0 + 15 - k0) / 16 + 1); // 16-key chunks not wholly masked
+      float sc[NT][4];
+#pragma unroll
+      for (int j = 0; j < NT; j++) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
+      f2_abt<T, HD>(sc, qf, Qs, Kt, LD, 0, nc); // S = Q K^T
+      float mt[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int q = qw0 + g + 8 * (e / 2), k = k0 + 8 * j + 2 * t4 + e % 2;
+          sc[j][e] = j < 2 * nc && k <= q && q < d.s ? sc[j][e] * sl2 : -INFINITY;
+          mt[e / 2] = fmaxf(mt[e / 2], sc[j][e]);
+        }
+      float alpha[2];
+#pragma unroll
+      for (int r = 0; r < 2; r++) {
+        mt[r] = fmaxf(mt[r], __shfl_xor_sync(0xffffffffu, mt[r], 1));
+        mt[r] = fmaxf(mt[r], __shfl_xor_sync(0xffffffffu, mt[r], 2));
+        const float mnew = fmaxf(m[r], mt[r]);
+        alpha[r] = mnew == -INFINITY ? 1.0f : exp2f(m[r] - mnew);
+        m[r] = mnew;
+        l[r] *= alpha[r];
+      }
+#pragma unroll
+      for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int r = e / 2;
+          float pv = 0.0f;
+          if (sc[j][e] != -INFINITY) {
+            pv = exp2f(sc[j][e] - m[r]);
+            l[r] += pv;
+            if (drop) {
+              const int k = k0 + 8 * j + 2 * t4 + e % 2;
+              pv = ptdp_cu_rng_uniform(ptdp_cu_rng_at(rh[r], (uint64_t)k)) >= d.drop.p ? pv * keep_scale : 0.0f;
+            }
+          }
+          sc[j][e] = pv;
+        }
+#pragma unroll
+      for (int j = 0; j < DT; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) o[j][e] *= alpha[e / 2]; // the rescale of O
+#pragma unroll
+      for (int c = 0; c < F2_BN / 16; c++)
+        if (c < nc) { // O += P V
+          uint32_t a[4];
+          f2_acc_a<T>(a, sc, c);
+#pragma unroll
+          for (int jj = 0; jj < HD / 16; jj++) {
+            uint32_t b[4];
+            f2_ldb(b, Vt, LD, 16 * c, 16 * jj);
+            ptdp_mma16816<T>(o[2 * jj], a, b, o[2 * jj]);
+            ptdp_mma16816<T>(o[2 * jj + 1], a, b + 2, o[2 * jj + 1]);
+          }
+        }
+    }
+    __syncthreads(); // every warp is done with this stage before the next iteration refills it
+  }
+  ptdp_cp_async_wait<0>();
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    const int q = qw0 + g + 8 * r;
+    if (q >= d.s) continue;
+    const float inv = 1.0f / l[r];
+    T *crow = ctx + (long long)q * d.ldc + (long long)bi * hl + (long long)hh * HD;
+#pragma unroll
+    for (int j = 0; j < DT; j++) crow[8 * j + 2 * t4] = T(o[j][2 * r] * inv), crow[8 * j + 2 * t4 + 1] = T(o[j][2 * r + 1] * inv);
+    if (!t4) lse[((long long)bi * d.al + hh) * d.s + q] = m[r] / F2_LOG2E + logf(l[r]);
+  }
+}
+
+// dS (into dp) and Pd (into sc) of a warp's [16, 64] tile from S (sc, unscaled) and dP (dp), in
+// the accumulator layout; rows and columns are (query, key) or, in the dK/dV pass (kr), (key,
+// query).  lse2 (lse log2 e) and D of the element's query: per row (rows are queries) from
+// lq2, Dq; per column from the tile's arrays L2, Dc (index: query - col0).
+struct f2_ds_args {
+  int bi, hh, kr, row0, col0, c_lo, c_hi; // 16-column chunks [c_lo, c_hi) computed, the rest zero
+  float lq2[2], Dq[2];
+  uint64_t rh[2];
+  const float *L2, *Dc;
+};
+
+__device__ __forceinline__ static void f2_ds(const fl_dims &d, const f2_ds_args &a, float (*sc)[4], float (*dp)[4])
+{
+  const int lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+  const int drop = d.drop.p > 0.0f;
+  const float keep_scale = drop ? 1.0f / (1.0f - d.drop.p) : 1.0f, sl2 = d.scale * F2_LOG2E;
+#pragma unroll
+  for (int j = 0; j < F2_BN / 8; j++)
+#pragma unroll
+    for (int cc = 0; cc < 2; cc++) {
+      const int col = a.col0 + 8 * j + 2 * t4 + cc;
+      uint64_t ch = 0; // the row hash of a column's query (kr)
+      if (drop && a.kr && col < d.s && j >= 2 * a.c_lo && j < 2 * a.c_hi) ch = fl_row_hash(d, a.bi, a.hh, col);
+#pragma unroll
+      for (int r = 0; r < 2; r++) {
+        const int e = 2 * r + cc, row = a.row0 + g + 8 * r;
+        const int q = a.kr ? col : row, k = a.kr ? row : col;
+        float p = 0.0f, pd = 0.0f, ds = 0.0f;
+        if (j >= 2 * a.c_lo && j < 2 * a.c_hi && f2_sees(k, q, d.s)) {
+          const float l2 = a.kr ? a.L2[col - a.col0] : a.lq2[r], D = a.kr ? a.Dc[col - a.col0] : a.Dq[r];
+          p = exp2f(sc[j][e] * sl2 - l2);
+          float dpv = dp[j][e];
+          pd = p;
+          if (drop) {
+            const int keep = ptdp_cu_rng_uniform(ptdp_cu_rng_at(a.kr ? ch : a.rh[r], (uint64_t)k)) >= d.drop.p;
+            pd = keep ? p * keep_scale : 0.0f;
+            dpv = keep ? dpv * keep_scale : 0.0f;
+          }
+          ds = p * (dpv - D);
+        }
+        sc[j][e] = pd, dp[j][e] = ds;
+      }
+    }
+}
+
+// x[16, 64] += A[16, HD] B^T for B^T the 64 rows of bt [64, HD] (chunks [c_lo, c_hi) of 16 rows),
+// A from registers (af) or, af null, from the warp's rows at at (row stride ld).
+template <typename T, int HD>
+__device__ __forceinline__ static void f2_abt(float (*x)[4], const uint32_t (*af)[4], const T *at, const T *bt, int ld,
+                                              int c_lo, int c_hi)
+{
+#pragma unroll
+  for (int kk = 0; kk < HD / 16; kk++) { // each x[j] still sums its k steps in order
+    uint32_t a[4];
+    if (af) a[0] = af[kk][0], a[1] = af[kk][1], a[2] = af[kk][2], a[3] = af[kk][3];
+    else f2_lda(a, at, ld, 16 * kk);
+#pragma unroll
+    for (int c = 0; c < F2_BN / 16; c++)
+      if (c >= c_lo && c < c_hi) {
+        uint32_t b[4];
+        f2_ldbt(b, bt, ld, 16 * c, 16 * kk);
+        ptdp_mma16816<T>(x[2 * c], a, b, x[2 * c]);
+        ptdp_mma16816<T>(x[2 * c + 1], a, b + 2, x[2 * c + 1]);
+      }
+  }
+}
+
+// acc[16, HD] += X[16, 64] B for X an accumulator array (rounded to T) and B the 64 rows of bm
+// [64, HD] (chunks [c_lo, c_hi) of 16).
+template <typename T, int HD>
+__device__ __forceinline__ static void f2_acc_xb(float (*acc)[4], float (*x)[4], const T *bm, int ld, int c_lo, int c_hi)
+{
+#pragma unroll
+  for (int c = 0; c < F2_BN / 16; c++)
+    if (c >= c_lo && c < c_hi) {
+      uint32_t a[4];
+      f2_acc_a<T>(a, x, c);
+#pragma unroll
+      for (int jj = 0; jj < HD / 16; jj++) {
+        uint32_t b[4];
+        f2_ldb(b, bm, ld, 16 * c, 16 * jj);
+        ptdp_mma16816<T>(acc[2 * jj], a, b, acc[2 * jj]);
+        ptdp_mma16816<T>(acc[2 * jj + 1], a, b + 2, acc[2 * jj + 1]);
+      }
+    }
+}
+
+// Rows g and g + 8 of a warp's accumulator [16, HD] (times a) to rows r0 + g (+ 8) of out.
+template <typename T, int HD>
+__device__ __forceinline__ static void f2_store(T *out, long long ld, int r0, int lim, float (*acc)[4], float a)
+{
+  const int lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    if (r0 + g + 8 * r >= lim) continue;
+    T *row = out + (long long)(r0 + g + 8 * r) * ld;
+#pragma unroll
+    for (int j = 0; j < HD / 8; j++) row[8 * j + 2 * t4] = T(acc[j][2 * r] * a), row[8 * j + 2 * t4 + 1] = T(acc[j][2 * r + 1] * a);
+  }
+}
+
+template <int HD> struct f2_areg {
+  static constexpr bool on = HD <= 64; // the warp's A operands in registers (hd 128: from shared memory)
+  static constexpr int n = on ? HD / 16 : 1;
+};
+
+// dK, dV: one block per (64-key tile, pair), a warp 16 keys, over the query tiles that see them.
+template <typename T, int HD>
+__global__ void __launch_bounds__(F2_THREADS) flash2_bwd_kv(fl_dims d, const T *qkv, const T *dctx, const float *lse,
+                                                            const float *D, T *dqkv)
+{
+  constexpr int LD = HD + F2_PAD, NT = F2_BN / 8, DT = HD / 8;
+  typedef f2_areg<HD> AR;
+  const int hl = d.al * HD;
+  const int kt = blockIdx.x, bi = blockIdx.y / d.al, hh = blockIdx.y % d.al;
+  const int w = threadIdx.x / 32;
+  const int k0 = kt * F2_BM, kw0 = k0 + 16 * w;
+  const long long qoff = (long long)bi * 3 * hl + (long long)hh * 3 * HD;
+  const T *Q = qkv + qoff, *K = Q + HD, *V = Q + 2 * HD;
+  const T *dO = dctx + (long long)bi * hl + (long long)hh * HD;
+  const float *L = lse + ((long long)bi * d.al + hh) * d.s, *Dr = D + ((long long)bi * d.al + hh) * d.s;
+  const bool async = (size_t)Q % 16 == 0 && (size_t)dO % 16 == 0;
+  uint32_t kf[AR::n][4], vf[AR::n][4];
+  float dk[DT][4], dv[DT][4];
+#pragma unroll
+  for (int j = 0; j < DT; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) dk[j][e] = dv[j][e] = 0.0f;
+  extern __shared__ fl_smem_t fl_smem[];
+  T *Ks = (T *)fl_smem, *Vs = Ks + F2_BM * LD, *Qs = Vs + F2_BM * LD, *dOs = Qs + 2 * F2_BN * LD; // Q, dO: 2 stages
+  float *L2s = (float *)(dOs + 2 * F2_BN * LD), *Ds = L2s + 2 * F2_BN;
+  const int nqt = (d.s + F2_BN - 1) / F2_BN, qt0 = k0 / F2_BN;
+  f2_load<T, HD>(Ks, K, d.ld, k0, F2_BM, d.s, async);
+  f2_load<T, HD>(Vs, V, d.ld, k0, F2_BM, d.s, async);
+  for (int qt = qt0; qt < nqt; qt++) {
+    const int q0 = qt * F2_BN, cur = (qt - qt0) & 1;
+    if (qt == qt0) { // the first tile, then each iteration fetches the next
+      f2_load<T, HD>(Qs, Q, d.ld, q0, F2_BN, d.s, async);
+      f2_load<T, HD>(dOs, dO, d.ldc, q0, F2_BN, d.s, async);
+      for (int c = threadIdx.x; c < F2_BN; c += F2_THREADS)
+        L2s[c] = q0 + c < d.s ? L[q0 + c] * F2_LOG2E : 0.0f, Ds[c] = q0 + c < d.s ? Dr[q0 + c] : 0.0f;
+      ptdp_cp_async_commit();
+    }
+    if (qt + 1 < nqt) {
+      const int nq0 = q0 + F2_BN, nx = 1 - cur;
+      f2_load<T, HD>(Qs + nx * F2_BN * LD, Q, d.ld, nq0, F2_BN, d.s, async);
+      f2_load<T, HD>(dOs + nx * F2_BN * LD, dO, d.ldc, nq0, F2_BN, d.s, async);
+      for (int c = threadIdx.x; c < F2_BN; c += F2_THREADS)
+        L2s[nx * F2_BN + c] = nq0 + c < d.s ? L[nq0 + c] * F2_LOG2E : 0.0f,
+                           Ds[nx * F2_BN + c] = nq0 + c < d.s ? Dr[nq0 + c] : 0.0f;
+    }
+    ptdp_cp_async_commit();
+    ptdp_cp_async_wait<1>();
+    __syncthreads();
+    const T *Qt = Qs + cur * F2_BN * LD, *dOt = dOs + cur * F2_BN * LD;
+    if (qt == qt0) {
+      if (AR::on)
+#pragma unroll
+        for (int kk = 0; kk < AR::n; kk++) f2_lda(kf[kk], Ks + 16 * w * LD, LD, 16 * kk), f2_lda(vf[kk], Vs + 16 * w * LD, LD, 16 * kk);
+    }
+    if (kw0 < d.s) {
+      const int c_lo = kw0 > q0 ? (kw0 - q0) / 16 : 0; // 16-query chunks wholly before the warp's keys: masked
+      float sc[NT][4], dp[NT][4];
+#pragma unroll
+      for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) sc[j][e] = dp[j][e] = 0.0f;
+      f2_abt<T, HD>(sc, AR::on ? kf : 0, Ks + 16 * w * LD, Qt, LD, c_lo, F2_BN / 16);  // S^T = K Q^T
+      f2_abt<T, HD>(dp, AR::on ? vf : 0, Vs + 16 * w * LD, dOt, LD, c_lo, F2_BN / 16); // dP^T = V dO^T
+      f2_ds_args a = {bi, hh, 1, kw0, q0, c_lo, F2_BN / 16, {0, 0}, {0, 0}, {0, 0}, L2s + cur * F2_BN, Ds + cur * F2_BN};
+      f2_ds(d, a, sc, dp);
+      f2_acc_xb<T, HD>(dv, sc, dOt, LD, c_lo, F2_BN / 16); // dV += Pd^T dO
+      f2_acc_xb<T, HD>(dk, dp, Qt, LD, c_lo, F2_BN / 16);  // dK += dS^T Q
+    }
+    __syncthreads();
+  }
+  ptdp_cp_async_wait<0>();
+  T *dK = dqkv + qoff + HD, *dV = dK + HD;
+  f2_store<T, HD>(dK, d.ld, kw0, d.s, dk, d.scale);
+  f2_store<T, HD>(dV, d.ld, kw0, d.s, dv, 1.0f);
+}
+
+// dQ: one block per (64-query tile, pair), a warp 16 queries, over the key tiles they see.
+template <typename T, int HD>
+__global__ void __launch_bounds__(F2_THREADS) flash2_bwd_q(fl_dims d, const T *qkv, const T *dctx, const float *lse,
+                                                           const float *D, T *dqkv)
+{
+  constexpr int LD = HD + F2_PAD, NT = F2_BN / 8, DT = HD / 8;
+  typedef f2_areg<HD> AR;
+  const int hl = d.al * HD;
+  const int qt = gridDim.x - 1 - blockIdx.x, bi = blockIdx.y / d.al, hh = blockIdx.y % d.al;
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4;
+  const int q0 = qt * F2_BM, qw0 = q0 + 16 * w;
+  const long long qoff = (long long)bi * 3 * hl + (long long)hh * 3 * HD;
+  const T *Q = qkv + qoff, *K = Q + HD, *V = Q + 2 * HD;
+  const T *dO = dctx + (long long)bi * hl + (long long)hh * HD;
+  const float *L = lse + ((long long)bi * d.al + hh) * d.s, *Dr = D + ((long long)bi * d.al + hh) * d.s;
+  const bool async = (size_t)Q % 16 == 0 && (size_t)dO % 16 == 0;
+  extern __shared__ fl_smem_t fl_smem[];
+  T *Qs = (T *)fl_smem, *dOs = Qs + F2_BM * LD, *Ks = dOs + F2_BM * LD, *Vs = Ks + 2 * F2_BN * LD; // K, V: 2 stages
+  const int nkt = (fl_min(q0 + F2_BM, d.s) - 1) / F2_BN + 1;
+  f2_load<T, HD>(Qs, Q, d.ld, q0, F2_BM, d.s, async);
+  f2_load<T, HD>(dOs, dO, d.ldc, q0, F2_BM, d.s, async);
+  f2_load<T, HD>(Ks, K, d.ld, 0, F2_BN, d.s, async);
+  f2_load<T, HD>(Vs, V, d.ld, 0, F2_BN, d.s, async);
+  ptdp_cp_async_commit();
+  f2_ds_args a = {bi, hh, 0, qw0, 0, 0, 0, {0, 0}, {0, 0}, {0, 0}, (const float *)0, (const float *)0};
+  for (int r = 0; r < 2; r++) {
+    const int q = qw0 + g + 8 * r;
+    a.lq2[r] = q < d.s ? L[q] * F2_LOG2E : 0.0f, a.Dq[r] = q < d.s ? Dr[q] : 0.0f;
+    if (d.drop.p > 0.0f && q < d.s) a.rh[r] = fl_row_hash(d, bi, hh, q);
+  }
+  uint32_t qf[AR::n][4], df[AR::n][4];
+  float dq[DT][4];
+#pragma unroll
+  for (int j = 0; j < DT; j++) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.0f;
+  for (int kt = 0; kt < nkt; kt++) {
+    const int k0 = kt * F2_BN, cur = kt & 1;
+    if (kt + 1 < nkt) {
+      f2_load<T, HD>(Ks + (1 - cur) * F2_BN * LD, K, d.ld, k0 + F2_BN, F2_BN, d.s, async);
+      f2_load<T, HD>(Vs + (1 - cur) * F2_BN * LD, V, d.ld, k0 + F2_BN, F2_BN, d.s, async);
+    }
+    ptdp_cp_async_commit();
+    ptdp_cp_async_wait<1>();
+    __syncthreads();
+    const T *Kt = Ks + cur * F2_BN * LD, *Vt = Vs + cur * F2_BN * LD;
+    if (kt == 0 && AR::on)
+#pragma unroll
+      for (int kk = 0; kk < AR::n; kk++) f2_lda(qf[kk], Qs + 16 * w * LD, LD, 16 * kk), f2_lda(df[kk], dOs + 16 * w * LD, LD, 16 * kk);
+    if (qw0 < d.s && k0 <= qw0 + 15) {
+      const int nc = fl_min(F2_BN / 16, (qw0 + 15 - k0) / 16 + 1);
+      float sc[NT][4], dp[NT][4];
+#pragma unroll
+      for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) sc[j][e] = dp[j][e] = 0.0f;
+      f2_abt<T, HD>(sc, AR::on ? qf : 0, Qs + 16 * w * LD, Kt, LD, 0, nc);  // S = Q K^T
+      f2_abt<T, HD>(dp, AR::on ? df : 0, dOs + 16 * w * LD, Vt, LD, 0, nc); // dP = dO V^T
+      a.col0 = k0, a.c_hi = nc;
+      f2_ds(d, a, sc, dp);
+      f2_acc_xb<T, HD>(dq, dp, Kt, LD, 0, nc); // dQ += dS K
+    }
+    __syncthreads();
+  }
+  ptdp_cp_async_wait<0>();
+  f2_store<T, HD>(dqkv + qoff, d.ld, qw0, d.s, dq, d.scale);
+}
+
 // ---------------------------------------------------------------- launchers
 // (through function pointers, which the emulation's reports and PTDP_EMU_STATS name)
 static fl_dims fl_dims_of(const ptdp_attn_desc *a)
@@ -490,13 +947,99 @@ static cudaError_t fl_backward(cudaStream_t st, const ptdp_attn_desc *a, const v
 // multiple of 16 runs the kernels with hd read at run time (HD 0).
 #define FL_BY_HD(fn, T, hd) ((hd) == 64 ? fn<T, 64> : (hd) == 128 ? fn<T, 128> : fn<T, 0>)
 
+// ---------------------------------------------------------------- mma launchers
+static size_t f2_fwd_bytes(int hd, size_t e) { return (size_t)5 * F2_BN * (hd + F2_PAD) * e; } // Q, 2 x (K, V)
+static size_t f2_kv_bytes(int hd, size_t e)
+{
+  return (size_t)6 * F2_BN * (hd + F2_PAD) * e + 4 * F2_BN * sizeof(float); // K, V, 2 x (Q, dO); 2 x (lse, D)
+}
+static size_t f2_q_bytes(int hd, size_t e) { return (size_t)6 * F2_BN * (hd + F2_PAD) * e; } // Q, dO, 2 x (K, V)
+
+template <typename T, int HD>
+static cudaError_t f2_forward(cudaStream_t st, const ptdp_attn_desc *a, const void *qkv, void *ctx, float *lse)
+{
+  const fl_dims d = fl_dims_of(a);
+  const size_t shm = f2_fwd_bytes(HD, sizeof(T));
+  void (*fwd_flash2)(fl_dims, const T *, T *, float *) = flash2_fwd<T, HD>;
+  cudaError_t e = cudaFuncSetAttribute(fwd_flash2, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm);
+  if (e != cudaSuccess) return e;
+  dim3 grid((unsigned)((d.s + F2_BM - 1) / F2_BM), (unsigned)(d.b * d.al));
+  fwd_flash2<<<grid, F2_THREADS, shm, st>>>(d, (const T *)qkv, (T *)ctx, lse);
+  return cudaGetLastError();
+}
+
+template <typename T, int HD>
+static cudaError_t f2_backward(cudaStream_t st, const ptdp_attn_desc *a, const void *qkv, const void *ctx,
+                               const float *lse, const void *dctx, void *dqkv, float *D)
+{
+  const fl_dims d = fl_dims_of(a);
+  const long long rows = (long long)d.b * d.al * d.s;
+  void (*rowdot_flash2)(fl_dims, const T *, const T *, float *) = flash_bwd_dot<T>;
+  const unsigned nrow_blocks = (unsigned)((rows + FL_WARPS - 1) / FL_WARPS);
+  rowdot_flash2<<<nrow_blocks, FL_THREADS, 0, st>>>(d, (const T *)ctx, (const T *)dctx, D);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  dim3 grid((unsigned)((d.s + F2_BM - 1) / F2_BM), (unsigned)(d.b * d.al));
+  void (*dkdv_flash2)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash2_bwd_kv<T, HD>;
+  const size_t shkv = f2_kv_bytes(HD, sizeof(T));
+  e = cudaFuncSetAttribute(dkdv_flash2, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shkv);
+  if (e != cudaSuccess) return e;
+  dkdv_flash2<<<grid, F2_THREADS, shkv, st>>>(d, (const T *)qkv, (const T *)dctx, lse, D, (T *)dqkv);
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  void (*dq_flash2)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash2_bwd_q<T, HD>;
+  const size_t shq = f2_q_bytes(HD, sizeof(T));
+  e = cudaFuncSetAttribute(dq_flash2, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shq);
+  if (e != cudaSuccess) return e;
+  dq_flash2<<<grid, F2_THREADS, shq, st>>>(d, (const T *)qkv, (const T *)dctx, lse, D, (T *)dqkv);
+  return cudaGetLastError();
+}
+
+// ---------------------------------------------------------------- the choice of kernels
+static ptdp_flash_kernel fl_forced = PTDP_FLASH_KERNEL_ENV;
+
+// PTDP_FLASH_KERNEL, read once (at the first call; threads racing there read the same value).
+static ptdp_flash_kernel fl_env_kernel(void)
+{
+  static ptdp_flash_kernel k = PTDP_FLASH_KERNEL_ENV;
+  if (k != PTDP_FLASH_KERNEL_ENV) return k;
+  const char *v = getenv("PTDP_FLASH_KERNEL");
+  if (v && !strcmp(v, "wmma")) return k = PTDP_FLASH_KERNEL_WMMA;
+  if (v && *v && strcmp(v, "mma")) fprintf(stderr, "ptdp: PTDP_FLASH_KERNEL=%s is neither mma nor wmma: mma runs\n", v);
+  return k = PTDP_FLASH_KERNEL_MMA;
+}
+
+extern "C" void ptdp_cuk_flash_set_kernel(ptdp_flash_kernel k) { fl_forced = k; }
+extern "C" ptdp_flash_kernel ptdp_cuk_flash_kernel(void)
+{
+  return fl_forced != PTDP_FLASH_KERNEL_ENV ? fl_forced : fl_env_kernel();
+}
+
+// The mma kernels where they apply (hd 64, 128), else the wmma kernels.
+static int f2_applies(int hd) { return ptdp_cuk_flash_kernel() == PTDP_FLASH_KERNEL_MMA && (hd == 64 || hd == 128); }
+
+template <typename T>
+static cudaError_t fl_forward_t(cudaStream_t st, const ptdp_attn_desc *d, const void *qkv, void *ctx, float *lse)
+{
+  if (f2_applies(d->hd)) return (d->hd == 64 ? f2_forward<T, 64> : f2_forward<T, 128>)(st, d, qkv, ctx, lse);
+  return FL_BY_HD(fl_forward, T, d->hd)(st, d, qkv, ctx, lse);
+}
+
+template <typename T>
+static cudaError_t fl_backward_t(cudaStream_t st, const ptdp_attn_desc *d, const void *qkv, const void *ctx,
+                                 const float *lse, const void *dctx, void *dqkv, float *drow)
+{
+  if (f2_applies(d->hd))
+    return (d->hd == 64 ? f2_backward<T, 64> : f2_backward<T, 128>)(st, d, qkv, ctx, lse, dctx, dqkv, drow);
+  return FL_BY_HD(fl_backward, T, d->hd)(st, d, qkv, ctx, lse, dctx, dqkv, drow);
+}
+
 extern "C" cudaError_t ptdp_cuk_flash_forward(cudaStream_t st, ptdp_dtype t, const ptdp_attn_desc *d, const void *qkv,
                                               void *ctx, float *lse)
 {
   if (!fl_supported(d) || (t != PTDP_BF16 && t != PTDP_F16)) return cudaErrorInvalidValue;
   if (d->s == 0) return cudaSuccess;
-  if (t == PTDP_BF16) return FL_BY_HD(fl_forward, __nv_bfloat16, d->hd)(st, d, qkv, ctx, lse);
-  return FL_BY_HD(fl_forward, __half, d->hd)(st, d, qkv, ctx, lse);
+  if (t == PTDP_BF16) return fl_forward_t<__nv_bfloat16>(st, d, qkv, ctx, lse);
+  return fl_forward_t<__half>(st, d, qkv, ctx, lse);
 }
 
 extern "C" cudaError_t ptdp_cuk_flash_backward(cudaStream_t st, ptdp_dtype t, const ptdp_attn_desc *d, const void *qkv,
@@ -505,6 +1048,6 @@ extern "C" cudaError_t ptdp_cuk_flash_backward(cudaStream_t st, ptdp_dtype t, co
 {
   if (!fl_supported(d) || (t != PTDP_BF16 && t != PTDP_F16)) return cudaErrorInvalidValue;
   if (d->s == 0) return cudaSuccess;
-  if (t == PTDP_BF16) return FL_BY_HD(fl_backward, __nv_bfloat16, d->hd)(st, d, qkv, ctx, lse, dctx, dqkv, drow);
-  return FL_BY_HD(fl_backward, __half, d->hd)(st, d, qkv, ctx, lse, dctx, dqkv, drow);
+  if (t == PTDP_BF16) return fl_backward_t<__nv_bfloat16>(st, d, qkv, ctx, lse, dctx, dqkv, drow);
+  return fl_backward_t<__half>(st, d, qkv, ctx, lse, dctx, dqkv, drow);
 }

@@ -22,11 +22,13 @@ NVCC_COMPILE = $(NVCC) $(NVCC_FLAGS) -O3 $(DEFS) -I$(top_srcdir)/include -I$(top
 # nvcc objects depend on their headers by hand (automake tracks only C)
 src/backend/cuda_kernels.$(OBJEXT) src/backend/cuda_softmax.$(OBJEXT): src/backend/cuda_internal.h \
   src/backend/cuda_rng.h include/ptdp/backend.h
-# the fused (flash) attention kernels (issue 23): wmma, bf16/fp16 only
+# the fused (flash) attention kernels (issue 23): mma (default) and wmma, bf16/fp16 only
 if PTDP_CUDA
 libptdp_a_SOURCES += src/backend/cuda_flash.cu
 endif
-src/backend/cuda_flash.$(OBJEXT): src/backend/cuda_internal.h src/backend/cuda_rng.h include/ptdp/backend.h
+noinst_HEADERS += src/backend/cuda_flash.h src/backend/cuda_mma.h
+src/backend/cuda_flash.$(OBJEXT): src/backend/cuda_internal.h src/backend/cuda_rng.h include/ptdp/backend.h \
+  src/backend/cuda_flash.h src/backend/cuda_mma.h
 # the Llama family's kernels (issue 24): RMSNorm, RoPE, the grouped attention's dK/dV store
 if PTDP_CUDA
 libptdp_a_SOURCES += src/backend/cuda_llama.cu

@@ -148,9 +148,10 @@ validation/emu/gen/test_emu_flash_wmma.cc: $(top_srcdir)/validation/emu/tests/te
 nodist_validation_emu_libemu_flash_a_SOURCES = validation/emu/gen/cuda_flash.cc
 validation_emu_libemu_flash_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_flash_a_CXXFLAGS = $(EMU_KCXX)
-validation/emu/gen/cuda_flash.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(top_srcdir)/validation/emu/translate.sh
+validation/emu/gen/cuda_flash.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(top_srcdir)/validation/emu/translate.sh \
+    $(top_srcdir)/src/backend/cuda_mma.h $(top_srcdir)/src/backend/cuda_flash.h
 	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@
-EMU_FLASH_MUTATION = s|Ow\[r \* ldo + c\] \*= alpha;|/* mutant: rescale dropped */|
+EMU_FLASH_MUTATION = s|Ow\[r \* ldo + c\] \*= alpha;|/* mutant: rescale dropped */|;s|o\[j\]\[e\] \*= alpha\[e / 2\]; // the rescale of O|; /* mutant: rescale dropped */|
 nodist_validation_emu_libemu_flash_mutant_a_SOURCES = validation/emu/gen/flash_mutant.cc
 validation_emu_libemu_flash_mutant_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_flash_mutant_a_CXXFLAGS = $(EMU_KCXX)
@@ -158,8 +159,10 @@ validation/emu/gen/flash_mutant.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(to
 	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
 	test "`grep -c 'Ow\[r \* ldo + c\] \*= alpha;' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
 	  { echo "local.mk: the forward's rescale not found in cuda_flash.cu: update EMU_FLASH_MUTATION" >&2; exit 1; } && \
+	test "`grep -c 'o\[j\]\[e\] \*= alpha\[e / 2\]; // the rescale of O' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
+	  { echo "local.mk: the mma forward's rescale not found in cuda_flash.cu: update EMU_FLASH_MUTATION" >&2; exit 1; } && \
 	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ '$(EMU_FLASH_MUTATION)'
-EMU_FLASH_MUTATION_BWD = s|const int causal = k <= q;|const int causal = 1; /* mutant: causal mask dropped */|
+EMU_FLASH_MUTATION_BWD = s|const int causal = k <= q;|const int causal = 1; /* mutant: causal mask dropped */|;s|return k <= q \&\& q < s; // f2_sees|return q < s; /* mutant: causal mask dropped */|
 nodist_validation_emu_libemu_flash_mutant_bwd_a_SOURCES = validation/emu/gen/flash_mutant_bwd.cc
 validation_emu_libemu_flash_mutant_bwd_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_flash_mutant_bwd_a_CXXFLAGS = $(EMU_KCXX)
@@ -167,6 +170,8 @@ validation/emu/gen/flash_mutant_bwd.cc: $(top_srcdir)/src/backend/cuda_flash.cu 
 	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
 	test "`grep -c 'const int causal = k <= q;' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
 	  { echo "local.mk: the backward's causal mask not found in cuda_flash.cu: update EMU_FLASH_MUTATION_BWD" >&2; exit 1; } && \
+	test "`grep -c 'return k <= q && q < s; // f2_sees' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
+	  { echo "local.mk: the mma backward's causal mask not found in cuda_flash.cu: update EMU_FLASH_MUTATION_BWD" >&2; exit 1; } && \
 	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ '$(EMU_FLASH_MUTATION_BWD)'
 CLEANFILES += validation/emu/gen/test_emu_flash_wmma.cc validation/emu/gen/cuda_flash.cc validation/emu/gen/flash_mutant.cc \
               validation/emu/gen/flash_mutant_bwd.cc
@@ -196,3 +201,44 @@ TESTS += validation/emu/tests/test_emu_flash_wmma validation/emu/tests/test_emu_
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_flash_plant.sh
 EXTRA_DIST += validation/emu/tests/test_emu_flash_wmma.cu
 EXTRA_DIST += validation/emu/include/mma.h
+
+# The PTX instructions of the mma flash kernels (src/backend/cuda_mma.h: mma.sync m16n8k16,
+# ldmatrix, cp.async), emulated in include/mma.h.  test_emu_flash_ptx: each against the PTX ISA's
+# layouts, element by element and as a matrix product; test_emu_flash_ptx_plant.sh runs the same
+# test built on a copy of mma.h whose mma reads A's registers 1 and 2 swapped (a layout mistake
+# the flash test alone would not see, being consistent in every kernel) and sees it fail.  The
+# rule fails if the line to change is gone.
+EMU_PTX_PLANT = s|const int ar = m / 8 + 2 \* (k / 8), br = k / 8;|const int ar = 2 * (m / 8) + k / 8, br = k / 8; /* plant */|
+check_LIBRARIES += validation/emu/libemu_ptx.a validation/emu/libemu_ptx_plant.a
+nodist_validation_emu_libemu_ptx_a_SOURCES = validation/emu/gen/test_emu_flash_ptx.cc
+validation_emu_libemu_ptx_a_CPPFLAGS = $(EMU_CPP)
+validation_emu_libemu_ptx_a_CXXFLAGS = $(EMU_KCXX)
+validation/emu/gen/test_emu_flash_ptx.cc: $(top_srcdir)/validation/emu/tests/test_emu_flash_ptx.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/validation/emu/tests/test_emu_flash_ptx.cu $@
+nodist_validation_emu_libemu_ptx_plant_a_SOURCES = validation/emu/gen/test_emu_flash_ptx_plant.cc
+validation_emu_libemu_ptx_plant_a_CPPFLAGS = -Ivalidation/emu/gen/ptx_plant $(EMU_CPP)
+validation_emu_libemu_ptx_plant_a_CXXFLAGS = $(EMU_KCXX)
+validation/emu/gen/ptx_plant/mma.h: $(top_srcdir)/validation/emu/include/mma.h
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen/ptx_plant && \
+	test "`grep -c 'const int ar = m / 8 + 2 \* (k / 8), br = k / 8;' $(top_srcdir)/validation/emu/include/mma.h`" = 1 || \
+	  { echo "local.mk: mma's A register mapping not found in mma.h: update EMU_PTX_PLANT" >&2; exit 1; } && \
+	sed -e '$(EMU_PTX_PLANT)' $(top_srcdir)/validation/emu/include/mma.h > $@
+validation/emu/gen/test_emu_flash_ptx_plant.cc: $(top_srcdir)/validation/emu/tests/test_emu_flash_ptx.cu \
+    $(top_srcdir)/validation/emu/translate.sh validation/emu/gen/ptx_plant/mma.h
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/validation/emu/tests/test_emu_flash_ptx.cu $@
+CLEANFILES += validation/emu/gen/test_emu_flash_ptx.cc validation/emu/gen/test_emu_flash_ptx_plant.cc \
+              validation/emu/gen/ptx_plant/mma.h
+check_PROGRAMS += validation/emu/tests/test_emu_flash_ptx validation/emu/tests/test_emu_flash_ptx_plant
+validation_emu_tests_test_emu_flash_ptx_SOURCES = validation/emu/tests/test_emu_flash_ptx.c
+validation_emu_tests_test_emu_flash_ptx_CPPFLAGS = -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -I$(top_srcdir)/validation/emu/include
+validation_emu_tests_test_emu_flash_ptx_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_ptx.a,--no-whole-archive
+validation_emu_tests_test_emu_flash_ptx_LDADD = -lstdc++ -lm -ldl -lpthread
+EXTRA_validation_emu_tests_test_emu_flash_ptx_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_ptx.a
+validation_emu_tests_test_emu_flash_ptx_plant_SOURCES = validation/emu/tests/test_emu_flash_ptx.c
+validation_emu_tests_test_emu_flash_ptx_plant_CPPFLAGS = -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -I$(top_srcdir)/validation/emu/include
+validation_emu_tests_test_emu_flash_ptx_plant_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_ptx_plant.a,--no-whole-archive
+validation_emu_tests_test_emu_flash_ptx_plant_LDADD = -lstdc++ -lm -ldl -lpthread
+EXTRA_validation_emu_tests_test_emu_flash_ptx_plant_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_ptx_plant.a
+TESTS += validation/emu/tests/test_emu_flash_ptx validation/emu/tests/test_emu_flash_ptx_plant.sh
+dist_noinst_SCRIPTS += validation/emu/tests/test_emu_flash_ptx_plant.sh
+EXTRA_DIST += validation/emu/tests/test_emu_flash_ptx.cu

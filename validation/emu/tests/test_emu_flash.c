@@ -21,11 +21,15 @@
  *     dQ[q] : u scale (sum_k |dS[q,k]|) max|K| + u |dQ|
  * times 1.5 for the fp32 differences in the dS they round (and 1e-5 absolute).  The worst
  * ratio of difference to bound is printed per case.
- * test_emu_flash_mutant is this program linked with a planted mistake (validation/emu/local.mk:
- * the forward's rescale of the output accumulator dropped): it must fail. */
+ * Each case runs on both sets of kernels (cuda_flash.h: the mma kernels, hd 64 and 128, and
+ * the wmma kernels), or on PTDP_FLASH_KERNEL's alone when it is set; a backward with dropout
+ * runs twice and must give the same bits (no atomics: reproducible run to run).
+ * test_emu_flash_mutant and _mutant_bwd are this program linked with planted mistakes
+ * (validation/emu/local.mk; test_emu_flash_plant.sh): they must fail. */
 #include <cuda_runtime.h>
 
 #include "../../tests/expect.h"
+#include "cuda_flash.h"
 #include "cuda_internal.h"
 #include "emu_test.h"
 #include "ptdp/backend.h"
@@ -54,6 +58,8 @@ static const flash_case cases[] = {
     {PTDP_F16, 2, 64, 1, 80, 0.0f, 0},   {PTDP_F16, 1, 1, 3, 16, 0.1f, 0},
     {PTDP_BF16, 1, 300, 1, 64, 0.1f, 0},
 };
+
+static const char *kernel_name(void);
 
 static float round_to(ptdp_dtype t, float v)
 {
@@ -273,17 +279,27 @@ static void run_case(ptdp_backend *cpu, const flash_case *c, double *worst_fwd, 
   double rk = worst_ratio(c, k_dqkv, dqkv, 3 * hl, hd, 3 * hd, bound_dk, &bc, &abs_dk);
   bc.col0 = 2 * hd;
   double rv = worst_ratio(c, k_dqkv, dqkv, 3 * hl, 2 * hd, 3 * hd, bound_dv, &bc, &abs_dv);
-  const char *tn = c->t == PTDP_BF16 ? "bf16" : "fp16";
-  printf("%s b %d s %3d al %d hd %3d p %.1f%s: worst |diff| (and / bound): ctx %.2e (%.2f) lse %.2e dQ %.2e (%.2f) "
+  const char *tn = c->t == PTDP_BF16 ? "bf16" : "fp16", *kn = kernel_name();
+  printf("%s %s b %d s %3d al %d hd %3d p %.1f%s: worst |diff| (and / bound): ctx %.2e (%.2f) lse %.2e dQ %.2e (%.2f) "
          "dK %.2e (%.2f) dV %.2e (%.2f)\n",
-         tn, b, s, al, hd, c->p, c->off ? " (2 bytes off)" : "", abs_ctx, rc, abs_lse, abs_dq, rq, abs_dk, rk, abs_dv,
+         tn, kn, b, s, al, hd, c->p, c->off ? " (2 bytes off)" : "", abs_ctx, rc, abs_lse, abs_dq, rq, abs_dk, rk, abs_dv,
          rv);
-  EXPECT(rc <= 1, "%s s %d hd %d p %.1f: ctx differs from the CPU's by %.3g, %.2f times the bound", tn, s, hd, c->p,
-         abs_ctx, rc);
-  EXPECT(abs_lse <= 1e-4, "%s s %d hd %d: lse differs by %.3g (bound 1e-4)", tn, s, hd, abs_lse);
-  EXPECT(rq <= 1, "%s s %d hd %d p %.1f: dQ differs by %.3g, %.2f times the bound", tn, s, hd, c->p, abs_dq, rq);
-  EXPECT(rk <= 1, "%s s %d hd %d p %.1f: dK differs by %.3g, %.2f times the bound", tn, s, hd, c->p, abs_dk, rk);
-  EXPECT(rv <= 1, "%s s %d hd %d p %.1f: dV differs by %.3g, %.2f times the bound", tn, s, hd, c->p, abs_dv, rv);
+  EXPECT(rc <= 1, "%s %s s %d hd %d p %.1f: ctx differs from the CPU's by %.3g, %.2f times the bound", tn, kn, s, hd,
+         c->p, abs_ctx, rc);
+  EXPECT(abs_lse <= 1e-4, "%s %s s %d hd %d: lse differs by %.3g (bound 1e-4)", tn, kn, s, hd, abs_lse);
+  EXPECT(rq <= 1, "%s %s s %d hd %d p %.1f: dQ differs by %.3g, %.2f times the bound", tn, kn, s, hd, c->p, abs_dq, rq);
+  EXPECT(rk <= 1, "%s %s s %d hd %d p %.1f: dK differs by %.3g, %.2f times the bound", tn, kn, s, hd, c->p, abs_dk, rk);
+  EXPECT(rv <= 1, "%s %s s %d hd %d p %.1f: dV differs by %.3g, %.2f times the bound", tn, kn, s, hd, c->p, abs_dv, rv);
+  /* bit-reproducible: the backward again (no atomics, sums in a fixed order) gives the same bits */
+  if (c->p > 0 && s > 64) {
+    void *g_dqkv2 = dev_poisoned(nqkv * 2);
+    CK(ptdp_cuk_flash_backward(0, c->t, &d, g_qkv, g_ctx16, g_lse_cpu, g_dctx, g_dqkv2, g_drow));
+    uint16_t *h1 = malloc(nqkv * 2), *h2 = malloc(nqkv * 2);
+    CK(cudaMemcpy(h1, g_dqkv, nqkv * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h2, g_dqkv2, nqkv * 2, cudaMemcpyDeviceToHost));
+    EXPECT(!memcmp(h1, h2, nqkv * 2), "%s %s s %d: a second backward gives other bits", tn, kn, s);
+    free(h1), free(h2);
+  }
   worst_fwd[c->t == PTDP_F16] = fmax(worst_fwd[c->t == PTDP_F16], abs_ctx);
   worst_bwd[c->t == PTDP_F16] = fmax(worst_bwd[c->t == PTDP_F16], fmax(abs_dq, fmax(abs_dk, abs_dv)));
 
@@ -294,14 +310,16 @@ static void run_case(ptdp_backend *cpu, const flash_case *c, double *worst_fwd, 
     CK(ptdp_cuk_flash_forward(0, c->t, &d2, g_qkv, g_ctx, g_lse));
     float *k2 = host_of16(c->t, g_ctx, nctx);
     double abs2 = 0, r2 = worst_ratio(c, k2, ctx, hl, 0, hd, bound_ctx_fwd, &bc, &abs2);
-    EXPECT(r2 > 1, "%s s %d: another dropout seed stays within the bound (%.2f): the test would not see a mask", tn, s,
-           r2);
+    EXPECT(r2 > 1, "%s %s s %d: another dropout seed stays within the bound (%.2f): the test would not see a mask", tn, kn,
+           s, r2);
     free(k2);
   }
   free(r.colsum_pd), free(r.colsum_ds), free(r.rowsum_ds);
   free(qkv), free(dctx), free(ctx), free(lse), free(dqkv), free(ctx16), free(k_ctx), free(k_dqkv), free(k_lse);
   for (int i = 0; i < ndev; i++) CK(cudaFree(dev_base[i]));
 }
+
+static const char *kernel_name(void) { return ptdp_cuk_flash_kernel() == PTDP_FLASH_KERNEL_MMA ? "mma" : "wmma"; }
 
 int main(void)
 {
@@ -310,9 +328,25 @@ int main(void)
     fprintf(stderr, "test_emu_flash: no CPU backend with flash attention\n");
     return 2;
   }
-  srand(11);
-  double worst_fwd[2] = {0, 0}, worst_bwd[2] = {0, 0};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(cpu, &cases[i], worst_fwd, worst_bwd);
+  /* the default is PTDP_FLASH_KERNEL's (unset: mma) */
+  const char *ev = getenv("PTDP_FLASH_KERNEL");
+  const ptdp_flash_kernel want = ev && !strcmp(ev, "wmma") ? PTDP_FLASH_KERNEL_WMMA : PTDP_FLASH_KERNEL_MMA;
+  EXPECT(ptdp_cuk_flash_kernel() == want, "PTDP_FLASH_KERNEL=%s: the kernels in use are not the variable's", ev ? ev : "");
+  /* both sets of kernels on every case (the mma kernels cover hd 64 and 128; the other cases
+   * run the wmma kernels in both passes); with PTDP_FLASH_KERNEL set, only the variable's (the
+   * plant runs each so, and its failures are not crowded out of EXPECT's first 20 by the other's) */
+  const ptdp_flash_kernel kinds[2] = {PTDP_FLASH_KERNEL_WMMA, PTDP_FLASH_KERNEL_MMA};
+  const int only = ev && *ev;
+  for (int v = 0; v < 2; v++) {
+    if (only && kinds[v] != want) continue;
+    ptdp_cuk_flash_set_kernel(only ? PTDP_FLASH_KERNEL_ENV : kinds[v]);
+    srand(11);
+    double worst_fwd[2] = {0, 0}, worst_bwd[2] = {0, 0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(cpu, &cases[i], worst_fwd, worst_bwd);
+    printf("%s kernels: worst |diff| over all cases: bf16 ctx %.2e, gradients %.2e; fp16 ctx %.2e, gradients %.2e\n",
+           kernel_name(), worst_fwd[0], worst_bwd[0], worst_fwd[1], worst_bwd[1]);
+  }
+  ptdp_cuk_flash_set_kernel(PTDP_FLASH_KERNEL_ENV);
   /* shapes the kernels do not cover are refused, not run */
   ptdp_attn_desc bad = {.b = 1, .s = 8, .al = 1, .hd = 40};
   EXPECT(ptdp_cuk_flash_forward(0, PTDP_BF16, &bad, NULL, NULL, NULL) == cudaErrorInvalidValue, "hd 40 not refused");
@@ -320,8 +354,6 @@ int main(void)
   EXPECT(!ptdp_cuk_flash_supported(&bad), "hd 144 said to be supported");
   bad.hd = 64;
   EXPECT(ptdp_cuk_flash_forward(0, PTDP_F32, &bad, NULL, NULL, NULL) == cudaErrorInvalidValue, "fp32 not refused");
-  printf("worst |diff| over all cases: bf16 ctx %.2e, gradients %.2e; fp16 ctx %.2e, gradients %.2e\n", worst_fwd[0],
-         worst_bwd[0], worst_fwd[1], worst_bwd[1]);
   cpu->destroy(cpu); /* not ptdp_backend_destroy: backend.c would link the whole CUDA backend */
   free(cpu);
   return expect_summary("test_emu_flash");

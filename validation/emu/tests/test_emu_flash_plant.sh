@@ -1,22 +1,29 @@
 #!/bin/sh
 # The planted mistakes of test_emu_flash (validation/emu/local.mk): copies of cuda_flash.cu
 #   EMU_FLASH_MUTATION      the forward without the rescale of its output accumulator by
-#                           exp(m_old - m_new): rows whose running maximum grows after the first
-#                           key tile (s > 64) keep stale terms, so ctx fails at s 100 and 130 only;
-#   EMU_FLASH_MUTATION_BWD  the backward's dS without the causal mask inside the diagonal tiles:
-#                           the gradients fail (dQ, dK) while the forward still passes.
+#                           exp(m_old - m_new), in the wmma and in the mma kernels: rows whose
+#                           running maximum grows after the first key tile (s > 64) keep stale
+#                           terms, so ctx fails at s 100 and 130 only;
+#   EMU_FLASH_MUTATION_BWD  the backward's dS without the causal mask inside the diagonal tiles
+#                           (wmma: fl_ds; mma: f2_sees): the gradients fail (dQ, dK) while the
+#                           forward still passes.
+# Each mutant runs once per set of kernels (PTDP_FLASH_KERNEL), so each set is seen to fail; the
+# failures looked for are at hd 64 or 128, where the mma set runs its own kernels.
 . "$top_srcdir/validation/tests/common.sh"
-"$top_builddir/validation/emu/tests/test_emu_flash_mutant" > "$TMPD/out" 2>&1
-rc=$?
-cat "$TMPD/out"
-ok $((rc == 1 ? 0 : 1)) "the forward without its rescale fails the test (exit $rc, want 1)"
-grep -q 'FAIL.*s 1[03]0 .*ctx differs' "$TMPD/out"; ok $? "the failure is ctx at s 100 or 130 (several key tiles)"
-! grep -q 'FAIL.*s \(1\|17\|64\) .*ctx differs' "$TMPD/out"; ok $? "no ctx failure where one key tile holds every key"
-"$top_builddir/validation/emu/tests/test_emu_flash_mutant_bwd" > "$TMPD/out2" 2>&1
-rc=$?
-cat "$TMPD/out2"
-ok $((rc == 1 ? 0 : 1)) "the backward without the causal mask fails the test (exit $rc, want 1)"
-grep -q 'FAIL.*dQ differs' "$TMPD/out2"; ok $? "dQ is seen wrong"
-grep -q 'FAIL.*dK differs' "$TMPD/out2"; ok $? "dK is seen wrong"
-! grep -q 'FAIL.*ctx differs' "$TMPD/out2"; ok $? "the forward still passes"
+for k in wmma mma; do
+  PTDP_FLASH_KERNEL=$k "$top_builddir/validation/emu/tests/test_emu_flash_mutant" > "$TMPD/out" 2>&1
+  rc=$?
+  cat "$TMPD/out"
+  ok $((rc == 1 ? 0 : 1)) "$k: the forward without its rescale fails the test (exit $rc, want 1)"
+  grep -q "FAIL.* $k s 1[03]0 hd \(64\|128\) .*ctx differs" "$TMPD/out"
+  ok $? "$k: the failure is ctx at s 100 or 130 (several key tiles), hd 64 or 128 (the mma kernels' sizes)"
+  ! grep -q 'FAIL.* s \(1\|17\|64\) .*ctx differs' "$TMPD/out"; ok $? "$k: no ctx failure where one key tile holds every key"
+  PTDP_FLASH_KERNEL=$k "$top_builddir/validation/emu/tests/test_emu_flash_mutant_bwd" > "$TMPD/out2" 2>&1
+  rc=$?
+  cat "$TMPD/out2"
+  ok $((rc == 1 ? 0 : 1)) "$k: the backward without the causal mask fails the test (exit $rc, want 1)"
+  grep -q "FAIL.* $k s [0-9]* hd \(64\|128\) .*dQ differs" "$TMPD/out2"; ok $? "$k: dQ is seen wrong (hd 64 or 128)"
+  grep -q "FAIL.* $k s [0-9]* hd \(64\|128\) .*dK differs" "$TMPD/out2"; ok $? "$k: dK is seen wrong (hd 64 or 128)"
+  ! grep -q 'FAIL.*ctx differs' "$TMPD/out2"; ok $? "$k: the forward still passes"
+done
 finish
