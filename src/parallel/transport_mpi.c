@@ -183,28 +183,93 @@ static int finish(ptdp_transport *tr, mpi_req *r, ptdp_comm_req *req, delivery o
   return PTDP_OK;
 }
 
+/* One buffer of an operation as MPI sees it: the caller's, or its host copy when staged. */
+typedef struct {
+  void *b;      /* what MPI reads or writes */
+  char *h;      /* the host copy, staged (NULL otherwise, or when empty) */
+  mpi_req *r;   /* with a request: the one owning h */
+  size_t bytes; /* of the buffer */
+  int st;       /* staged */
+} one_buffer;
+
+/* begin() for one buffer of n elements of d: staged, its host copy, filled from buf when MPI
+ * sends it (send).  MPI writes g->b only where buf is the caller's writable buffer. */
+static int stage(ptdp_transport *tr, ptdp_comm_req *req, const void *buf, size_t n, ptdp_tr_data d, int send,
+                 one_buffer *g)
+{
+  mpi_ctx *x = tr->ctx;
+  g->bytes = n * ptdp_tr_data_size(d);
+  g->st = staged(x, d);
+  PTDP_CALL(begin(tr, req, g->st ? g->bytes : 0, &g->h, &g->r));
+  g->b = g->st ? g->h : (void *)buf;
+  if (g->st && send) PTDP_CALL(fetch(x, g->h, buf, g->bytes));
+  return PTDP_OK;
+}
+
+/* What a staged buffer that MPI wrote gives back to the caller's buf at completion. */
+static delivery given_back(const one_buffer *g, void *buf)
+{
+  return g->st ? (delivery){buf, g->h, g->bytes} : (delivery){NULL, NULL, 0};
+}
+
 static int tmpi_allreduce(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, ptdp_tr_op op,
                           ptdp_comm_req *req)
 {
   mpi_ctx *x = tr->ctx;
-  const size_t bytes = n * ptdp_tr_data_size(d);
+  MPI_Op mop;
+  one_buffer g;
+  PTDP_CALL(mpi_op(x, op, d, &mop));
+  PTDP_CALL(stage(tr, req, buf, n, d, 1, &g));
+  if (g.r)
+    PTDP_CALL_MPI(MPI_Iallreduce(MPI_IN_PLACE, g.b, (int)n, mpi_type(d), mop, x->comm, &g.r->mpi));
+  else
+    PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, g.b, (int)n, mpi_type(d), mop, x->comm));
+  PTDP_CALL(finish(tr, g.r, req, given_back(&g, buf)));
+  return PTDP_OK;
+}
+
+/* The MPI call of a block collective (gather: all-gather, else reduce-scatter), nonblocking when r. */
+static int block_call(mpi_ctx *x, int gather, const void *s, void *rv, int n, MPI_Datatype T, MPI_Op mop, mpi_req *r)
+{
+  if (gather && r) PTDP_CALL_MPI(MPI_Iallgather(s, n, T, rv, n, T, x->comm, &r->mpi));
+  else if (gather) PTDP_CALL_MPI(MPI_Allgather(s, n, T, rv, n, T, x->comm));
+  else if (r) PTDP_CALL_MPI(MPI_Ireduce_scatter_block(s, rv, n, T, mop, x->comm, &r->mpi));
+  else PTDP_CALL_MPI(MPI_Reduce_scatter_block(s, rv, n, T, mop, x->comm));
+  return PTDP_OK;
+}
+
+/* The block collectives, n elements per rank: all-gather (recv [g, n]; in place when send is
+ * recv's own block) and reduce-scatter (send [g, n] summed, block `rank` into recv [n]; in place
+ * when send == recv, the result in its first block), in place passed as MPI_IN_PLACE.  Staged,
+ * both hold [g, n] at h and, unless in place, the one block more after it. */
+static int tmpi_blocks(ptdp_transport *tr, int gather, const void *send, void *recv, size_t n, ptdp_tr_data d,
+                       ptdp_comm_req *req)
+{
+  mpi_ctx *x = tr->ctx;
+  const size_t blk = n * ptdp_tr_data_size(d), all = blk * (size_t)tr->size;
+  const int in_place = gather ? (const char *)send == (char *)recv + (size_t)tr->rank * blk : send == recv;
   const int st = staged(x, d);
+  const void *s = in_place ? MPI_IN_PLACE : send;
+  void *rv = recv;
   char *h;
   mpi_req *r;
-  void *b = buf;
   delivery out = {NULL, NULL, 0};
-  MPI_Op mop;
-  PTDP_CALL(mpi_op(x, op, d, &mop));
-  PTDP_CALL(begin(tr, req, st ? bytes : 0, &h, &r));
-  if (st) {
-    PTDP_CALL(fetch(x, h, buf, bytes));
-    b = h;
-    out = (delivery){buf, h, bytes};
+  MPI_Op mop = MPI_OP_NULL;
+  if (!gather) PTDP_CALL(mpi_op(x, PTDP_TR_SUM, d, &mop));
+  PTDP_CALL(begin(tr, req, st ? all + (in_place ? 0 : blk) : 0, &h, &r));
+  if (st && gather) { /* recv [g, n] at h; a separate send block after it */
+    char *hs = in_place ? h + (size_t)tr->rank * blk : h + all;
+    PTDP_CALL(fetch(x, hs, send, blk));
+    if (!in_place) s = hs;
+    rv = h;
+    out = (delivery){recv, h, all};
+  } else if (st) { /* send [g, n] at h (the result lands in its first block when in place), recv after */
+    PTDP_CALL(fetch(x, h, send, all));
+    if (!in_place) s = h;
+    rv = in_place ? h : h + all;
+    out = (delivery){recv, rv, blk};
   }
-  if (r)
-    PTDP_CALL_MPI(MPI_Iallreduce(MPI_IN_PLACE, b, (int)n, mpi_type(d), mop, x->comm, &r->mpi));
-  else
-    PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, b, (int)n, mpi_type(d), mop, x->comm));
+  PTDP_CALL(block_call(x, gather, s, rv, (int)n, mpi_type(d), mop, r));
   PTDP_CALL(finish(tr, r, req, out));
   return PTDP_OK;
 }
@@ -212,77 +277,23 @@ static int tmpi_allreduce(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data 
 static int tmpi_allgather(ptdp_transport *tr, const void *send, void *recv, size_t n, ptdp_tr_data d,
                           ptdp_comm_req *req)
 {
-  mpi_ctx *x = tr->ctx;
-  const MPI_Datatype T = mpi_type(d);
-  const size_t blk = n * ptdp_tr_data_size(d), all = blk * (size_t)tr->size;
-  const int in_place = (const char *)send == (char *)recv + (size_t)tr->rank * blk, st = staged(x, d);
-  const void *s = in_place ? MPI_IN_PLACE : send;
-  void *rv = recv;
-  char *h;
-  mpi_req *r;
-  delivery out = {NULL, NULL, 0};
-  PTDP_CALL(begin(tr, req, st ? all + (in_place ? 0 : blk) : 0, &h, &r));
-  if (st) { /* recv [g, n] at h; a separate send block after it */
-    char *hs = in_place ? h + (size_t)tr->rank * blk : h + all;
-    PTDP_CALL(fetch(x, hs, send, blk));
-    if (!in_place) s = hs;
-    rv = h;
-    out = (delivery){recv, h, all};
-  }
-  if (r)
-    PTDP_CALL_MPI(MPI_Iallgather(s, (int)n, T, rv, (int)n, T, x->comm, &r->mpi));
-  else
-    PTDP_CALL_MPI(MPI_Allgather(s, (int)n, T, rv, (int)n, T, x->comm));
-  PTDP_CALL(finish(tr, r, req, out));
-  return PTDP_OK;
+  return tmpi_blocks(tr, 1, send, recv, n, d, req);
 }
 
 static int tmpi_reduce_scatter(ptdp_transport *tr, const void *send, void *recv, size_t n, ptdp_tr_data d,
                                ptdp_comm_req *req)
 {
-  mpi_ctx *x = tr->ctx;
-  const MPI_Datatype T = mpi_type(d);
-  const size_t blk = n * ptdp_tr_data_size(d), all = blk * (size_t)tr->size;
-  const int in_place = send == recv, st = staged(x, d);
-  const void *s = in_place ? MPI_IN_PLACE : send;
-  void *rv = recv;
-  char *h;
-  mpi_req *r;
-  delivery out = {NULL, NULL, 0};
-  MPI_Op mop;
-  PTDP_CALL(mpi_op(x, PTDP_TR_SUM, d, &mop));
-  PTDP_CALL(begin(tr, req, st ? all + (in_place ? 0 : blk) : 0, &h, &r));
-  if (st) { /* send [g, n] at h (the result lands in its first block when in place), recv after */
-    PTDP_CALL(fetch(x, h, send, all));
-    if (!in_place) s = h;
-    rv = in_place ? h : h + all;
-    out = (delivery){recv, rv, blk};
-  }
-  if (r)
-    PTDP_CALL_MPI(MPI_Ireduce_scatter_block(s, rv, (int)n, T, mop, x->comm, &r->mpi));
-  else
-    PTDP_CALL_MPI(MPI_Reduce_scatter_block(s, rv, (int)n, T, mop, x->comm));
-  PTDP_CALL(finish(tr, r, req, out));
-  return PTDP_OK;
+  return tmpi_blocks(tr, 0, send, recv, n, d, req);
 }
 
 static int tmpi_bcast(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int root)
 {
   mpi_ctx *x = tr->ctx;
-  const size_t bytes = n * ptdp_tr_data_size(d);
-  const int st = staged(x, d);
-  char *h;
-  mpi_req *r;
-  void *b = buf;
-  delivery out = {NULL, NULL, 0};
-  PTDP_CALL(begin(tr, NULL, st ? bytes : 0, &h, &r));
-  if (st) {
-    if (tr->rank == root) PTDP_CALL(fetch(x, h, buf, bytes));
-    else out = (delivery){buf, h, bytes};
-    b = h;
-  }
-  PTDP_CALL_MPI(MPI_Bcast(b, (int)n, mpi_type(d), root, x->comm));
-  PTDP_CALL(finish(tr, NULL, NULL, out));
+  const int sender = tr->rank == root;
+  one_buffer g;
+  PTDP_CALL(stage(tr, NULL, buf, n, d, sender, &g));
+  PTDP_CALL_MPI(MPI_Bcast(g.b, (int)n, mpi_type(d), root, x->comm));
+  PTDP_CALL(finish(tr, NULL, NULL, sender ? (delivery){NULL, NULL, 0} : given_back(&g, buf)));
   return PTDP_OK;
 }
 
@@ -297,18 +308,10 @@ static int tmpi_isend(ptdp_transport *tr, const void *buf, size_t n, ptdp_tr_dat
                       ptdp_comm_req *req)
 {
   mpi_ctx *x = tr->ctx;
-  const size_t bytes = n * ptdp_tr_data_size(d);
-  const int st = staged(x, d);
-  char *h;
-  mpi_req *r;
-  const void *b = buf;
-  PTDP_CALL(begin(tr, req, st ? bytes : 0, &h, &r));
-  if (st) {
-    PTDP_CALL(fetch(x, h, buf, bytes));
-    b = h;
-  }
-  PTDP_CALL_MPI(MPI_Isend(b, (int)n, mpi_type(d), peer, tag, x->comm, &r->mpi));
-  PTDP_CALL(finish(tr, r, req, (delivery){NULL, NULL, 0}));
+  one_buffer g;
+  PTDP_CALL(stage(tr, req, buf, n, d, 1, &g));
+  PTDP_CALL_MPI(MPI_Isend(g.b, (int)n, mpi_type(d), peer, tag, x->comm, &g.r->mpi));
+  PTDP_CALL(finish(tr, g.r, req, (delivery){NULL, NULL, 0}));
   return PTDP_OK;
 }
 
@@ -316,13 +319,10 @@ static int tmpi_irecv(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, i
                       ptdp_comm_req *req)
 {
   mpi_ctx *x = tr->ctx;
-  const size_t bytes = n * ptdp_tr_data_size(d);
-  const int st = staged(x, d);
-  char *h;
-  mpi_req *r;
-  PTDP_CALL(begin(tr, req, st ? bytes : 0, &h, &r));
-  PTDP_CALL_MPI(MPI_Irecv(st ? (void *)h : buf, (int)n, mpi_type(d), peer, tag, x->comm, &r->mpi));
-  PTDP_CALL(finish(tr, r, req, st ? (delivery){buf, h, bytes} : (delivery){NULL, NULL, 0}));
+  one_buffer g;
+  PTDP_CALL(stage(tr, req, buf, n, d, 0, &g));
+  PTDP_CALL_MPI(MPI_Irecv(g.b, (int)n, mpi_type(d), peer, tag, x->comm, &g.r->mpi));
+  PTDP_CALL(finish(tr, g.r, req, given_back(&g, buf)));
   return PTDP_OK;
 }
 
