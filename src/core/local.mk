@@ -4,21 +4,14 @@ libptdp_a_SOURCES += src/core/options.c
 libptdp_a_SOURCES += src/core/rng.c src/core/half.c
 libptdp_a_SOURCES += src/core/checked.c
 
-# Unit test of the option parser and ptdp-train's key table (src/train/args.c) (1 rank).
-check_PROGRAMS += validation/tests/core/test_options
-validation_tests_core_test_options_SOURCES = validation/tests/core/test_options.c
-TESTS += validation/tests/core/test_options
-
-# Unit test of the fp32 <-> bf16 / fp16 conversions (ptdp/half.h): every 16-bit pattern both
-# ways and every rounding midpoint with its neighbours, against values computed with ldexp.
-check_PROGRAMS += validation/tests/core/test_half
-validation_tests_core_test_half_SOURCES = validation/tests/core/test_half.c
-TESTS += validation/tests/core/test_half
-
-# Unit test of the checked integer arithmetic (ptdp/checked.h, issue 22).
-check_PROGRAMS += validation/tests/core/test_checked
-validation_tests_core_test_checked_SOURCES = validation/tests/core/test_checked.c
-TESTS += validation/tests/core/test_checked
+# Unit tests (1 rank), each one program of one source, validation/tests/core/NAME.c (automake's
+# default): test_options, the option parser and ptdp-train's key table (src/train/args.c);
+# test_half, the fp32 <-> bf16 / fp16 conversions (ptdp/half.h): every 16-bit pattern both ways
+# and every rounding midpoint with its neighbours, against values computed with ldexp;
+# test_checked, the checked integer arithmetic and the array growth (ptdp/checked.h, issue 22).
+CORE_UNIT_TESTS = validation/tests/core/test_options validation/tests/core/test_half validation/tests/core/test_checked
+check_PROGRAMS += $(CORE_UNIT_TESTS)
+TESTS += $(CORE_UNIT_TESTS)
 
 # Layers that only look down: every #include of a ptdp header in src/ and include/ptdp names a
 # header of its own level or a lower one (the levels: test_layering.py); the plant proves that an

@@ -1,13 +1,34 @@
 /* Unit test of the checked integer arithmetic (ptdp/checked.h): products and sums at the edges
  * of each type give the exact value or report overflow, never a wrapped value; the sizes of
- * issue 22 (t = p = 65536) are the worked case. */
+ * issue 22 (t = p = 65536) are the worked case.  And ptdp_grow, the growth of an array. */
 #include "ptdp/checked.h"
 
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "../expect.h"
+
+/* ptdp_grow: the array itself while it has room, doubling from first, the elements kept across a
+ * move, and a size past size_t (its doubling, or its bytes) refused with the capacity unchanged. */
+static void grow_checks(void)
+{
+  size_t cap = 0;
+  int *v = ptdp_grow(NULL, &cap, 1, sizeof *v, 4);
+  EXPECT(v && cap == 4, "an empty array grows to first (4)");
+  if (!v) return;
+  for (int i = 0; i < 4; i++) v[i] = i;
+  EXPECT(ptdp_grow(v, &cap, 4, sizeof *v, 4) == v && cap == 4, "room for 4 of 4: the array itself, unmoved");
+  int *w = ptdp_grow(v, &cap, 9, sizeof *v, 4);
+  EXPECT(w && cap == 16, "room for 9 of 4: doubled until it holds them (16)");
+  if (w) v = w;
+  EXPECT(v[0] == 0 && v[3] == 3, "the elements kept across the move");
+  const size_t had = cap;
+  EXPECT(!ptdp_grow(v, &cap, SIZE_MAX / 2, sizeof *v, 4) && cap == had, "bytes past size_t refused, cap unchanged");
+  EXPECT(!ptdp_grow(v, &cap, SIZE_MAX, 1, 4) && cap == had, "a count whose doubling passes size_t refused");
+  free(v);
+}
 
 int main(void)
 {
@@ -30,5 +51,6 @@ int main(void)
   size_t z = 0;
   EXPECT(ptdp_mul_size(SIZE_MAX / 2 + 1, 2, &z) == 1, "size_t product overflows");
   EXPECT(ptdp_mul_size(SIZE_MAX / 3, 3, &z) == 0 && z == SIZE_MAX / 3 * 3, "size_t product fits");
+  grow_checks();
   return expect_summary("test_checked");
 }
