@@ -4,25 +4,17 @@
 
 #include <string.h>
 
-size_t ptdp_dtype_size(ptdp_dtype t)
-{
-  switch (t) {
-  case PTDP_F32: return 4;
-  case PTDP_BF16:
-  case PTDP_F16: return 2;
-  }
-  return 0;
-}
+/* Each element type's bytes and name, one row per type in the enum's order. */
+static const struct {
+  size_t size;
+  const char *name;
+} types[PTDP_DTYPE_COUNT] = {[PTDP_F32] = {4, "fp32"}, [PTDP_BF16] = {2, "bf16"}, [PTDP_F16] = {2, "fp16"}};
 
-const char *ptdp_dtype_name(ptdp_dtype t)
-{
-  switch (t) {
-  case PTDP_F32: return "fp32";
-  case PTDP_BF16: return "bf16";
-  case PTDP_F16: return "fp16";
-  }
-  return "(unknown type)";
-}
+static int known(ptdp_dtype t) { return (unsigned)t < PTDP_DTYPE_COUNT; }
+
+size_t ptdp_dtype_size(ptdp_dtype t) { return known(t) ? types[t].size : 0; }
+
+const char *ptdp_dtype_name(ptdp_dtype t) { return known(t) ? types[t].name : "(unknown type)"; }
 
 
 float ptdp_half_load(const void *p, ptdp_dtype t, size_t i)
