@@ -20,22 +20,18 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The orders' names, in the enum's order: what parse reads and name writes. */
+static const char *const order_names[] = {[PTDP_ORDER_TP_DP_PP] = "tp-dp-pp", [PTDP_ORDER_TP_PP_DP] = "tp-pp-dp"};
+#define NORDERS ((int)(sizeof order_names / sizeof order_names[0]))
+
 int ptdp_grid_order_parse(const char *s)
 {
-  if (!s) return -1;
-  if (strcmp(s, "tp-dp-pp") == 0) return PTDP_ORDER_TP_DP_PP;
-  if (strcmp(s, "tp-pp-dp") == 0) return PTDP_ORDER_TP_PP_DP;
+  for (int o = 0; s && o < NORDERS; o++)
+    if (strcmp(s, order_names[o]) == 0) return o;
   return -1;
 }
 
-const char *ptdp_grid_order_name(ptdp_grid_order o)
-{
-  switch (o) {
-  case PTDP_ORDER_TP_DP_PP: return "tp-dp-pp";
-  case PTDP_ORDER_TP_PP_DP: return "tp-pp-dp";
-  }
-  return "unknown";
-}
+const char *ptdp_grid_order_name(ptdp_grid_order o) { return (unsigned)o < NORDERS ? order_names[o] : "unknown"; }
 
 int ptdp_grid_layout_init(ptdp_grid_layout *L, int world, int t, int p, ptdp_grid_order order)
 {
