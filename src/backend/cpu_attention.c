@@ -211,20 +211,25 @@ typedef struct {
   uint8_t *mr;
 } flash_work;
 
-/* The scratch *work of *nt threads (max_threads()). */
-static int flash_scratch(ptdp_backend *be, int s, float **work, int *nt)
+/* The scratch of a flash call: one part per thread. */
+typedef struct {
+  float *work; /* nt parts of 3 ATTN_BLOCK s + s floats */
+  int nt;      /* threads (max_threads()) */
+} flash_scratch;
+
+static int flash_scratch_get(ptdp_backend *be, int s, flash_scratch *sc)
 {
-  *nt = max_threads();
-  *work = ptdp_cpu_scratch(be, (size_t)*nt * (3 * (size_t)ATTN_BLOCK * s + (size_t)s));
-  if (!*work) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for attention scratch");
+  sc->nt = max_threads();
+  sc->work = ptdp_cpu_scratch(be, (size_t)sc->nt * (3 * (size_t)ATTN_BLOCK * s + (size_t)s));
+  if (!sc->work) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory for attention scratch");
   return 0;
 }
 
-/* Thread me's part of the scratch work (flash_scratch). */
-static flash_work flash_part(float *work, int me, int s)
+/* Thread me's part of the scratch. */
+static flash_work flash_part(const flash_scratch *sc, int me, int s)
 {
   const size_t blk = (size_t)ATTN_BLOCK * s;
-  float *S = work + (size_t)me * (3 * blk + (size_t)s);
+  float *S = sc->work + (size_t)me * (3 * blk + (size_t)s);
   return (flash_work){S, S + blk, S + 2 * blk, (uint8_t *)(S + 3 * blk)};
 }
 
@@ -233,13 +238,12 @@ int ptdp_cpu_flash_forward(ptdp_backend *be, const ptdp_attn_desc *d, const floa
   const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd, w = qkv_width(d);
   const int ld = b * w, drop = d->drop.p > 0;
   const float scale = 1.0f / sqrtf((float)hd);
-  int nt;
-  float *work;
-  PTDP_CALL(flash_scratch(be, s, &work, &nt));
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  flash_scratch sc;
+  PTDP_CALL(flash_scratch_get(be, s, &sc));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(sc.nt)
   for (int t = 0; t < b * al; t++) {
     const int bi = t / al, hh = t % al;
-    const flash_work wk = flash_part(work, thread_id(), s);
+    const flash_work wk = flash_part(&sc, thread_id(), s);
     float *S = wk.S, *Pd = wk.Pd;
     uint8_t *mr = wk.mr;
     const float *row = qkv + (size_t)bi * w;
@@ -303,13 +307,12 @@ int ptdp_cpu_flash_backward(ptdp_backend *be, const ptdp_attn_desc *d, const flo
   const int G = groups_of(d), hpg = al / G;
   const int ld = b * w, ldc = b * hl, drop = d->drop.p > 0;
   const float scale = 1.0f / sqrtf((float)hd);
-  int nt;
-  float *work;
-  PTDP_CALL(flash_scratch(be, s, &work, &nt));
+  flash_scratch sc;
+  PTDP_CALL(flash_scratch_get(be, s, &sc));
   /* one (sample, group) per task: the group's heads add into its key and value gradients */
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(sc.nt)
   for (int t = 0; t < b * G; t++) {
-    const flash_work wk = flash_part(work, thread_id(), s);
+    const flash_work wk = flash_part(&sc, thread_id(), s);
     float *P = wk.S, *Pd = wk.Pd, *dP = wk.dP;
     uint8_t *mr = wk.mr;
     const int bi = t / G;
