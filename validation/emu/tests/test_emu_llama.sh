@@ -1,9 +1,9 @@
 #!/bin/sh
 # A Llama-style model on the emulated CUDA backend (validation/emu/ptdp-train-emu) against the CPU
 # backend (issue 24): RMSNorm, rotary positions, grouped-query attention (4 heads in 2 groups),
-# no linear biases, the output layer untied, dropout on.  The CUDA backend's own RMSNorm, RoPE
-# (cuda_llama.cu) and grouped unfused attention (cuda_attention.c) run; the fused kernels do not
-# take grouped queries, so auto runs the unfused attention and flash is refused by name.
+# SwiGLU, no linear biases, the output layer untied, dropout on.  The CUDA backend's own RMSNorm,
+# RoPE, SwiGLU (cuda_llama.cu) and grouped unfused attention (cuda_attention.c) run; the fused
+# kernels do not take grouped queries, so auto runs the unfused attention and flash is refused.
 #   fp32: one rank, and t=2 with sequence parallelism through NCCL (each rank its own emulated GPU,
 #     one group per rank), against the CPU's one-rank run: every loss and the first step's
 #     gradients within 1e-5 relative, parameters after the last step 1e-4 (equivalence_lib.sh's
@@ -28,6 +28,7 @@ group-query-attention = true
 num-query-groups = 2
 normalization = RMSNorm
 position-embedding-type = rope
+swiglu = true
 disable-bias-linear = true
 untie-embeddings-and-output-weights = true
 seq-length = 32
