@@ -433,6 +433,11 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_q(fl_dims d, const T *qk
 #define F2_THREADS 128
 #define F2_PAD 8
 #define F2_LOG2E 1.4426950408889634f
+#ifdef __CUDACC__
+#define F2_UNROLL _Pragma("unroll") // the fragment arrays stay in registers only when fully unrolled
+#else
+#define F2_UNROLL // (the emulation's host compiler)
+#endif
 
 template <typename T> __device__ __forceinline__ static uint32_t f2_pack(float lo, float hi)
 {
@@ -522,7 +527,7 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_fwd(fl_dims d, const T *qkv
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; // rows g, g + 8: running max (log2 units), this lane's part of the sum
   float o[DT][4];
   uint32_t qf[KC][4];
-#pragma unroll
+F2_UNROLL
   for (int j = 0; j < DT; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
   for (int kt = 0; kt < nkt; kt++) {
     const int k0 = kt * F2_BN, cur = kt & 1;
@@ -535,25 +540,25 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_fwd(fl_dims d, const T *qkv
     __syncthreads();
     const T *Kt = Ks + cur * F2_BN * LD, *Vt = Vs + cur * F2_BN * LD;
     if (kt == 0)
-#pragma unroll
+F2_UNROLL
       for (int kk = 0; kk < KC; kk++) f2_lda(qf[kk], Qs + 16 * w * LD, LD, 16 * kk);
     if (qw0 < d.s && k0 <= qw0 + 15) { // else the warp's rows: none left, or all above the diagonal
       const int nc = fl_min(F2_BN / 16, (qw0 + 15 - k0) / 16 + 1); // 16-key chunks not wholly masked
       float sc[NT][4];
-#pragma unroll
+F2_UNROLL
       for (int j = 0; j < NT; j++) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
       f2_abt<T, HD>(sc, qf, Qs, Kt, LD, 0, nc); // S = Q K^T
       float mt[2] = {-INFINITY, -INFINITY};
-#pragma unroll
+F2_UNROLL
       for (int j = 0; j < NT; j++)
-#pragma unroll
+F2_UNROLL
         for (int e = 0; e < 4; e++) {
           const int q = qw0 + g + 8 * (e / 2), k = k0 + 8 * j + 2 * t4 + e % 2;
           sc[j][e] = j < 2 * nc && k <= q && q < d.s ? sc[j][e] * sl2 : -INFINITY;
           mt[e / 2] = fmaxf(mt[e / 2], sc[j][e]);
         }
       float alpha[2];
-#pragma unroll
+F2_UNROLL
       for (int r = 0; r < 2; r++) {
         mt[r] = fmaxf(mt[r], __shfl_xor_sync(0xffffffffu, mt[r], 1));
         mt[r] = fmaxf(mt[r], __shfl_xor_sync(0xffffffffu, mt[r], 2));
@@ -562,9 +567,9 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_fwd(fl_dims d, const T *qkv
         m[r] = mnew;
         l[r] *= alpha[r];
       }
-#pragma unroll
+F2_UNROLL
       for (int j = 0; j < NT; j++)
-#pragma unroll
+F2_UNROLL
         for (int e = 0; e < 4; e++) {
           const int r = e / 2;
           float pv = 0.0f;
@@ -578,16 +583,16 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_fwd(fl_dims d, const T *qkv
           }
           sc[j][e] = pv;
         }
-#pragma unroll
+F2_UNROLL
       for (int j = 0; j < DT; j++)
-#pragma unroll
+F2_UNROLL
         for (int e = 0; e < 4; e++) o[j][e] *= alpha[e / 2]; // the rescale of O
-#pragma unroll
+F2_UNROLL
       for (int c = 0; c < F2_BN / 16; c++)
         if (c < nc) { // O += P V
           uint32_t a[4];
           f2_acc_a<T>(a, sc, c);
-#pragma unroll
+F2_UNROLL
           for (int jj = 0; jj < HD / 16; jj++) {
             uint32_t b[4];
             f2_ldb(b, Vt, LD, 16 * c, 16 * jj);
@@ -599,7 +604,7 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_fwd(fl_dims d, const T *qkv
     __syncthreads(); // every warp is done with this stage before the next iteration refills it
   }
   ptdp_cp_async_wait<0>();
-#pragma unroll
+F2_UNROLL
   for (int r = 0; r < 2; r++) {
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
@@ -607,7 +612,7 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_fwd(fl_dims d, const T *qkv
     if (q >= d.s) continue;
     const float inv = 1.0f / l[r];
     T *crow = ctx + (long long)q * d.ldc + (long long)bi * hl + (long long)hh * HD;
-#pragma unroll
+F2_UNROLL
     for (int j = 0; j < DT; j++) crow[8 * j + 2 * t4] = T(o[j][2 * r] * inv), crow[8 * j + 2 * t4 + 1] = T(o[j][2 * r + 1] * inv);
     if (!t4) lse[((long long)bi * d.al + hh) * d.s + q] = m[r] / F2_LOG2E + logf(l[r]);
   }
@@ -629,14 +634,14 @@ __device__ __forceinline__ static void f2_ds(const fl_dims &d, const f2_ds_args 
   const int lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
   const int drop = d.drop.p > 0.0f;
   const float keep_scale = drop ? 1.0f / (1.0f - d.drop.p) : 1.0f, sl2 = d.scale * F2_LOG2E;
-#pragma unroll
+F2_UNROLL
   for (int j = 0; j < F2_BN / 8; j++)
-#pragma unroll
+F2_UNROLL
     for (int cc = 0; cc < 2; cc++) {
       const int col = a.col0 + 8 * j + 2 * t4 + cc;
       uint64_t ch = 0; // the row hash of a column's query (kr)
       if (drop && a.kr && col < d.s && j >= 2 * a.c_lo && j < 2 * a.c_hi) ch = fl_row_hash(d, a.bi, a.hh, col);
-#pragma unroll
+F2_UNROLL
       for (int r = 0; r < 2; r++) {
         const int e = 2 * r + cc, row = a.row0 + g + 8 * r;
         const int q = a.kr ? col : row, k = a.kr ? row : col;
@@ -664,12 +669,12 @@ template <typename T, int HD>
 __device__ __forceinline__ static void f2_abt(float (*x)[4], const uint32_t (*af)[4], const T *at, const T *bt, int ld,
                                               int c_lo, int c_hi)
 {
-#pragma unroll
+F2_UNROLL
   for (int kk = 0; kk < HD / 16; kk++) { // each x[j] still sums its k steps in order
     uint32_t a[4];
     if (af) a[0] = af[kk][0], a[1] = af[kk][1], a[2] = af[kk][2], a[3] = af[kk][3];
     else f2_lda(a, at, ld, 16 * kk);
-#pragma unroll
+F2_UNROLL
     for (int c = 0; c < F2_BN / 16; c++)
       if (c >= c_lo && c < c_hi) {
         uint32_t b[4];
@@ -685,12 +690,12 @@ __device__ __forceinline__ static void f2_abt(float (*x)[4], const uint32_t (*af
 template <typename T, int HD>
 __device__ __forceinline__ static void f2_acc_xb(float (*acc)[4], float (*x)[4], const T *bm, int ld, int c_lo, int c_hi)
 {
-#pragma unroll
+F2_UNROLL
   for (int c = 0; c < F2_BN / 16; c++)
     if (c >= c_lo && c < c_hi) {
       uint32_t a[4];
       f2_acc_a<T>(a, x, c);
-#pragma unroll
+F2_UNROLL
       for (int jj = 0; jj < HD / 16; jj++) {
         uint32_t b[4];
         f2_ldb(b, bm, ld, 16 * c, 16 * jj);
@@ -705,11 +710,11 @@ template <typename T, int HD>
 __device__ __forceinline__ static void f2_store(T *out, long long ld, int r0, int lim, float (*acc)[4], float a)
 {
   const int lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
-#pragma unroll
+F2_UNROLL
   for (int r = 0; r < 2; r++) {
     if (r0 + g + 8 * r >= lim) continue;
     T *row = out + (long long)(r0 + g + 8 * r) * ld;
-#pragma unroll
+F2_UNROLL
     for (int j = 0; j < HD / 8; j++) row[8 * j + 2 * t4] = T(acc[j][2 * r] * a), row[8 * j + 2 * t4 + 1] = T(acc[j][2 * r + 1] * a);
   }
 }
@@ -737,9 +742,9 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_bwd_kv(fl_dims d, const T *
   const bool async = (size_t)Q % 16 == 0 && (size_t)dO % 16 == 0;
   uint32_t kf[AR::n][4], vf[AR::n][4];
   float dk[DT][4], dv[DT][4];
-#pragma unroll
+F2_UNROLL
   for (int j = 0; j < DT; j++)
-#pragma unroll
+F2_UNROLL
     for (int e = 0; e < 4; e++) dk[j][e] = dv[j][e] = 0.0f;
   extern __shared__ fl_smem_t fl_smem[];
   T *Ks = (T *)fl_smem, *Vs = Ks + F2_BM * LD, *Qs = Vs + F2_BM * LD, *dOs = Qs + 2 * F2_BN * LD; // Q, dO: 2 stages
@@ -770,15 +775,15 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_bwd_kv(fl_dims d, const T *
     const T *Qt = Qs + cur * F2_BN * LD, *dOt = dOs + cur * F2_BN * LD;
     if (qt == qt0) {
       if (AR::on)
-#pragma unroll
+F2_UNROLL
         for (int kk = 0; kk < AR::n; kk++) f2_lda(kf[kk], Ks + 16 * w * LD, LD, 16 * kk), f2_lda(vf[kk], Vs + 16 * w * LD, LD, 16 * kk);
     }
     if (kw0 < d.s) {
       const int c_lo = kw0 > q0 ? (kw0 - q0) / 16 : 0; // 16-query chunks wholly before the warp's keys: masked
       float sc[NT][4], dp[NT][4];
-#pragma unroll
+F2_UNROLL
       for (int j = 0; j < NT; j++)
-#pragma unroll
+F2_UNROLL
         for (int e = 0; e < 4; e++) sc[j][e] = dp[j][e] = 0.0f;
       f2_abt<T, HD>(sc, AR::on ? kf : 0, Ks + 16 * w * LD, Qt, LD, c_lo, F2_BN / 16);  // S^T = K Q^T
       f2_abt<T, HD>(dp, AR::on ? vf : 0, Vs + 16 * w * LD, dOt, LD, c_lo, F2_BN / 16); // dP^T = V dO^T
@@ -827,7 +832,7 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_bwd_q(fl_dims d, const T *q
   }
   uint32_t qf[AR::n][4], df[AR::n][4];
   float dq[DT][4];
-#pragma unroll
+F2_UNROLL
   for (int j = 0; j < DT; j++) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.0f;
   for (int kt = 0; kt < nkt; kt++) {
     const int k0 = kt * F2_BN, cur = kt & 1;
@@ -840,14 +845,14 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_bwd_q(fl_dims d, const T *q
     __syncthreads();
     const T *Kt = Ks + cur * F2_BN * LD, *Vt = Vs + cur * F2_BN * LD;
     if (kt == 0 && AR::on)
-#pragma unroll
+F2_UNROLL
       for (int kk = 0; kk < AR::n; kk++) f2_lda(qf[kk], Qs + 16 * w * LD, LD, 16 * kk), f2_lda(df[kk], dOs + 16 * w * LD, LD, 16 * kk);
     if (qw0 < d.s && k0 <= qw0 + 15) {
       const int nc = fl_min(F2_BN / 16, (qw0 + 15 - k0) / 16 + 1);
       float sc[NT][4], dp[NT][4];
-#pragma unroll
+F2_UNROLL
       for (int j = 0; j < NT; j++)
-#pragma unroll
+F2_UNROLL
         for (int e = 0; e < 4; e++) sc[j][e] = dp[j][e] = 0.0f;
       f2_abt<T, HD>(sc, AR::on ? qf : 0, Qs + 16 * w * LD, Kt, LD, 0, nc);  // S = Q K^T
       f2_abt<T, HD>(dp, AR::on ? df : 0, dOs + 16 * w * LD, Vt, LD, 0, nc); // dP = dO V^T

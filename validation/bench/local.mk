@@ -19,3 +19,14 @@ check_PROGRAMS += validation/bench/cpu_op_bench
 validation_bench_cpu_op_bench_SOURCES = validation/bench/cpu_op_bench.c
 # issue 20: a gpt-mock iteration on the emulated CUDA backend against the CPU backend
 dist_noinst_SCRIPTS += validation/bench/bench_emu.sh
+# issue 23: the fused attention's two kernel sets timed on one GPU (bench_flash_gpu.sh builds
+# flash_gpu_bench.c against the build); its test runs the paths that need no GPU
+dist_noinst_SCRIPTS += validation/bench/bench_flash_gpu.sh validation/bench/test_bench_flash_gpu.sh
+TESTS += validation/bench/test_bench_flash_gpu.sh
+# the probe on the emulated GPU (validation/emu), for the test of the script's logic
+check_PROGRAMS += validation/bench/flash_gpu_bench_emu
+validation_bench_flash_gpu_bench_emu_SOURCES = validation/bench/flash_gpu_bench.c
+validation_bench_flash_gpu_bench_emu_CPPFLAGS = $(EMU_RACE_CPP)
+validation_bench_flash_gpu_bench_emu_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_flash.a,--no-whole-archive
+validation_bench_flash_gpu_bench_emu_LDADD = $(EMU_LIBS)
+EXTRA_validation_bench_flash_gpu_bench_emu_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_flash.a libptdp.a
