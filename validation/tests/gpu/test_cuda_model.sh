@@ -6,7 +6,7 @@
 #     staged in host memory (NCCL refuses two ranks of a communicator on one GPU): the same
 #     losses and gradients as one CUDA rank;
 #   with 2 GPUs or more: t=2 and d=2 with comm-backend = nccl against the same reference.
-#   the Llama family (rmsnorm, rope, GQA, no bias, untied) on one rank and t=2 against the CPU;
+#   the Llama family (rmsnorm, rope, GQA, swiglu, no bias, untied) on one rank and t=2 against the CPU;
 # Skips (77) without a GPU.  First run on an NVIDIA H200, 2026-11-26: 16 checks passed (validation/bench/README.md).
 . "$top_srcdir/validation/tests/common.sh"
 . "$top_srcdir/validation/tests/gpu/gpu_lib.sh"
@@ -32,12 +32,12 @@ cuda_t2_p2_sp 4 cuda_v256 --tensor-model-parallel-size 2 --pipeline-model-parall
 cuda_t2_p2_d2 8 cuda_v256 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2
 LAYOUTS
 
-# The Llama family (issue 24): RMSNorm, rotary positions, 4 heads in 2 query groups, no linear
+# The Llama family (issue 24): RMSNorm, rotary positions, 4 heads in 2 query groups, SwiGLU, no linear
 # biases, the output layer untied (the CUDA backend's cuda_llama.cu and grouped unfused
 # attention), one rank and t=2 against the CPU backend, the same tolerances.
 LLAMA="--normalization RMSNorm --position-embedding-type rope --group-query-attention true --num-query-groups 2
        --disable-bias-linear true --untie-embeddings-and-output-weights true --num-attention-heads 4
-       --make-vocab-size-divisible-by 256"
+       --swiglu true --make-vocab-size-divisible-by 256"
 # shellcheck disable=SC2086
 train cpu_llama 1 --backend cpu $LLAMA
 # shellcheck disable=SC2086
