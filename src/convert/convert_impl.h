@@ -11,10 +11,9 @@
  *   ptdp_convert.c  the executable: its keys, main
  *
  * An architecture is data: a list of names, each a Hugging Face tensor, the Megatron-core tensor
- * it comes from, and how its rows map (hf_rows) and whether it is stored transposed.  Adding
- * LlamaForCausalLM is another table beside GPT-2's (hf_arch_llama: q/k/v and gate/up as parts of
- * linear_qkv and linear_fc1, RMSNorm weights copied; README of ptdp-convert(1)), its config
- * functions, and the row maps its parts need. */
+ * it comes from, and how its rows map (hf_rows) and whether it is stored transposed, with the
+ * architecture's config.json and the ptdp-train keys it means.  Two: GPT2LMHeadModel (hf_gpt2.c)
+ * and LlamaForCausalLM (hf_llama.c: q/k/v and gate/up as parts of linear_qkv and linear_fc1). */
 #ifndef PTDP_CONVERT_IMPL_H
 #define PTDP_CONVERT_IMPL_H
 
@@ -41,7 +40,7 @@ void hf_dims_complete(hf_dims *d);
 typedef struct {
   hf_dims d;
   double eps;          /* layer_norm_epsilon (rms_norm_eps) */
-  double rope_theta;   /* Llama: rotary-base */
+  double rope_theta;   /* Llama: rotary-base (0: no rotary positions) */
   double init_std;     /* initializer_range */
   double hidden_dropout, attn_dropout;
   long long eod;       /* bos/eos token id, -1: none */
@@ -86,14 +85,24 @@ typedef struct {
   /* config.json of m to f; and m from a parsed config.json (path for messages) */
   int (*config_write)(FILE *f, const hf_model *m);
   int (*config_read)(const jd_value *cfg, const char *path, hf_model *m);
+  /* Whether a checkpoint of ptdp-train's keys a is this architecture exactly (0), else an
+   * error naming the first key whose model Hugging Face's class cannot compute (file: the
+   * checkpoint, for the message). */
+  int (*accepts)(const ptdp_args *a, const char *file);
+  /* The ptdp-train keys an imported model of this architecture has besides its sizes, as
+   * "key=value" (NULL-terminated); the ones that follow config.json (untied output, query
+   * groups, head size, rotary base) come from hf_model. */
+  const char *const *keys;
 } hf_arch;
 
 extern const hf_arch hf_arch_gpt2;
-/* LlamaForCausalLM (hf_llama.c): its table and config.json, not yet in hf_arch_find: ptdp's model
- * has no Llama architecture yet (issue 24); test_hf_map checks its layouts. */
 extern const hf_arch hf_arch_llama;
 /* The architecture of a config.json: architectures[0], else model_type; NULL when ptdp has none. */
 const hf_arch *hf_arch_find(const jd_value *cfg);
+/* The architecture of a checkpoint's keys: LlamaForCausalLM where they ask for any of RMSNorm,
+ * rotary positions or SwiGLU, else GPT2LMHeadModel; an error naming the key that neither can
+ * express. */
+int hf_arch_of_args(const ptdp_args *a, const char *file, const hf_arch **arch);
 
 /* ---- hf_config.c: config.json's keys.  An integer key in [lo, hi] (absent or null: deflt, or
  * with deflt < 0 an error naming path and key); a real >= 0 (absent: deflt); a boolean that must be

@@ -6,7 +6,12 @@
  *   DIR/model.safetensors.index.json     {"metadata": {"total_size"}, "weight_map": {name: file}}
  *   DIR/vocab.json, merges.txt, tokenizer_config.json
  *                                        the GPT-2 tokenizer's files, when the checkpoint's keys
- *                                        name readable ones of the model's vocabulary */
+ *                                        name readable ones of the model's vocabulary
+ *   DIR/tokenizer.json, tokenizer_config.json
+ *                                        or its Hugging Face tokenizer (HuggingFaceTokenizer)
+ * The architecture follows the checkpoint's keys (hf_arch_of_args): GPT2LMHeadModel, or
+ * LlamaForCausalLM for RMSNorm, rotary positions and SwiGLU; a model neither class computes
+ * (an interleaved rotation, RMSNorm with GELU, ...) is refused naming the key. */
 #include "convert_impl.h"
 
 #include "ptdp/checkpoint.h"
@@ -16,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The training keys a conversion records besides the model keys of
@@ -40,14 +46,6 @@ static int checkpoint_args(const char *load_dir, ptdp_checkpoint_ref *ref, ptdp_
   return 0;
 }
 
-/* The Hugging Face architecture of the checkpoint's model: ptdp's GPT is GPT-2's today (learned
- * positions, LayerNorm, GELU MLP, tied output); the Llama keys will choose LlamaForCausalLM. */
-static const hf_arch *export_arch(const ptdp_args *a)
-{
-  (void)a;
-  return &hf_arch_gpt2;
-}
-
 static int write_config(const char *dir, const hf_arch *arch, const hf_model *hm)
 {
   char path[2 * PTDP_OPT_STRLEN];
@@ -59,12 +57,44 @@ static int write_config(const char *dir, const hf_arch *arch, const hf_model *hm
   return rc;
 }
 
+/* The checkpoint's tokenizer.json (tokenizer-model: the file or its directory) as DIR/tokenizer.json,
+ * with a tokenizer_config.json naming the fast tokenizer, and its end-of-text id into *eod. */
+static int copy_hf_tokenizer(const char *dir, const ptdp_args *a, long long *eod)
+{
+  char from[2 * PTDP_OPT_STRLEN], path[2 * PTDP_OPT_STRLEN];
+  struct stat sb;
+  const int is_dir = stat(a->tokenizer_model, &sb) == 0 && S_ISDIR(sb.st_mode);
+  snprintf(from, sizeof from, is_dir ? "%s/tokenizer.json" : "%s", a->tokenizer_model);
+  ptdp_tokenizer *tok = NULL;
+  PTDP_CALL(ptdp_tokenizer_create_hf(&tok, from));
+  const int tv = ptdp_tokenizer_vocab_size(tok);
+  const long long id = ptdp_tokenizer_eod(tok);
+  ptdp_tokenizer_destroy(&tok);
+  if (tv > a->vocab_size) {
+    fprintf(stderr, "ptdp-convert: note: no tokenizer files written: '%s' has %d tokens, the model %lld\n", from, tv,
+            a->vocab_size);
+    return 0;
+  }
+  *eod = id;
+  snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+  PTDP_CALL(hf_copy_file(from, path));
+  snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+  FILE *f = fopen(path, "w");
+  PTDP_CHECK_IO(f, "cannot create '%s': %s", path, strerror(errno));
+  fprintf(f, "{\n  \"tokenizer_class\": \"PreTrainedTokenizerFast\",\n  \"model_max_length\": %lld\n}\n",
+          a->max_position_embeddings ? a->max_position_embeddings : a->seq_length);
+  PTDP_CHECK_IO(!ferror(f) && fclose(f) == 0, "cannot write '%s'", path);
+  return 0;
+}
+
 /* The GPT-2 tokenizer's files as Hugging Face names them (vocab.json is GPT-2's encoder.json,
- * merges.txt its vocab.bpe), and its end-of-text id into *eod; nothing (and a note) when the
- * checkpoint names no readable files. */
+ * merges.txt its vocab.bpe), or the Hugging Face tokenizer's tokenizer.json, and its end-of-text
+ * id into *eod; nothing (and a note) when the checkpoint names no readable files. */
 static int copy_tokenizer(const char *dir, const ptdp_args *a, long long *eod)
 {
   *eod = -1;
+  if (a->tokenizer_type == PTDP_TOKENIZER_HUGGING_FACE && a->tokenizer_model[0] && !access(a->tokenizer_model, R_OK))
+    return copy_hf_tokenizer(dir, a, eod);
   if (a->tokenizer_type != PTDP_TOKENIZER_GPT2BPE || !a->vocab_file[0] || !a->merge_file[0] ||
       access(a->vocab_file, R_OK) || access(a->merge_file, R_OK)) {
     fprintf(stderr, "ptdp-convert: note: no tokenizer files written (the checkpoint's tokenizer is %s%s%s)\n",
@@ -104,9 +134,12 @@ static hf_model model_of(const ptdp_args *a, ptdp_st_dtype dtype)
 {
   hf_model hm = {.d = {.layers = a->num_layers, .h = a->hidden_size, .heads = a->num_attention_heads,
                        .ffn = ptdp_args_ffn(a), .vocab = a->vocab_size,
-                       .max_pos = a->max_position_embeddings ? a->max_position_embeddings : a->seq_length},
+                       .max_pos = a->max_position_embeddings ? a->max_position_embeddings : a->seq_length,
+                       .groups = a->group_query_attention ? a->num_query_groups : 0, .head_dim = a->kv_channels,
+                       .untied = a->untie_embeddings_and_output_weights},
                  .eps = a->layernorm_epsilon, .init_std = a->init_method_std, .hidden_dropout = a->hidden_dropout,
-                 .attn_dropout = a->attention_dropout, .eod = -1, .dtype = dtype};
+                 .attn_dropout = a->attention_dropout, .eod = -1, .dtype = dtype,
+                 .rope_theta = a->position_embedding_type == PTDP_POS_ROPE ? a->rotary_base : 0};
   hf_dims_complete(&hm.d);
   return hm;
 }
@@ -128,7 +161,8 @@ int hf_export(const char *load_dir, const char *out_dir, ptdp_st_dtype dtype, un
   ptdp_checkpoint_ref ref;
   ptdp_args a;
   PTDP_CALL(checkpoint_args(load_dir, &ref, &a));
-  const hf_arch *arch = export_arch(&a);
+  const hf_arch *arch = NULL;
+  PTDP_CALL(hf_arch_of_args(&a, ref.file, &arch));
   hf_model hm = model_of(&a, dtype);
   hf_tensor *mc = NULL, *hf = NULL;
   int nmc = 0, nhf = 0;

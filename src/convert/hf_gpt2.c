@@ -102,6 +102,30 @@ static int gpt2_config_read(const jd_value *cfg, const char *path, hf_model *m)
   return 0;
 }
 
+/* Why GPT2LMHeadModel cannot compute the model of keys a (the first reason), or NULL: GPT-2 is
+ * ptdp's default architecture, LayerNorm, learned positions, GELU, biases, a tied output layer,
+ * one key/value head per query head of h / a. */
+static const char *gpt2_mismatch(const ptdp_args *a)
+{
+  if (a->normalization != PTDP_NORM_LAYERNORM) return "normalization is RMSNorm";
+  if (a->position_embedding_type != PTDP_POS_LEARNED) return "position-embedding-type is not learned_absolute";
+  if (a->swiglu) return "swiglu is set";
+  if (a->disable_bias_linear) return "disable-bias-linear is set";
+  if (a->untie_embeddings_and_output_weights) return "untie-embeddings-and-output-weights is set";
+  if (a->group_query_attention && a->num_query_groups != a->num_attention_heads) return "group-query-attention is set";
+  if (a->kv_channels && a->kv_channels * a->num_attention_heads != a->hidden_size)
+    return "kv-channels is not hidden-size / heads";
+  return NULL;
+}
+
+static int gpt2_accepts(const ptdp_args *a, const char *file)
+{
+  const char *why = gpt2_mismatch(a);
+  PTDP_CHECK(!why, "checkpoint '%s': %s, which GPT2LMHeadModel cannot express (it has LayerNorm, learned positions, "
+             "GELU, biases, a tied output layer and h / a per head)", file, why);
+  return 0;
+}
+
 const hf_arch hf_arch_gpt2 = {
   .architecture = "GPT2LMHeadModel",
   .model_type = "gpt2",
@@ -113,11 +137,13 @@ const hf_arch hf_arch_gpt2 = {
   .word_embedding = "transformer.wte.weight",
   .config_write = gpt2_config_write,
   .config_read = gpt2_config_read,
+  .accepts = gpt2_accepts,
+  .keys = NULL, /* ptdp-train's defaults */
 };
 
 const hf_arch *hf_arch_find(const jd_value *cfg)
 {
-  static const hf_arch *const all[] = {&hf_arch_gpt2};
+  static const hf_arch *const all[] = {&hf_arch_gpt2, &hf_arch_llama};
   const jd_value *arch = jd_get(cfg, "architectures"), *type = jd_get(cfg, "model_type");
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (arch && arch->kind == JD_ARRAY && arch->n > 0 && arch->items[0].kind == JD_STRING)
@@ -126,4 +152,11 @@ const hf_arch *hf_arch_find(const jd_value *cfg)
       return all[i];
   }
   return NULL;
+}
+
+int hf_arch_of_args(const ptdp_args *a, const char *file, const hf_arch **arch)
+{
+  const int llama = a->normalization == PTDP_NORM_RMSNORM || a->position_embedding_type == PTDP_POS_ROPE || a->swiglu;
+  *arch = llama ? &hf_arch_llama : &hf_arch_gpt2;
+  return (*arch)->accepts(a, file);
 }

@@ -1,9 +1,10 @@
 /* ptdp-convert --hf-in DIR --save CKPT: a Hugging Face model directory as a ptdp checkpoint.
  *
- * Read: DIR/config.json (the architecture and its keys), the weights from DIR/model.safetensors
- * or from the files DIR/model.safetensors.index.json maps them to (F32, F16 or BF16: widened to
- * fp32 exactly), and the GPT-2 tokenizer's DIR/vocab.json and merges.txt when present (copied
- * into CKPT and named by its vocab-file and merge-file keys).  Written: CKPT as ptdp-train saves
+ * Read: DIR/config.json (the architecture, GPT2LMHeadModel or LlamaForCausalLM, and its keys), the
+ * weights from DIR/model.safetensors or from the files DIR/model.safetensors.index.json maps them
+ * to (F32, F16 or BF16: widened to fp32 exactly), and the GPT-2 tokenizer's DIR/vocab.json and
+ * merges.txt when present (copied into CKPT and named by its vocab-file and merge-file keys), else
+ * a DIR/tokenizer.json (copied, named by tokenizer-model).  Written: CKPT as ptdp-train saves
  * it, iteration 0, weights only (ptdp-train loads it with finetune, or no-load-optim), through
  * the checkpoint module and a one-rank model: global shapes, any layout loads it.
  *
@@ -62,7 +63,8 @@ static int read_config(const char *dir, const hf_arch **arch, hf_model *hm)
   if (!rc && cfg.kind != JD_OBJECT) rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: not a JSON object", path);
   if (!rc && !(*arch = hf_arch_find(&cfg))) {
     const jd_value *a = jd_get(&cfg, "architectures"), *t = jd_get(&cfg, "model_type");
-    rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: architecture '%s' (model_type '%s'): ptdp-convert reads GPT2LMHeadModel",
+    rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: architecture '%s' (model_type '%s'): ptdp-convert reads GPT2LMHeadModel "
+                   "and LlamaForCausalLM",
                    path, a && a->kind == JD_ARRAY && a->n && a->items[0].kind == JD_STRING ? a->items[0].str : "?",
                    t && t->kind == JD_STRING ? t->str : "?");
   }
@@ -247,9 +249,32 @@ static int set_real(ptdp_options *o, const char *key, double v)
   return ptdp_options_set(o, key, buf, PTDP_SRC_CMDLINE, "config.json");
 }
 
-static int model_keys(ptdp_options *o, const hf_model *hm)
+/* The keys the architecture implies, and those config.json decides: an untied output layer, query
+ * groups, a head size other than h / a, the rotary base. */
+static int arch_keys(ptdp_options *o, const hf_arch *arch, const hf_model *hm)
 {
   const hf_dims *d = &hm->d;
+  for (const char *const *k = arch->keys; k && *k; k++) {
+    char key[64];
+    const char *eq = strchr(*k, '=');
+    PTDP_CHECK_INTERNAL(eq && eq - *k < (long)sizeof key, "key '%s'", *k);
+    snprintf(key, sizeof key, "%.*s", (int)(eq - *k), *k);
+    PTDP_CALL(ptdp_options_set(o, key, eq + 1, PTDP_SRC_CMDLINE, "config.json"));
+  }
+  if (d->untied)
+    PTDP_CALL(ptdp_options_set(o, "untie-embeddings-and-output-weights", "true", PTDP_SRC_CMDLINE, "config.json"));
+  if (d->groups != d->heads) {
+    PTDP_CALL(ptdp_options_set(o, "group-query-attention", "true", PTDP_SRC_CMDLINE, "config.json"));
+    PTDP_CALL(set_int(o, "num-query-groups", d->groups));
+  }
+  if (d->head_dim * d->heads != d->h) PTDP_CALL(set_int(o, "kv-channels", d->head_dim));
+  return hm->rope_theta > 0 ? set_real(o, "rotary-base", hm->rope_theta) : 0;
+}
+
+static int model_keys(ptdp_options *o, const hf_arch *arch, const hf_model *hm)
+{
+  const hf_dims *d = &hm->d;
+  PTDP_CALL(arch_keys(o, arch, hm));
   PTDP_CALL(set_int(o, "num-layers", d->layers));
   PTDP_CALL(set_int(o, "hidden-size", d->h));
   PTDP_CALL(set_int(o, "num-attention-heads", d->heads));
@@ -263,16 +288,36 @@ static int model_keys(ptdp_options *o, const hf_model *hm)
   return set_real(o, "attention-dropout", hm->attn_dropout);
 }
 
-/* The GPT-2 tokenizer's files, copied into save_dir and named by the keys; when the directory
- * has none, a note (the checkpoint then names none, as a mock-data run's). */
+/* A tokenizer.json (Llama's, Qwen's, ...: ptdp's HuggingFaceTokenizer reads it), copied into
+ * save_dir and named by tokenizer-model. */
+static int hf_tokenizer_keys(ptdp_options *o, const char *json_in, const char *save_dir, long long vocab)
+{
+  char dir[PATH_MAX], path[PATH_MAX + 16];
+  ptdp_tokenizer *tok = NULL;
+  PTDP_CALL(ptdp_tokenizer_create_hf(&tok, json_in));
+  const int tv = ptdp_tokenizer_vocab_size(tok);
+  ptdp_tokenizer_destroy(&tok);
+  PTDP_CHECK(tv <= vocab, "'%s': the tokenizer has %d tokens but config.json's vocab_size is %lld", json_in, tv, vocab);
+  PTDP_CHECK_IO(realpath(save_dir, dir), "cannot resolve '%s': %s", save_dir, strerror(errno));
+  snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+  PTDP_CALL(hf_copy_file(json_in, path));
+  PTDP_CALL(ptdp_options_set(o, "tokenizer-model", path, PTDP_SRC_CMDLINE, "the tokenizer's files"));
+  return ptdp_options_set(o, "tokenizer-type", "HuggingFaceTokenizer", PTDP_SRC_CMDLINE, "the tokenizer's files");
+}
+
+/* The GPT-2 tokenizer's files, copied into save_dir and named by the keys, else a tokenizer.json;
+ * when the directory has neither, a note (the checkpoint then names none, as a mock-data run's). */
 static int tokenizer_keys(ptdp_options *o, const char *in_dir, const char *save_dir, long long vocab)
 {
   char vocab_in[2 * PTDP_OPT_STRLEN], merges_in[2 * PTDP_OPT_STRLEN], dir[PATH_MAX], path[PATH_MAX + 16];
   snprintf(vocab_in, sizeof vocab_in, "%s/vocab.json", in_dir);
   snprintf(merges_in, sizeof merges_in, "%s/merges.txt", in_dir);
+  snprintf(path, sizeof path, "%s/tokenizer.json", in_dir);
+  if (access(vocab_in, F_OK) && access(merges_in, F_OK) && !access(path, F_OK))
+    return hf_tokenizer_keys(o, path, save_dir, vocab);
   if (access(vocab_in, F_OK) && access(merges_in, F_OK)) {
     fprintf(stderr, "ptdp-convert: note: '%s' has no vocab.json and merges.txt (the GPT-2 tokenizer's files ptdp "
-            "reads): the checkpoint names no tokenizer\n", in_dir);
+            "reads) and no tokenizer.json: the checkpoint names no tokenizer\n", in_dir);
     return 0;
   }
   ptdp_tokenizer *tok = NULL;
@@ -331,7 +376,7 @@ int hf_import(const char *in_dir, const char *save_dir)
   memset(&o, 0, sizeof o);
   int rc = open_weights(&w, in_dir);
   if (!rc) rc = ptdp_args_init(&a, &o);
-  if (!rc) rc = model_keys(&o, &hm);
+  if (!rc) rc = model_keys(&o, arch, &hm);
   if (!rc) rc = hf_make_dir(save_dir);
   if (!rc) rc = tokenizer_keys(&o, in_dir, save_dir, hm.d.vocab);
   if (!rc) rc = convert(&w, &hm, &a, save_dir);

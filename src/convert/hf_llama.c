@@ -1,13 +1,14 @@
-/* LlamaForCausalLM: Hugging Face's names and layouts of a Llama-style ptdp model, and its
- * config.json.  Not in hf_arch_find yet: ptdp's model gains the Llama architecture (RMSNorm,
- * rotary positions, SwiGLU, grouped-query attention, no biases, untied output) in issue 24's
- * other part; test_hf_map checks this table's layouts meanwhile.
+/* LlamaForCausalLM: Hugging Face's names and layouts of a Llama-style ptdp model (RMSNorm, rotary
+ * positions, SwiGLU, no linear biases; grouped-query attention, kv-channels and an untied output
+ * layer as the model has them), and its config.json.
  *
  * Hugging Face's Llama keeps nn.Linear's [out, in] (no transposes) and separate q_proj, k_proj,
  * v_proj and gate_proj, up_proj: parts of Megatron-core's linear_qkv (grouped: per query group,
  * its query heads, then its key, then its value) and linear_fc1 ([gate; up]); see hf_rows.  Its
  * rotary embedding turns the halves (i, i + d/2) of each head (rotate_half), as Megatron-core does
- * with rotary-interleaved false: the q and k rows need no permutation. */
+ * with rotary-interleaved false: the q and k rows need no permutation.  Its angles are
+ * pos theta^(-2i/d) over the whole head, ptdp's with rotary-base theta and rotary-percent 1; an
+ * interleaved or partial rotation is refused rather than converted (accepts). */
 #include "convert_impl.h"
 
 #include "ptdp/error.h"
@@ -39,7 +40,7 @@ static const char *const llama_buffers[] = {".rotary_emb.inv_freq", NULL}; /* ol
 static int llama_config_write(FILE *f, const hf_model *m)
 {
   const hf_dims *d = &m->d;
-  char eps[32], theta[32], std[32];
+  char eps[32], theta[32], std[32], drop[32];
   fprintf(f, "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n");
   fprintf(f, "  \"vocab_size\": %lld,\n  \"hidden_size\": %lld,\n  \"intermediate_size\": %lld,\n", d->vocab, d->h,
           d->ffn);
@@ -50,6 +51,7 @@ static int llama_config_write(FILE *f, const hf_model *m)
           hf_real_text(eps, sizeof eps, m->eps), hf_real_text(theta, sizeof theta, m->rope_theta));
   fprintf(f, "  \"attention_bias\": false,\n  \"mlp_bias\": false,\n  \"tie_word_embeddings\": %s,\n",
           d->untied ? "false" : "true");
+  fprintf(f, "  \"attention_dropout\": %s,\n", hf_real_text(drop, sizeof drop, m->attn_dropout));
   fprintf(f, "  \"initializer_range\": %s,\n  \"use_cache\": true,\n", hf_real_text(std, sizeof std, m->init_std));
   if (m->eod >= 0) fprintf(f, "  \"bos_token_id\": %lld,\n  \"eos_token_id\": %lld,\n", m->eod, m->eod);
   fprintf(f, "  \"torch_dtype\": \"%s\"\n}\n", hf_torch_dtype(m->dtype));
@@ -86,11 +88,36 @@ static int llama_config_read(const jd_value *cfg, const char *path, hf_model *m)
   PTDP_CALL(hf_cfg_real(cfg, "rms_norm_eps", 1e-6, path, &m->eps));
   PTDP_CALL(hf_cfg_real(cfg, "rope_theta", 10000, path, &m->rope_theta));
   PTDP_CALL(hf_cfg_real(cfg, "initializer_range", 0.02, path, &m->init_std));
+  PTDP_CALL(hf_cfg_real(cfg, "attention_dropout", 0, path, &m->attn_dropout));
+  PTDP_CHECK(m->attn_dropout < 1, "%s: attention_dropout %g is 1 or more", path, m->attn_dropout);
   const jd_value *tie = jd_get(cfg, "tie_word_embeddings");
   d->untied = !(tie && tie->kind == JD_TRUE); /* LlamaConfig's default: untied */
   m->eod = -1;
   return 0;
 }
+
+/* Why LlamaForCausalLM cannot compute the model of keys a (the first reason), or NULL. */
+static const char *llama_mismatch(const ptdp_args *a)
+{
+  if (a->normalization != PTDP_NORM_RMSNORM) return "normalization is LayerNorm (Llama's is RMSNorm)";
+  if (a->position_embedding_type != PTDP_POS_ROPE) return "position-embedding-type is not rope";
+  if (a->rotary_interleaved)
+    return "rotary-interleaved is set (Hugging Face's Llama turns the halves (i, i + d/2): rotate_half)";
+  if (a->rotary_percent != 1.0) return "rotary-percent is not 1 (Llama turns whole heads)";
+  if (!a->swiglu) return "swiglu is not set (Llama's MLP is SwiGLU)";
+  if (!a->disable_bias_linear) return "the linear layers have biases (disable-bias-linear is not set)";
+  return NULL;
+}
+
+static int llama_accepts(const ptdp_args *a, const char *file)
+{
+  const char *why = llama_mismatch(a);
+  PTDP_CHECK(!why, "checkpoint '%s': %s: LlamaForCausalLM cannot express it as ptdp-convert writes it", file, why);
+  return 0;
+}
+
+static const char *const llama_keys[] = {"normalization=RMSNorm", "position-embedding-type=rope", "swiglu=true",
+                                         "disable-bias-linear=true", NULL};
 
 const hf_arch hf_arch_llama = {
   .architecture = "LlamaForCausalLM",
@@ -103,4 +130,6 @@ const hf_arch hf_arch_llama = {
   .word_embedding = "model.embed_tokens.weight",
   .config_write = llama_config_write,
   .config_read = llama_config_read,
+  .accepts = llama_accepts,
+  .keys = llama_keys,
 };

@@ -21,7 +21,8 @@ static ptdp_gpt_config model_config(const ptdp_args *a)
                        .vocab_divisible_by = (int)a->make_vocab_size_divisible_by, .eps = (float)a->layernorm_epsilon,
                        .init_std = (float)a->init_method_std, .seed = (uint64_t)a->seed, .chunks = 1,
                        .schedule = PTDP_SCHED_1F1B, .m = 1, .recompute = PTDP_RECOMPUTE_NONE,
-                       .bucket_elems = a->ddp_bucket_size, .dp_size = 1, .inference = 1};
+                       .bucket_elems = a->ddp_bucket_size, .dp_size = 1, .inference = 1,
+                       .arch = ptdp_args_arch(a)};
   return c;
 }
 

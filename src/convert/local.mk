@@ -14,7 +14,8 @@ ptdp_convert_SOURCES = src/convert/ptdp_convert.c
 check_PROGRAMS += validation/tests/convert/test_hf_map
 validation_tests_convert_test_hf_map_SOURCES = validation/tests/convert/test_hf_map.c
 TESTS += validation/tests/convert/test_hf_map validation/tests/convert/test_convert.sh \
-         validation/tests/convert/test_convert_bad.sh
+         validation/tests/convert/test_convert_bad.sh validation/tests/convert/test_convert_llama.sh
 dist_noinst_SCRIPTS += validation/tests/convert/test_convert.sh validation/tests/convert/test_convert_bad.sh \
+                       validation/tests/convert/test_convert_llama.sh validation/tests/convert/hf_llama_logits.py \
                        validation/tests/convert/st_read.py validation/tests/convert/hf_gpt2_logits.py \
                        validation/tests/convert/convert_checks.py validation/gpu/check_hf_export.py

@@ -8,12 +8,16 @@ HF_DIR and REF.npz come from validation/tests/convert/test_convert.sh run with
 PTDP_HF_EXPORT_KEEP=DIR (on a machine with MPI and HDF5): DIR/hf is the fp32 export of the tiny
 GPT it trains, DIR/hf-bf16 its bf16 export, DIR/ref.npz the first micro-batch's tokens (ids
 [b, s]) and the logits [b, s, V] that both ptdp (to 1e-5) and the numpy GPT-2 of
-hf_gpt2_logits.py compute on them.  Carry DIR to the GPU machine and run this there.  Checks:
+hf_gpt2_logits.py compute on them; test_convert_llama.sh with the same variable adds
+DIR/llama-hf and DIR/llama-ref.npz, a tiny Llama (RMSNorm, rope, SwiGLU, grouped-query
+attention, untied) and the logits of hf_llama_logits.py.  Carry DIR to the GPU machine and run
+this there, once for each pair.  Checks:
   1. safetensors.safe_open reads every file of HF_DIR (and of HF_DIR-bf16 when present) and its
      tensors equal, bit for bit, what our independent reader (validation/tests/convert/st_read.py)
      reads: two readers, one written by Hugging Face;
-  2. transformers' AutoModelForCausalLM.from_pretrained(HF_DIR) is a GPT2LMHeadModel that loads
-     every weight (no missing or unexpected keys but the attention's mask buffers) and its
+  2. transformers' AutoModelForCausalLM.from_pretrained(HF_DIR) is the class config.json names
+     (GPT2LMHeadModel, LlamaForCausalLM) and loads every weight (no missing or unexpected keys
+     but buffers: GPT-2's attention masks, Llama's rotary inv_freq) and its
      logits on the tokens equal REF's to --tol (max|diff| / max|ref|; 1e-4: a GPU's fp32 GEMMs
      without TF32, summing h..4h terms in another order, sit near 1e-6, and an error of layout
      gives order 1); AutoTokenizer loads the tokenizer's files when HF_DIR has them.
@@ -21,6 +25,7 @@ Exit 0 when all pass, 1 naming a failure, 77 when safetensors, transformers or t
 """
 import argparse
 import glob
+import json
 import os
 import sys
 
@@ -57,8 +62,11 @@ def transformers_logits(hf_dir, ref, tol, device):
     torch.backends.cudnn.allow_tf32 = False
     model, info = transformers.AutoModelForCausalLM.from_pretrained(hf_dir, torch_dtype=torch.float32,
                                                                     output_loading_info=True)
-    bad = [k for k in list(info["missing_keys"]) + list(info["unexpected_keys"]) if not k.endswith(("attn.bias", "masked_bias"))]
-    if type(model).__name__ != "GPT2LMHeadModel" or bad:
+    with open(os.path.join(hf_dir, "config.json")) as f:
+        want_class = json.load(f)["architectures"][0]
+    buffers = ("attn.bias", "masked_bias", "rotary_emb.inv_freq")
+    bad = [k for k in list(info["missing_keys"]) + list(info["unexpected_keys"]) if not k.endswith(buffers)]
+    if type(model).__name__ != want_class or bad:
         print("FAIL: %s loads as %s; missing or unexpected weights %s" % (hf_dir, type(model).__name__, bad[:5]))
         return False
     model = model.to(device).eval()
@@ -69,7 +77,7 @@ def transformers_logits(hf_dir, ref, tol, device):
     err = np.abs(got - want).max() / np.abs(want).max()
     print("%s: transformers' logits [%s] against ptdp's reference: max|diff| / max|ref| = %.3e (tolerance %.0e)"
           % ("ok" if err <= tol else "FAIL", "x".join(map(str, got.shape)), err, tol))
-    if os.path.exists(os.path.join(hf_dir, "vocab.json")):
+    if os.path.exists(os.path.join(hf_dir, "vocab.json")) or os.path.exists(os.path.join(hf_dir, "tokenizer.json")):
         tok = transformers.AutoTokenizer.from_pretrained(hf_dir)
         print("ok: AutoTokenizer loads %s (%d tokens)" % (type(tok).__name__, len(tok)))
     return err <= tol

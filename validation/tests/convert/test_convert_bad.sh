@@ -48,8 +48,10 @@ edited() { # NAME KEY=JSON...: a copy of the export with config.json edited, in 
   cp -r "$TMPD/hf" "$TMPD/$edited_name"
   [ $# -eq 0 ] || $CHECK edit "$TMPD/$edited_name" "$@"
 }
+edited mistral 'architectures=["MistralForCausalLM"]' 'model_type="mistral"'
+refused architecture "architecture 'MistralForCausalLM'" 1 --hf-in "$TMPD/mistral" --save "$TMPD/x"
 edited llama 'architectures=["LlamaForCausalLM"]' 'model_type="llama"'
-refused architecture "architecture 'LlamaForCausalLM'" 1 --hf-in "$TMPD/llama" --save "$TMPD/x"
+refused llama-keys "no hidden_size" 1 --hf-in "$TMPD/llama" --save "$TMPD/x"
 edited erf 'activation_function="gelu"'
 refused gelu-erf "activation_function 'gelu'" 1 --hf-in "$TMPD/erf" --save "$TMPD/x"
 edited untied 'tie_word_embeddings=false'
