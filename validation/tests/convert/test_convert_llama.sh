@@ -14,7 +14,8 @@
 #    the interleaved rotation's order (what rotary-interleaved would need), gate_proj and up_proj
 #    exchanged, rope_theta of Llama 2 (10000) in config.json;
 #  - kv-channels other than h / a (head_dim) and a tied output layer (no lm_head, tie_word_embeddings
-#    true) round trip bit for bit;
+#    true) round trip bit for bit, and a checkpoint naming a tokenizer.json (HuggingFaceTokenizer):
+#    the file copied out and in;
 #  - refused, naming the key: rotary-interleaved, rotary-percent 0.5, RMSNorm and rope without
 #    SwiGLU, biases, a GPT-2 model with SwiGLU; config.json with rope_scaling or hidden_act gelu;
 #  - where $PYTHON3 has safetensors and transformers (a GPU machine's image), transformers'
@@ -134,6 +135,22 @@ grep -q '"head_dim": 24' "$TMPD/hf-kv/config.json" && grep -q '"tie_word_embeddi
 sys.exit("lm_head.weight" in st_read.read_file(sys.argv[1])[0])' "$TMPD/hf-kv/model.safetensors"
 ok $? "config.json: head_dim 24, tie_word_embeddings true; no lm_head in the file"
 same "kv-channels 24, tied" "$TMPD/ck-kv" "$TMPD/ck-kv2"
+
+# ---- a Hugging Face tokenizer (tokenizer.json: the byte-level file of the fuzzing corpus, 265
+# tokens): copied out with a tokenizer_config.json and the end of text as eos_token_id, and in,
+# named by the imported checkpoint's tokenizer-model
+mkdir -p "$TMPD/tok"
+sed -n '/^%%$/q;p' "$top_srcdir/validation/fuzz/corpus/hf/byte_level" > "$TMPD/tok/tokenizer.json"
+train_log tok 1 --save "$TMPD/ck-tok" --train-iters 1 --tokenizer-type HuggingFaceTokenizer \
+  --tokenizer-model "$TMPD/tok/tokenizer.json" --vocab-size 265
+convert tok-out --load "$TMPD/ck-tok" --hf-out "$TMPD/hf-tok" && convert tok-in --hf-in "$TMPD/hf-tok" --save "$TMPD/ck-tok2"
+ok $? "a checkpoint with a tokenizer.json out and in"
+cmp -s "$TMPD/tok/tokenizer.json" "$TMPD/hf-tok/tokenizer.json" && grep -q PreTrainedTokenizerFast \
+  "$TMPD/hf-tok/tokenizer_config.json" && grep -q '"eos_token_id": 264' "$TMPD/hf-tok/config.json" &&
+  cmp -s "$TMPD/tok/tokenizer.json" "$TMPD/ck-tok2/tokenizer.json" && grep -q "$TMPD/ck-tok2/tokenizer.json" \
+  "$TMPD/ck-tok2/iter_0000000/checkpoint.h5"
+ok $? "tokenizer.json copied both ways (eos_token_id 264), the imported checkpoint's tokenizer-model names its copy"
+same "with a tokenizer.json" "$TMPD/ck-tok" "$TMPD/ck-tok2"
 
 # ---- what LlamaForCausalLM cannot express, and config.json's keys ptdp does not compute
 for case in "interleaved:rotary-interleaved is set:--rotary-interleaved" \
