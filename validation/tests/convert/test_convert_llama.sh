@@ -128,7 +128,8 @@ done
 # ---- a head size other than h / a, a tied output layer; one rank
 train_log kv 1 --save "$TMPD/ck-kv" --kv-channels 24 --untie-embeddings-and-output-weights false
 ok $? "ptdp-train saves a tied Llama with kv-channels 24"
-convert kv-out --load "$TMPD/ck-kv" --hf-out "$TMPD/hf-kv" && convert kv-in --hf-in "$TMPD/hf-kv" --save "$TMPD/ck-kv2"
+convert kv-out --load "$TMPD/ck-kv" --hf-out "$TMPD/hf-kv" &&
+  convert kv-in --hf-in "$TMPD/hf-kv" --save "$TMPD/ck-kv2"
 ok $? "ptdp-convert out and in"
 grep -q '"head_dim": 24' "$TMPD/hf-kv/config.json" && grep -q '"tie_word_embeddings": true' "$TMPD/hf-kv/config.json" &&
   "$PYTHON3" -c 'import os, sys; sys.path.insert(0, os.environ["HERE"]); import st_read
@@ -143,7 +144,8 @@ mkdir -p "$TMPD/tok"
 sed -n '/^%%$/q;p' "$top_srcdir/validation/fuzz/corpus/hf/byte_level" > "$TMPD/tok/tokenizer.json"
 train_log tok 1 --save "$TMPD/ck-tok" --train-iters 1 --tokenizer-type HuggingFaceTokenizer \
   --tokenizer-model "$TMPD/tok/tokenizer.json" --vocab-size 265
-convert tok-out --load "$TMPD/ck-tok" --hf-out "$TMPD/hf-tok" && convert tok-in --hf-in "$TMPD/hf-tok" --save "$TMPD/ck-tok2"
+convert tok-out --load "$TMPD/ck-tok" --hf-out "$TMPD/hf-tok" &&
+  convert tok-in --hf-in "$TMPD/hf-tok" --save "$TMPD/ck-tok2"
 ok $? "a checkpoint with a tokenizer.json out and in"
 cmp -s "$TMPD/tok/tokenizer.json" "$TMPD/hf-tok/tokenizer.json" && grep -q PreTrainedTokenizerFast \
   "$TMPD/hf-tok/tokenizer_config.json" && grep -q '"eos_token_id": 264' "$TMPD/hf-tok/config.json" &&
