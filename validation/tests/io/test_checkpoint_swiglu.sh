@@ -87,7 +87,7 @@ PY
 train straight 2 $T2
 train t2_resumed_t4 4 --load "$TMPD/ck_t2" $T4
 near t2_resumed_t4 > "$TMPD/near.log"
-ok $? "t2 -> t4: iterations 4..6 and the final weights as the run that never stopped ($(tr '\n' ' ' < "$TMPD/near.log"))"
+ok $? "t2 -> t4: iterations 4..6 and the final weights as the straight run's ($(tr '\n' ' ' < "$TMPD/near.log"))"
 # planted: the moments of fc1's gate and up exchanged (checksums made again, so the file loads)
 mkdir -p "$TMPD/ck_swapped/iter_0000003"
 cp "$TMPD/ck_t2/latest_checkpointed_iteration.txt" "$TMPD/ck_swapped/"
