@@ -9,7 +9,10 @@
  * Tolerance |fd - an| <= rtol |an| + atol with rtol = 2e-2 and atol = 4 u L / (2 eps): the loss
  * is evaluated in float32 (unit roundoff u = 6e-8, a few roundings accumulated, hence 4), so a
  * difference quotient cannot resolve less than that; the O(eps^2) truncation error with
- * eps = 1e-2 and O(1) third derivatives is ~1e-4 relative, far inside rtol. */
+ * eps = 1e-2 and O(1) third derivatives is ~1e-4 relative, far inside rtol.
+ *
+ *   test_gradcheck [none|full|selective [swiglu]]   recomputation; swiglu: the SwiGLU MLP (fc1's
+ *                                                    [gate; up] and the activation's backward) */
 #include "ptdp/backend.h"
 #include "ptdp/error.h"
 #include "ptdp/gpt.h"
@@ -44,6 +47,7 @@ int main(int argc, char **argv)
   const char *rc = argc > 1 ? argv[1] : "none";
   c.recompute = !strcmp(rc, "full") ? PTDP_RECOMPUTE_FULL : !strcmp(rc, "selective") ? PTDP_RECOMPUTE_SELECTIVE : PTDP_RECOMPUTE_NONE;
   c.recompute_num_layers = 1;
+  c.arch.swiglu = argc > 2 && !strcmp(argv[2], "swiglu");
   ptdp_gpt m;
   if (ptdp_gpt_create(&m, &c, be, &grid) || ptdp_gpt_init_params(&m)) return 2;
   /* LayerNorm weights and biases start at 1 and 0: move them so their gradients are generic */
@@ -64,7 +68,8 @@ int main(int argc, char **argv)
   if (ptdp_gpt_backward(&m, 0, 0, NULL, 1.0f, 1, &dinput)) return 2;
 
   const double eps = 1e-2, rtol = 2e-2, atol = 4 * 6e-8 * fabs(L0) / (2 * eps);
-  printf("gradcheck (recompute %s): loss %.6f, atol %.2e, rtol %.0e\n", rc, L0, atol, rtol);
+  printf("gradcheck (recompute %s%s): loss %.6f, atol %.2e, rtol %.0e\n", rc, c.arch.swiglu ? ", SwiGLU" : "", L0,
+         atol, rtol);
   for (int i = 0; i < m.nparams; i++) {
     const ptdp_param_info *p = &m.params[i];
     long long n = ptdp_param_local_elems(p);
