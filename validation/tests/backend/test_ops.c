@@ -1032,7 +1032,13 @@ static void epilogue_case(int M, int N, int K, int ta, int tb)
   check_s(&Cb, "gemm_bias C", gemm + u16);
   check_s(&pre, "gemm_bias_gelu pre", gemm + u16);
   check_s(&Cg, "gemm_bias_gelu C", gemm + bound_elem(8) + u16);
-  check_s(&Cd, "gemm_dgelu_bgrad C", gemm + bound_elem(32) + u16);
+  /* the derivative with c = 64, not gelu_backward's 32: on cuda it is cuBLASLt's DGELU, the
+   * library's own approximation of the tanh form (its documentation bounds nothing), which an
+   * H200 run (2026-11-26) put at 6.19e-6 from the sequence's on M 37 N 24 K 19 ta 1, 1.04 times
+   * the c = 32 bound, where an earlier run's inputs gave 4.31e-6: c = 64 allows the library's
+   * derivative the error ours has once more (a wrong derivative or product is off by O(1) of
+   * max |C|, 10^5 times this bound) */
+  check_s(&Cd, "gemm_dgelu_bgrad C", gemm + bound_elem(64) + u16);
   check_f32(&db, "gemm_dgelu_bgrad db", gemm + bound_sum(4, M) + 2 * u16);
   DROP_ALL(&A, &B, &bias, &Cb, &pre, &Cg, &pre_in, &Cd, &db);
 }
