@@ -423,7 +423,9 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_q(fl_dims d, const T *qk
 // while this one is used: two __syncthreads per tile.  ldmatrix reads the operands from shared
 // memory (rows padded by 8 elements: 8 rows of an 8x8 matrix fall in distinct banks).
 // Exponentials in base 2 (exp2f(x log2 e), the scale folded in); the masked work skipped in
-// 16-key (16-query) chunks on the diagonal tile.  The same function as the wmma kernels:
+// 16-key (16-query) chunks on the diagonal tile, and no mask tested on the tiles wholly below
+// it (most of them: the softmax's elementwise work, not the tensor cores, bounds hd 64).
+// The same function as the wmma kernels:
 // same masks (the dropout bits drawn per element from the same row hashes), same dQ pass (no
 // atomics: every sum in a fixed order, bit-reproducible run to run); only the rounding order
 // of the fp32 sums differs.  Head sizes 64 and 128 (template instances); others run the wmma
@@ -549,14 +551,20 @@ F2_UNROLL
       for (int j = 0; j < NT; j++) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
       f2_abt<T, HD>(sc, qf, Qs, Kt, LD, 0, nc); // S = Q K^T
       float mt[2] = {-INFINITY, -INFINITY};
+      if (k0 + F2_BN <= qw0 && qw0 + 16 <= d.s) // every row of the warp sees every key of the tile
 F2_UNROLL
-      for (int j = 0; j < NT; j++)
+        for (int j = 0; j < NT; j++)
 F2_UNROLL
-        for (int e = 0; e < 4; e++) {
-          const int q = qw0 + g + 8 * (e / 2), k = k0 + 8 * j + 2 * t4 + e % 2;
-          sc[j][e] = j < 2 * nc && k <= q && q < d.s ? sc[j][e] * sl2 : -INFINITY;
-          mt[e / 2] = fmaxf(mt[e / 2], sc[j][e]);
-        }
+          for (int e = 0; e < 4; e++) sc[j][e] *= sl2, mt[e / 2] = fmaxf(mt[e / 2], sc[j][e]);
+      else // the diagonal tile or the sequence's end: the mask element by element
+F2_UNROLL
+        for (int j = 0; j < NT; j++)
+F2_UNROLL
+          for (int e = 0; e < 4; e++) {
+            const int q = qw0 + g + 8 * (e / 2), k = k0 + 8 * j + 2 * t4 + e % 2;
+            sc[j][e] = j < 2 * nc && k <= q && q < d.s ? sc[j][e] * sl2 : -INFINITY;
+            mt[e / 2] = fmaxf(mt[e / 2], sc[j][e]);
+          }
       float alpha[2];
 F2_UNROLL
       for (int r = 0; r < 2; r++) {
@@ -624,6 +632,7 @@ F2_UNROLL
 // lq2, Dq; per column from the tile's arrays L2, Dc (index: query - col0).
 struct f2_ds_args {
   int bi, hh, kr, row0, col0, c_lo, c_hi; // 16-column chunks [c_lo, c_hi) computed, the rest zero
+  int whole;                               // every (query, key) of the tile seen: no mask to test
   float lq2[2], Dq[2];
   uint64_t rh[2];
   const float *L2, *Dc;
@@ -646,7 +655,7 @@ F2_UNROLL
         const int e = 2 * r + cc, row = a.row0 + g + 8 * r;
         const int q = a.kr ? col : row, k = a.kr ? row : col;
         float p = 0.0f, pd = 0.0f, ds = 0.0f;
-        if (j >= 2 * a.c_lo && j < 2 * a.c_hi && f2_sees(k, q, d.s)) {
+        if (a.whole || (j >= 2 * a.c_lo && j < 2 * a.c_hi && f2_sees(k, q, d.s))) {
           const float l2 = a.kr ? a.L2[col - a.col0] : a.lq2[r], D = a.kr ? a.Dc[col - a.col0] : a.Dq[r];
           p = exp2f(sc[j][e] * sl2 - l2);
           float dpv = dp[j][e];
@@ -787,7 +796,9 @@ F2_UNROLL
         for (int e = 0; e < 4; e++) sc[j][e] = dp[j][e] = 0.0f;
       f2_abt<T, HD>(sc, AR::on ? kf : 0, Ks + 16 * w * LD, Qt, LD, c_lo, F2_BN / 16);  // S^T = K Q^T
       f2_abt<T, HD>(dp, AR::on ? vf : 0, Vs + 16 * w * LD, dOt, LD, c_lo, F2_BN / 16); // dP^T = V dO^T
-      f2_ds_args a = {bi, hh, 1, kw0, q0, c_lo, F2_BN / 16, {0, 0}, {0, 0}, {0, 0}, L2s + cur * F2_BN, Ds + cur * F2_BN};
+      const int whole = q0 >= kw0 + 15 && q0 + F2_BN <= d.s && kw0 + 16 <= d.s; // every query after every key
+      f2_ds_args a = {bi, hh, 1, kw0, q0, c_lo, F2_BN / 16, whole, {0, 0}, {0, 0}, {0, 0}, L2s + cur * F2_BN,
+                      Ds + cur * F2_BN};
       f2_ds(d, a, sc, dp);
       f2_acc_xb<T, HD>(dv, sc, dOt, LD, c_lo, F2_BN / 16); // dV += Pd^T dO
       f2_acc_xb<T, HD>(dk, dp, Qt, LD, c_lo, F2_BN / 16);  // dK += dS^T Q
@@ -824,7 +835,7 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_bwd_q(fl_dims d, const T *q
   f2_load<T, HD>(Ks, K, d.ld, 0, F2_BN, d.s, async);
   f2_load<T, HD>(Vs, V, d.ld, 0, F2_BN, d.s, async);
   ptdp_cp_async_commit();
-  f2_ds_args a = {bi, hh, 0, qw0, 0, 0, 0, {0, 0}, {0, 0}, {0, 0}, (const float *)0, (const float *)0};
+  f2_ds_args a = {bi, hh, 0, qw0, 0, 0, 0, 0, {0, 0}, {0, 0}, {0, 0}, (const float *)0, (const float *)0};
   for (int r = 0; r < 2; r++) {
     const int q = qw0 + g + 8 * r;
     a.lq2[r] = q < d.s ? L[q] * F2_LOG2E : 0.0f, a.Dq[r] = q < d.s ? Dr[q] : 0.0f;
@@ -856,7 +867,7 @@ F2_UNROLL
         for (int e = 0; e < 4; e++) sc[j][e] = dp[j][e] = 0.0f;
       f2_abt<T, HD>(sc, AR::on ? qf : 0, Qs + 16 * w * LD, Kt, LD, 0, nc);  // S = Q K^T
       f2_abt<T, HD>(dp, AR::on ? df : 0, dOs + 16 * w * LD, Vt, LD, 0, nc); // dP = dO V^T
-      a.col0 = k0, a.c_hi = nc;
+      a.col0 = k0, a.c_hi = nc, a.whole = k0 + F2_BN <= qw0 && qw0 + 16 <= d.s; // every key before every query
       f2_ds(d, a, sc, dp);
       f2_acc_xb<T, HD>(dq, dp, Kt, LD, 0, nc); // dQ += dS K
     }
