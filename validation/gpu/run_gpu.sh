@@ -290,16 +290,19 @@ step_ops() {
 }
 step_model() { run_tests validation/tests/gpu/test_cuda_model.sh; }
 step_sanitizer() {
-  # each of the two tools gets half the step, less a margin for the probe run and the harness
-  PTDP_SANITIZER_TIMEOUT=$(((STEP_TIMEOUT - 10) / 2))
+  # each of the four runs (two tools, two cases: fp32 and bf16) gets a quarter of the step, less
+  # a margin for the harness
+  PTDP_SANITIZER_TIMEOUT=$(((STEP_TIMEOUT - 10) / 4))
   [ "$PTDP_SANITIZER_TIMEOUT" -ge 1 ] || PTDP_SANITIZER_TIMEOUT=1
   export PTDP_SANITIZER_TIMEOUT
   run_tests validation/tests/gpu/test_cuda_sanitizer.sh
   local log=$LOGD/test_cuda_sanitizer.log
-  # name each tool's verdict in the why (the test prints ok:/FAIL: per tool)
+  # name each case's and tool's verdict in the why (the test prints ok:/FAIL: per run, the case
+  # last in parentheses: "...: no errors (exit 0; bf16)")
   if [ -f "$log" ] && grep -q -- '--tool' "$log" && [ "$(cut -f1 "$LOGD/sanitizer.result")" != SKIP ]; then
     result "$(cut -f1 "$LOGD/sanitizer.result")" "$(grep -E '^(ok|FAIL): compute-sanitizer' "$log" |
-      sed 's/^\(ok\|FAIL\): compute-sanitizer --tool \([a-z]*\).*/\2 \1/' | tr '\n' ',' | sed 's/,$//; s/,/, /g')"
+      sed 's/^\(ok\|FAIL\): compute-sanitizer --tool \([a-z]*\).*[ (;]\([a-z0-9]*\))$/\3 \2 \1/' | tr '\n' ',' |
+      sed 's/,$//; s/,/, /g')"
   fi
 }
 

@@ -227,6 +227,8 @@ rc=$?
 ok $? "sanitizer: a hang fails at PTDP_SANITIZER_TIMEOUT (exit $rc)"
 cs clean
 ok $? "sanitizer: a clean run passes"
+[ "$(grep -c '^ok: compute-sanitizer --tool .*; bf16)$' "$TMPD/cs-clean.out")" = 2 ]
+ok $? "sanitizer: the bf16 case (the mma flash kernels) runs under both tools"
 
 # ---- 6. bench_gpu.sh's verdicts (a fake trainer: log lines of 100*i ms and 10*i TFLOP/s)
 cat > "$S/fake-train" <<'EOF'
