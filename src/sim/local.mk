@@ -32,8 +32,11 @@ EXTRA_DIST += validation/sim/narayanan2021_table1.csv validation/sim/korthikanti
               validation/sim/korthikanti2022_table3_model_configs.csv
 # Hardware files and the script that measures this machine
 EXTRA_DIST += inputs/hw/dgx-a100-80gb.hw inputs/hw/dgx-h100.hw inputs/hw/dgx-h200.hw inputs/hw/dgx2h-v100.hw \
-              inputs/hw/cpu-local.hw
+              inputs/hw/cpu-local.hw inputs/hw/h200-ptdp.hw
 dist_noinst_SCRIPTS += jobs/measure_cpu_hw.sh jobs/measure_gpu_hw.sh
 # measure_gpu_hw.sh's arguments and its clear failure without a GPU (with a planted mistake)
 TESTS += validation/tests/sim/test_measure_gpu_hw.sh
 dist_noinst_SCRIPTS += validation/tests/sim/test_measure_gpu_hw.sh
+# ptdp-sim against ptdp's own steps measured on an H200 (inputs/hw/h200-ptdp.hw), with a plant
+TESTS += validation/tests/sim/test_sim_h200_ptdp.sh
+dist_noinst_SCRIPTS += validation/tests/sim/test_sim_h200_ptdp.sh

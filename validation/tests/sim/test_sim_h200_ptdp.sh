@@ -1,0 +1,45 @@
+#!/bin/sh
+# ptdp-sim against ptdp's own steps measured on an NVIDIA H200 (issue 25): inputs/hw/h200-ptdp.hw
+# is what jobs/measure_gpu_hw.sh measured there, and validation/sim/check_gpu_prediction.sh ran
+# the two configurations below on the same GPU in the same call (validation/bench/README.md, GPU
+# second run): GPT 125M at micro-batch 8 took 27.6 ms a step, 1.3B at micro-batch 2 119.3 ms.
+# ptdp-sim, given that file and check_gpu_prediction.sh's flags, must predict each within the
+# 10% that script allows, so a change to the cost model that loses ptdp's own GPU steps fails
+# here, on a machine without a GPU.  A plant: the same prediction with the file's flash-attention
+# efficiencies halved must fall outside (the 125M step is 39% attention), so the check can fail.
+. "$top_srcdir/validation/tests/common.sh"
+SIM="$top_builddir/ptdp-sim"
+HW="$top_srcdir/inputs/hw/h200-ptdp.hw"
+DECK="$top_srcdir/validation/bench/bench.in"
+TOL=10
+cfg() { # check_gpu_prediction.sh's configurations and flags
+  case $1 in
+  125M) echo "--num-layers 12 --hidden-size 768 --num-attention-heads 12 --max-position-embeddings 1024" \
+    "--seq-length 1024 --vocab-size 50304" ;;
+  1.3B) echo "--num-layers 24 --hidden-size 2048 --num-attention-heads 16 --max-position-embeddings 2048" \
+    "--seq-length 2048 --vocab-size 50304" ;;
+  esac
+}
+predict() { # HW CONFIG MB: the predicted step in ms
+  # shellcheck disable=SC2046
+  "$SIM" "$DECK" --hardware "$1" --fusion none --implementation megatron-core --hidden-dropout 0 \
+    --attention-dropout 0 $(cfg "$2") --bf16 true --micro-batch-size "$3" --global-batch-size "$3" 2> "$TMPD/sim.err" |
+    sed -n 's/^iteration time (s): //p' | awk '{ printf "%.3f", 1000 * $1 }'
+}
+within() { awk -v p="$1" -v m="$2" -v t="$TOL" 'BEGIN { e = 100 * (p - m) / m; exit !(e <= t && e >= -t) }'; }
+for run in 125M:8:27.6 1.3B:2:119.3; do
+  name=${run%%:*} rest=${run#*:}
+  mb=${rest%%:*} measured=${rest#*:}
+  p=$(predict "$HW" "$name" "$mb")
+  [ -n "$p" ] || { cat "$TMPD/sim.err"; }
+  [ -n "$p" ] && within "$p" "$measured"
+  ok $? "$name mb $mb: predicted $p ms against the H200's measured $measured ms (within $TOL%)"
+done
+# the plant: the attention twice as slow
+awk -F ' = ' '/^flash-attention-efficiency-/ { printf "%s = %.4f\n", $1, $2 / 2; next } { print }' "$HW" > "$TMPD/half.hw"
+grep -q '^flash-attention-efficiency-forward = 0.0285' "$TMPD/half.hw"
+ok $? "planted: the hardware file's flash efficiencies halved ($(grep -m 1 '^flash-attention-efficiency-forward' "$TMPD/half.hw"))"
+p=$(predict "$TMPD/half.hw" 125M 8)
+[ -n "$p" ] && ! within "$p" 27.6
+ok $? "planted: with the attention twice as slow the 125M prediction ($p ms) falls outside $TOL% of 27.6 ms"
+finish
