@@ -16,6 +16,10 @@
 . "$top_srcdir/validation/tests/common.sh"
 corpus_or_skip
 LAUNCH_TIMEOUT=600
+if grep -q __asan_init "$TRAIN" 2>/dev/null; then # a sanitized build: about 10 s an iteration here
+  LAUNCH_TIMEOUT=3000
+  echo "sanitized build: each run may take up to $LAUNCH_TIMEOUT s"
+fi
 run() { # NAME FLAGS...
   name=$1
   shift
