@@ -49,6 +49,14 @@ int ptdp_backend_use_flash(const ptdp_backend *be, ptdp_attention_backend choice
   PTDP_CHECK(has || !*flash,
              "attention-backend = flash: the %s backend has no fused attention in %s (use unfused or auto%s)",
              be->name, ptdp_dtype_name(be->dtype), be->stream ? "; on cuda it needs bf16 or fp16" : "");
+  /* refused for the groups alone: the same shape without them would be taken */
+  ptdp_attn_desc ungrouped = *d;
+  ungrouped.groups = 0;
+  const int grouped = d->groups > 0 && d->groups != d->al && has && be->flash_supports &&
+                      be->flash_supports(be, &ungrouped);
+  PTDP_CHECK(takes || !*flash || !grouped,
+             "attention-backend = flash: the %s backend's fused attention does not take grouped queries "
+             "(%d heads in %d groups): use unfused or auto", be->name, d->al, d->groups);
   PTDP_CHECK(takes || !*flash,
              "attention-backend = flash: the %s backend's fused attention does not take heads of %d (a multiple "
              "of 16 up to 128) or %d x %d (sample, head) pairs: use unfused or auto", be->name, d->hd, d->b, d->al);

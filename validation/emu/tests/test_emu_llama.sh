@@ -67,7 +67,7 @@ done
 launch 1 "$TRAIN" "$DECK" --backend cuda --bf16 --attention-backend flash > "$TMPD/flash.log" 2>&1
 rc=$?
 ok $((rc == 1 ? 0 : 1)) "attention-backend flash with grouped queries on cuda is refused (exit $rc, want 1)"
-grep -q "attention-backend = flash: the cuda backend's fused attention does not take" "$TMPD/flash.log"
+grep -q "attention-backend = flash: the cuda backend's fused attention does not take grouped queries" "$TMPD/flash.log"
 ok $? "the refusal says so: $(grep -m1 'error:' "$TMPD/flash.log")"
 cat "$TMPD/worst"
 finish
