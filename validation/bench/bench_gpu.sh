@@ -99,14 +99,8 @@ if [ "${GEMM_N:-8192}" != 0 ]; then
 fi
 
 # ---- 2. training runs
-config() { # name -> model flags
-  case $1 in
-    125M) echo "--num-layers 12 --hidden-size 768 --num-attention-heads 12 --max-position-embeddings 1024 --seq-length 1024 --vocab-size 50304" ;;
-    1.3B) echo "--num-layers 24 --hidden-size 2048 --num-attention-heads 16 --max-position-embeddings 2048 --seq-length 2048 --vocab-size 50304" ;;
-    tiny) echo "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --max-position-embeddings 128 --seq-length 128 --vocab-size 1024" ;;
-    *) return 1 ;;
-  esac
-}
+. "$here/gpt_configs.sh"
+config() { gpt_config "$@"; } # name -> model flags
 prec_flags() {
   case $1 in
     fp32) echo "" ;;

@@ -10,7 +10,7 @@ EXTRA_DIST += validation/bench/bench_checkpoint.sh validation/bench/io_bench.c
 dist_noinst_SCRIPTS += validation/bench/bench_data_preprocess.sh
 EXTRA_DIST += validation/bench/gen_jsonl.py
 # GPU: the GEMM ceiling probe and the training benchmark of issue 12 (bench_gpu.sh builds the probe)
-EXTRA_DIST += validation/bench/bench_gpu.sh validation/bench/gemm_gpu_bench.c
+EXTRA_DIST += validation/bench/bench_gpu.sh validation/bench/gemm_gpu_bench.c validation/bench/gpt_configs.sh
 # issue 13: ptdp-sim against ptdp-train on this CPU machine (time per iteration, peak activations)
 dist_noinst_SCRIPTS += validation/bench/bench_sim_cpu.sh
 # issue 13: ptdp's CPU backend timed operator by operator, for ptdp-sim's CPU hardware file

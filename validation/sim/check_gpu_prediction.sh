@@ -23,15 +23,8 @@ st=$?
 [ $st -eq 0 ] || { echo "check_gpu_prediction.sh: measure_gpu_hw.sh failed ($st)" >&2; exit 1; }
 mpiexec=${MPIEXEC:-mpirun --bind-to none}
 [ "$(id -u)" = 0 ] && mpiexec="$mpiexec --allow-run-as-root"
-config() {
-  case $1 in
-  125M) echo "--num-layers 12 --hidden-size 768 --num-attention-heads 12 --max-position-embeddings 1024" \
-    "--seq-length 1024 --vocab-size 50304" ;;
-  1.3B) echo "--num-layers 24 --hidden-size 2048 --num-attention-heads 16 --max-position-embeddings 2048" \
-    "--seq-length 2048 --vocab-size 50304" ;;
-  *) return 1 ;;
-  esac
-}
+. "$top/validation/bench/gpt_configs.sh"
+config() { gpt_config "$@"; }
 status=0
 printf '%-6s %4s %12s %12s %8s\n' config mb measured_ms predicted_ms error_%
 for spec in ${RUNS:-125M:8 1.3B:2}; do

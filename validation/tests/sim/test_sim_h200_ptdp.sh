@@ -12,14 +12,8 @@ SIM="$top_builddir/ptdp-sim"
 HW="$top_srcdir/inputs/hw/h200-ptdp.hw"
 DECK="$top_srcdir/validation/bench/bench.in"
 TOL=10
-cfg() { # check_gpu_prediction.sh's configurations and flags
-  case $1 in
-  125M) echo "--num-layers 12 --hidden-size 768 --num-attention-heads 12 --max-position-embeddings 1024" \
-    "--seq-length 1024 --vocab-size 50304" ;;
-  1.3B) echo "--num-layers 24 --hidden-size 2048 --num-attention-heads 16 --max-position-embeddings 2048" \
-    "--seq-length 2048 --vocab-size 50304" ;;
-  esac
-}
+. "$top_srcdir/validation/bench/gpt_configs.sh" # check_gpu_prediction.sh's configurations
+cfg() { gpt_config "$@"; }
 predict() { # HW CONFIG MB: the predicted step in ms
   # shellcheck disable=SC2046
   "$SIM" "$DECK" --hardware "$1" --fusion none --implementation megatron-core --hidden-dropout 0 \
