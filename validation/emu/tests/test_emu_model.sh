@@ -104,5 +104,12 @@ train p2_interleave_bf16 2 --backend cuda --bf16 --attention-backend flash --pip
 # the distributed optimizer's dump has no whole step-1 gradients: losses and initial weights
 train d2_distopt_bf16 2 --backend cuda --bf16 --use-distributed-optimizer --attention-backend flash &&
   compare d2_distopt_bf16 cpu_bf16 init && native d2_distopt_bf16 bf16
+# heads of 64 (hidden 128, 2 heads; s 96: a tile wholly below the diagonal, the diagonal's and a
+# tail): the mma flash kernels (cuda_flash.cu's default for heads of 64 and 128; the runs above,
+# heads of 16, take the wmma ones) through the model, bf16, one rank, the same bounds
+HD64="--bf16 --hidden-size 128 --num-attention-heads 2 --seq-length 96 --max-position-embeddings 96"
+# shellcheck disable=SC2086
+train cpu_hd64 1 --backend cpu $HD64 &&
+  train flash_hd64 1 --backend cuda $HD64 --attention-backend flash && compare flash_hd64 cpu_hd64 init,step1/grads
 cat "$TMPD/worst"
 finish
