@@ -19,7 +19,8 @@
 #     --dist FILE    the tarball (default: the one ptdp-*.tar.gz in the pack directory)
 #     --work DIR     scratch for the unpacked archives and the build (default /tmp/ptdp-gpu;
 #                    emptied first)
-#     --budget S     seconds for the whole run (default 570)
+#     --budget S     seconds for the whole run (default 570; refused below the least times of the
+#                    steps to run, 265 s for all of them)
 #     --jobs N       make -j N (default: the number of CPUs)
 #     --only LIST    comma-separated steps to run (the others are SKIPs), e.g. unpack,configure,build
 #     --report-only  print the report of the last run in --work again (no step runs)
@@ -328,9 +329,27 @@ step_bench() {
 }
 
 # ---------------------------------------------------------------- the driver
-# seconds that the steps after NAME need at least
+# the least time of step NAME (its least, or its budget where STEP_BUDGETS makes that smaller)
+least_of() {
+  local b least budget
+  least=$(echo "$STEPS" | awk -F: -v s="$1" '$1 == s { print $3 }')
+  budget=$(echo "$STEPS" | awk -F: -v s="$1" '$1 == s { print $2 }')
+  for b in ${STEP_BUDGETS//,/ }; do [ "${b%%=*}" = "$1" ] && budget=${b#*=}; done
+  echo $((least < budget ? least : budget))
+}
+
+# whether step NAME runs (--only lists it, or there is no --only)
+will_run() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
+
+# seconds that the steps after NAME (those that will run) need at least; "-": all of them
 reserve_after() {
-  echo "$STEPS" | awk -F: -v s="$1" 'found { r += $3 } $1 == s { found = 1 } END { print r + 0 }'
+  local s found=0 r=0
+  [ "$1" = - ] && found=1
+  for s in $(echo "$STEPS" | cut -d: -f1); do
+    if [ $found = 1 ] && will_run "$s"; then r=$((r + $(least_of "$s"))); fi
+    [ "$s" = "$1" ] && found=1
+  done
+  echo $r
 }
 
 # record NAME RESULT SECONDS WHY: a row of the report, a progress line, OUT_DIR refreshed
@@ -346,7 +365,7 @@ run_step() {
   local name=$1 budget=$2 least=$3 needs=$4 left t rc t0 res why b
   for b in ${STEP_BUDGETS//,/ }; do [ "${b%%=*}" = "$name" ] && budget=${b#*=}; done
   [ "$least" -le "$budget" ] || least=$budget
-  if [ -n "$ONLY" ] && [[ ",$ONLY," != *",$name,"* ]]; then
+  if ! will_run "$name"; then
     record "$name" SKIP 0 "not in --only $ONLY"
     return
   fi
@@ -413,6 +432,10 @@ for b in ${STEP_BUDGETS//,/ }; do
   echo "$STEPS" | grep -q "^${b%%=*}:" && [[ ${b#*=} =~ ^[0-9]+$ ]] ||
     die_usage "STEP_BUDGETS: '$b' is not STEP=SECONDS with a step of: $(echo "$STEPS" | cut -d: -f1 | tr '\n' ' ')"
 done
+# a budget below the least times of the steps to run would skip every one of them: refused
+need=$(($(reserve_after -) + FINAL_RESERVE))
+[ "$BUDGET" -ge "$need" ] ||
+  die_usage "--budget $BUDGET: the steps to run need at least $need s (their least times and $FINAL_RESERVE s for the report; fewer steps with --only, or smaller ones with STEP_BUDGETS)"
 OUTD=${OUTD:-${OUT:-$PWD/ptdp-gpu-out}}
 if [ $report_only = 1 ]; then
   [ -f "$W/report.tsv" ] || die_usage "--report-only: no report.tsv in $W"

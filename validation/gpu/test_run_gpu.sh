@@ -189,10 +189,16 @@ e=$(cat "$TMPD/w5/build/configure.env" 2>&1)
 ok $? "--deps none: configure runs with the environment's CC as it is (got: $e)"
 expect model SKIP "not in --only"
 O=$TMPD/o4
-"$RG" $P --work "$TMPD/w4" --budget 60 "$O" > "$TMPD/run4.out" 2>&1
-ok $? "a budget too small for any step: exit 0"
-expect preflight SKIP "no time left"
-expect bench SKIP "needs build"
+# a budget below the steps' least times would skip them all (a GPU call spent for nothing, seen
+# with --budget 210): refused before anything runs; with --only the steps left out need nothing
+"$RG" $P --work "$TMPD/w4" --budget 210 "$O" > "$TMPD/run4.out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q -- "--budget 210: the steps to run need at least 265 s" "$TMPD/run4.out" && [ ! -e "$TMPD/w4" ]
+ok $? "a budget below the steps' least times: exit 2 with the reason, nothing made (got $rc: $(head -n 1 "$TMPD/run4.out"))"
+"$RG" $P --work "$TMPD/w4" --budget 60 --only preflight,unpack "$O" > "$TMPD/run4.out" 2>&1
+ok $? "--budget 60 with --only preflight,unpack (25 s needed): runs"
+expect unpack PASS "ptdp-9.9.9.tar.gz"
+expect bench SKIP "not in --only"
 
 # ---- 5. the sanitizer test's verdicts (a fake trainer, launcher and compute-sanitizer)
 S=$TMPD/sb
