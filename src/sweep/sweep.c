@@ -27,10 +27,16 @@ typedef struct {
   ptdp_sim_result *r; /* scratch for one prediction */
 } sweep_ctx;
 
-static double state_bytes_lower(const ptdp_args *a, int t, int p, int d, int distopt)
+double ptdp_sweep_state_bytes_lower(const ptdp_args *a, int t, int p, int d, int distopt)
 {
-  const double h = (double)a->hidden_size, f = (double)ptdp_args_ffn(a);
-  const double params = (double)a->num_layers / p * (4 * h * h + 2 * h * f) / t;
+  /* a layer's matrices (biases and norms left out: a lower bound): linear_qkv [(heads + 2 groups)
+   * kv, h] and linear_proj [h, heads kv] (4 h^2 without grouped queries or kv-channels), the MLP's
+   * two (GeLU) or three (SwiGLU) [f, h] matrices */
+  const double h = (double)a->hidden_size, f = (double)ptdp_args_ffn(a), heads = (double)a->num_attention_heads;
+  const double kv = a->kv_channels ? (double)a->kv_channels : h / heads;
+  const double groups = a->group_query_attention ? (double)a->num_query_groups : heads;
+  const double attn = h * (heads + 2 * groups) * kv + heads * kv * h, mlp = (a->swiglu ? 3 : 2) * h * f;
+  const double params = (double)a->num_layers / p * (attn + mlp) / t;
   const int half = a->fp16 || a->bf16;
   const double per = (half ? 2 + 2 : 4 + 4) + (half ? 12.0 : 8.0) / (distopt ? d : 1);
   return params * per;
@@ -199,7 +205,7 @@ int ptdp_sweep_run(const ptdp_args *base, const ptdp_sim_hw *hw, const ptdp_sim_
       const long long d = n / (t * p);
       if (gbs % d) continue;
       for (int distopt = 0; !err && distopt <= (d > 1); distopt++) {
-        if (state_bytes_lower(base, (int)t, (int)p, (int)d, distopt) > usable) {
+        if (ptdp_sweep_state_bytes_lower(base, (int)t, (int)p, (int)d, distopt) > usable) {
           res->bounded++;
           continue;
         }
