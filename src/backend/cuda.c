@@ -276,6 +276,9 @@ static void ctx_release(ptdp_cu_ctx *c)
   if (c->red_host) report_cuda(cudaFreeHost(c->red_host), "cudaFreeHost", "sumsq result");
   if (c->many) report_cuda(cudaFree(c->many), "cudaFree", "sumsq_many sums");
   if (c->many_host) report_cuda(cudaFreeHost(c->many_host), "cudaFreeHost", "sumsq_many results");
+  if (c->many_tab) report_cuda(cudaFree(c->many_tab), "cudaFree", "sumsq_many table");
+  if (c->many_tab_host) report_cuda(cudaFreeHost(c->many_tab_host), "cudaFreeHost", "sumsq_many table");
+  if (c->many_part) report_cuda(cudaFree(c->many_part), "cudaFree", "sumsq_many partial sums");
   cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
   if (c->lt && (st = cublasLtDestroy(c->lt)) != CUBLAS_STATUS_SUCCESS)
     fprintf(stderr, "ptdp: cuda: cublasLtDestroy failed: %s\n", cublasGetStatusString(st));
@@ -425,28 +428,50 @@ static double cu_sumsq(ptdp_backend *be, const float *x, size_t n)
   return *c->red_host;
 }
 
-/* Room for count sums on the device and in pinned memory (kept between calls). */
+/* Room for count arrays' sums and table on the device and in pinned memory (kept between calls;
+ * the previous call has waited for its copies, so the pinned table is free to refill). */
 static int many_room(ptdp_cu_ctx *c, int count)
 {
   if (count <= c->many_cap) return PTDP_OK;
   if (c->many) PTDP_CALL_CUDA(cudaFree(c->many));
   if (c->many_host) PTDP_CALL_CUDA(cudaFreeHost(c->many_host));
+  if (c->many_tab) PTDP_CALL_CUDA(cudaFree(c->many_tab));
+  if (c->many_tab_host) PTDP_CALL_CUDA(cudaFreeHost(c->many_tab_host));
   c->many = c->many_host = NULL;
+  c->many_tab = c->many_tab_host = NULL;
   c->many_cap = 0;
   PTDP_CALL_CUDA(cudaMalloc((void **)&c->many, (size_t)count * sizeof(double)));
   PTDP_CALL_CUDA(cudaMallocHost((void **)&c->many_host, (size_t)count * sizeof(double)));
+  PTDP_CALL_CUDA(cudaMalloc(&c->many_tab, (size_t)count * sizeof(ptdp_cuk_sumsq_entry)));
+  PTDP_CALL_CUDA(cudaMallocHost(&c->many_tab_host, (size_t)count * sizeof(ptdp_cuk_sumsq_entry)));
   c->many_cap = count;
   return PTDP_OK;
 }
 
-/* sumsq's kernels for each array (their partials in red, reused in stream order), each sum into
- * its own slot, then one copy back and one wait. */
+/* Room for blocks partial sums on the device. */
+static int many_part_room(ptdp_cu_ctx *c, int blocks)
+{
+  if (blocks <= c->many_part_cap) return PTDP_OK;
+  if (c->many_part) PTDP_CALL_CUDA(cudaFree(c->many_part));
+  c->many_part = NULL;
+  c->many_part_cap = 0;
+  PTDP_CALL_CUDA(cudaMalloc((void **)&c->many_part, (size_t)blocks * sizeof(double)));
+  c->many_part_cap = blocks;
+  return PTDP_OK;
+}
+
+/* The arrays' table to the device, sumsq's blocks for all of them in one launch and their finals
+ * in another (ptdp_cuk_sumsq_many: each sum sumsq's bits), one copy back and one wait. */
 static int cu_sumsq_many(ptdp_backend *be, const float *const *x, const size_t *n, int count, double *out)
 {
   ptdp_cu_ctx *c = be->ctx;
   if (count <= 0) return PTDP_OK;
   PTDP_CALL(many_room(c, count));
-  for (int i = 0; i < count; i++) PTDP_CALL_CUDA(ptdp_cuk_sumsq(c->stream, x[i], n[i], c->red, c->many + i));
+  ptdp_cuk_sumsq_entry *tab = c->many_tab_host;
+  const int blocks = ptdp_cuk_sumsq_plan(x, n, count, tab);
+  PTDP_CALL(many_part_room(c, blocks));
+  PTDP_CALL_CUDA(cudaMemcpyAsync(c->many_tab, tab, (size_t)count * sizeof *tab, cudaMemcpyHostToDevice, c->stream));
+  PTDP_CALL_CUDA(ptdp_cuk_sumsq_many(c->stream, c->many_tab, count, blocks, c->many_part, c->many));
   PTDP_CALL_CUDA(cudaMemcpyAsync(c->many_host, c->many, (size_t)count * sizeof(double), cudaMemcpyDeviceToHost,
                                  c->stream));
   PTDP_CALL(wait_stream(be, "sumsq_many"));

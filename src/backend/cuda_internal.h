@@ -51,7 +51,10 @@ typedef struct {
   double *red;          /* device partial sums of sumsq; its first slot is unscale_check's flag */
   double *red_host;     /* pinned: the sum (or unscale_check's flag) read back */
   double *many, *many_host; /* sumsq_many's sums, device and pinned, many_cap of each (grow) */
+  void *many_tab, *many_tab_host; /* its arrays' table (ptdp_cuk_sumsq_entry), device and pinned */
   int many_cap;
+  double *many_part;            /* its partial sums, many_part_cap of them (grow) */
+  int many_part_cap;
 } ptdp_cu_ctx;
 
 /* Backend scratch of at least n floats (device memory; contents undefined). */
@@ -114,6 +117,19 @@ cudaError_t ptdp_cuk_adamw(cudaStream_t st, float *p, const float *g, float *m, 
 /* Blocks of partial sums of squares in part [PTDP_CUK_RED_BLOCKS], then their sum in *out. */
 #define PTDP_CUK_RED_BLOCKS 1024
 cudaError_t ptdp_cuk_sumsq(cudaStream_t st, const float *x, size_t n, double *part, double *out);
+/* sumsq of count arrays in two launches: tab (device) holds each array's pointer, size and first
+ * partial-sum block (ptdp_cuk_sumsq_plan fills a host copy; the caller copies it over), part the
+ * partial sums of every block (ptdp_cuk_sumsq_plan's total), out[i] the sum of array i: the bits
+ * ptdp_cuk_sumsq gives, the same blocks summing the same elements in the same order. */
+typedef struct {
+  const float *x;
+  size_t n;
+  int b0, nb; /* its blocks: part[b0, b0 + nb) */
+} ptdp_cuk_sumsq_entry;
+/* Fill tab[i] for x[i], n[i]; returns the total number of partial-sum blocks. */
+int ptdp_cuk_sumsq_plan(const float *const *x, const size_t *n, int count, ptdp_cuk_sumsq_entry *tab);
+cudaError_t ptdp_cuk_sumsq_many(cudaStream_t st, const ptdp_cuk_sumsq_entry *tab, int count, int blocks, double *part,
+                                double *out);
 /* Mixed precision.  convert: a same-type convert is a cudaMemcpyAsync; unscale_check: *found
  * (device) set to 0, then to 1 by any non-finite x, as x *= inv_scale. */
 cudaError_t ptdp_cuk_convert(cudaStream_t st, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype sty, size_t n);
