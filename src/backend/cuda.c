@@ -539,19 +539,16 @@ static int cu_swiglu_backward(ptdp_backend *be, const float *x, const float *dy,
 #define cu_attention_forward ptdp_cu_attention_forward
 #define cu_attention_backward ptdp_cu_attention_backward
 
-/* Fused attention (cuda_flash.cu: wmma on 16-bit operands, so 16-bit tables only).  A head
- * size the kernels do not cover is the user's model: refused with the way out. */
-static int grouped(const ptdp_attn_desc *d) { return d->groups > 0 && d->groups != d->al; }
-
+/* Fused attention (cuda_flash.cu: wmma on 16-bit operands, so 16-bit tables only; grouped-query
+ * attention included, both sets of kernels).  A head size the kernels do not cover is the user's
+ * model: refused with the way out. */
 static int flash_covers(const ptdp_attn_desc *d)
 {
-  PTDP_CHECK(!grouped(d),
-             "attention-backend flash on the cuda backend: the fused kernels do not take grouped-query attention "
-             "yet (%d heads in %d groups); use --attention-backend unfused or auto", d->al, d->groups);
   PTDP_CHECK(ptdp_cuk_flash_supported(d),
              "attention-backend flash on the cuda backend needs a head size that is a multiple of 16 up to 128 "
-             "(this model: %d) and at most 65535 samples x local heads (%d x %d); use --attention-backend unfused",
-             d->hd, d->b, d->al);
+             "(this model: %d), at most 65535 samples x local heads (%d x %d) and local heads a multiple of the "
+             "local query groups (%d); use --attention-backend unfused",
+             d->hd, d->b, d->al, d->groups);
   return PTDP_OK;
 }
 
@@ -576,12 +573,11 @@ static int cu_flash_backward(ptdp_backend *be, const ptdp_attn_desc *d, const fl
 /* A 16-bit table has gemm_wgrad (16-bit A, B into the fp32 main gradient) and the fused
  * attention; an fp32 one has neither (its gemm with beta 1 is the same operation; FlashAttention
  * has no fp32 path, so --attention-backend auto runs the unfused attention there). */
-/* The head sizes and counts the fused kernels take (cuda_flash.cu); not grouped-query attention
- * (its rows [groups][al/groups + 2][hd]: the kernels read [al][3][hd]), which auto then runs
- * unfused. */
+/* The head sizes, counts and groups the fused kernels take (cuda_flash.cu; grouped-query attention's rows
+ * [groups][al/groups + 2][hd] included); auto runs the others unfused. */
 static int cu_flash_supports(const ptdp_backend *be, const ptdp_attn_desc *d)
 {
-  return !grouped(d) && ptdp_cuk_flash_supported(d);
+  return ptdp_cuk_flash_supported(d);
 }
 
 static void fill_table(ptdp_backend *be, ptdp_dtype t)

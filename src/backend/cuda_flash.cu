@@ -2,8 +2,13 @@
 // function of ptdp_cpu_flash_forward/backward (src/backend/cpu_attention.c) without the s x s
 // scores in global memory.  Two sets of kernels (cuda_flash.h: PTDP_FLASH_KERNEL chooses): the
 // mma kernels (the default; "the mma kernels" below: registers, inline PTX, cp.async; hd 64
-// and 128) and the wmma kernels described first here (the other head sizes, and the fallback).  Shapes as in ptdp/backend.h: qkv [N, 3 hl] with each token
-// row [al][3][hd] and rows (pos, sample), ctx [N, al hd], lse [b, al, s] fp32.
+// and 128) and the wmma kernels described first here (the other head sizes, and the fallback).  Shapes as in
+// ptdp/backend.h: qkv [N, (al + 2 groups) hd] with each token row [groups][al/groups query heads, the group's key,
+// its value][hd] ([al][3][hd] without grouped-query attention, groups = al) and rows (pos, sample), ctx [N, al hd],
+// lse [b, al, s] fp32.
+// Grouped-query attention: the forward and dQ blocks own one query head and read its group's K, V (only the
+// offsets change: fl_part); a dK/dV block owns a key tile of a group and runs over the group's query heads in
+// order, summing dK, dV in its fp32 accumulators across them and storing once (no atomics: the order is fixed).
 //
 // Tiling.  A block is 4 warps (128 threads) and owns a tile of 64 rows of one (sample, head)
 // pair; each warp owns 16 of those rows, so row statistics stay inside a warp.  The other
@@ -31,8 +36,9 @@
 // and a fused run equals an unfused run to rounding, not only in distribution.
 // Limits: hd a multiple of 16 up to 128 (the launchers refuse others: cudaErrorInvalidValue);
 // hd 64 and 128 have instances of their own (FL_BY_HD), where the accumulators stay in registers
-// (ptxas, sm_90: no stack frame but 32 bytes of spills in the bf16 dK/dV kernel at 255
-// registers); others read hd at run time and keep the dK/dV/dQ accumulators in local memory.
+// (ptxas 13.0, sm_90: 60 bytes of spill stores in the bf16 hd 128 dK/dV kernel at 255 registers,
+// 32 before the loop over a group's heads); others read hd at run time and keep the dK/dV/dQ
+// accumulators in local memory.
 // Shared memory per block (rows padded: FL_PAD_T), hd 128: forward 110 KiB, dK/dV 120.5 KiB, dQ
 // 111.5 KiB (hd 64: 70, 88.5, 79.5), above the default 48 KiB (cudaFuncSetAttribute).
 // NOT YET RUN ON A GPU: correctness is proven in the emulation (validation/emu/tests/
@@ -80,10 +86,12 @@ struct __align__(16) fl_vec {
 
 struct fl_dims {
   int b, s, al, hd;
+  int groups, hpg; // key/value groups (al without grouped-query attention) and query heads a group
+  long long w;     // a sample's qkv row, (al + 2 groups) hd elements
   long long head0;
   ptdp_dropout_key drop;
   float scale;
-  long long ld, ldc; // row strides of qkv (b 3 hl) and of ctx (b hl), in elements
+  long long ld, ldc; // row strides of qkv (b w) and of ctx (b hl), in elements
 };
 
 template <typename T> using frag_a = wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major>;
@@ -159,6 +167,14 @@ __device__ static uint64_t fl_row_hash(const fl_dims &d, int bi, int hh, int q)
                          (uint64_t)((d.head0 + hh) * d.s + q));
 }
 
+// Offset in qkv of sample bi's part of query head hh: part 0 its query, 1 its group's key, 2 its group's value
+// (the CPU's part_off; hd elements each, hpg query heads then the key and the value a group).
+__device__ __forceinline__ static long long fl_part(const fl_dims &d, int bi, int hh, int part, int hd)
+{
+  const int grp = hh / d.hpg, slot = part == 0 ? hh % d.hpg : d.hpg + part - 1;
+  return (long long)bi * d.w + ((long long)grp * (d.hpg + 2) + slot) * hd;
+}
+
 // ---------------------------------------------------------------- forward
 template <typename T, int HD>
 __global__ void __launch_bounds__(FL_THREADS) flash_fwd(fl_dims d, const T *qkv, T *ctx, float *lse)
@@ -168,7 +184,8 @@ __global__ void __launch_bounds__(FL_THREADS) flash_fwd(fl_dims d, const T *qkv,
   const int bi = blockIdx.y / d.al, hh = blockIdx.y % d.al;
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 2, half = lane % 2;
   const int q0 = qt * FL_ROWS, qw0 = q0 + 16 * w, q = qw0 + r;
-  const T *Q = qkv + (long long)bi * 3 * hl + (long long)hh * 3 * hd, *K = Q + hd, *V = Q + 2 * hd;
+  const T *Q = qkv + fl_part(d, bi, hh, 0, hd), *K = qkv + fl_part(d, bi, hh, 1, hd);
+  const T *V = qkv + fl_part(d, bi, hh, 2, hd);
   extern __shared__ fl_smem_t fl_smem[];
   unsigned char *sm = (unsigned char *)fl_smem;
   const int ldt = hd + FL_PAD_T, ldo = hd + FL_PAD_F; // rows of [*, hd] tiles: 16-bit, fp32
@@ -306,19 +323,18 @@ __device__ __forceinline__ static void fl_store_rows(T *out, long long ld, int r
   __syncwarp();
 }
 
-// dK, dV: one block per (key tile, pair); each warp 16 keys, over the query tiles that see them.
+// dK, dV: one block per (key tile, sample and group); each warp 16 keys, over the group's query heads in order and
+// the query tiles that see them.
 template <typename T, int HD>
 __global__ void __launch_bounds__(FL_THREADS) flash_bwd_kv(fl_dims d, const T *qkv, const T *dctx, const float *lse,
                                                            const float *D, T *dqkv)
 {
   const int hd = HD ? HD : d.hd, hl = d.al * hd;
-  const int kt = blockIdx.x, bi = blockIdx.y / d.al, hh = blockIdx.y % d.al;
+  const int kt = blockIdx.x, bi = blockIdx.y / d.groups, h0 = (blockIdx.y % d.groups) * d.hpg;
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int k0 = kt * FL_ROWS, kw0 = k0 + 16 * w;
-  const long long qoff = (long long)bi * 3 * hl + (long long)hh * 3 * hd;
-  const T *Q = qkv + qoff, *K = Q + hd, *V = Q + 2 * hd;
-  const T *dO = dctx + (long long)bi * hl + (long long)hh * hd;
-  const float *L = lse + ((long long)bi * d.al + hh) * d.s, *Dr = D + ((long long)bi * d.al + hh) * d.s;
+  const long long koff = fl_part(d, bi, h0, 1, hd), voff = fl_part(d, bi, h0, 2, hd);
+  const T *K = qkv + koff, *V = qkv + voff;
   extern __shared__ fl_smem_t fl_smem[];
   unsigned char *sm = (unsigned char *)fl_smem;
   const int ldt = hd + FL_PAD_T;
@@ -336,28 +352,32 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_kv(fl_dims d, const T *q
   frag_acc dk[FL_HD_MAX / 16], dv[FL_HD_MAX / 16];
   for (int j = 0; j < hd / 16; j++) wmma::fill_fragment(dk[j], 0.0f), wmma::fill_fragment(dv[j], 0.0f);
   const int nqt = (d.s + FL_COLS - 1) / FL_COLS;
-  for (int qt = k0 / FL_COLS; qt < nqt; qt++) {
-    const int q0 = qt * FL_COLS;
-    __syncthreads();
-    fl_load_rows(Qs, ldt, Q, d.ld, q0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
-    fl_load_rows(dOs, ldt, dO, d.ldc, q0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
-    for (int c = threadIdx.x; c < FL_COLS; c += FL_THREADS) {
-      Ls[c] = q0 + c < d.s ? L[q0 + c] : 0.0f;
-      Ds[c] = q0 + c < d.s ? Dr[q0 + c] : 0.0f;
+  for (int hh = h0; hh < h0 + d.hpg; hh++) {
+    const T *Q = qkv + fl_part(d, bi, hh, 0, hd), *dO = dctx + (long long)bi * hl + (long long)hh * hd;
+    const float *L = lse + ((long long)bi * d.al + hh) * d.s, *Dr = D + ((long long)bi * d.al + hh) * d.s;
+    for (int qt = k0 / FL_COLS; qt < nqt; qt++) {
+      const int q0 = qt * FL_COLS;
+      __syncthreads();
+      fl_load_rows(Qs, ldt, Q, d.ld, q0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
+      fl_load_rows(dOs, ldt, dO, d.ldc, q0, FL_COLS, d.s, hd, threadIdx.x, FL_THREADS);
+      for (int c = threadIdx.x; c < FL_COLS; c += FL_THREADS) {
+        Ls[c] = q0 + c < d.s ? L[q0 + c] : 0.0f;
+        Ds[c] = q0 + c < d.s ? Dr[q0 + c] : 0.0f;
+      }
+      __syncthreads();
+      if (kw0 >= d.s || kw0 > fl_min(q0 + FL_COLS, d.s) - 1) continue; // no key of the warp meets these queries
+      fl_abt(Sw, FL_LDS, Kw, ldt, Qs, ldt, FL_COLS / 16, hd);   // S^T [16 keys, 64 queries]
+      fl_abt(dPw, FL_LDS, Vw, ldt, dOs, ldt, FL_COLS / 16, hd); // dP^T
+      __syncwarp();
+      const fl_ds_args a = {bi, hh, 1, kw0, q0, Ls, Ds};
+      fl_ds(d, a, Sw, dPw, dSw, Pdw);
+      __syncwarp();
+      fl_ab_acc<T, frag_a<T> >(dv, Pdw, FL_LDP, dOs, ldt, FL_COLS, hd); // dV += Pd^T dO
+      fl_ab_acc<T, frag_a<T> >(dk, dSw, FL_LDP, Qs, ldt, FL_COLS, hd);  // dK += dS^T Q
     }
-    __syncthreads();
-    if (kw0 >= d.s || kw0 > fl_min(q0 + FL_COLS, d.s) - 1) continue; // no key of the warp meets these queries
-    fl_abt(Sw, FL_LDS, Kw, ldt, Qs, ldt, FL_COLS / 16, hd);   // S^T [16 keys, 64 queries]
-    fl_abt(dPw, FL_LDS, Vw, ldt, dOs, ldt, FL_COLS / 16, hd); // dP^T
-    __syncwarp();
-    const fl_ds_args a = {bi, hh, 1, kw0, q0, Ls, Ds};
-    fl_ds(d, a, Sw, dPw, dSw, Pdw);
-    __syncwarp();
-    fl_ab_acc<T, frag_a<T> >(dv, Pdw, FL_LDP, dOs, ldt, FL_COLS, hd); // dV += Pd^T dO
-    fl_ab_acc<T, frag_a<T> >(dk, dSw, FL_LDP, Qs, ldt, FL_COLS, hd);  // dK += dS^T Q
   }
   __syncwarp();
-  T *dK = dqkv + qoff + hd, *dV = dK + hd;
+  T *dK = dqkv + koff, *dV = dqkv + voff;
   fl_store_rows(dK, d.ld, kw0, d.s, dk, Sw, hd, d.scale);
   fl_store_rows(dV, d.ld, kw0, d.s, dv, Sw, hd, 1.0f);
 }
@@ -371,8 +391,8 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_q(fl_dims d, const T *qk
   const int qt = gridDim.x - 1 - blockIdx.x, bi = blockIdx.y / d.al, hh = blockIdx.y % d.al;
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int q0 = qt * FL_ROWS, qw0 = q0 + 16 * w;
-  const long long qoff = (long long)bi * 3 * hl + (long long)hh * 3 * hd;
-  const T *Q = qkv + qoff, *K = Q + hd, *V = Q + 2 * hd;
+  const long long qoff = fl_part(d, bi, hh, 0, hd);
+  const T *Q = qkv + qoff, *K = qkv + fl_part(d, bi, hh, 1, hd), *V = qkv + fl_part(d, bi, hh, 2, hd);
   const T *dO = dctx + (long long)bi * hl + (long long)hh * hd;
   const float *L = lse + ((long long)bi * d.al + hh) * d.s, *Dr = D + ((long long)bi * d.al + hh) * d.s;
   extern __shared__ fl_smem_t fl_smem[];
@@ -512,7 +532,8 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_fwd(fl_dims d, const T *qkv
   const int qt = gridDim.x - 1 - blockIdx.x, bi = blockIdx.y / d.al, hh = blockIdx.y % d.al; // longest rows first
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
   const int q0 = qt * F2_BM, qw0 = q0 + 16 * w;
-  const T *Q = qkv + (long long)bi * 3 * hl + (long long)hh * 3 * HD, *K = Q + HD, *V = Q + 2 * HD;
+  const T *Q = qkv + fl_part(d, bi, hh, 0, HD), *K = qkv + fl_part(d, bi, hh, 1, HD);
+  const T *V = qkv + fl_part(d, bi, hh, 2, HD);
   const bool async = (size_t)Q % 16 == 0;
   extern __shared__ fl_smem_t fl_smem[];
   T *Qs = (T *)fl_smem, *Ks = Qs + F2_BM * LD, *Vs = Ks + 2 * F2_BN * LD; // K, V: two stages each
@@ -733,22 +754,37 @@ template <int HD> struct f2_areg {
   static constexpr int n = on ? HD / 16 : 1;
 };
 
-// dK, dV: one block per (64-key tile, pair), a warp 16 keys, over the query tiles that see them.
+// Tile q0 of query head hh's Q, dO (16-bit) and its rows' lse log2 e, D (fp32) into one stage of the dK/dV pass.
+template <typename T, int HD>
+__device__ __forceinline__ static void f2_kv_fetch(const fl_dims &d, const T *qkv, const T *dctx, const float *lse,
+                                                   const float *D, int bi, int hh, int q0, T *Qs, T *dOs, float *L2s,
+                                                   float *Ds, bool async)
+{
+  const T *Q = qkv + fl_part(d, bi, hh, 0, HD), *dO = dctx + (long long)bi * d.al * HD + (long long)hh * HD;
+  const float *L = lse + ((long long)bi * d.al + hh) * d.s, *Dr = D + ((long long)bi * d.al + hh) * d.s;
+  f2_load<T, HD>(Qs, Q, d.ld, q0, F2_BN, d.s, async);
+  f2_load<T, HD>(dOs, dO, d.ldc, q0, F2_BN, d.s, async);
+  for (int c = threadIdx.x; c < F2_BN; c += F2_THREADS)
+    L2s[c] = q0 + c < d.s ? L[q0 + c] * F2_LOG2E : 0.0f, Ds[c] = q0 + c < d.s ? Dr[q0 + c] : 0.0f;
+}
+
+// dK, dV: one block per (64-key tile, sample and group), a warp 16 keys, over the group's query heads in order and,
+// for each, the query tiles that see the keys: one pipeline over the (head, query tile) steps, the next step's tile in
+// flight while this one is used, dK and dV summed over the heads in registers.
 template <typename T, int HD>
 __global__ void __launch_bounds__(F2_THREADS) flash2_bwd_kv(fl_dims d, const T *qkv, const T *dctx, const float *lse,
                                                             const float *D, T *dqkv)
 {
   constexpr int LD = HD + F2_PAD, NT = F2_BN / 8, DT = HD / 8;
   typedef f2_areg<HD> AR;
-  const int hl = d.al * HD;
-  const int kt = blockIdx.x, bi = blockIdx.y / d.al, hh = blockIdx.y % d.al;
+  const int kt = blockIdx.x, bi = blockIdx.y / d.groups, h0 = (blockIdx.y % d.groups) * d.hpg;
   const int w = threadIdx.x / 32;
   const int k0 = kt * F2_BM, kw0 = k0 + 16 * w;
-  const long long qoff = (long long)bi * 3 * hl + (long long)hh * 3 * HD;
-  const T *Q = qkv + qoff, *K = Q + HD, *V = Q + 2 * HD;
-  const T *dO = dctx + (long long)bi * hl + (long long)hh * HD;
-  const float *L = lse + ((long long)bi * d.al + hh) * d.s, *Dr = D + ((long long)bi * d.al + hh) * d.s;
-  const bool async = (size_t)Q % 16 == 0 && (size_t)dO % 16 == 0;
+  const long long koff = fl_part(d, bi, h0, 1, HD), voff = fl_part(d, bi, h0, 2, HD);
+  const T *K = qkv + koff, *V = qkv + voff;
+  // every head's Q and dO start a multiple of HD elements (128 bytes or more) from these
+  const bool async = (size_t)(qkv + fl_part(d, bi, h0, 0, HD)) % 16 == 0 &&
+                     (size_t)(dctx + (long long)bi * d.al * HD + (long long)h0 * HD) % 16 == 0;
   uint32_t kf[AR::n][4], vf[AR::n][4];
   float dk[DT][4], dv[DT][4];
 F2_UNROLL
@@ -758,31 +794,25 @@ F2_UNROLL
   extern __shared__ fl_smem_t fl_smem[];
   T *Ks = (T *)fl_smem, *Vs = Ks + F2_BM * LD, *Qs = Vs + F2_BM * LD, *dOs = Qs + 2 * F2_BN * LD; // Q, dO: 2 stages
   float *L2s = (float *)(dOs + 2 * F2_BN * LD), *Ds = L2s + 2 * F2_BN;
-  const int nqt = (d.s + F2_BN - 1) / F2_BN, qt0 = k0 / F2_BN;
+  const int nqt = (d.s + F2_BN - 1) / F2_BN, qt0 = k0 / F2_BN, nq = nqt - qt0, nstep = d.hpg * nq;
   f2_load<T, HD>(Ks, K, d.ld, k0, F2_BM, d.s, async);
   f2_load<T, HD>(Vs, V, d.ld, k0, F2_BM, d.s, async);
-  for (int qt = qt0; qt < nqt; qt++) {
-    const int q0 = qt * F2_BN, cur = (qt - qt0) & 1;
-    if (qt == qt0) { // the first tile, then each iteration fetches the next
-      f2_load<T, HD>(Qs, Q, d.ld, q0, F2_BN, d.s, async);
-      f2_load<T, HD>(dOs, dO, d.ldc, q0, F2_BN, d.s, async);
-      for (int c = threadIdx.x; c < F2_BN; c += F2_THREADS)
-        L2s[c] = q0 + c < d.s ? L[q0 + c] * F2_LOG2E : 0.0f, Ds[c] = q0 + c < d.s ? Dr[q0 + c] : 0.0f;
+  for (int it = 0; it < nstep; it++) { // step it: head h0 + it / nq, query tile qt0 + it % nq
+    const int hh = h0 + it / nq, q0 = (qt0 + it % nq) * F2_BN, cur = it & 1;
+    if (it == 0) { // the first tile, then each step fetches the next
+      f2_kv_fetch<T, HD>(d, qkv, dctx, lse, D, bi, hh, q0, Qs, dOs, L2s, Ds, async);
       ptdp_cp_async_commit();
     }
-    if (qt + 1 < nqt) {
-      const int nq0 = q0 + F2_BN, nx = 1 - cur;
-      f2_load<T, HD>(Qs + nx * F2_BN * LD, Q, d.ld, nq0, F2_BN, d.s, async);
-      f2_load<T, HD>(dOs + nx * F2_BN * LD, dO, d.ldc, nq0, F2_BN, d.s, async);
-      for (int c = threadIdx.x; c < F2_BN; c += F2_THREADS)
-        L2s[nx * F2_BN + c] = nq0 + c < d.s ? L[nq0 + c] * F2_LOG2E : 0.0f,
-                           Ds[nx * F2_BN + c] = nq0 + c < d.s ? Dr[nq0 + c] : 0.0f;
+    if (it + 1 < nstep) {
+      const int nx = 1 - cur;
+      f2_kv_fetch<T, HD>(d, qkv, dctx, lse, D, bi, h0 + (it + 1) / nq, (qt0 + (it + 1) % nq) * F2_BN,
+                         Qs + nx * F2_BN * LD, dOs + nx * F2_BN * LD, L2s + nx * F2_BN, Ds + nx * F2_BN, async);
     }
     ptdp_cp_async_commit();
     ptdp_cp_async_wait<1>();
     __syncthreads();
     const T *Qt = Qs + cur * F2_BN * LD, *dOt = dOs + cur * F2_BN * LD;
-    if (qt == qt0) {
+    if (it == 0) {
       if (AR::on)
 F2_UNROLL
         for (int kk = 0; kk < AR::n; kk++) f2_lda(kf[kk], Ks + 16 * w * LD, LD, 16 * kk), f2_lda(vf[kk], Vs + 16 * w * LD, LD, 16 * kk);
@@ -806,7 +836,7 @@ F2_UNROLL
     __syncthreads();
   }
   ptdp_cp_async_wait<0>();
-  T *dK = dqkv + qoff + HD, *dV = dK + HD;
+  T *dK = dqkv + koff, *dV = dqkv + voff;
   f2_store<T, HD>(dK, d.ld, kw0, d.s, dk, d.scale);
   f2_store<T, HD>(dV, d.ld, kw0, d.s, dv, 1.0f);
 }
@@ -822,8 +852,8 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_bwd_q(fl_dims d, const T *q
   const int qt = gridDim.x - 1 - blockIdx.x, bi = blockIdx.y / d.al, hh = blockIdx.y % d.al;
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4;
   const int q0 = qt * F2_BM, qw0 = q0 + 16 * w;
-  const long long qoff = (long long)bi * 3 * hl + (long long)hh * 3 * HD;
-  const T *Q = qkv + qoff, *K = Q + HD, *V = Q + 2 * HD;
+  const long long qoff = fl_part(d, bi, hh, 0, HD);
+  const T *Q = qkv + qoff, *K = qkv + fl_part(d, bi, hh, 1, HD), *V = qkv + fl_part(d, bi, hh, 2, HD);
   const T *dO = dctx + (long long)bi * hl + (long long)hh * HD;
   const float *L = lse + ((long long)bi * d.al + hh) * d.s, *Dr = D + ((long long)bi * d.al + hh) * d.s;
   const bool async = (size_t)Q % 16 == 0 && (size_t)dO % 16 == 0;
@@ -883,8 +913,10 @@ static fl_dims fl_dims_of(const ptdp_attn_desc *a)
 {
   fl_dims d;
   d.b = a->b, d.s = a->s, d.al = a->al, d.hd = a->hd, d.head0 = a->head0, d.drop = a->drop;
+  d.groups = a->groups > 0 ? a->groups : a->al, d.hpg = a->al / d.groups;
   d.scale = 1.0f / sqrtf((float)a->hd);
-  d.ld = 3LL * a->b * a->al * a->hd;
+  d.w = (long long)(a->al + 2 * d.groups) * a->hd;
+  d.ld = a->b * d.w;
   d.ldc = (long long)a->b * a->al * a->hd;
   return d;
 }
@@ -913,8 +945,9 @@ static size_t fl_q_bytes(int hd, size_t e)
 
 static int fl_supported(const ptdp_attn_desc *d)
 {
+  const int groups = d->groups > 0 ? d->groups : d->al;
   return d->hd > 0 && d->hd % 16 == 0 && d->hd <= FL_HD_MAX && d->b > 0 && d->al > 0 && d->s >= 0 &&
-         (long long)d->b * d->al <= 65535;
+         groups <= d->al && d->al % groups == 0 && (long long)d->b * d->al <= 65535;
 }
 
 int ptdp_cuk_flash_supported(const ptdp_attn_desc *d) { return fl_supported(d); }
@@ -944,11 +977,12 @@ static cudaError_t fl_backward(cudaStream_t st, const ptdp_attn_desc *a, const v
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   dim3 grid((unsigned)((d.s + FL_ROWS - 1) / FL_ROWS), (unsigned)(d.b * d.al));
+  const dim3 kv_grid(grid.x, (unsigned)(d.b * d.groups)); // a block per key tile of a group
   void (*dkdv_flash)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash_bwd_kv<T, HD>;
   const size_t shkv = fl_kv_bytes(d.hd, sizeof(T));
   e = cudaFuncSetAttribute(dkdv_flash, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shkv);
   if (e != cudaSuccess) return e;
-  dkdv_flash<<<grid, FL_THREADS, shkv, st>>>(d, (const T *)qkv, (const T *)dctx, lse, D, (T *)dqkv);
+  dkdv_flash<<<kv_grid, FL_THREADS, shkv, st>>>(d, (const T *)qkv, (const T *)dctx, lse, D, (T *)dqkv);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   void (*dq_flash)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash_bwd_q<T, HD>;
   const size_t shq = fl_q_bytes(d.hd, sizeof(T));
@@ -996,11 +1030,12 @@ static cudaError_t f2_backward(cudaStream_t st, const ptdp_attn_desc *a, const v
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   dim3 grid((unsigned)((d.s + F2_BM - 1) / F2_BM), (unsigned)(d.b * d.al));
+  const dim3 kv_grid(grid.x, (unsigned)(d.b * d.groups)); // a block per key tile of a group
   void (*dkdv_flash2)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash2_bwd_kv<T, HD>;
   const size_t shkv = f2_kv_bytes(HD, sizeof(T));
   e = cudaFuncSetAttribute(dkdv_flash2, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shkv);
   if (e != cudaSuccess) return e;
-  dkdv_flash2<<<grid, F2_THREADS, shkv, st>>>(d, (const T *)qkv, (const T *)dctx, lse, D, (T *)dqkv);
+  dkdv_flash2<<<kv_grid, F2_THREADS, shkv, st>>>(d, (const T *)qkv, (const T *)dctx, lse, D, (T *)dqkv);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   void (*dq_flash2)(fl_dims, const T *, const T *, const float *, const float *, T *) = flash2_bwd_q<T, HD>;
   const size_t shq = f2_q_bytes(HD, sizeof(T));

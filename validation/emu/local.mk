@@ -137,9 +137,12 @@ EXTRA_DIST += validation/emu/tests/emu_test.h
 # the rest of the CUDA backend nor cuBLAS); test_emu_flash_mutant and _mutant_bwd: the same
 # test on copies with a planted mistake (the forward's rescale of the output accumulator
 # dropped; the backward's causal mask dropped from dS), which test_emu_flash_plant.sh runs and
-# sees fail.  The rules fail if the line to change is gone.
+# sees fail; _mutant_gqa and _mutant_gqa_sum: grouped-query attention's mistakes (a group's key and
+# value read at the [al][3][hd] slots; dK, dV summed over the group's first query head only).
+# The rules fail if the line to change is gone.
 check_LIBRARIES += validation/emu/libemu_wmma.a validation/emu/libemu_flash.a validation/emu/libemu_flash_mutant.a \
-                   validation/emu/libemu_flash_mutant_bwd.a
+                   validation/emu/libemu_flash_mutant_bwd.a validation/emu/libemu_flash_mutant_gqa.a \
+                   validation/emu/libemu_flash_mutant_gqa_sum.a
 nodist_validation_emu_libemu_wmma_a_SOURCES = validation/emu/gen/test_emu_flash_wmma.cc
 validation_emu_libemu_wmma_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_wmma_a_CXXFLAGS = $(EMU_KCXX)
@@ -173,10 +176,32 @@ validation/emu/gen/flash_mutant_bwd.cc: $(top_srcdir)/src/backend/cuda_flash.cu 
 	test "`grep -c 'return k <= q && q < s; // f2_sees' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
 	  { echo "local.mk: the mma backward's causal mask not found in cuda_flash.cu: update EMU_FLASH_MUTATION_BWD" >&2; exit 1; } && \
 	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ '$(EMU_FLASH_MUTATION_BWD)'
+EMU_FLASH_MUTATION_GQA = s|hh % d.hpg : d.hpg + part - 1;|hh % d.hpg : part; /* mutant: the [al][3] slots */|
+nodist_validation_emu_libemu_flash_mutant_gqa_a_SOURCES = validation/emu/gen/flash_mutant_gqa.cc
+validation_emu_libemu_flash_mutant_gqa_a_CPPFLAGS = $(EMU_CPP)
+validation_emu_libemu_flash_mutant_gqa_a_CXXFLAGS = $(EMU_KCXX)
+validation/emu/gen/flash_mutant_gqa.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
+	test "`grep -c 'hh % d.hpg : d.hpg + part - 1;' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
+	  { echo "local.mk: the group's key slot not found in cuda_flash.cu: update EMU_FLASH_MUTATION_GQA" >&2; exit 1; } && \
+	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ '$(EMU_FLASH_MUTATION_GQA)'
+EMU_FLASH_MUTATION_GQA_SUM = s|hh < h0 + d.hpg; hh++|hh < h0 + 1; hh++ /* mutant: the first head only */|;s|nstep = d.hpg \* nq;|nstep = nq; /* mutant: the first head only */|
+nodist_validation_emu_libemu_flash_mutant_gqa_sum_a_SOURCES = validation/emu/gen/flash_mutant_gqa_sum.cc
+validation_emu_libemu_flash_mutant_gqa_sum_a_CPPFLAGS = $(EMU_CPP)
+validation_emu_libemu_flash_mutant_gqa_sum_a_CXXFLAGS = $(EMU_KCXX)
+validation/emu/gen/flash_mutant_gqa_sum.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
+	test "`grep -c 'hh < h0 + d.hpg; hh++' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
+	  { echo "local.mk: the wmma dK/dV loop over heads not found in cuda_flash.cu: update EMU_FLASH_MUTATION_GQA_SUM" >&2; exit 1; } && \
+	test "`grep -c 'nstep = d.hpg \* nq;' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
+	  { echo "local.mk: the mma dK/dV steps not found in cuda_flash.cu: update EMU_FLASH_MUTATION_GQA_SUM" >&2; exit 1; } && \
+	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ '$(EMU_FLASH_MUTATION_GQA_SUM)'
 CLEANFILES += validation/emu/gen/test_emu_flash_wmma.cc validation/emu/gen/cuda_flash.cc validation/emu/gen/flash_mutant.cc \
-              validation/emu/gen/flash_mutant_bwd.cc
+              validation/emu/gen/flash_mutant_bwd.cc validation/emu/gen/flash_mutant_gqa.cc \
+              validation/emu/gen/flash_mutant_gqa_sum.cc
 check_PROGRAMS += validation/emu/tests/test_emu_flash_wmma validation/emu/tests/test_emu_flash \
-                  validation/emu/tests/test_emu_flash_mutant validation/emu/tests/test_emu_flash_mutant_bwd
+                  validation/emu/tests/test_emu_flash_mutant validation/emu/tests/test_emu_flash_mutant_bwd \
+                  validation/emu/tests/test_emu_flash_mutant_gqa validation/emu/tests/test_emu_flash_mutant_gqa_sum
 validation_emu_tests_test_emu_flash_wmma_SOURCES = validation/emu/tests/test_emu_flash_wmma.c
 validation_emu_tests_test_emu_flash_wmma_CPPFLAGS = -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -I$(top_srcdir)/validation/emu/include
 validation_emu_tests_test_emu_flash_wmma_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_wmma.a,--no-whole-archive
@@ -197,6 +222,16 @@ validation_emu_tests_test_emu_flash_mutant_bwd_CPPFLAGS = $(AM_CPPFLAGS) $(EMU_R
 validation_emu_tests_test_emu_flash_mutant_bwd_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_flash_mutant_bwd.a,--no-whole-archive
 validation_emu_tests_test_emu_flash_mutant_bwd_LDADD = $(EMU_LIBS)
 EXTRA_validation_emu_tests_test_emu_flash_mutant_bwd_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_flash_mutant_bwd.a libptdp.a
+validation_emu_tests_test_emu_flash_mutant_gqa_SOURCES = validation/emu/tests/test_emu_flash.c
+validation_emu_tests_test_emu_flash_mutant_gqa_CPPFLAGS = $(AM_CPPFLAGS) $(EMU_RACE_CPP)
+validation_emu_tests_test_emu_flash_mutant_gqa_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_flash_mutant_gqa.a,--no-whole-archive
+validation_emu_tests_test_emu_flash_mutant_gqa_LDADD = $(EMU_LIBS)
+EXTRA_validation_emu_tests_test_emu_flash_mutant_gqa_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_flash_mutant_gqa.a libptdp.a
+validation_emu_tests_test_emu_flash_mutant_gqa_sum_SOURCES = validation/emu/tests/test_emu_flash.c
+validation_emu_tests_test_emu_flash_mutant_gqa_sum_CPPFLAGS = $(AM_CPPFLAGS) $(EMU_RACE_CPP)
+validation_emu_tests_test_emu_flash_mutant_gqa_sum_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_flash_mutant_gqa_sum.a,--no-whole-archive
+validation_emu_tests_test_emu_flash_mutant_gqa_sum_LDADD = $(EMU_LIBS)
+EXTRA_validation_emu_tests_test_emu_flash_mutant_gqa_sum_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_flash_mutant_gqa_sum.a libptdp.a
 TESTS += validation/emu/tests/test_emu_flash_wmma validation/emu/tests/test_emu_flash validation/emu/tests/test_emu_flash_plant.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_flash_plant.sh
 EXTRA_DIST += validation/emu/tests/test_emu_flash_wmma.cu

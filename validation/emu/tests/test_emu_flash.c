@@ -5,6 +5,8 @@
  * kernel fails to write fails the comparison.  Shapes with tails: s 1, 17, 64, 100, 130, 300 (not
  * multiples of the 64-row tiles; 300 spans five), hd 16 to 128 (64 and 128 have kernels of their own), b 1-2,
  * al 1-3, head0 > 0, dropout p 0 and 0.1, and buffers 2 bytes off the kernels' 16-byte loads.
+ * Grouped-query attention (rows [groups][al/groups queries, key, value][hd]): 2 and 4 query heads
+ * a group and one group for all heads, hd 64 and 128 (the mma kernels) and 32, tails, dropout.
  *
  * Forward.  ctx: the kernel rounds P to the 16-bit type before P V (unit roundoff u: 2^-8 bf16,
  * 2^-11 fp16) and rounds ctx; the CPU keeps fp32.  With sum_k P = 1 and dropout's factor
@@ -24,8 +26,10 @@
  * Each case runs on both sets of kernels (cuda_flash.h: the mma kernels, hd 64 and 128, and
  * the wmma kernels), or on PTDP_FLASH_KERNEL's alone when it is set; a backward with dropout
  * runs twice and must give the same bits (no atomics: reproducible run to run).
- * test_emu_flash_mutant and _mutant_bwd are this program linked with planted mistakes
- * (validation/emu/local.mk; test_emu_flash_plant.sh): they must fail. */
+ * A group's dK and dV sum its query heads' terms: the bounds above summed over those heads.
+ * test_emu_flash_mutant, _mutant_bwd, _mutant_gqa and _mutant_gqa_sum are this program linked
+ * with planted mistakes (validation/emu/local.mk; test_emu_flash_plant.sh): they must fail
+ * (PTDP_TEST_FLASH_GROUPED=1 runs the grouped cases alone, for the last two). */
 #include <cuda_runtime.h>
 
 #include "../../tests/expect.h"
@@ -49,15 +53,39 @@ typedef struct {
   int b, s, al, hd;
   float p;
   int off;
+  int groups; /* key/value groups (0: al, no grouped-query attention) */
 } flash_case;
 
 static const flash_case cases[] = {
-    {PTDP_BF16, 1, 1, 1, 64, 0.0f, 0},   {PTDP_BF16, 2, 17, 2, 32, 0.1f, 0},  {PTDP_BF16, 1, 64, 1, 128, 0.0f, 0},
-    {PTDP_BF16, 2, 100, 3, 64, 0.1f, 1}, {PTDP_BF16, 1, 130, 2, 128, 0.1f, 0}, {PTDP_BF16, 1, 130, 1, 48, 0.0f, 0},
-    {PTDP_F16, 2, 17, 1, 64, 0.1f, 0},   {PTDP_F16, 1, 100, 2, 32, 0.0f, 1},  {PTDP_F16, 1, 130, 1, 128, 0.1f, 0},
-    {PTDP_F16, 2, 64, 1, 80, 0.0f, 0},   {PTDP_F16, 1, 1, 3, 16, 0.1f, 0},
-    {PTDP_BF16, 1, 300, 1, 64, 0.1f, 0},
+    {PTDP_BF16, 1, 1, 1, 64, 0.0f, 0, 0},   {PTDP_BF16, 2, 17, 2, 32, 0.1f, 0, 0},
+    {PTDP_BF16, 1, 64, 1, 128, 0.0f, 0, 0}, {PTDP_BF16, 2, 100, 3, 64, 0.1f, 1, 0},
+    {PTDP_BF16, 1, 130, 2, 128, 0.1f, 0, 0}, {PTDP_BF16, 1, 130, 1, 48, 0.0f, 0, 0},
+    {PTDP_F16, 2, 17, 1, 64, 0.1f, 0, 0},   {PTDP_F16, 1, 100, 2, 32, 0.0f, 1, 0},
+    {PTDP_F16, 1, 130, 1, 128, 0.1f, 0, 0}, {PTDP_F16, 2, 64, 1, 80, 0.0f, 0, 0},
+    {PTDP_F16, 1, 1, 3, 16, 0.1f, 0, 0},    {PTDP_BF16, 1, 300, 1, 64, 0.1f, 0, 0},
+    /* grouped: 2 heads a group; one group of 4 (2 bytes off); 4 heads a group in 2 groups; one group of 3 */
+    {PTDP_BF16, 1, 100, 4, 64, 0.1f, 0, 2},  {PTDP_F16, 2, 130, 4, 128, 0.0f, 1, 1},
+    {PTDP_BF16, 1, 70, 8, 128, 0.1f, 0, 2},  {PTDP_F16, 1, 130, 8, 64, 0.0f, 0, 2},
+    {PTDP_BF16, 1, 17, 3, 32, 0.1f, 0, 1},
 };
+
+/* The row layout (ptdp/backend.h; the CPU's part_off): a token's row is [groups][hpg queries, key,
+ * value][hd]; the offset in it of head hh's part (0 query, 1 its group's key, 2 its group's value). */
+static int groups_of(const flash_case *c) { return c->groups > 0 ? c->groups : c->al; }
+static int hpg_of(const flash_case *c) { return c->al / groups_of(c); }
+static int width_of(const flash_case *c) { return (c->al + 2 * groups_of(c)) * c->hd; }
+static size_t part_of(const flash_case *c, int hh, int part)
+{
+  const int hpg = hpg_of(c), slot = part == 0 ? hh % hpg : hpg + part - 1;
+  return ((size_t)(hh / hpg) * (hpg + 2) + slot) * c->hd;
+}
+/* The first column of unit u of an output: part -1 ctx (units heads), 0 dQ (heads), 1 dK and 2 dV
+ * (units groups). */
+static size_t col_of(const flash_case *c, int part, int u)
+{
+  if (part < 0) return (size_t)u * c->hd;
+  return part == 0 ? part_of(c, u, 0) : part_of(c, u * hpg_of(c), part);
+}
 
 static const char *kernel_name(void);
 
@@ -111,10 +139,11 @@ typedef struct {
   double *rowsum_ds; /* [b, al, s]: sum_k |dS[q, k]| */
 } ref_sums;
 
-static void reference_sums(const ptdp_attn_desc *d, const float *qkv, const float *dctx, const float *ctx, ref_sums *r)
+static void reference_sums(const flash_case *c, const ptdp_attn_desc *d, const float *qkv, const float *dctx,
+                           const float *ctx, ref_sums *r)
 {
-  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd;
-  const long long ld = 3LL * b * hl, ldc = (long long)b * hl;
+  const int b = d->b, s = d->s, al = d->al, hd = d->hd, hl = al * hd, w = width_of(c);
+  const long long ld = (long long)b * w, ldc = (long long)b * hl;
   const double scale = 1.0 / sqrt((double)hd), p = d->drop.p, ks = p > 0 ? 1.0 / (1.0 - p) : 1.0;
   double *P = malloc(sizeof(double) * s), *dP = malloc(sizeof(double) * s);
   size_t n = (size_t)b * al * s;
@@ -123,7 +152,8 @@ static void reference_sums(const ptdp_attn_desc *d, const float *qkv, const floa
   r->rowsum_ds = calloc(n, sizeof(double));
   for (int bi = 0; bi < b; bi++)
     for (int hh = 0; hh < al; hh++) {
-      const float *Q = qkv + (size_t)bi * 3 * hl + (size_t)hh * 3 * hd, *K = Q + hd, *V = Q + 2 * hd;
+      const float *row = qkv + (size_t)bi * w;
+      const float *Q = row + part_of(c, hh, 0), *K = row + part_of(c, hh, 1), *V = row + part_of(c, hh, 2);
       const float *dO = dctx + (size_t)bi * hl + (size_t)hh * hd, *O = ctx + (size_t)bi * hl + (size_t)hh * hd;
       size_t base = ((size_t)bi * al + hh) * s;
       for (int q = 0; q < s; q++) {
@@ -162,20 +192,21 @@ static float max_abs(const float *x, size_t n)
   return m;
 }
 
-/* Worst |got - want| / bound over a [N, width] block's elements that belong to (bi, hh) pairs;
- * NaN (an unwritten element) counts as infinitely bad. */
-typedef double (*bound_fn)(const void *ctx, int bi, int hh, int pos, int j);
+/* Worst |got - want| / bound over a [N, width] block's elements that belong to (bi, u) pairs, u
+ * the units of part (col_of); NaN (an unwritten element) counts as infinitely bad. */
+typedef double (*bound_fn)(const void *ctx, int bi, int u, int pos, int j);
 
-static double worst_ratio(const flash_case *c, const float *got, const float *want, long long row_stride, int col0,
-                          int stride_pair, bound_fn bound, const void *bctx, double *worst_abs)
+static double worst_ratio(const flash_case *c, const float *got, const float *want, long long row_stride, int part,
+                          bound_fn bound, const void *bctx, double *worst_abs)
 {
   double worst = 0;
+  const int nu = part > 0 ? groups_of(c) : c->al;
   for (int pos = 0; pos < c->s; pos++)
     for (int bi = 0; bi < c->b; bi++)
-      for (int hh = 0; hh < c->al; hh++)
+      for (int u = 0; u < nu; u++)
         for (int j = 0; j < c->hd; j++) {
-          size_t i = (size_t)(pos * c->b + bi) * row_stride + (size_t)hh * stride_pair + col0 + j;
-          double diff = fabs((double)got[i] - want[i]), bd = bound(bctx, bi, hh, pos, j);
+          size_t i = (size_t)(pos * c->b + bi) * row_stride + col_of(c, part, u) + j;
+          double diff = fabs((double)got[i] - want[i]), bd = bound(bctx, bi, u, pos, j);
           if (!(diff <= 1e30)) diff = INFINITY;
           worst = fmax(worst, diff / bd);
           *worst_abs = fmax(*worst_abs, diff);
@@ -189,12 +220,12 @@ typedef struct {
   const ref_sums *r;
   const float *want; /* the reference output, for the u |x| term */
   long long row_stride;
-  int stride_pair, col0;
+  int part; /* as col_of's */
 } bound_ctx;
 
-static double ref_at(const bound_ctx *b, int bi, int hh, int pos, int j)
+static double ref_at(const bound_ctx *b, int bi, int u, int pos, int j)
 {
-  return fabs(b->want[(size_t)(pos * b->c->b + bi) * b->row_stride + (size_t)hh * b->stride_pair + b->col0 + j]);
+  return fabs(b->want[(size_t)(pos * b->c->b + bi) * b->row_stride + col_of(b->c, b->part, u) + j]);
 }
 static double bound_ctx_fwd(const void *p, int bi, int hh, int pos, int j)
 {
@@ -206,6 +237,14 @@ static size_t pair_row(const bound_ctx *b, int bi, int hh, int pos)
 {
   return ((size_t)bi * b->c->al + hh) * b->c->s + pos;
 }
+/* A reference column sum over group g's query heads (key pos): what the group's dK, dV sum. */
+static double group_sum(const bound_ctx *b, const double *colsum, int bi, int g, int pos)
+{
+  const int hpg = hpg_of(b->c);
+  double sum = 0;
+  for (int hh = g * hpg; hh < (g + 1) * hpg; hh++) sum += colsum[pair_row(b, bi, hh, pos)];
+  return sum;
+}
 static double bound_dq(const void *p, int bi, int hh, int pos, int j)
 {
   const bound_ctx *b = p;
@@ -215,20 +254,20 @@ static double bound_dq(const void *p, int bi, int hh, int pos, int j)
 static double bound_dk(const void *p, int bi, int hh, int pos, int j)
 {
   const bound_ctx *b = p;
-  const double sum = b->r->colsum_ds[pair_row(b, bi, hh, pos)];
+  const double sum = group_sum(b, b->r->colsum_ds, bi, hh, pos);
   return 1.5 * (b->u * b->scale * sum * b->qmax + b->u * ref_at(b, bi, hh, pos, j)) + 1e-5;
 }
 static double bound_dv(const void *p, int bi, int hh, int pos, int j)
 {
   const bound_ctx *b = p;
-  return 1.5 * (b->u * b->r->colsum_pd[pair_row(b, bi, hh, pos)] * b->domax + b->u * ref_at(b, bi, hh, pos, j)) + 1e-5;
+  return 1.5 * (b->u * group_sum(b, b->r->colsum_pd, bi, hh, pos) * b->domax + b->u * ref_at(b, bi, hh, pos, j)) + 1e-5;
 }
 
 static void run_case(ptdp_backend *cpu, const flash_case *c, double *worst_fwd, double *worst_bwd)
 {
-  const int b = c->b, s = c->s, al = c->al, hd = c->hd, hl = al * hd;
-  const size_t N = (size_t)s * b, nqkv = N * 3 * hl, nctx = N * hl, nl = (size_t)b * al * s;
-  ptdp_attn_desc d = {.b = b, .s = s, .al = al, .hd = hd, .head0 = 2};
+  const int b = c->b, s = c->s, al = c->al, hd = c->hd, hl = al * hd, w = width_of(c);
+  const size_t N = (size_t)s * b, nqkv = N * w, nctx = N * hl, nl = (size_t)b * al * s;
+  ptdp_attn_desc d = {.b = b, .s = s, .al = al, .hd = hd, .head0 = 2, .groups = c->groups};
   d.drop = (ptdp_dropout_key){.seed = 1234, .site = 5, .layer = 3, .sample0 = 7, .b = b, .p = c->p};
   float *qkv = malloc(nqkv * sizeof *qkv), *dctx = malloc(nctx * sizeof *dctx);
   float *ctx = malloc(nctx * sizeof *ctx), *lse = malloc(nl * sizeof *lse), *dqkv = malloc(nqkv * sizeof *dqkv);
@@ -254,42 +293,46 @@ static void run_case(ptdp_backend *cpu, const flash_case *c, double *worst_fwd, 
   CK(cudaMemcpy(k_lse, g_lse, nl * 4, cudaMemcpyDeviceToHost));
 
   ref_sums r;
-  reference_sums(&d, qkv, dctx, ctx16, &r);
+  reference_sums(c, &d, qkv, dctx, ctx16, &r);
   float vmax = 0, qmax = 0, kmax = 0;
   for (size_t n = 0; n < N; n++)
     for (int hh = 0; hh < al; hh++)
       for (int j = 0; j < hd; j++) {
-        const float *row = qkv + n * 3 * hl + (size_t)hh * 3 * hd;
-        qmax = fmaxf(qmax, fabsf(row[j])), kmax = fmaxf(kmax, fabsf(row[hd + j]));
-        vmax = fmaxf(vmax, fabsf(row[2 * hd + j]));
+        const float *row = qkv + n * w;
+        qmax = fmaxf(qmax, fabsf(row[part_of(c, hh, 0) + j])), kmax = fmaxf(kmax, fabsf(row[part_of(c, hh, 1) + j]));
+        vmax = fmaxf(vmax, fabsf(row[part_of(c, hh, 2) + j]));
       }
   bound_ctx bc = {.c = c, .u = c->t == PTDP_BF16 ? 1.0 / 256 : 1.0 / 2048, .vmax = vmax, .qmax = qmax, .kmax = kmax,
                   .domax = max_abs(dctx, nctx), .scale = 1.0 / sqrt((double)hd), .r = &r, .want = ctx,
-                  .row_stride = hl, .stride_pair = hd, .col0 = 0};
+                  .row_stride = hl, .part = -1};
   double abs_ctx = 0, abs_lse = 0, abs_dq = 0, abs_dk = 0, abs_dv = 0;
-  double rc = worst_ratio(c, k_ctx, ctx, hl, 0, hd, bound_ctx_fwd, &bc, &abs_ctx);
+  double rc = worst_ratio(c, k_ctx, ctx, hl, -1, bound_ctx_fwd, &bc, &abs_ctx);
   for (size_t i = 0; i < nl; i++) {
     double diff = fabs((double)k_lse[i] - lse[i]);
     abs_lse = diff <= 1e30 ? fmax(abs_lse, diff) : INFINITY;
   }
-  bc.want = dqkv, bc.row_stride = 3 * hl, bc.stride_pair = 3 * hd;
-  bc.col0 = 0;
-  double rq = worst_ratio(c, k_dqkv, dqkv, 3 * hl, 0, 3 * hd, bound_dq, &bc, &abs_dq);
-  bc.col0 = hd;
-  double rk = worst_ratio(c, k_dqkv, dqkv, 3 * hl, hd, 3 * hd, bound_dk, &bc, &abs_dk);
-  bc.col0 = 2 * hd;
-  double rv = worst_ratio(c, k_dqkv, dqkv, 3 * hl, 2 * hd, 3 * hd, bound_dv, &bc, &abs_dv);
+  bc.want = dqkv, bc.row_stride = w;
+  bc.part = 0;
+  double rq = worst_ratio(c, k_dqkv, dqkv, w, 0, bound_dq, &bc, &abs_dq);
+  bc.part = 1;
+  double rk = worst_ratio(c, k_dqkv, dqkv, w, 1, bound_dk, &bc, &abs_dk);
+  bc.part = 2;
+  double rv = worst_ratio(c, k_dqkv, dqkv, w, 2, bound_dv, &bc, &abs_dv);
   const char *tn = c->t == PTDP_BF16 ? "bf16" : "fp16", *kn = kernel_name();
-  printf("%s %s b %d s %3d al %d hd %3d p %.1f%s: worst |diff| (and / bound): ctx %.2e (%.2f) lse %.2e dQ %.2e (%.2f) "
-         "dK %.2e (%.2f) dV %.2e (%.2f)\n",
-         tn, kn, b, s, al, hd, c->p, c->off ? " (2 bytes off)" : "", abs_ctx, rc, abs_lse, abs_dq, rq, abs_dk, rk, abs_dv,
-         rv);
-  EXPECT(rc <= 1, "%s %s s %d hd %d p %.1f: ctx differs from the CPU's by %.3g, %.2f times the bound", tn, kn, s, hd,
-         c->p, abs_ctx, rc);
+  printf("%s %s b %d s %3d al %d g %d hd %3d p %.1f%s: worst |diff| (and / bound): ctx %.2e (%.2f) lse %.2e "
+         "dQ %.2e (%.2f) dK %.2e (%.2f) dV %.2e (%.2f)\n",
+         tn, kn, b, s, al, groups_of(c), hd, c->p, c->off ? " (2 bytes off)" : "", abs_ctx, rc, abs_lse, abs_dq, rq,
+         abs_dk, rk, abs_dv, rv);
+  EXPECT(rc <= 1, "%s %s s %d hd %d p %.1f g %d: ctx differs from the CPU's by %.3g, %.2f times the bound", tn, kn, s,
+         hd, c->p, groups_of(c), abs_ctx, rc);
   EXPECT(abs_lse <= 1e-4, "%s %s s %d hd %d: lse differs by %.3g (bound 1e-4)", tn, kn, s, hd, abs_lse);
-  EXPECT(rq <= 1, "%s %s s %d hd %d p %.1f: dQ differs by %.3g, %.2f times the bound", tn, kn, s, hd, c->p, abs_dq, rq);
-  EXPECT(rk <= 1, "%s %s s %d hd %d p %.1f: dK differs by %.3g, %.2f times the bound", tn, kn, s, hd, c->p, abs_dk, rk);
-  EXPECT(rv <= 1, "%s %s s %d hd %d p %.1f: dV differs by %.3g, %.2f times the bound", tn, kn, s, hd, c->p, abs_dv, rv);
+  const int g = groups_of(c);
+  EXPECT(rq <= 1, "%s %s s %d hd %d p %.1f g %d: dQ differs by %.3g, %.2f times the bound", tn, kn, s, hd, c->p, g,
+         abs_dq, rq);
+  EXPECT(rk <= 1, "%s %s s %d hd %d p %.1f g %d: dK differs by %.3g, %.2f times the bound", tn, kn, s, hd, c->p, g,
+         abs_dk, rk);
+  EXPECT(rv <= 1, "%s %s s %d hd %d p %.1f g %d: dV differs by %.3g, %.2f times the bound", tn, kn, s, hd, c->p, g,
+         abs_dv, rv);
   /* bit-reproducible: the backward again (no atomics, sums in a fixed order) gives the same bits */
   if (c->p > 0 && s > 64) {
     void *g_dqkv2 = dev_poisoned(nqkv * 2);
@@ -309,7 +352,8 @@ static void run_case(ptdp_backend *cpu, const flash_case *c, double *worst_fwd, 
     d2.drop.seed++;
     CK(ptdp_cuk_flash_forward(0, c->t, &d2, g_qkv, g_ctx, g_lse));
     float *k2 = host_of16(c->t, g_ctx, nctx);
-    double abs2 = 0, r2 = worst_ratio(c, k2, ctx, hl, 0, hd, bound_ctx_fwd, &bc, &abs2);
+    bc.want = ctx, bc.row_stride = hl, bc.part = -1;
+    double abs2 = 0, r2 = worst_ratio(c, k2, ctx, hl, -1, bound_ctx_fwd, &bc, &abs2);
     EXPECT(r2 > 1, "%s %s s %d: another dropout seed stays within the bound (%.2f): the test would not see a mask", tn, kn,
            s, r2);
     free(k2);
@@ -337,12 +381,15 @@ int main(void)
    * plant runs each so, and its failures are not crowded out of EXPECT's first 20 by the other's) */
   const ptdp_flash_kernel kinds[2] = {PTDP_FLASH_KERNEL_WMMA, PTDP_FLASH_KERNEL_MMA};
   const int only = ev && *ev;
+  const char *gv = getenv("PTDP_TEST_FLASH_GROUPED");
+  const int grouped_only = gv && !strcmp(gv, "1");
   for (int v = 0; v < 2; v++) {
     if (only && kinds[v] != want) continue;
     ptdp_cuk_flash_set_kernel(only ? PTDP_FLASH_KERNEL_ENV : kinds[v]);
     srand(11);
     double worst_fwd[2] = {0, 0}, worst_bwd[2] = {0, 0};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(cpu, &cases[i], worst_fwd, worst_bwd);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+      if (!grouped_only || groups_of(&cases[i]) != cases[i].al) run_case(cpu, &cases[i], worst_fwd, worst_bwd);
     printf("%s kernels: worst |diff| over all cases: bf16 ctx %.2e, gradients %.2e; fp16 ctx %.2e, gradients %.2e\n",
            kernel_name(), worst_fwd[0], worst_bwd[0], worst_fwd[1], worst_bwd[1]);
   }
@@ -352,6 +399,11 @@ int main(void)
   EXPECT(ptdp_cuk_flash_forward(0, PTDP_BF16, &bad, NULL, NULL, NULL) == cudaErrorInvalidValue, "hd 40 not refused");
   bad.hd = 144;
   EXPECT(!ptdp_cuk_flash_supported(&bad), "hd 144 said to be supported");
+  bad.hd = 64, bad.al = 4, bad.groups = 3;
+  EXPECT(!ptdp_cuk_flash_supported(&bad), "4 heads in 3 groups said to be supported");
+  bad.groups = 2;
+  EXPECT(ptdp_cuk_flash_supported(&bad), "4 heads in 2 groups said not to be supported");
+  bad.al = 1, bad.groups = 0;
   bad.hd = 64;
   EXPECT(ptdp_cuk_flash_forward(0, PTDP_F32, &bad, NULL, NULL, NULL) == cudaErrorInvalidValue, "fp32 not refused");
   cpu->destroy(cpu); /* not ptdp_backend_destroy: backend.c would link the whole CUDA backend */
