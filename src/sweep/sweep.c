@@ -12,6 +12,8 @@
 #include "ptdp/sweep.h"
 
 #include "ptdp/error.h"
+#include "ptdp/shape.h"
+#include "ptdp/sim.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,14 +31,13 @@ typedef struct {
 
 double ptdp_sweep_state_bytes_lower(const ptdp_args *a, int t, int p, int d, int distopt)
 {
-  /* a layer's matrices (biases and norms left out: a lower bound): linear_qkv [(heads + 2 groups)
-   * kv, h] and linear_proj [h, heads kv] (4 h^2 without grouped queries or kv-channels), the MLP's
-   * two (GeLU) or three (SwiGLU) [f, h] matrices */
-  const double h = (double)a->hidden_size, f = (double)ptdp_args_ffn(a), heads = (double)a->num_attention_heads;
-  const double kv = a->kv_channels ? (double)a->kv_channels : h / heads;
-  const double groups = a->group_query_attention ? (double)a->num_query_groups : heads;
-  const double attn = h * (heads + 2 * groups) * kv + heads * kv * h, mlp = (a->swiglu ? 3 : 2) * h * f;
-  const double params = (double)a->num_layers / p * (attn + mlp) / t;
+  /* a layer's matrices on one TP rank (biases and norms left out: a lower bound), from the rank
+   * shape the model itself uses: linear_qkv [qkv, h], linear_proj [h, hl], the MLP's fc1 [fc1, h]
+   * (fl rows, 2 fl with SwiGLU) and fc2 [h, fl] */
+  const ptdp_model_shape m = ptdp_sim_model_shape(a);
+  const ptdp_rank_shape r = ptdp_rank_shape_of(&m, 1, 1, t, 0);
+  const double h = (double)r.h;
+  const double params = (double)a->num_layers / p * h * ((double)r.qkv + r.hl + r.fc1 + r.fl);
   const int half = a->fp16 || a->bf16;
   const double per = (half ? 2 + 2 : 4 + 4) + (half ? 12.0 : 8.0) / (distopt ? d : 1);
   return params * per;
