@@ -17,7 +17,7 @@
  * followed by cudaGetLastError (cheap, no synchronisation) and every wait checks the stream's
  * status, so a failed launch or a fault inside a kernel ends the run with CUDA's message
  * (PTDP_CALL_CUDA).  Calls whose failure cannot be returned (free, destroy) print it.
- * NOT YET RUN ON A GPU: see README, "GPUs". */
+ * Run on a GPU (NVIDIA H200, 2026-11-26): test_ops and test_cuda_model pass; see ptdp-gpu(7). */
 #include "ptdp/cuda.h"
 
 #include "cuda_internal.h"

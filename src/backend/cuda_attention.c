@@ -25,7 +25,7 @@
  * products; cuBLAS takes A and B of one type), al s s elements after dPd in the scratch.  Each
  * adds at most one rounding of the 16-bit type to each term of those sums (Megatron's unfused
  * bf16 attention has the same two, and rounds S too).
- * NOT YET RUN ON A GPU: see README, "GPUs". */
+ * Run on a GPU (NVIDIA H200, 2026-11-26): test_ops and test_cuda_model pass; see ptdp-gpu(7). */
 #include "cuda_gemm_map.h"
 #include "cuda_internal.h"
 

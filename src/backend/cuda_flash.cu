@@ -41,8 +41,9 @@
 // accumulators in local memory.
 // Shared memory per block (rows padded: FL_PAD_T), hd 128: forward 110 KiB, dK/dV 120.5 KiB, dQ
 // 111.5 KiB (hd 64: 70, 88.5, 79.5), above the default 48 KiB (cudaFuncSetAttribute).
-// NOT YET RUN ON A GPU: correctness is proven in the emulation (validation/emu/tests/
-// test_emu_flash.c); speed, compute-sanitizer and tuning need one.
+// Correctness is proven in the emulation (validation/emu/tests/test_emu_flash.c) and on a GPU by
+// the conformance suite (test_ops, NVIDIA H200 2026-11-26); speed and the profiles that shaped
+// the mma kernels are in validation/bench/README.md.
 #include "cuda_internal.h"
 #include "cuda_flash.h"
 #include "cuda_mma.h"
@@ -442,9 +443,11 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_q(fl_dims d, const T *qk
 // rows' lse, D in dK/dV) are double-buffered with cp.async, the next tile's copy in flight
 // while this one is used: two __syncthreads per tile.  ldmatrix reads the operands from shared
 // memory (rows padded by 8 elements: 8 rows of an 8x8 matrix fall in distinct banks).
-// Exponentials in base 2 (exp2f(x log2 e), the scale folded in); the masked work skipped in
-// 16-key (16-query) chunks on the diagonal tile, and no mask tested on the tiles wholly below
-// it (most of them: the softmax's elementwise work, not the tensor cores, bounds hd 64).
+// Exponentials in base 2 (ex2.approx of S scale log2 e - m, one FFMA and one ex2 per entry); a
+// tile is computed whole, also on the diagonal (its masked entries become P = 0, dS = 0), so no
+// branch splits the products (the first GPU profile, ncu 2026-11-26: the per-chunk tests made
+// the kernels issue 15 instructions per mma, and branch and barrier stalls dominated); no mask
+// is tested on the tiles wholly below the diagonal (most of them).
 // The same function as the wmma kernels:
 // same masks (the dropout bits drawn per element from the same row hashes), same dQ pass (no
 // atomics: every sum in a fixed order, bit-reproducible run to run); only the rounding order
@@ -455,6 +458,18 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_q(fl_dims d, const T *qk
 #define F2_THREADS 128
 #define F2_PAD 8
 #define F2_LOG2E 1.4426950408889634f
+// Blocks a multiprocessor must hold, by registers, for the hd 64 kernels (__launch_bounds__'s second
+// argument; 1 leaves the registers to ptxas).  Tuning knobs, -D at build time: validation/bench/
+// README.md has what each measured.
+#ifndef F2_MINB_FWD64
+#define F2_MINB_FWD64 3 // 167 registers, no spill (ptxas 13.0), against 197 and 2 blocks without
+#endif
+#ifndef F2_MINB_KV64
+#define F2_MINB_KV64 1
+#endif
+#ifndef F2_MINB_Q64
+#define F2_MINB_Q64 3 // 168 registers, no spill (ptxas 13.0), against 174 and 2 blocks without
+#endif
 #ifdef __CUDACC__
 #define F2_UNROLL _Pragma("unroll") // the fragment arrays stay in registers only when fully unrolled
 #else
@@ -471,19 +486,40 @@ template <typename T> __device__ __forceinline__ static uint32_t f2_pack(float l
   return a | b << 16;
 }
 
-// Rows [r0, r0 + n) of a [*, HD] operand (row stride ld) into dst [n, HD + F2_PAD], zeros from
-// row lim on.  async: 16-byte cp.async copies (the caller commits and waits; a row past lim
-// reads nothing); else element by element (a base off 16 bytes).
-template <typename T, int HD>
-__device__ __forceinline__ static void f2_load(T *dst, const T *src, long long ld, int r0, int n, int lim, bool async)
+// 2^x by the hardware's approximation (ex2.approx.ftz: relative error about 2^-22, 2^-inf = 0),
+// not exp2f's slower path for subnormal results (which the 16-bit P cannot hold anyway); the
+// emulation's exp2f where there is no GPU.
+__device__ __forceinline__ static float f2_exp2(float x)
 {
-  constexpr int per_row = HD / 8, ldd = HD + F2_PAD;
-  for (int e = threadIdx.x; e < n * per_row; e += F2_THREADS) {
-    const int r = e / per_row, c = (e % per_row) * 8, in = r0 + r < lim;
-    const T *p = src + (long long)(in ? r0 + r : r0) * ld + c;
-    if (async) ptdp_cp_async16(dst + r * ldd + c, p, in ? 16 : 0);
+#ifdef PTDP_EMU_BUILD
+  return exp2f(x);
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
+
+// Rows [r0, r0 + N) of a [*, HD] operand (row stride ld) into dst [N, HD + F2_PAD], zeros from
+// row lim on.  Each thread copies the same 16-byte column of every (F2_THREADS / (HD / 8))-th row:
+// its addresses step by a constant, computed once.  async: 16-byte cp.async copies (the caller
+// commits and waits; a row past lim reads nothing); else element by element (a base off 16 bytes).
+template <typename T, int HD, int N>
+__device__ __forceinline__ static void f2_load(T *dst, const T *src, long long ld, int r0, int lim, bool async)
+{
+  constexpr int per_row = HD / 8, step = F2_THREADS / per_row, ldd = HD + F2_PAD;
+  static_assert(F2_THREADS % per_row == 0 && N % step == 0, "a whole number of rows per pass");
+  const int r = threadIdx.x / per_row, c = (threadIdx.x % per_row) * 8;
+  const T *p = src + (long long)(r0 + r) * ld + c, *p0 = src + (long long)r0 * ld + c;
+  const long long sld = (long long)step * ld;
+  T *q = dst + r * ldd + c;
+F2_UNROLL
+  for (int k = 0; k < N / step; k++) {
+    const bool in = r0 + r + k * step < lim;
+    const T *pk = in ? p + k * sld : p0;
+    if (async) ptdp_cp_async16(q + k * step * ldd, pk, in ? 16 : 0);
     else
-      for (int i = 0; i < 8; i++) dst[r * ldd + c + i] = in ? p[i] : T(0.0f);
+      for (int i = 0; i < 8; i++) q[k * step * ldd + i] = in ? pk[i] : T(0.0f);
   }
 }
 
@@ -521,11 +557,14 @@ __device__ __forceinline__ static bool f2_sees(int k, int q, int s)
 }
 
 template <typename T, int HD>
-__device__ __forceinline__ static void f2_abt(float (*x)[4], const uint32_t (*af)[4], const T *at, const T *bt, int ld,
-                                              int c_lo, int c_hi);
+__device__ __forceinline__ static void f2_abt(float (*x)[4], const uint32_t (*af)[4], const T *at, const T *bt, int ld);
+template <typename T, int HD>
+__device__ __forceinline__ static void f2_acc_xb(float (*acc)[4], float (*x)[4], const T *bm, int ld);
+template <typename T, int HD>
+__device__ __forceinline__ static void f2_store(T *out, long long ld, int r0, int lim, float (*acc)[4], float a);
 
 template <typename T, int HD>
-__global__ void __launch_bounds__(F2_THREADS) flash2_fwd(fl_dims d, const T *qkv, T *ctx, float *lse)
+__global__ void __launch_bounds__(F2_THREADS, HD == 64 ? F2_MINB_FWD64 : 1) flash2_fwd(fl_dims d, const T *qkv, T *ctx, float *lse)
 {
   constexpr int LD = HD + F2_PAD, NT = F2_BN / 8, KC = HD / 16, DT = HD / 8;
   const int hl = d.al * HD;
@@ -538,16 +577,16 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_fwd(fl_dims d, const T *qkv
   extern __shared__ fl_smem_t fl_smem[];
   T *Qs = (T *)fl_smem, *Ks = Qs + F2_BM * LD, *Vs = Ks + 2 * F2_BN * LD; // K, V: two stages each
   const int nkt = (fl_min(q0 + F2_BM, d.s) - 1) / F2_BN + 1;
-  f2_load<T, HD>(Qs, Q, d.ld, q0, F2_BM, d.s, async);
-  f2_load<T, HD>(Ks, K, d.ld, 0, F2_BN, d.s, async);
-  f2_load<T, HD>(Vs, V, d.ld, 0, F2_BN, d.s, async);
+  f2_load<T, HD, F2_BM>(Qs, Q, d.ld, q0, d.s, async);
+  f2_load<T, HD, F2_BN>(Ks, K, d.ld, 0, d.s, async);
+  f2_load<T, HD, F2_BN>(Vs, V, d.ld, 0, d.s, async);
   ptdp_cp_async_commit();
   const int drop = d.drop.p > 0.0f;
   const float keep_scale = drop ? 1.0f / (1.0f - d.drop.p) : 1.0f, sl2 = d.scale * F2_LOG2E;
   uint64_t rh[2] = {0, 0};
   for (int r = 0; r < 2; r++)
     if (drop && qw0 + g + 8 * r < d.s) rh[r] = fl_row_hash(d, bi, hh, qw0 + g + 8 * r);
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; // rows g, g + 8: running max (log2 units), this lane's part of the sum
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; // rows g, g + 8: running max of S, this lane's part of the sum
   float o[DT][4];
   uint32_t qf[KC][4];
 F2_UNROLL
@@ -555,8 +594,8 @@ F2_UNROLL
   for (int kt = 0; kt < nkt; kt++) {
     const int k0 = kt * F2_BN, cur = kt & 1;
     if (kt + 1 < nkt) {
-      f2_load<T, HD>(Ks + (1 - cur) * F2_BN * LD, K, d.ld, k0 + F2_BN, F2_BN, d.s, async);
-      f2_load<T, HD>(Vs + (1 - cur) * F2_BN * LD, V, d.ld, k0 + F2_BN, F2_BN, d.s, async);
+      f2_load<T, HD, F2_BN>(Ks + (1 - cur) * F2_BN * LD, K, d.ld, k0 + F2_BN, d.s, async);
+      f2_load<T, HD, F2_BN>(Vs + (1 - cur) * F2_BN * LD, V, d.ld, k0 + F2_BN, d.s, async);
     }
     ptdp_cp_async_commit();
     ptdp_cp_async_wait<1>(); // this tile's group (and Q's) complete
@@ -566,69 +605,55 @@ F2_UNROLL
 F2_UNROLL
       for (int kk = 0; kk < KC; kk++) f2_lda(qf[kk], Qs + 16 * w * LD, LD, 16 * kk);
     if (qw0 < d.s && k0 <= qw0 + 15) { // else the warp's rows: none left, or all above the diagonal
-      const int nc = fl_min(F2_BN / 16, (qw0 + 15 - k0) / 16 + 1); // 16-key chunks not wholly masked
+      // The whole 64-key tile, also on the diagonal (its masked chunks give P = 0): no branch per chunk.
       float sc[NT][4];
 F2_UNROLL
       for (int j = 0; j < NT; j++) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
-      f2_abt<T, HD>(sc, qf, Qs, Kt, LD, 0, nc); // S = Q K^T
-      float mt[2] = {-INFINITY, -INFINITY};
-      if (k0 + F2_BN <= qw0 && qw0 + 16 <= d.s) // every row of the warp sees every key of the tile
-F2_UNROLL
-        for (int j = 0; j < NT; j++)
-F2_UNROLL
-          for (int e = 0; e < 4; e++) sc[j][e] *= sl2, mt[e / 2] = fmaxf(mt[e / 2], sc[j][e]);
-      else // the diagonal tile or the sequence's end: the mask element by element
+      f2_abt<T, HD>(sc, qf, Qs, Kt, LD); // S = Q K^T
+      if (!(k0 + F2_BN <= qw0 && qw0 + 16 <= d.s)) // the diagonal tile or the sequence's end: the mask
 F2_UNROLL
         for (int j = 0; j < NT; j++)
 F2_UNROLL
           for (int e = 0; e < 4; e++) {
             const int q = qw0 + g + 8 * (e / 2), k = k0 + 8 * j + 2 * t4 + e % 2;
-            sc[j][e] = j < 2 * nc && k <= q && q < d.s ? sc[j][e] * sl2 : -INFINITY;
-            mt[e / 2] = fmaxf(mt[e / 2], sc[j][e]);
+            if (!(k <= q && q < d.s)) sc[j][e] = -INFINITY;
           }
+      float mt[2] = {-INFINITY, -INFINITY}, ms[2]; // the tile's row maxima (S units); m sl2, 0 for a row masked so far
+F2_UNROLL
+      for (int j = 0; j < NT; j++)
+F2_UNROLL
+        for (int e = 0; e < 4; e++) mt[e / 2] = fmaxf(mt[e / 2], sc[j][e]);
       float alpha[2];
 F2_UNROLL
       for (int r = 0; r < 2; r++) {
         mt[r] = fmaxf(mt[r], __shfl_xor_sync(0xffffffffu, mt[r], 1));
         mt[r] = fmaxf(mt[r], __shfl_xor_sync(0xffffffffu, mt[r], 2));
         const float mnew = fmaxf(m[r], mt[r]);
-        alpha[r] = mnew == -INFINITY ? 1.0f : exp2f(m[r] - mnew);
+        ms[r] = mnew == -INFINITY ? 0.0f : mnew * sl2;
+        alpha[r] = f2_exp2(m[r] * sl2 - ms[r]); // 0 while the row has seen nothing (l, O are 0)
         m[r] = mnew;
         l[r] *= alpha[r];
       }
 F2_UNROLL
       for (int j = 0; j < NT; j++)
 F2_UNROLL
-        for (int e = 0; e < 4; e++) {
-          const int r = e / 2;
-          float pv = 0.0f;
-          if (sc[j][e] != -INFINITY) {
-            pv = exp2f(sc[j][e] - m[r]);
-            l[r] += pv;
-            if (drop) {
-              const int k = k0 + 8 * j + 2 * t4 + e % 2;
-              pv = ptdp_cu_rng_uniform(ptdp_cu_rng_at(rh[r], (uint64_t)k)) >= d.drop.p ? pv * keep_scale : 0.0f;
-            }
-          }
-          sc[j][e] = pv;
+        for (int e = 0; e < 4; e++) { // P = 2^(S sl2 - m sl2): one FFMA and ex2; a masked entry's -inf gives 0
+          sc[j][e] = f2_exp2(fmaf(sc[j][e], sl2, -ms[e / 2]));
+          l[e / 2] += sc[j][e];
         }
+      if (drop)
+F2_UNROLL
+        for (int j = 0; j < NT; j++)
+F2_UNROLL
+          for (int e = 0; e < 4; e++) {
+            const int k = k0 + 8 * j + 2 * t4 + e % 2;
+            sc[j][e] = ptdp_cu_rng_uniform(ptdp_cu_rng_at(rh[e / 2], (uint64_t)k)) >= d.drop.p ? sc[j][e] * keep_scale : 0.0f;
+          }
 F2_UNROLL
       for (int j = 0; j < DT; j++)
 F2_UNROLL
         for (int e = 0; e < 4; e++) o[j][e] *= alpha[e / 2]; // the rescale of O
-F2_UNROLL
-      for (int c = 0; c < F2_BN / 16; c++)
-        if (c < nc) { // O += P V
-          uint32_t a[4];
-          f2_acc_a<T>(a, sc, c);
-F2_UNROLL
-          for (int jj = 0; jj < HD / 16; jj++) {
-            uint32_t b[4];
-            f2_ldb(b, Vt, LD, 16 * c, 16 * jj);
-            ptdp_mma16816<T>(o[2 * jj], a, b, o[2 * jj]);
-            ptdp_mma16816<T>(o[2 * jj + 1], a, b + 2, o[2 * jj + 1]);
-          }
-        }
+      f2_acc_xb<T, HD>(o, sc, Vt, LD); // O += P V
     }
     __syncthreads(); // every warp is done with this stage before the next iteration refills it
   }
@@ -640,49 +665,68 @@ F2_UNROLL
     const int q = qw0 + g + 8 * r;
     if (q >= d.s) continue;
     const float inv = 1.0f / l[r];
-    T *crow = ctx + (long long)q * d.ldc + (long long)bi * hl + (long long)hh * HD;
 F2_UNROLL
-    for (int j = 0; j < DT; j++) crow[8 * j + 2 * t4] = T(o[j][2 * r] * inv), crow[8 * j + 2 * t4 + 1] = T(o[j][2 * r + 1] * inv);
-    if (!t4) lse[((long long)bi * d.al + hh) * d.s + q] = m[r] / F2_LOG2E + logf(l[r]);
+    for (int j = 0; j < DT; j++) o[j][2 * r] *= inv, o[j][2 * r + 1] *= inv;
+    if (!t4) lse[((long long)bi * d.al + hh) * d.s + q] = m[r] * d.scale + logf(l[r]);
   }
+  f2_store<T, HD>(ctx + (long long)bi * hl + (long long)hh * HD, d.ldc, qw0, d.s, o, 1.0f);
 }
 
 // dS (into dp) and Pd (into sc) of a warp's [16, 64] tile from S (sc, unscaled) and dP (dp), in
-// the accumulator layout; rows and columns are (query, key) or, in the dK/dV pass (kr), (key,
+// the accumulator layout; rows and columns are (query, key) or, in the dK/dV pass (KR), (key,
 // query).  lse2 (lse log2 e) and D of the element's query: per row (rows are queries) from
-// lq2, Dq; per column from the tile's arrays L2, Dc (index: query - col0).
+// lq2, Dq; per column from the tile's arrays L2, Dc (index: query - col0).  A tile wholly seen
+// and no dropout (most tiles) takes a path with no test per element: P = 2^(S sl2 - lse2) (one
+// FFMA and ex2), dS = P (dP - D); else the mask (a masked entry: P = dS = 0) and the dropout bits.
 struct f2_ds_args {
-  int bi, hh, kr, row0, col0, c_lo, c_hi; // 16-column chunks [c_lo, c_hi) computed, the rest zero
-  int whole;                               // every (query, key) of the tile seen: no mask to test
+  int bi, hh, row0, col0;
+  int whole; // every (query, key) of the tile seen: no mask to test
   float lq2[2], Dq[2];
   uint64_t rh[2];
   const float *L2, *Dc;
 };
 
+template <bool KR>
 __device__ __forceinline__ static void f2_ds(const fl_dims &d, const f2_ds_args &a, float (*sc)[4], float (*dp)[4])
 {
   const int lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
   const int drop = d.drop.p > 0.0f;
-  const float keep_scale = drop ? 1.0f / (1.0f - d.drop.p) : 1.0f, sl2 = d.scale * F2_LOG2E;
+  const float sl2 = d.scale * F2_LOG2E;
+  if (a.whole && !drop) {
+F2_UNROLL
+    for (int j = 0; j < F2_BN / 8; j++) {
+      float2 lc = make_float2(0.0f, 0.0f), dc = lc; // the columns' lse2 and D (KR: 8-byte aligned pairs)
+      if (KR) lc = *(const float2 *)(a.L2 + 8 * j + 2 * t4), dc = *(const float2 *)(a.Dc + 8 * j + 2 * t4);
+F2_UNROLL
+      for (int e = 0; e < 4; e++) {
+        const int r = e / 2, cc = e % 2;
+        const float l2 = KR ? (cc ? lc.y : lc.x) : a.lq2[r], D = KR ? (cc ? dc.y : dc.x) : a.Dq[r];
+        const float p = f2_exp2(fmaf(sc[j][e], sl2, -l2));
+        dp[j][e] = p * (dp[j][e] - D), sc[j][e] = p;
+      }
+    }
+    return;
+  }
+  const float keep_scale = drop ? 1.0f / (1.0f - d.drop.p) : 1.0f;
 F2_UNROLL
   for (int j = 0; j < F2_BN / 8; j++)
 F2_UNROLL
     for (int cc = 0; cc < 2; cc++) {
       const int col = a.col0 + 8 * j + 2 * t4 + cc;
-      uint64_t ch = 0; // the row hash of a column's query (kr)
-      if (drop && a.kr && col < d.s && j >= 2 * a.c_lo && j < 2 * a.c_hi) ch = fl_row_hash(d, a.bi, a.hh, col);
+      uint64_t ch = 0; // the row hash of a column's query (KR)
+      if (KR && drop && col < d.s) ch = fl_row_hash(d, a.bi, a.hh, col);
 F2_UNROLL
       for (int r = 0; r < 2; r++) {
         const int e = 2 * r + cc, row = a.row0 + g + 8 * r;
-        const int q = a.kr ? col : row, k = a.kr ? row : col;
+        const int q = KR ? col : row, k = KR ? row : col;
         float p = 0.0f, pd = 0.0f, ds = 0.0f;
-        if (a.whole || (j >= 2 * a.c_lo && j < 2 * a.c_hi && f2_sees(k, q, d.s))) {
-          const float l2 = a.kr ? a.L2[col - a.col0] : a.lq2[r], D = a.kr ? a.Dc[col - a.col0] : a.Dq[r];
-          p = exp2f(sc[j][e] * sl2 - l2);
+        if (f2_sees(k, q, d.s)) {
+          const float l2 = KR ? a.L2[col - a.col0] : a.lq2[r], D = KR ? a.Dc[col - a.col0] : a.Dq[r];
+          p = f2_exp2(fmaf(sc[j][e], sl2, -l2));
           float dpv = dp[j][e];
           pd = p;
           if (drop) {
-            const int keep = ptdp_cu_rng_uniform(ptdp_cu_rng_at(a.kr ? ch : a.rh[r], (uint64_t)k)) >= d.drop.p;
+            const int keep = ptdp_cu_rng_uniform(ptdp_cu_rng_at(KR ? ch : a.rh[r], (uint64_t)k)) >= d.drop.p;
             pd = keep ? p * keep_scale : 0.0f;
             dpv = keep ? dpv * keep_scale : 0.0f;
           }
@@ -693,11 +737,10 @@ F2_UNROLL
     }
 }
 
-// x[16, 64] += A[16, HD] B^T for B^T the 64 rows of bt [64, HD] (chunks [c_lo, c_hi) of 16 rows),
-// A from registers (af) or, af null, from the warp's rows at at (row stride ld).
+// x[16, 64] += A[16, HD] B^T for B^T the 64 rows of bt [64, HD], A from registers (af) or, af
+// null, from the warp's rows at at (row stride ld).
 template <typename T, int HD>
-__device__ __forceinline__ static void f2_abt(float (*x)[4], const uint32_t (*af)[4], const T *at, const T *bt, int ld,
-                                              int c_lo, int c_hi)
+__device__ __forceinline__ static void f2_abt(float (*x)[4], const uint32_t (*af)[4], const T *at, const T *bt, int ld)
 {
 F2_UNROLL
   for (int kk = 0; kk < HD / 16; kk++) { // each x[j] still sums its k steps in order
@@ -705,47 +748,48 @@ F2_UNROLL
     if (af) a[0] = af[kk][0], a[1] = af[kk][1], a[2] = af[kk][2], a[3] = af[kk][3];
     else f2_lda(a, at, ld, 16 * kk);
 F2_UNROLL
-    for (int c = 0; c < F2_BN / 16; c++)
-      if (c >= c_lo && c < c_hi) {
-        uint32_t b[4];
-        f2_ldbt(b, bt, ld, 16 * c, 16 * kk);
-        ptdp_mma16816<T>(x[2 * c], a, b, x[2 * c]);
-        ptdp_mma16816<T>(x[2 * c + 1], a, b + 2, x[2 * c + 1]);
-      }
+    for (int c = 0; c < F2_BN / 16; c++) {
+      uint32_t b[4];
+      f2_ldbt(b, bt, ld, 16 * c, 16 * kk);
+      ptdp_mma16816<T>(x[2 * c], a, b, x[2 * c]);
+      ptdp_mma16816<T>(x[2 * c + 1], a, b + 2, x[2 * c + 1]);
+    }
   }
 }
 
-// acc[16, HD] += X[16, 64] B for X an accumulator array (rounded to T) and B the 64 rows of bm
-// [64, HD] (chunks [c_lo, c_hi) of 16).
+// acc[16, HD] += X[16, 64] B for X an accumulator array (rounded to T) and B the 64 rows of bm [64, HD].
 template <typename T, int HD>
-__device__ __forceinline__ static void f2_acc_xb(float (*acc)[4], float (*x)[4], const T *bm, int ld, int c_lo, int c_hi)
+__device__ __forceinline__ static void f2_acc_xb(float (*acc)[4], float (*x)[4], const T *bm, int ld)
 {
 F2_UNROLL
-  for (int c = 0; c < F2_BN / 16; c++)
-    if (c >= c_lo && c < c_hi) {
-      uint32_t a[4];
-      f2_acc_a<T>(a, x, c);
+  for (int c = 0; c < F2_BN / 16; c++) {
+    uint32_t a[4];
+    f2_acc_a<T>(a, x, c);
 F2_UNROLL
-      for (int jj = 0; jj < HD / 16; jj++) {
-        uint32_t b[4];
-        f2_ldb(b, bm, ld, 16 * c, 16 * jj);
-        ptdp_mma16816<T>(acc[2 * jj], a, b, acc[2 * jj]);
-        ptdp_mma16816<T>(acc[2 * jj + 1], a, b + 2, acc[2 * jj + 1]);
-      }
+    for (int jj = 0; jj < HD / 16; jj++) {
+      uint32_t b[4];
+      f2_ldb(b, bm, ld, 16 * c, 16 * jj);
+      ptdp_mma16816<T>(acc[2 * jj], a, b, acc[2 * jj]);
+      ptdp_mma16816<T>(acc[2 * jj + 1], a, b + 2, acc[2 * jj + 1]);
     }
+  }
 }
 
-// Rows g and g + 8 of a warp's accumulator [16, HD] (times a) to rows r0 + g (+ 8) of out.
+// Rows g and g + 8 of a warp's accumulator [16, HD] (times a) to rows r0 + g (+ 8) of out: a lane's two
+// adjacent columns as one 32-bit store where out is 4-byte aligned (ld and the columns are even).
 template <typename T, int HD>
 __device__ __forceinline__ static void f2_store(T *out, long long ld, int r0, int lim, float (*acc)[4], float a)
 {
   const int lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+  const bool pair = (size_t)out % 4 == 0;
 F2_UNROLL
   for (int r = 0; r < 2; r++) {
     if (r0 + g + 8 * r >= lim) continue;
     T *row = out + (long long)(r0 + g + 8 * r) * ld;
 F2_UNROLL
-    for (int j = 0; j < HD / 8; j++) row[8 * j + 2 * t4] = T(acc[j][2 * r] * a), row[8 * j + 2 * t4 + 1] = T(acc[j][2 * r + 1] * a);
+    for (int j = 0; j < HD / 8; j++)
+      if (pair) *(uint32_t *)(row + 8 * j + 2 * t4) = f2_pack<T>(acc[j][2 * r] * a, acc[j][2 * r + 1] * a);
+      else row[8 * j + 2 * t4] = T(acc[j][2 * r] * a), row[8 * j + 2 * t4 + 1] = T(acc[j][2 * r + 1] * a);
   }
 }
 
@@ -754,25 +798,30 @@ template <int HD> struct f2_areg {
   static constexpr int n = on ? HD / 16 : 1;
 };
 
-// Tile q0 of query head hh's Q, dO (16-bit) and its rows' lse log2 e, D (fp32) into one stage of the dK/dV pass.
+// Tile q0 of query head hh's Q, dO (16-bit) into one stage of the dK/dV pass (cp.async).
 template <typename T, int HD>
-__device__ __forceinline__ static void f2_kv_fetch(const fl_dims &d, const T *qkv, const T *dctx, const float *lse,
-                                                   const float *D, int bi, int hh, int q0, T *Qs, T *dOs, float *L2s,
-                                                   float *Ds, bool async)
+__device__ __forceinline__ static void f2_kv_fetch(const fl_dims &d, const T *qkv, const T *dctx, int bi, int hh, int q0,
+                                                   T *Qs, T *dOs, bool async)
 {
   const T *Q = qkv + fl_part(d, bi, hh, 0, HD), *dO = dctx + (long long)bi * d.al * HD + (long long)hh * HD;
-  const float *L = lse + ((long long)bi * d.al + hh) * d.s, *Dr = D + ((long long)bi * d.al + hh) * d.s;
-  f2_load<T, HD>(Qs, Q, d.ld, q0, F2_BN, d.s, async);
-  f2_load<T, HD>(dOs, dO, d.ldc, q0, F2_BN, d.s, async);
-  for (int c = threadIdx.x; c < F2_BN; c += F2_THREADS)
-    L2s[c] = q0 + c < d.s ? L[q0 + c] * F2_LOG2E : 0.0f, Ds[c] = q0 + c < d.s ? Dr[q0 + c] : 0.0f;
+  f2_load<T, HD, F2_BN>(Qs, Q, d.ld, q0, d.s, async);
+  f2_load<T, HD, F2_BN>(dOs, dO, d.ldc, q0, d.s, async);
+}
+
+// lse and D of query q0 + threadIdx.x of head hh (threads below F2_BN; 0 past the sequence).
+__device__ __forceinline__ static void f2_kv_rows(const fl_dims &d, const float *lse, const float *D, int bi, int hh,
+                                                  int q0, float *l, float *dd)
+{
+  const long long o = ((long long)bi * d.al + hh) * d.s + q0 + threadIdx.x;
+  const bool in = threadIdx.x < F2_BN && q0 + (int)threadIdx.x < d.s;
+  *l = in ? lse[o] : 0.0f, *dd = in ? D[o] : 0.0f;
 }
 
 // dK, dV: one block per (64-key tile, sample and group), a warp 16 keys, over the group's query heads in order and,
 // for each, the query tiles that see the keys: one pipeline over the (head, query tile) steps, the next step's tile in
 // flight while this one is used, dK and dV summed over the heads in registers.
 template <typename T, int HD>
-__global__ void __launch_bounds__(F2_THREADS) flash2_bwd_kv(fl_dims d, const T *qkv, const T *dctx, const float *lse,
+__global__ void __launch_bounds__(F2_THREADS, HD == 64 ? F2_MINB_KV64 : 1) flash2_bwd_kv(fl_dims d, const T *qkv, const T *dctx, const float *lse,
                                                             const float *D, T *dqkv)
 {
   constexpr int LD = HD + F2_PAD, NT = F2_BN / 8, DT = HD / 8;
@@ -795,18 +844,26 @@ F2_UNROLL
   T *Ks = (T *)fl_smem, *Vs = Ks + F2_BM * LD, *Qs = Vs + F2_BM * LD, *dOs = Qs + 2 * F2_BN * LD; // Q, dO: 2 stages
   float *L2s = (float *)(dOs + 2 * F2_BN * LD), *Ds = L2s + 2 * F2_BN;
   const int nqt = (d.s + F2_BN - 1) / F2_BN, qt0 = k0 / F2_BN, nq = nqt - qt0, nstep = d.hpg * nq;
-  f2_load<T, HD>(Ks, K, d.ld, k0, F2_BM, d.s, async);
-  f2_load<T, HD>(Vs, V, d.ld, k0, F2_BM, d.s, async);
-  for (int it = 0; it < nstep; it++) { // step it: head h0 + it / nq, query tile qt0 + it % nq
-    const int hh = h0 + it / nq, q0 = (qt0 + it % nq) * F2_BN, cur = it & 1;
+  f2_load<T, HD, F2_BM>(Ks, K, d.ld, k0, d.s, async);
+  f2_load<T, HD, F2_BM>(Vs, V, d.ld, k0, d.s, async);
+  // Step it: head hh, query tile qt (head h0 + it / nq, tile qt0 + it % nq).  The next step's Q and dO tiles are in
+  // flight (cp.async) while this one is used; its rows' lse and D wait in registers (nl, nd) and go to shared memory
+  // at the step's end, so no thread stalls on their loads before the products.
+  int hh = h0, qt = qt0;
+  float nl = 0.0f, nd = 0.0f;
+  for (int it = 0; it < nstep; it++) {
+    const int q0 = qt * F2_BN, cur = it & 1, nx = 1 - cur;
+    int hx = hh, qx = qt + 1; // step it + 1's
+    if (qx == nqt) qx = qt0, hx++;
     if (it == 0) { // the first tile, then each step fetches the next
-      f2_kv_fetch<T, HD>(d, qkv, dctx, lse, D, bi, hh, q0, Qs, dOs, L2s, Ds, async);
+      f2_kv_fetch<T, HD>(d, qkv, dctx, bi, hh, q0, Qs, dOs, async);
       ptdp_cp_async_commit();
+      f2_kv_rows(d, lse, D, bi, hh, q0, &nl, &nd);
+      if (threadIdx.x < F2_BN) L2s[threadIdx.x] = nl * F2_LOG2E, Ds[threadIdx.x] = nd;
     }
     if (it + 1 < nstep) {
-      const int nx = 1 - cur;
-      f2_kv_fetch<T, HD>(d, qkv, dctx, lse, D, bi, h0 + (it + 1) / nq, (qt0 + (it + 1) % nq) * F2_BN,
-                         Qs + nx * F2_BN * LD, dOs + nx * F2_BN * LD, L2s + nx * F2_BN, Ds + nx * F2_BN, async);
+      f2_kv_fetch<T, HD>(d, qkv, dctx, bi, hx, qx * F2_BN, Qs + nx * F2_BN * LD, dOs + nx * F2_BN * LD, async);
+      f2_kv_rows(d, lse, D, bi, hx, qx * F2_BN, &nl, &nd);
     }
     ptdp_cp_async_commit();
     ptdp_cp_async_wait<1>();
@@ -818,22 +875,23 @@ F2_UNROLL
         for (int kk = 0; kk < AR::n; kk++) f2_lda(kf[kk], Ks + 16 * w * LD, LD, 16 * kk), f2_lda(vf[kk], Vs + 16 * w * LD, LD, 16 * kk);
     }
     if (kw0 < d.s) {
-      const int c_lo = kw0 > q0 ? (kw0 - q0) / 16 : 0; // 16-query chunks wholly before the warp's keys: masked
       float sc[NT][4], dp[NT][4];
 F2_UNROLL
       for (int j = 0; j < NT; j++)
 F2_UNROLL
         for (int e = 0; e < 4; e++) sc[j][e] = dp[j][e] = 0.0f;
-      f2_abt<T, HD>(sc, AR::on ? kf : 0, Ks + 16 * w * LD, Qt, LD, c_lo, F2_BN / 16);  // S^T = K Q^T
-      f2_abt<T, HD>(dp, AR::on ? vf : 0, Vs + 16 * w * LD, dOt, LD, c_lo, F2_BN / 16); // dP^T = V dO^T
+      f2_abt<T, HD>(sc, AR::on ? kf : 0, Ks + 16 * w * LD, Qt, LD);  // S^T = K Q^T
+      f2_abt<T, HD>(dp, AR::on ? vf : 0, Vs + 16 * w * LD, dOt, LD); // dP^T = V dO^T
       const int whole = q0 >= kw0 + 15 && q0 + F2_BN <= d.s && kw0 + 16 <= d.s; // every query after every key
-      f2_ds_args a = {bi, hh, 1, kw0, q0, c_lo, F2_BN / 16, whole, {0, 0}, {0, 0}, {0, 0}, L2s + cur * F2_BN,
+      f2_ds_args a = {bi, hh, kw0, q0, whole, {0, 0}, {0, 0}, {0, 0}, L2s + cur * F2_BN,
                       Ds + cur * F2_BN};
-      f2_ds(d, a, sc, dp);
-      f2_acc_xb<T, HD>(dv, sc, dOt, LD, c_lo, F2_BN / 16); // dV += Pd^T dO
-      f2_acc_xb<T, HD>(dk, dp, Qt, LD, c_lo, F2_BN / 16);  // dK += dS^T Q
+      f2_ds<true>(d, a, sc, dp);
+      f2_acc_xb<T, HD>(dv, sc, dOt, LD); // dV += Pd^T dO
+      f2_acc_xb<T, HD>(dk, dp, Qt, LD);  // dK += dS^T Q
     }
+    if (it + 1 < nstep && threadIdx.x < F2_BN) L2s[nx * F2_BN + threadIdx.x] = nl * F2_LOG2E, Ds[nx * F2_BN + threadIdx.x] = nd;
     __syncthreads();
+    hh = hx, qt = qx;
   }
   ptdp_cp_async_wait<0>();
   T *dK = dqkv + koff, *dV = dqkv + voff;
@@ -843,7 +901,7 @@ F2_UNROLL
 
 // dQ: one block per (64-query tile, pair), a warp 16 queries, over the key tiles they see.
 template <typename T, int HD>
-__global__ void __launch_bounds__(F2_THREADS) flash2_bwd_q(fl_dims d, const T *qkv, const T *dctx, const float *lse,
+__global__ void __launch_bounds__(F2_THREADS, HD == 64 ? F2_MINB_Q64 : 1) flash2_bwd_q(fl_dims d, const T *qkv, const T *dctx, const float *lse,
                                                            const float *D, T *dqkv)
 {
   constexpr int LD = HD + F2_PAD, NT = F2_BN / 8, DT = HD / 8;
@@ -860,12 +918,12 @@ __global__ void __launch_bounds__(F2_THREADS) flash2_bwd_q(fl_dims d, const T *q
   extern __shared__ fl_smem_t fl_smem[];
   T *Qs = (T *)fl_smem, *dOs = Qs + F2_BM * LD, *Ks = dOs + F2_BM * LD, *Vs = Ks + 2 * F2_BN * LD; // K, V: 2 stages
   const int nkt = (fl_min(q0 + F2_BM, d.s) - 1) / F2_BN + 1;
-  f2_load<T, HD>(Qs, Q, d.ld, q0, F2_BM, d.s, async);
-  f2_load<T, HD>(dOs, dO, d.ldc, q0, F2_BM, d.s, async);
-  f2_load<T, HD>(Ks, K, d.ld, 0, F2_BN, d.s, async);
-  f2_load<T, HD>(Vs, V, d.ld, 0, F2_BN, d.s, async);
+  f2_load<T, HD, F2_BM>(Qs, Q, d.ld, q0, d.s, async);
+  f2_load<T, HD, F2_BM>(dOs, dO, d.ldc, q0, d.s, async);
+  f2_load<T, HD, F2_BN>(Ks, K, d.ld, 0, d.s, async);
+  f2_load<T, HD, F2_BN>(Vs, V, d.ld, 0, d.s, async);
   ptdp_cp_async_commit();
-  f2_ds_args a = {bi, hh, 0, qw0, 0, 0, 0, 0, {0, 0}, {0, 0}, {0, 0}, (const float *)0, (const float *)0};
+  f2_ds_args a = {bi, hh, qw0, 0, 0, {0, 0}, {0, 0}, {0, 0}, (const float *)0, (const float *)0};
   for (int r = 0; r < 2; r++) {
     const int q = qw0 + g + 8 * r;
     a.lq2[r] = q < d.s ? L[q] * F2_LOG2E : 0.0f, a.Dq[r] = q < d.s ? Dr[q] : 0.0f;
@@ -878,8 +936,8 @@ F2_UNROLL
   for (int kt = 0; kt < nkt; kt++) {
     const int k0 = kt * F2_BN, cur = kt & 1;
     if (kt + 1 < nkt) {
-      f2_load<T, HD>(Ks + (1 - cur) * F2_BN * LD, K, d.ld, k0 + F2_BN, F2_BN, d.s, async);
-      f2_load<T, HD>(Vs + (1 - cur) * F2_BN * LD, V, d.ld, k0 + F2_BN, F2_BN, d.s, async);
+      f2_load<T, HD, F2_BN>(Ks + (1 - cur) * F2_BN * LD, K, d.ld, k0 + F2_BN, d.s, async);
+      f2_load<T, HD, F2_BN>(Vs + (1 - cur) * F2_BN * LD, V, d.ld, k0 + F2_BN, d.s, async);
     }
     ptdp_cp_async_commit();
     ptdp_cp_async_wait<1>();
@@ -889,17 +947,16 @@ F2_UNROLL
 F2_UNROLL
       for (int kk = 0; kk < AR::n; kk++) f2_lda(qf[kk], Qs + 16 * w * LD, LD, 16 * kk), f2_lda(df[kk], dOs + 16 * w * LD, LD, 16 * kk);
     if (qw0 < d.s && k0 <= qw0 + 15) {
-      const int nc = fl_min(F2_BN / 16, (qw0 + 15 - k0) / 16 + 1);
       float sc[NT][4], dp[NT][4];
 F2_UNROLL
       for (int j = 0; j < NT; j++)
 F2_UNROLL
         for (int e = 0; e < 4; e++) sc[j][e] = dp[j][e] = 0.0f;
-      f2_abt<T, HD>(sc, AR::on ? qf : 0, Qs + 16 * w * LD, Kt, LD, 0, nc);  // S = Q K^T
-      f2_abt<T, HD>(dp, AR::on ? df : 0, dOs + 16 * w * LD, Vt, LD, 0, nc); // dP = dO V^T
-      a.col0 = k0, a.c_hi = nc, a.whole = k0 + F2_BN <= qw0 && qw0 + 16 <= d.s; // every key before every query
-      f2_ds(d, a, sc, dp);
-      f2_acc_xb<T, HD>(dq, dp, Kt, LD, 0, nc); // dQ += dS K
+      f2_abt<T, HD>(sc, AR::on ? qf : 0, Qs + 16 * w * LD, Kt, LD);  // S = Q K^T
+      f2_abt<T, HD>(dp, AR::on ? df : 0, dOs + 16 * w * LD, Vt, LD); // dP = dO V^T
+      a.col0 = k0, a.whole = k0 + F2_BN <= qw0 && qw0 + 16 <= d.s; // every key before every query
+      f2_ds<false>(d, a, sc, dp);
+      f2_acc_xb<T, HD>(dq, dp, Kt, LD); // dQ += dS K
     }
     __syncthreads();
   }

@@ -11,7 +11,7 @@
 // once, as the mixed-precision wrapper does.  RMSNorm's statistics are fp32 outputs (rstd) from
 // sums of squares in double, as LayerNorm's (cuda_kernels.cu says why); its dw is a column sum
 // through fixed row chunks and a second pass (deterministic, no atomics).
-// NOT YET RUN ON A GPU: see README, "GPUs".
+// Run on a GPU (NVIDIA H200, 2026-11-26): test_ops and test_cuda_model pass; see ptdp-gpu(7).
 #include "cuda_elem.h"
 #include "cuda_internal.h"
 

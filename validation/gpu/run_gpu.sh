@@ -32,8 +32,9 @@
 # Environment: CUDA_ARCH (default: the GPU's compute capability, e.g. 90), BENCH_RUNS
 #   (bench_gpu.sh's RUNS; default "125M:none:8,4 1.3B:selective:4,2,1"), BENCH_ITERS (6),
 #   BENCH_PRECISIONS ("fp32 bf16"), CONFORMANCE (the conformance tests, those of the tarball
-#   run: default "validation/tests/backend/test_ops validation/tests/gpu/test_cuda_ops", the
-#   suite and its predecessor), CONFORMANCE_BACKENDS (its PTDP_TEST_BACKENDS, default "cuda?":
+#   run: default "validation/tests/backend/test_ops validation/tests/gpu/test_cuda_ops
+#   validation/tests/gpu/test_cuda_flash", the suite, its predecessor and the fused attention's
+#   kernels against the CPU backend), CONFORMANCE_BACKENDS (its PTDP_TEST_BACKENDS, default "cuda?":
 #   the CUDA backend alone, a SKIP with the reason where no GPU can run it; cpu and guard run in
 #   every make check), STEP_BUDGETS (per-step budgets in seconds replacing those below, e.g.
 #   "build=900,bench=300" on a slow machine).
@@ -455,7 +456,7 @@ fi
 [ -f "$DIST" ] || die_usage "no tarball $DIST"
 DIST=$(realpath "$DIST") PACK=$(realpath "$PACK")
 [ "$DEPS" = none ] || DEPS=$(realpath "$DEPS")
-CONFORMANCE=${CONFORMANCE:-validation/tests/backend/test_ops validation/tests/gpu/test_cuda_ops}
+CONFORMANCE=${CONFORMANCE:-validation/tests/backend/test_ops validation/tests/gpu/test_cuda_ops validation/tests/gpu/test_cuda_flash}
 CONFORMANCE_BACKENDS=${CONFORMANCE_BACKENDS:-cuda?}
 # the work directory is emptied: only one this script made (its marker file), or a new one
 if [ -e "$W" ] && [ ! -f "$W/.ptdp-gpu-work" ] && [ -n "$(ls -A "$W" 2>/dev/null)" ]; then

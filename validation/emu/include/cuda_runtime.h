@@ -72,6 +72,9 @@ typedef struct CUevent_st *cudaEvent_t;
 
 struct uint3_s { unsigned int x, y, z; };
 typedef struct uint3_s uint3;
+/* CUDA's 8-byte-aligned pair of floats (vector_types.h), for kernels that load two at a time */
+typedef struct __attribute__((aligned(8))) float2_s { float x, y; } float2;
+static inline float2 make_float2(float x, float y) { float2 v; v.x = x, v.y = y; return v; }
 
 #ifdef __cplusplus
 struct dim3 {

@@ -29,7 +29,9 @@
  * A group's dK and dV sum its query heads' terms: the bounds above summed over those heads.
  * test_emu_flash_mutant, _mutant_bwd, _mutant_gqa and _mutant_gqa_sum are this program linked
  * with planted mistakes (validation/emu/local.mk; test_emu_flash_plant.sh): they must fail
- * (PTDP_TEST_FLASH_GROUPED=1 runs the grouped cases alone, for the last two). */
+ * (PTDP_TEST_FLASH_GROUPED=1 runs the grouped cases alone, for the last two).
+ * The same program built against the CUDA runtime is validation/tests/gpu/test_cuda_flash: the
+ * kernels on a GPU against the CPU backend, with the same cases and bounds (exit 77 without one). */
 #include <cuda_runtime.h>
 
 #include "../../tests/expect.h"
@@ -45,6 +47,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef PTDP_TEST_ON_GPU /* validation/tests/gpu/local.mk */
+#define TEST_NAME "test_cuda_flash"
+#else
+#define TEST_NAME "test_emu_flash"
+#endif
 
 /* off: the 16-bit buffers start that many elements into their allocations (1: 2 bytes off the
  * 16-byte alignment of the kernels' vector loads, which must then load element by element) */
@@ -367,9 +375,14 @@ static const char *kernel_name(void) { return ptdp_cuk_flash_kernel() == PTDP_FL
 
 int main(void)
 {
+  int ngpu = 0;
+  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu < 1) { /* test_cuda_flash on a node without a GPU */
+    printf("SKIP: %s: no GPU (cudaGetDeviceCount)\n", TEST_NAME);
+    return 77;
+  }
   ptdp_backend *cpu = NULL;
   if (ptdp_backend_cpu_create(&cpu) || !cpu->flash_forward) {
-    fprintf(stderr, "test_emu_flash: no CPU backend with flash attention\n");
+    fprintf(stderr, "%s: no CPU backend with flash attention\n", TEST_NAME);
     return 2;
   }
   /* the default is PTDP_FLASH_KERNEL's (unset: mma) */
@@ -408,5 +421,5 @@ int main(void)
   EXPECT(ptdp_cuk_flash_forward(0, PTDP_F32, &bad, NULL, NULL, NULL) == cudaErrorInvalidValue, "fp32 not refused");
   cpu->destroy(cpu); /* not ptdp_backend_destroy: backend.c would link the whole CUDA backend */
   free(cpu);
-  return expect_summary("test_emu_flash");
+  return expect_summary(TEST_NAME);
 }

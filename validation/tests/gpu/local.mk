@@ -10,3 +10,13 @@ TESTS += validation/tests/gpu/test_cuda_host \
 dist_noinst_SCRIPTS += validation/tests/gpu/test_cuda_nogpu.sh validation/tests/gpu/test_cuda_model.sh \
                        validation/tests/gpu/test_cuda_sanitizer.sh validation/tests/gpu/gpu_lib.sh
 AM_TESTS_ENVIRONMENT += CUDA_BIN='$(CUDA_BIN)'; export CUDA_BIN;
+if PTDP_CUDA
+# test_cuda_flash: the fused attention's kernels (both sets) on the GPU against the CPU backend, the
+# emulation's test program (validation/emu/tests/test_emu_flash.c: its cases and bounds) built
+# against the CUDA runtime and libptdp.a; exit 77 without a GPU.
+check_PROGRAMS += validation/tests/gpu/test_cuda_flash
+validation_tests_gpu_test_cuda_flash_SOURCES = validation/emu/tests/test_emu_flash.c
+validation_tests_gpu_test_cuda_flash_CPPFLAGS = $(AM_CPPFLAGS) -DPTDP_TEST_ON_GPU -I$(top_srcdir)/src/backend \
+                                                -I$(top_srcdir)/validation/emu/tests
+TESTS += validation/tests/gpu/test_cuda_flash
+endif
