@@ -198,6 +198,65 @@ __global__ void colsum_partial(const T *dy, const T *x, const float *mean, const
   if (with_xhat) part[((size_t)chunks + blockIdx.y) * cols + c] = sb;
 }
 
+// The same sums, VEC(T) adjacent columns a thread in 16-byte loads (cols a multiple of VEC(T),
+// dy and x aligned): each column's terms in the same order as colsum_partial's, so the same bits;
+// 8 times the bytes per load and the row loop unrolled by 4 keep enough loads in flight (the
+// one-element kernel ran at half the bandwidth on the H200, validation/bench/README.md).
+#ifdef __CUDACC__
+#define CS_UNROLL _Pragma("unroll 4")
+#else
+#define CS_UNROLL // (the emulation's host compiler)
+#endif
+template <typename T>
+__global__ void colsum_partial_vec(const T *dy, const T *x, const float *mean, const float *rstd, long long rows,
+                                   int cols, int chunks, float *part, int with_xhat)
+{
+  constexpr int V = VEC(T);
+  __shared__ float sw_s[CS_SLICES][CS_COLS * V], sb_s[CS_SLICES][CS_COLS * V];
+  const int tx = threadIdx.x % CS_COLS, ty = threadIdx.x / CS_COLS, c0 = (blockIdx.x * CS_COLS + tx) * V;
+  const long long r0 = rows * blockIdx.y / chunks, r1 = rows * (blockIdx.y + 1) / chunks;
+  float sw[V], sb[V];
+  for (int i = 0; i < V; i++) sw[i] = sb[i] = 0.0f;
+  if (c0 < cols) {
+    CS_UNROLL
+    for (long long r = r0 + ty; r < r1; r += CS_SLICES) {
+      const vec16<T> d = *(const vec16<T> *)(dy + r * cols + c0);
+      if (with_xhat) {
+        const vec16<T> xv = *(const vec16<T> *)(x + r * cols + c0);
+        const float m = mean[r], rs = rstd[r];
+        for (int i = 0; i < V; i++) sw[i] += ptdp_ld(d.e[i]) * ((ptdp_ld(xv.e[i]) - m) * rs);
+      }
+      for (int i = 0; i < V; i++) sb[i] += ptdp_ld(d.e[i]);
+    }
+  }
+  for (int i = 0; i < V; i++) sw_s[ty][tx * V + i] = sw[i], sb_s[ty][tx * V + i] = sb[i];
+  __syncthreads();
+  if (ty != 0 || c0 >= cols) return;
+  for (int i = 0; i < V; i++) {
+    for (int k = 1; k < CS_SLICES; k++) sw[i] += sw_s[k][tx * V + i], sb[i] += sb_s[k][tx * V + i];
+    part[(size_t)blockIdx.y * cols + c0 + i] = with_xhat ? sw[i] : sb[i];
+    if (with_xhat) part[((size_t)chunks + blockIdx.y) * cols + c0 + i] = sb[i];
+  }
+}
+
+// colsum_partial or, where the layout allows, colsum_partial_vec (x may be null: no xhat)
+template <typename T>
+static void colsum_partial_launch(cudaStream_t st, const T *dy, const T *x, const float *mean, const float *rstd,
+                                  long long rows, int cols, int chunks, float *part, int with_xhat)
+{
+  void (*part_kernel)(const T *, const T *, const float *, const float *, long long, int, int, float *, int) =
+      colsum_partial<T>;
+  void (*part_vec_kernel)(const T *, const T *, const float *, const float *, long long, int, int, float *, int) =
+      colsum_partial_vec<T>;
+  if (cols % VEC(T) == 0 && vec_aligned(dy) && (!with_xhat || vec_aligned(x))) {
+    dim3 g((cols / VEC(T) + CS_COLS - 1) / CS_COLS, chunks);
+    part_vec_kernel<<<g, CS_COLS * CS_SLICES, 0, st>>>(dy, x, mean, rstd, rows, cols, chunks, part, with_xhat);
+  } else {
+    dim3 g((cols + CS_COLS - 1) / CS_COLS, chunks);
+    part_kernel<<<g, CS_COLS * CS_SLICES, 0, st>>>(dy, x, mean, rstd, rows, cols, chunks, part, with_xhat);
+  }
+}
+
 // out[c] += sum over chunks of part[k][c], k in chunk order
 __global__ void colsum_final(const float *part, int chunks, int cols, float *out)
 {
@@ -242,8 +301,6 @@ static cudaError_t ln_backward_launch(cudaStream_t st, const void *dy, const voi
   void (*dx_kernel)(const T *, const T *, const T *, const float *, const float *, T *, int) = ln_backward_dx<T>;
   void (*dx_rows_kernel)(const T *, const T *, const T *, const float *, const float *, T *, long long, int) =
       ln_backward_dx_rows<T>;
-  void (*part_kernel)(const T *, const T *, const float *, const float *, long long, int, int, float *, int) =
-      colsum_partial<T>;
   if (rows <= 0) return cudaGetLastError();
   const T *dyt = (const T *)dy, *xt = (const T *)x, *wt = (const T *)w;
   if (h <= LN_WARP_H)
@@ -251,8 +308,7 @@ static cudaError_t ln_backward_launch(cudaStream_t st, const void *dy, const voi
         dyt, xt, wt, mean, rstd, (T *)dx, rows, h);
   else
     dx_kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(dyt, xt, wt, mean, rstd, (T *)dx, h);
-  dim3 g((h + CS_COLS - 1) / CS_COLS, chunks);
-  part_kernel<<<g, CS_COLS * CS_SLICES, 0, st>>>(dyt, xt, mean, rstd, rows, h, chunks, part, 1);
+  colsum_partial_launch<T>(st, dyt, xt, mean, rstd, rows, h, chunks, part, 1);
   const unsigned gf = (unsigned)((h + THREADS - 1) / THREADS);
   colsum_final<<<gf, THREADS, 0, st>>>(part, chunks, h, dw);
   colsum_final<<<gf, THREADS, 0, st>>>(part + (size_t)chunks * h, chunks, h, db);
@@ -382,11 +438,8 @@ template <typename T>
 static cudaError_t bias_backward_launch(cudaStream_t st, const void *dy, float *db, long long rows, int cols,
                                         float *part, int chunks)
 {
-  void (*part_kernel)(const T *, const T *, const float *, const float *, long long, int, int, float *, int) =
-      colsum_partial<T>;
   if (rows <= 0 || cols <= 0) return cudaGetLastError();
-  dim3 g((cols + CS_COLS - 1) / CS_COLS, chunks);
-  part_kernel<<<g, CS_COLS * CS_SLICES, 0, st>>>((const T *)dy, NULL, NULL, NULL, rows, cols, chunks, part, 0);
+  colsum_partial_launch<T>(st, (const T *)dy, (const T *)NULL, NULL, NULL, rows, cols, chunks, part, 0);
   colsum_final<<<(unsigned)((cols + THREADS - 1) / THREADS), THREADS, 0, st>>>(part, chunks, cols, db);
   return cudaGetLastError();
 }

@@ -229,7 +229,7 @@ programs_of() {
 }
 
 gpu_tests() { # every test the test steps may run, for build-tests
-  tests_matching validation/tests/gpu/test_cuda_host $CONFORMANCE
+  tests_matching validation/tests/gpu/test_cuda_host validation/tests/gpu/test_cuda_flash $CONFORMANCE # test_cuda_flash: also the sanitizer step's
 }
 
 step_build_tests() {

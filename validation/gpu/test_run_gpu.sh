@@ -212,10 +212,19 @@ case $FAKE_CS in
   unsupported) echo "========= Error: Device not supported. Please refer to the documentation"; exit 1 ;;
   errors) echo "========= Invalid __global__ write of size 4 bytes"; echo "========= ERROR SUMMARY: 1 error"; exit 3 ;;
   hang) sleep 60 ;;
-  *) echo "========= ERROR SUMMARY: 0 errors" ;;
+  *) echo "========= ERROR SUMMARY: 0 errors"
+     for a; do :; done # the last argument: the program, for test_cuda_flash (which takes none)
+     case $a in *test_cuda_flash) "$a" ;; esac ;;
 esac
 EOF
-chmod +x "$S/ptdp-train" "$S/mpirun" "$S/bin/compute-sanitizer"
+# bf16's racecheck runs test_cuda_flash; FAKE_FLASH=fail: its own checks fail
+mkdir -p "$S/validation/tests/gpu"
+cat > "$S/validation/tests/gpu/test_cuda_flash" <<'EOF'
+#!/bin/sh
+if [ "${FAKE_FLASH:-}" = fail ]; then echo "test_cuda_flash: 9 checks passed, 1 failed"; exit 1; fi
+echo "test_cuda_flash: 10 checks passed, 0 failed"
+EOF
+chmod +x "$S/ptdp-train" "$S/mpirun" "$S/bin/compute-sanitizer" "$S/validation/tests/gpu/test_cuda_flash"
 cs() {
   FAKE_CS=$1 PTDP_SANITIZER_TIMEOUT=2 top_builddir=$S MPIRUN=$S/mpirun PATH=$S/bin:$PATH \
     sh "$top_srcdir/validation/tests/gpu/test_cuda_sanitizer.sh" > "$TMPD/cs-$1.out" 2>&1
@@ -235,6 +244,10 @@ cs clean
 ok $? "sanitizer: a clean run passes"
 [ "$(grep -c '^ok: compute-sanitizer --tool .*; bf16)$' "$TMPD/cs-clean.out")" = 2 ]
 ok $? "sanitizer: the bf16 case (the mma flash kernels) runs under both tools"
+FAKE_FLASH=fail cs clean
+rc=$?
+[ $rc = 1 ] && grep -q "racecheck: no errors (exit 1; bf16)" "$TMPD/cs-clean.out"
+ok $? "sanitizer: test_cuda_flash failing its own checks under racecheck fails the test (exit $rc)"
 
 # ---- 6. bench_gpu.sh's verdicts (a fake trainer: log lines of 100*i ms and 10*i TFLOP/s)
 cat > "$S/fake-train" <<'EOF'
