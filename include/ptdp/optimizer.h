@@ -34,6 +34,7 @@ typedef struct {
   long long step;        /* updates taken (skipped steps do not count): Adam's t, the schedule's */
   size_t state_bytes;    /* optimizer state held by this rank (moments; master weights in bf16/fp16) */
   ptdp_grad_scaler scaler; /* loss scaling (fp16): set after create; kind NONE by default */
+  ptdp_adamw_range *ranges; /* a shard's tensors for the backend's adamw_many (nparams of them) */
 } ptdp_optimizer;
 
 int ptdp_optimizer_create(ptdp_optimizer *o, const ptdp_optim_config *cfg, ptdp_gpt *model, ptdp_ddp *ddp);

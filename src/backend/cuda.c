@@ -279,6 +279,9 @@ static void ctx_release(ptdp_cu_ctx *c)
   if (c->many_tab) report_cuda(cudaFree(c->many_tab), "cudaFree", "sumsq_many table");
   if (c->many_tab_host) report_cuda(cudaFreeHost(c->many_tab_host), "cudaFreeHost", "sumsq_many table");
   if (c->many_part) report_cuda(cudaFree(c->many_part), "cudaFree", "sumsq_many partial sums");
+  if (c->aw_tab) report_cuda(cudaFree(c->aw_tab), "cudaFree", "adamw_many table");
+  if (c->aw_tab_host) report_cuda(cudaFreeHost(c->aw_tab_host), "cudaFreeHost", "adamw_many table");
+  free(c->aw_last);
   cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
   if (c->lt && (st = cublasLtDestroy(c->lt)) != CUBLAS_STATUS_SUCCESS)
     fprintf(stderr, "ptdp: cuda: cublasLtDestroy failed: %s\n", cublasGetStatusString(st));
@@ -398,6 +401,52 @@ static int cu_xent_grad(ptdp_backend *be, float *logits, const int32_t *target, 
                         const float *se, long long rows, int vl, float scale)
 {
   PTDP_CALL_CUDA(ptdp_cuk_xent_grad(CTX->stream, CTX->t, logits, target, v0, gmax, se, rows, vl, scale));
+  return PTDP_OK;
+}
+
+/* The ranges' table (ptdp_cuk_adamw_entry) on the device, then one launch.  A step's table is
+ * the last step's (the same tensors and shards), so it is uploaded only when it changes: then
+ * after a wait, so that no earlier launch still reads the device table and no earlier copy still
+ * reads the pinned one while they are rewritten.  Bias corrections as cu_adamw's. */
+static int cu_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, float gscale, float lr, float b1,
+                         float b2, float eps, long long step)
+{
+  ptdp_cu_ctx *c = be->ctx;
+  if (count <= 0) return PTDP_OK;
+  const size_t bytes = (size_t)count * sizeof(ptdp_cuk_adamw_entry);
+  ptdp_cuk_adamw_entry *tab = malloc(bytes);
+  if (!tab) return PTDP_FAIL(PTDP_ERR_MEM, "adamw_many: a table of %d ranges: out of memory", count);
+  const int blocks = ptdp_cuk_adamw_plan(r, count, tab);
+  if (count != c->aw_count || memcmp(tab, c->aw_last, bytes)) {
+    int rc = wait_stream(be, "adamw_many");
+    if (rc == PTDP_OK && count > c->aw_cap) { /* grow: device, pinned and host copies */
+      if (c->aw_tab) report_cuda(cudaFree(c->aw_tab), "cudaFree", "adamw_many table");
+      if (c->aw_tab_host) report_cuda(cudaFreeHost(c->aw_tab_host), "cudaFreeHost", "adamw_many table");
+      free(c->aw_last);
+      c->aw_tab = c->aw_tab_host = c->aw_last = NULL;
+      c->aw_cap = c->aw_count = 0;
+      cudaError_t e = cudaMalloc(&c->aw_tab, bytes);
+      if (e == cudaSuccess) e = cudaMallocHost(&c->aw_tab_host, bytes);
+      if (e != cudaSuccess) rc = PTDP_FAIL(PTDP_ERR_LIB, "adamw_many: its table: %s", cudaGetErrorString(e));
+      else if (!(c->aw_last = malloc(bytes))) rc = PTDP_FAIL(PTDP_ERR_MEM, "adamw_many: its table: out of memory");
+      else c->aw_cap = count;
+    }
+    if (rc == PTDP_OK) {
+      memcpy(c->aw_tab_host, tab, bytes);
+      memcpy(c->aw_last, tab, bytes);
+      cudaError_t e = cudaMemcpyAsync(c->aw_tab, c->aw_tab_host, bytes, cudaMemcpyHostToDevice, c->stream);
+      if (e != cudaSuccess) rc = PTDP_FAIL(PTDP_ERR_LIB, "adamw_many: its table: %s", cudaGetErrorString(e));
+      else c->aw_count = count, c->aw_blocks = blocks;
+    }
+    if (rc != PTDP_OK) {
+      c->aw_count = 0; /* nothing valid on the device */
+      free(tab);
+      return rc;
+    }
+  }
+  free(tab);
+  float bc1 = 1.0f - powf(b1, (float)step), bc2 = 1.0f - powf(b2, (float)step);
+  PTDP_CALL_CUDA(ptdp_cuk_adamw_many(c->stream, c->aw_tab, count, c->aw_blocks, gscale, lr, b1, b2, eps, bc1, bc2));
   return PTDP_OK;
 }
 
@@ -587,6 +636,7 @@ static void fill_table(ptdp_backend *be, ptdp_dtype t)
   be->dtype = t;
   PTDP_BACKEND_FILL(be, cu);
   be->sumsq_many = cu_sumsq_many; /* optional, every storage type */
+  be->adamw_many = cu_adamw_many;   /* optional too */
   if (t != PTDP_F32) {
     be->gemm_wgrad = ptdp_cu_gemm_wgrad;
     be->flash_forward = cu_flash_forward;

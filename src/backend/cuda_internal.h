@@ -55,6 +55,10 @@ typedef struct {
   int many_cap;
   double *many_part;            /* its partial sums, many_part_cap of them (grow) */
   int many_part_cap;
+  void *aw_tab, *aw_tab_host;   /* adamw_many's table (ptdp_cuk_adamw_entry), device and pinned, */
+  void *aw_last;                /* aw_cap entries (grow), and a host copy of the table on the device */
+  int aw_cap, aw_count;         /* (aw_count entries; 0: none), which is uploaded again only when it changes */
+  int aw_blocks;                /* the blocks of the table on the device */
 } ptdp_cu_ctx;
 
 /* Backend scratch of at least n floats (device memory; contents undefined). */
@@ -130,6 +134,20 @@ typedef struct {
 int ptdp_cuk_sumsq_plan(const float *const *x, const size_t *n, int count, ptdp_cuk_sumsq_entry *tab);
 cudaError_t ptdp_cuk_sumsq_many(cudaStream_t st, const ptdp_cuk_sumsq_entry *tab, int count, int blocks, double *part,
                                 double *out);
+/* adamw over count ranges in one launch: tab (device) holds each range and its first block
+ * (ptdp_cuk_adamw_plan fills a host copy, returning the blocks in all); a block updates elements
+ * of its range only, each with adamw_k's arithmetic on g times gscale. */
+typedef struct {
+  float *p;
+  const float *g;
+  float *m, *v;
+  size_t n;
+  float wd;
+  int b0, nb; /* its blocks: [b0, b0 + nb) */
+} ptdp_cuk_adamw_entry;
+int ptdp_cuk_adamw_plan(const ptdp_adamw_range *r, int count, ptdp_cuk_adamw_entry *tab);
+cudaError_t ptdp_cuk_adamw_many(cudaStream_t st, const ptdp_cuk_adamw_entry *tab, int count, int blocks, float gscale,
+                                float lr, float b1, float b2, float eps, float bc1, float bc2);
 /* Mixed precision.  convert: a same-type convert is a cudaMemcpyAsync; unscale_check: *found
  * (device) set to 0, then to 1 by any non-finite x, as x *= inv_scale. */
 cudaError_t ptdp_cuk_convert(cudaStream_t st, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype sty, size_t n);

@@ -7,7 +7,8 @@
 // does.  LayerNorm keeps its double statistics in every type: fp32 sums of h terms would do for
 // a bf16 y, but the suite holds mean and rstd (fp32 outputs) to a few fp32 ulps of their own
 // size, and a mean near zero of terms of size 3 loses about h u relative to itself in fp32; a
-// row pass is bound by memory, not by the double adds (to be confirmed on a GPU).
+// row pass is bound by memory, not by the double adds (on the H200 the one-element-a-lane
+// kernels ran at 35-50% of the bandwidth, so they move 16-byte units now where they can).
 // Column sums (LayerNorm dw/db, bias db) go through fixed row chunks and a second pass, so
 // they are deterministic; only embedding_backward adds with atomics (rows sharing a token).
 // First run on an NVIDIA H200, 2026-11-26 (validation/bench/README.md): per-kernel times there.
@@ -160,6 +161,81 @@ __global__ void ln_backward_dx_rows(const T *dy, const T *x, const T *w, const f
   ln_row_backward(dy + r * h, x + r * h, w, mean, rstd, dx + r * h, r, h, true);
 }
 
+// The warp-per-row kernels in vec16 units (h a multiple of VEC(T), the arrays aligned): the same
+// passes and per-element arithmetic, a lane's 16-byte pieces t, t + 32, ... (its sums in double
+// over other elements than ln_row_forward's lane: mean and rstd equal to the last bit but for a
+// rare double rounding).  One element a lane per load ran at 35-50% of the bandwidth on the H200
+// (validation/bench/README.md, GPU third session).
+template <typename T>
+__global__ void ln_forward_rows_vec(const T *x, const T *w, const T *b, T *y, float *mean, float *rstd,
+                                    long long rows, int h, float eps)
+{
+  constexpr int V = VEC(T);
+  const long long r = (long long)blockIdx.x * LN_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (r >= rows) return; // the whole warp: its lanes share the row
+  const int t = threadIdx.x & 31, nv = h / V;
+  const vec16<T> *xr = (const vec16<T> *)(x + r * h), *wv = (const vec16<T> *)w, *bv = (const vec16<T> *)b;
+  double s = 0;
+  for (int i = t; i < nv; i += 32) {
+    const vec16<T> a = xr[i];
+    for (int j = 0; j < V; j++) s += ptdp_ld(a.e[j]);
+  }
+  const float m = (float)(warp_sum(s) / h);
+  double ss = 0;
+  for (int i = t; i < nv; i += 32) {
+    const vec16<T> a = xr[i];
+    for (int j = 0; j < V; j++) {
+      const float d = ptdp_ld(a.e[j]) - m;
+      ss += (double)d * d;
+    }
+  }
+  const float rs = 1.0f / sqrtf((float)(warp_sum(ss) / h) + eps);
+  vec16<T> *yr = (vec16<T> *)(y + r * h);
+  for (int i = t; i < nv; i += 32) {
+    const vec16<T> a = xr[i], wa = wv[i], ba = bv[i];
+    vec16<T> o;
+    for (int j = 0; j < V; j++) ptdp_st(&o.e[j], (ptdp_ld(a.e[j]) - m) * rs * ptdp_ld(wa.e[j]) + ptdp_ld(ba.e[j]));
+    yr[i] = o;
+  }
+  if (t == 0) {
+    mean[r] = m;
+    rstd[r] = rs;
+  }
+}
+
+template <typename T>
+__global__ void ln_backward_dx_rows_vec(const T *dy, const T *x, const T *w, const float *mean, const float *rstd,
+                                        T *dx, long long rows, int h)
+{
+  constexpr int V = VEC(T);
+  const long long r = (long long)blockIdx.x * LN_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (r >= rows) return;
+  const int t = threadIdx.x & 31, nv = h / V;
+  const vec16<T> *dyr = (const vec16<T> *)(dy + r * h), *xr = (const vec16<T> *)(x + r * h);
+  const vec16<T> *wv = (const vec16<T> *)w;
+  const float m = mean[r], rs = rstd[r];
+  double sg = 0, sgx = 0;
+  for (int i = t; i < nv; i += 32) {
+    const vec16<T> da = dyr[i], xa = xr[i], wa = wv[i];
+    for (int j = 0; j < V; j++) {
+      const float xh = (ptdp_ld(xa.e[j]) - m) * rs, g = ptdp_ld(da.e[j]) * ptdp_ld(wa.e[j]);
+      sg += g;
+      sgx += (double)g * xh;
+    }
+  }
+  const float mg = (float)(warp_sum(sg) / h), mgx = (float)(warp_sum(sgx) / h);
+  vec16<T> *dxr = (vec16<T> *)(dx + r * h);
+  for (int i = t; i < nv; i += 32) {
+    const vec16<T> da = dyr[i], xa = xr[i], wa = wv[i];
+    vec16<T> o;
+    for (int j = 0; j < V; j++) {
+      const float xh = (ptdp_ld(xa.e[j]) - m) * rs;
+      ptdp_st(&o.e[j], rs * (ptdp_ld(da.e[j]) * ptdp_ld(wa.e[j]) - mg - xh * mgx));
+    }
+    dxr[i] = o;
+  }
+}
+
 // one block per row
 template <typename T>
 __global__ void ln_backward_dx(const T *dy, const T *x, const T *w, const float *mean, const float *rstd, T *dx, int h)
@@ -268,6 +344,8 @@ __global__ void colsum_final(const float *part, int chunks, int cols, float *out
 }
 
 static int row_threads(int h) { return h >= 1024 ? 512 : h >= 256 ? 256 : 128; }
+// blocks of the warp-per-row kernels for rows rows
+static unsigned ln_row_blocks(long long rows) { return (unsigned)((rows + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK); }
 
 template <typename T>
 static cudaError_t ln_forward_launch(cudaStream_t st, const void *x, const void *w, const void *b, void *y, float *mean,
@@ -276,9 +354,14 @@ static cudaError_t ln_forward_launch(cudaStream_t st, const void *x, const void 
   void (*kernel)(const T *, const T *, const T *, T *, float *, float *, int, float) = ln_forward<T>;
   void (*rows_kernel)(const T *, const T *, const T *, T *, float *, float *, long long, int, float) =
       ln_forward_rows<T>;
+  void (*rows_vec_kernel)(const T *, const T *, const T *, T *, float *, float *, long long, int, float) =
+      ln_forward_rows_vec<T>;
   const T *xt = (const T *)x, *wt = (const T *)w, *bt = (const T *)b;
   if (rows <= 0) return cudaGetLastError();
-  if (h <= LN_WARP_H)
+  if (h <= LN_WARP_H && h % VEC(T) == 0 && vec_aligned(x) && vec_aligned(w) && vec_aligned(b) && vec_aligned(y))
+    rows_vec_kernel<<<ln_row_blocks(rows), 32 * LN_ROWS_PER_BLOCK, 0, st>>>(xt, wt, bt, (T *)y, mean, rstd, rows, h,
+                                                                            eps);
+  else if (h <= LN_WARP_H)
     rows_kernel<<<(unsigned)((rows + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK), 32 * LN_ROWS_PER_BLOCK, 0, st>>>(
         xt, wt, bt, (T *)y, mean, rstd, rows, h, eps);
   else
@@ -301,9 +384,14 @@ static cudaError_t ln_backward_launch(cudaStream_t st, const void *dy, const voi
   void (*dx_kernel)(const T *, const T *, const T *, const float *, const float *, T *, int) = ln_backward_dx<T>;
   void (*dx_rows_kernel)(const T *, const T *, const T *, const float *, const float *, T *, long long, int) =
       ln_backward_dx_rows<T>;
+  void (*dx_rows_vec_kernel)(const T *, const T *, const T *, const float *, const float *, T *, long long, int) =
+      ln_backward_dx_rows_vec<T>;
   if (rows <= 0) return cudaGetLastError();
   const T *dyt = (const T *)dy, *xt = (const T *)x, *wt = (const T *)w;
-  if (h <= LN_WARP_H)
+  if (h <= LN_WARP_H && h % VEC(T) == 0 && vec_aligned(dy) && vec_aligned(x) && vec_aligned(w) && vec_aligned(dx))
+    dx_rows_vec_kernel<<<ln_row_blocks(rows), 32 * LN_ROWS_PER_BLOCK, 0, st>>>(dyt, xt, wt, mean, rstd, (T *)dx, rows,
+                                                                               h);
+  else if (h <= LN_WARP_H)
     dx_rows_kernel<<<(unsigned)((rows + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK), 32 * LN_ROWS_PER_BLOCK, 0, st>>>(
         dyt, xt, wt, mean, rstd, (T *)dx, rows, h);
   else
@@ -535,12 +623,38 @@ __global__ void unscale_check_k(float *x, size_t n, float inv_scale, int *found)
   }
 }
 
+// fp32 to a 16-bit type, 8 elements a thread: two 16-byte loads, one 16-byte store (the weights'
+// copy back after AdamW; one element a thread ran at a quarter of the bandwidth on the H200,
+// validation/bench/README.md).  The same rounding as mp_store, so the same bits.
+template <typename T> __global__ void convert_down_vec(T *dst, const float *src, size_t nv)
+{
+  FOR_EACH(i, nv)
+  {
+    const vec16<float> a = ((const vec16<float> *)src)[2 * i], b = ((const vec16<float> *)src)[2 * i + 1];
+    vec16<T> o;
+    for (int j = 0; j < 4; j++) ptdp_st(&o.e[j], a.e[j]), ptdp_st(&o.e[4 + j], b.e[j]);
+    ((vec16<T> *)dst)[i] = o;
+  }
+}
+
 extern "C" cudaError_t ptdp_cuk_convert(cudaStream_t st, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype sty,
                                         size_t n)
 {
   const size_t bytes = n * (sty == PTDP_F32 ? sizeof(float) : sizeof(unsigned short));
   if (dt == sty) return n ? cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st) : cudaSuccess;
-  if (n) convert_k<<<grid_for(n), THREADS, 0, st>>>(dst, (int)dt, src, (int)sty, n);
+  size_t done = 0;
+  if (sty == PTDP_F32 && n >= 8 && vec_aligned(dst) && vec_aligned(src)) {
+    void (*down_bf16)(__nv_bfloat16 *, const float *, size_t) = convert_down_vec<__nv_bfloat16>;
+    void (*down_f16)(__half *, const float *, size_t) = convert_down_vec<__half>;
+    const size_t nv = n / 8;
+    if (dt == PTDP_BF16) down_bf16<<<grid_for(nv), THREADS, 0, st>>>((__nv_bfloat16 *)dst, (const float *)src, nv);
+    else down_f16<<<grid_for(nv), THREADS, 0, st>>>((__half *)dst, (const float *)src, nv);
+    done = nv * 8;
+  }
+  if (n > done) // the rest (or all), an element a thread
+    convert_k<<<grid_for(n - done), THREADS, 0, st>>>((char *)dst + done * (dt == PTDP_F32 ? 4 : 2), (int)dt,
+                                                     (const char *)src + done * (sty == PTDP_F32 ? 4 : 2), (int)sty,
+                                                     n - done);
   return cudaGetLastError();
 }
 
@@ -797,6 +911,56 @@ extern "C" cudaError_t ptdp_cuk_adamw(cudaStream_t st, float *p, const float *g,
                                       float lr, float b1, float b2, float eps, float wd, float bc1, float bc2)
 {
   if (n) adamw_k<<<grid_for(n), THREADS, 0, st>>>(p, g, m, v, n, lr, b1, b2, eps, wd, bc1, bc2);
+  return cudaGetLastError();
+}
+
+// Every tensor's AdamW in one launch (one launch per tensor was 148 launches and 1.25 ms of a
+// GPT 125M step on an H200; the clipping's scale pass, 0.36 ms more, is folded in as gscale).
+// Block g belongs to the range whose blocks hold g (a binary search in tab, as sumsq_many's) and
+// strides over that range alone; each element's arithmetic is adamw_k's on g times gscale.
+__global__ void adamw_many_k(const ptdp_cuk_adamw_entry *tab, int count, float gscale, float lr, float b1, float b2,
+                             float eps, float bc1, float bc2)
+{
+  int lo = 0, hi = count - 1;
+  while (lo < hi) { // the last range whose first block is at most blockIdx.x
+    const int mid = (lo + hi + 1) / 2;
+    if (tab[mid].b0 <= (int)blockIdx.x) lo = mid;
+    else hi = mid - 1;
+  }
+  const ptdp_cuk_adamw_entry e = tab[lo];
+  const size_t bi = blockIdx.x - (unsigned)e.b0, stride = (size_t)e.nb * blockDim.x;
+  for (size_t i = bi * blockDim.x + threadIdx.x; i < e.n; i += stride) {
+    const float gi = e.g[i] * gscale;
+    const float mi = b1 * e.m[i] + (1.0f - b1) * gi, vi = b2 * e.v[i] + (1.0f - b2) * gi * gi;
+    e.m[i] = mi;
+    e.v[i] = vi;
+    e.p[i] -= lr * ((mi / bc1) / (sqrtf(vi / bc2) + eps) + e.wd * e.p[i]);
+  }
+}
+
+// A range's blocks: about 4 elements a thread, at most 4096 blocks (then a grid-stride loop).
+static int adamw_blocks(size_t n)
+{
+  const size_t b = (n + 4 * THREADS - 1) / (4 * THREADS);
+  return (int)(b < 1 ? 1 : b > 4096 ? 4096 : b);
+}
+
+extern "C" int ptdp_cuk_adamw_plan(const ptdp_adamw_range *r, int count, ptdp_cuk_adamw_entry *tab)
+{
+  int blocks = 0;
+  for (int i = 0; i < count; i++) {
+    const ptdp_cuk_adamw_entry e = {r[i].p, r[i].g, r[i].m, r[i].v, r[i].n, r[i].wd, blocks, adamw_blocks(r[i].n)};
+    tab[i] = e;
+    blocks += e.nb;
+  }
+  return blocks;
+}
+
+extern "C" cudaError_t ptdp_cuk_adamw_many(cudaStream_t st, const ptdp_cuk_adamw_entry *tab, int count, int blocks,
+                                           float gscale, float lr, float b1, float b2, float eps, float bc1, float bc2)
+{
+  if (count <= 0) return cudaSuccess;
+  adamw_many_k<<<(unsigned)blocks, THREADS, 0, st>>>(tab, count, gscale, lr, b1, b2, eps, bc1, bc2);
   return cudaGetLastError();
 }
 

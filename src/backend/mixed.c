@@ -181,6 +181,12 @@ static int mx_adamw(ptdp_backend *be, float *p, const float *g, float *m, float 
   return 0;
 }
 
+static int mx_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, float gscale, float lr, float beta1,
+                         float beta2, float eps, long long step)
+{
+  return INNER(be)->adamw_many(INNER(be), r, count, gscale, lr, beta1, beta2, eps, step);
+}
+
 static double mx_sumsq(ptdp_backend *be, const float *x, size_t n) { return INNER(be)->sumsq(INNER(be), x, n); }
 static int mx_sumsq_many(ptdp_backend *be, const float *const *x, const size_t *n, int count, double *out)
 {
@@ -542,6 +548,7 @@ static void fill_optional(ptdp_backend *be, const ptdp_backend *inner)
   be->flash_supports = inner->flash_supports ? mx_flash_supports : NULL;
   be->flash_backward = inner->flash_backward ? mx_flash_backward : NULL;
   be->sumsq_many = inner->sumsq_many ? mx_sumsq_many : NULL;
+  be->adamw_many = inner->adamw_many ? mx_adamw_many : NULL;
 }
 
 /* The wrapper's table around inner (not yet owned: the caller destroys inner on failure). */

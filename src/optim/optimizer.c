@@ -22,10 +22,18 @@ int ptdp_optimizer_create(ptdp_optimizer *o, const ptdp_optim_config *cfg, ptdp_
   if (model->cfg.dtype != PTDP_F32) /* the master weights: sharded like the moments, or whole */
     o->state_bytes += model->master_sharded ? o->state_bytes / 2 : (size_t)model->layout.total * sizeof(float);
   ptdp_grad_scaler_none(&o->scaler);
+  if (model->be->adamw_many && model->nparams > 0) {
+    o->ranges = malloc((size_t)model->nparams * sizeof *o->ranges);
+    if (!o->ranges) return PTDP_FAIL(PTDP_ERR_MEM, "the optimizer's table of %d tensors: out of memory", model->nparams);
+  }
   return 0;
 }
 
-void ptdp_optimizer_destroy(ptdp_optimizer *o) { memset(o, 0, sizeof *o); }
+void ptdp_optimizer_destroy(ptdp_optimizer *o)
+{
+  free(o->ranges);
+  memset(o, 0, sizeof *o);
+}
 
 /* The gradient ranges of shard s that this rank counts in the norm, appended to x, n from *k on
  * (room for nparams more); returns how many. */
@@ -84,11 +92,16 @@ static int counted_sumsq(const ptdp_optimizer *o, int nb, double *ss)
   return rc;
 }
 
-/* AdamW on the parameters overlapping shard s; moments at s->state. */
-static int adam_shard(ptdp_optimizer *o, const ptdp_shard *s, double lr)
+/* AdamW on the parameters overlapping shard s, from the gradients times coeff (the clipping
+ * factor, 1 for none); moments at s->state.  With the backend's adamw_many, one call for the
+ * shard's tensors (the gradients left unscaled); else scale, then adamw per tensor: the same bits. */
+static int adam_shard(ptdp_optimizer *o, const ptdp_shard *s, double lr, float coeff)
 {
   ptdp_gpt *m = o->model;
   const ptdp_optim_config *c = &o->cfg;
+  const int many = m->be->adamw_many && o->ranges;
+  int k = 0;
+  if (!many && coeff < 1.0f) PTDP_CALL(m->be->scale(m->be, m->grad + s->lo, coeff, (size_t)(s->hi - s->lo)));
   for (int i = 0; i < m->nparams; i++) {
     const ptdp_param_info *p = &m->params[i];
     const long long off = m->layout.offset[i];
@@ -97,10 +110,18 @@ static int adam_shard(ptdp_optimizer *o, const ptdp_shard *s, double lr)
     if (b <= a) continue;
     const long long st = s->state + (a - s->lo);
     float *w = m->master_sharded ? m->master + st : m->param + a; /* fp32: the weights, else their master */
-    PTDP_CALL(m->be->adamw(m->be, w, m->grad + a, o->m + st, o->v + st, (size_t)(b - a), (float)lr,
-                           (float)c->beta1, (float)c->beta2, (float)c->eps, p->weight_decay ? (float)c->wd : 0.0f,
-                           o->step));
+    const float wd = p->weight_decay ? (float)c->wd : 0.0f;
+    if (many) {
+      const ptdp_adamw_range r = {w, m->grad + a, o->m + st, o->v + st, (size_t)(b - a), wd};
+      o->ranges[k++] = r;
+    } else {
+      PTDP_CALL(m->be->adamw(m->be, w, m->grad + a, o->m + st, o->v + st, (size_t)(b - a), (float)lr,
+                             (float)c->beta1, (float)c->beta2, (float)c->eps, wd, o->step));
+    }
   }
+  if (many && k > 0)
+    PTDP_CALL(m->be->adamw_many(m->be, o->ranges, k, coeff < 1.0f ? coeff : 1.0f, (float)lr, (float)c->beta1,
+                                (float)c->beta2, (float)c->eps, o->step));
   return 0;
 }
 
@@ -157,8 +178,7 @@ int ptdp_optimizer_update(ptdp_optimizer *o, double lr, double *grad_norm, int *
   for (int b = 0; b < nb; b++) {
     ptdp_shard s;
     ptdp_ddp_shard(o->ddp, b, &s);
-    if (coeff < 1.0f) PTDP_CALL(m->be->scale(m->be, m->grad + s.lo, coeff, (size_t)(s.hi - s.lo)));
-    PTDP_CALL(adam_shard(o, &s, lr));
+    PTDP_CALL(adam_shard(o, &s, lr, coeff));
     const ptdp_bucket_range *bk = &m->layout.buckets[b];
     if (m->master_sharded) { /* the 16-bit weights of the shard, all-gathered (Megatron's way) */
       PTDP_CALL(ptdp_gpt_sync_shard(m, b));

@@ -826,6 +826,60 @@ static void check_xent(void)
 
 /* AdamW element-wise (c = 8: moments, a square root, a division, the update).  Sizes past the
  * reductions' blocks and a multiple of nothing. */
+/* adamw_many, where the tested backend has it: one call over three ranges of a flat buffer (5000,
+ * 7 and 70001 elements; weight decay on the first and last) with gscale 0.37 and with 1, against
+ * the reference's scale (gscale < 1) then adamw per range, within adamw's bounds; and, on the
+ * tested side, the same bits as its own scale then adamw per range (the operation's promise),
+ * with g left as it was. */
+static void check_adamw_many(void)
+{
+  enum { NR = 3, NB = 4 }; /* ranges; buffers p, g, m, v */
+  static const size_t sizes[NR] = {5000, 7, 70001};
+  static const float wds[NR] = {0.01f, 0.0f, 0.1f};
+  static const float lo[NB] = {-1, -1, -0.1f, 0}, hi[NB] = {1, 1, 0.1f, 0.01f};
+  static const char *names[NB] = {"adamw_many p", "adamw_many g", "adamw_many m", "adamw_many v"};
+  if (!be[1]->adamw_many) return;
+  size_t off[NR], total = 0;
+  for (int r = 0; r < NR; r++) off[r] = total, total += sizes[r];
+  for (int pass = 0; pass < 2; pass++) {
+    const float gs = pass ? 1.0f : 0.37f;
+    set_shape("%d ranges, gscale %g", NR, gs);
+    float *h[NB];
+    twin A[NB], B[NB]; /* A: adamw_many on the tested side; B: scale and adamw on each side */
+    for (int j = 0; j < NB; j++) {
+      if (!(h[j] = malloc(total * sizeof(float)))) die("malloc");
+      for (size_t i = 0; i < total; i++) h[j][i] = urand(lo[j], hi[j]);
+      A[j] = upload(h[j], total, sizeof(float)), B[j] = upload(h[j], total, sizeof(float));
+    }
+    ptdp_adamw_range r[NR];
+    for (int i = 0; i < NR; i++) {
+      const ptdp_adamw_range ri = {F(A[0], 1) + off[i], F(A[1], 1) + off[i], F(A[2], 1) + off[i], F(A[3], 1) + off[i],
+                                   sizes[i], wds[i]};
+      r[i] = ri;
+    }
+    RUN(1, adamw_many, r, NR, gs, 1e-3f, 0.9f, 0.999f, 1e-8f, 3);
+    for (int k = 0; k < 2; k++) {
+      if (gs < 1.0f) RUN(k, scale, F(B[1], k), gs, total);
+      for (int i = 0; i < NR; i++)
+        RUN(k, adamw, F(B[0], k) + off[i], F(B[1], k) + off[i], F(B[2], k) + off[i], F(B[3], k) + off[i], sizes[i],
+            1e-3f, 0.9f, 0.999f, 1e-8f, wds[i], 3);
+    }
+    int differ = 0;
+    for (int j = 0; j < NB; j++) {
+      char *a = fetch_side(&A[j], 1), *b = fetch_side(&B[j], 1);
+      if (j == 1) differ += memcmp(a, h[1], total * sizeof(float)) != 0; /* g unscaled */
+      else {
+        differ += memcmp(a, b, total * sizeof(float)) != 0;
+        twin vs = {.p = {B[j].p[0], A[j].p[1]}, .n = total, .elem = {sizeof(float), sizeof(float)}};
+        check_f32(&vs, names[j], bound_elem(8));
+      }
+      free(a), free(b), free(h[j]);
+    }
+    record("adamw_many bits", differ, 0, differ == 0, 1);
+    for (int j = 0; j < NB; j++) drop(&A[j]), drop(&B[j]);
+  }
+}
+
 static void check_adamw(void)
 {
   static const size_t sizes[] = {5000, 1000003, 7};
@@ -840,6 +894,7 @@ static void check_adamw(void)
     check_f32(&v, "adamw v", bound_elem(8));
     DROP_ALL(&p, &g, &m, &v);
   }
+  check_adamw_many();
 }
 
 /* sumsq_many, where a backend has it: one call over the arrays of sizes[] (and one of them twice),

@@ -7,7 +7,8 @@
  * bound), a conversion one element short and an unscale that never reports an inf or NaN (the
  * exact checks of mixed precision), a strided A read with an ld one short (gemm_wgrad), an
  * in-place result never written back (bias_forward's y: a wrapper that treats it as an input
- * only).  In bf16 and fp16 only, mistakes of the mixed-precision wrapper's rounding: add's result
+ * only), AdamW over many tensors with the clipping factor ignored (checked against the
+reference's scale and adamw).  In bf16 and fp16 only, mistakes of the mixed-precision wrapper's rounding: add's result
  * rounded toward zero instead of to nearest even (what dropping the low 16 bits of a float does
  * for bf16), and embedding_backward's fp32 dwte rounded to the storage type (an fp32 gradient
  * taken for an (S) argument).  In the optional fused epilogues, where a backend has them: the
@@ -40,6 +41,7 @@ const test_ops_plant test_ops_plants[] = {
     {"xent_sumexp", "the last row not written", ALL},
     {"bias_forward", "y left as it was (the in-place result not written back)", ALL},
     {"adamw", "the bias corrections of the next step (step + 1)", ALL},
+    {"adamw_many", "the clipping factor ignored (gscale taken as 1)", ALL},
     {"sumsq", "one element short (n - 1)", ALL},
     {"convert", "the last element not converted (n - 1)", ALL},
     {"unscale_check", "found always 0 (an inf or NaN never reported)", ALL},
@@ -105,6 +107,13 @@ static int bad_embedding_forward(ptdp_backend *be, const float *wte, const int32
 static int bad_xent_sumexp(ptdp_backend *be, const float *logits, const float *gmax, long long rows, int vl, float *se)
 {
   return orig.xent_sumexp(be, logits, gmax, rows > 1 ? rows - 1 : rows, vl, se);
+}
+
+static int bad_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, float gscale, float lr, float beta1,
+                          float beta2, float eps, long long step)
+{
+  (void)gscale;
+  return orig.adamw_many(be, r, count, 1.0f, lr, beta1, beta2, eps, step);
 }
 
 static int bad_adamw(ptdp_backend *be, float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
@@ -261,6 +270,7 @@ void test_ops_plant_apply(ptdp_backend *be, const ptdp_backend *ref)
   PLANT_OPTIONAL(be, rmsnorm_backward);
   PLANT_OPTIONAL(be, rope);
   PLANT_OPTIONAL(be, swiglu_forward);
+  PLANT_IF(be, adamw_many, (be)->adamw_many != NULL); /* checked against the reference's adamw: it needs no twin */
 }
 
 void test_ops_plant_remove(ptdp_backend *be) { *be = orig; }
