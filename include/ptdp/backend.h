@@ -66,13 +66,15 @@ typedef struct {
 size_t ptdp_dtype_size(ptdp_dtype t);
 
 /* One tensor's range for adamw_many (fp32): weights (or their master) p, gradient g, moments m and
- * v, n elements, weight decay wd (0 for none). */
+ * v, n elements, weight decay wd (0 for none); w16, when not NULL, receives the updated p in the
+ * call's 16-bit type (the model's stored weights), as convert would write them. */
 typedef struct {
   float *p;
   const float *g;
   float *m, *v;
   size_t n;
   float wd;
+  void *w16;
 } ptdp_adamw_range;
 
 typedef struct ptdp_backend ptdp_backend;
@@ -183,11 +185,13 @@ struct ptdp_backend {
                float beta2, float eps, float wd, long long step);
   /* adamw over count ranges at once, from gradients times gscale (the clipping factor, 1 for
    * none): each element bit for bit what scale(g, gscale) and then adamw on its range give (one
-   * fp32 multiply, then the same arithmetic), g itself left as it was.  Optional (NULL: the caller
-   * scales and calls adamw per range); a GPU's one launch per tensor was 148 launches a step of
-   * GPT 125M and 292 of 1.3B. */
-  int (*adamw_many)(ptdp_backend *be, const ptdp_adamw_range *r, int count, float gscale, float lr, float beta1,
-                    float beta2, float eps, long long step);
+   * fp32 multiply, then the same arithmetic), g itself left as it was; and a range's w16 (t16:
+   * bf16 or fp16) bit for bit what convert(w16, t16, p, fp32, n) gives after it (the copy back to
+   * the stored weights, in the same pass).  Optional (NULL: the caller scales, calls adamw per
+   * range and converts); a GPU's one launch per tensor was 148 launches a step of GPT 125M and 292
+   * of 1.3B. */
+  int (*adamw_many)(ptdp_backend *be, const ptdp_adamw_range *r, int count, ptdp_dtype t16, float gscale, float lr,
+                    float beta1, float beta2, float eps, long long step);
   double (*sumsq)(ptdp_backend *be, const float *x, size_t n); /* in double */
   /* out[i] = sumsq(x[i], n[i]) bit for bit, i < count, with one wait for all of them (a GPU's
    * gradient norm is one sum per tensor: one host synchronisation per tensor was 148 waits per

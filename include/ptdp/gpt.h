@@ -189,6 +189,9 @@ int ptdp_gpt_sync_weights(ptdp_gpt *m, long long lo, long long hi);
  * sharded: wt[s.lo, s.hi) = master[s.state ...] rounded, then the bucket's weights all-gathered
  * over DP in the storage type.  Collective over DP. */
 int ptdp_gpt_sync_shard(ptdp_gpt *m, int bucket);
+/* Its second half alone: the bucket's weights all-gathered over DP from each rank's wt[s.lo, s.hi)
+ * (for a shard whose 16-bit weights the optimizer wrote itself, adamw_many's copy back). */
+int ptdp_gpt_gather_shard(ptdp_gpt *m, int bucket);
 /* Every weight from its master: ptdp_gpt_sync_weights over everything, or ptdp_gpt_sync_shard
  * over every bucket (collective over DP then). */
 int ptdp_gpt_sync_all(ptdp_gpt *m);

@@ -408,11 +408,14 @@ static int cu_xent_grad(ptdp_backend *be, float *logits, const int32_t *target, 
  * the last step's (the same tensors and shards), so it is uploaded only when it changes: then
  * after a wait, so that no earlier launch still reads the device table and no earlier copy still
  * reads the pinned one while they are rewritten.  Bias corrections as cu_adamw's. */
-static int cu_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, float gscale, float lr, float b1,
-                         float b2, float eps, long long step)
+static int cu_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, ptdp_dtype t16, float gscale,
+                         float lr, float b1, float b2, float eps, long long step)
 {
   ptdp_cu_ctx *c = be->ctx;
   if (count <= 0) return PTDP_OK;
+  for (int i = 0; i < count; i++)
+    PTDP_CHECK_INTERNAL(!r[i].w16 || t16 == PTDP_BF16 || t16 == PTDP_F16,
+                        "adamw_many: a 16-bit copy of type %d (bf16 or fp16)", (int)t16);
   const size_t bytes = (size_t)count * sizeof(ptdp_cuk_adamw_entry);
   ptdp_cuk_adamw_entry *tab = malloc(bytes);
   if (!tab) return PTDP_FAIL(PTDP_ERR_MEM, "adamw_many: a table of %d ranges: out of memory", count);
@@ -446,7 +449,8 @@ static int cu_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count,
   }
   free(tab);
   float bc1 = 1.0f - powf(b1, (float)step), bc2 = 1.0f - powf(b2, (float)step);
-  PTDP_CALL_CUDA(ptdp_cuk_adamw_many(c->stream, c->aw_tab, count, c->aw_blocks, gscale, lr, b1, b2, eps, bc1, bc2));
+  PTDP_CALL_CUDA(
+      ptdp_cuk_adamw_many(c->stream, c->aw_tab, count, c->aw_blocks, t16, gscale, lr, b1, b2, eps, bc1, bc2));
   return PTDP_OK;
 }
 

@@ -136,18 +136,20 @@ cudaError_t ptdp_cuk_sumsq_many(cudaStream_t st, const ptdp_cuk_sumsq_entry *tab
                                 double *out);
 /* adamw over count ranges in one launch: tab (device) holds each range and its first block
  * (ptdp_cuk_adamw_plan fills a host copy, returning the blocks in all); a block updates elements
- * of its range only, each with adamw_k's arithmetic on g times gscale. */
+ * of its range only, each with adamw_k's arithmetic on g times gscale, and writes the range's w16
+ * copy (type t16) when it has one, rounded as convert_k rounds. */
 typedef struct {
   float *p;
   const float *g;
   float *m, *v;
   size_t n;
   float wd;
+  void *w16;
   int b0, nb; /* its blocks: [b0, b0 + nb) */
 } ptdp_cuk_adamw_entry;
 int ptdp_cuk_adamw_plan(const ptdp_adamw_range *r, int count, ptdp_cuk_adamw_entry *tab);
-cudaError_t ptdp_cuk_adamw_many(cudaStream_t st, const ptdp_cuk_adamw_entry *tab, int count, int blocks, float gscale,
-                                float lr, float b1, float b2, float eps, float bc1, float bc2);
+cudaError_t ptdp_cuk_adamw_many(cudaStream_t st, const ptdp_cuk_adamw_entry *tab, int count, int blocks, ptdp_dtype t16,
+                                float gscale, float lr, float b1, float b2, float eps, float bc1, float bc2);
 /* Mixed precision.  convert: a same-type convert is a cudaMemcpyAsync; unscale_check: *found
  * (device) set to 0, then to 1 by any non-finite x, as x *= inv_scale. */
 cudaError_t ptdp_cuk_convert(cudaStream_t st, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype sty, size_t n);

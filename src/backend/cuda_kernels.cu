@@ -918,8 +918,8 @@ extern "C" cudaError_t ptdp_cuk_adamw(cudaStream_t st, float *p, const float *g,
 // GPT 125M step on an H200; the clipping's scale pass, 0.36 ms more, is folded in as gscale).
 // Block g belongs to the range whose blocks hold g (a binary search in tab, as sumsq_many's) and
 // strides over that range alone; each element's arithmetic is adamw_k's on g times gscale.
-__global__ void adamw_many_k(const ptdp_cuk_adamw_entry *tab, int count, float gscale, float lr, float b1, float b2,
-                             float eps, float bc1, float bc2)
+__global__ void adamw_many_k(const ptdp_cuk_adamw_entry *tab, int count, int t16, float gscale, float lr, float b1,
+                             float b2, float eps, float bc1, float bc2)
 {
   int lo = 0, hi = count - 1;
   while (lo < hi) { // the last range whose first block is at most blockIdx.x
@@ -934,7 +934,9 @@ __global__ void adamw_many_k(const ptdp_cuk_adamw_entry *tab, int count, float g
     const float mi = b1 * e.m[i] + (1.0f - b1) * gi, vi = b2 * e.v[i] + (1.0f - b2) * gi * gi;
     e.m[i] = mi;
     e.v[i] = vi;
-    e.p[i] -= lr * ((mi / bc1) / (sqrtf(vi / bc2) + eps) + e.wd * e.p[i]);
+    const float pi = e.p[i] - lr * ((mi / bc1) / (sqrtf(vi / bc2) + eps) + e.wd * e.p[i]);
+    e.p[i] = pi;
+    if (e.w16) mp_store(e.w16, t16, i, pi); // the copy back to the stored weights
   }
 }
 
@@ -949,7 +951,8 @@ extern "C" int ptdp_cuk_adamw_plan(const ptdp_adamw_range *r, int count, ptdp_cu
 {
   int blocks = 0;
   for (int i = 0; i < count; i++) {
-    const ptdp_cuk_adamw_entry e = {r[i].p, r[i].g, r[i].m, r[i].v, r[i].n, r[i].wd, blocks, adamw_blocks(r[i].n)};
+    const ptdp_cuk_adamw_entry e = {r[i].p,  r[i].g, r[i].m, r[i].v, r[i].n, r[i].wd,
+                                    r[i].w16, blocks, adamw_blocks(r[i].n)};
     tab[i] = e;
     blocks += e.nb;
   }
@@ -957,10 +960,11 @@ extern "C" int ptdp_cuk_adamw_plan(const ptdp_adamw_range *r, int count, ptdp_cu
 }
 
 extern "C" cudaError_t ptdp_cuk_adamw_many(cudaStream_t st, const ptdp_cuk_adamw_entry *tab, int count, int blocks,
-                                           float gscale, float lr, float b1, float b2, float eps, float bc1, float bc2)
+                                           ptdp_dtype t16, float gscale, float lr, float b1, float b2, float eps,
+                                           float bc1, float bc2)
 {
   if (count <= 0) return cudaSuccess;
-  adamw_many_k<<<(unsigned)blocks, THREADS, 0, st>>>(tab, count, gscale, lr, b1, b2, eps, bc1, bc2);
+  adamw_many_k<<<(unsigned)blocks, THREADS, 0, st>>>(tab, count, (int)t16, gscale, lr, b1, b2, eps, bc1, bc2);
   return cudaGetLastError();
 }
 

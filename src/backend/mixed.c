@@ -181,10 +181,10 @@ static int mx_adamw(ptdp_backend *be, float *p, const float *g, float *m, float 
   return 0;
 }
 
-static int mx_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, float gscale, float lr, float beta1,
-                         float beta2, float eps, long long step)
+static int mx_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, ptdp_dtype t16, float gscale,
+                         float lr, float beta1, float beta2, float eps, long long step)
 {
-  return INNER(be)->adamw_many(INNER(be), r, count, gscale, lr, beta1, beta2, eps, step);
+  return INNER(be)->adamw_many(INNER(be), r, count, t16, gscale, lr, beta1, beta2, eps, step);
 }
 
 static double mx_sumsq(ptdp_backend *be, const float *x, size_t n) { return INNER(be)->sumsq(INNER(be), x, n); }

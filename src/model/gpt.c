@@ -106,10 +106,18 @@ int ptdp_gpt_sync_shard(ptdp_gpt *m, int bucket)
 {
   ptdp_shard s;
   ptdp_gpt_master_shard(m, bucket, &s);
-  const ptdp_bucket_range *bk = &m->layout.buckets[bucket];
   char *wt = m->wt;
   PTDP_CALL(m->be->convert(m->be, wt + (size_t)s.lo * m->es, m->cfg.dtype, m->master + s.state, PTDP_F32,
                            (size_t)(s.hi - s.lo)));
+  return ptdp_gpt_gather_shard(m, bucket);
+}
+
+int ptdp_gpt_gather_shard(ptdp_gpt *m, int bucket)
+{
+  ptdp_shard s;
+  ptdp_gpt_master_shard(m, bucket, &s);
+  const ptdp_bucket_range *bk = &m->layout.buckets[bucket];
+  char *wt = m->wt;
   return ptdp_comm_allgather_t(&m->grid->dp, wt + (size_t)s.lo * m->es, wt + (size_t)bk->lo * m->es,
                                (size_t)(s.hi - s.lo), m->cfg.dtype, PTDP_TAG_PARAM);
 }

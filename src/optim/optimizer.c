@@ -94,13 +94,18 @@ static int counted_sumsq(const ptdp_optimizer *o, int nb, double *ss)
 
 /* AdamW on the parameters overlapping shard s, from the gradients times coeff (the clipping
  * factor, 1 for none); moments at s->state.  With the backend's adamw_many, one call for the
- * shard's tensors (the gradients left unscaled); else scale, then adamw per tensor: the same bits. */
-static int adam_shard(ptdp_optimizer *o, const ptdp_shard *s, double lr, float coeff)
+ * shard's tensors (the gradients left unscaled); else scale, then adamw per tensor: the same bits.
+ * *copied: adamw_many also wrote the shard's 16-bit weights (the copy back, convert's bits), where
+ * they are this rank's to convert (16-bit storage; the master sharded, or no DP all-gather of fp32
+ * weights after the step). */
+static int adam_shard(ptdp_optimizer *o, const ptdp_shard *s, double lr, float coeff, int *copied)
 {
   ptdp_gpt *m = o->model;
   const ptdp_optim_config *c = &o->cfg;
   const int many = m->be->adamw_many && o->ranges;
+  const int copy16 = many && m->wt != (void *)m->param && (m->master_sharded || !o->ddp->distributed);
   int k = 0;
+  *copied = copy16;
   if (!many && coeff < 1.0f) PTDP_CALL(m->be->scale(m->be, m->grad + s->lo, coeff, (size_t)(s->hi - s->lo)));
   for (int i = 0; i < m->nparams; i++) {
     const ptdp_param_info *p = &m->params[i];
@@ -112,7 +117,8 @@ static int adam_shard(ptdp_optimizer *o, const ptdp_shard *s, double lr, float c
     float *w = m->master_sharded ? m->master + st : m->param + a; /* fp32: the weights, else their master */
     const float wd = p->weight_decay ? (float)c->wd : 0.0f;
     if (many) {
-      const ptdp_adamw_range r = {w, m->grad + a, o->m + st, o->v + st, (size_t)(b - a), wd};
+      const ptdp_adamw_range r = {w, m->grad + a, o->m + st, o->v + st, (size_t)(b - a), wd,
+                                  copy16 ? (char *)m->wt + (size_t)a * m->es : NULL};
       o->ranges[k++] = r;
     } else {
       PTDP_CALL(m->be->adamw(m->be, w, m->grad + a, o->m + st, o->v + st, (size_t)(b - a), (float)lr,
@@ -120,8 +126,8 @@ static int adam_shard(ptdp_optimizer *o, const ptdp_shard *s, double lr, float c
     }
   }
   if (many && k > 0)
-    PTDP_CALL(m->be->adamw_many(m->be, o->ranges, k, coeff < 1.0f ? coeff : 1.0f, (float)lr, (float)c->beta1,
-                                (float)c->beta2, (float)c->eps, o->step));
+    PTDP_CALL(m->be->adamw_many(m->be, o->ranges, k, m->cfg.dtype, coeff < 1.0f ? coeff : 1.0f, (float)lr,
+                                (float)c->beta1, (float)c->beta2, (float)c->eps, o->step));
   return 0;
 }
 
@@ -178,14 +184,15 @@ int ptdp_optimizer_update(ptdp_optimizer *o, double lr, double *grad_norm, int *
   for (int b = 0; b < nb; b++) {
     ptdp_shard s;
     ptdp_ddp_shard(o->ddp, b, &s);
-    PTDP_CALL(adam_shard(o, &s, lr, coeff));
+    int copied = 0;
+    PTDP_CALL(adam_shard(o, &s, lr, coeff, &copied));
     const ptdp_bucket_range *bk = &m->layout.buckets[b];
     if (m->master_sharded) { /* the 16-bit weights of the shard, all-gathered (Megatron's way) */
-      PTDP_CALL(ptdp_gpt_sync_shard(m, b));
+      PTDP_CALL(copied ? ptdp_gpt_gather_shard(m, b) : ptdp_gpt_sync_shard(m, b));
     } else if (o->ddp->distributed) { /* in place: this rank's shard sits at its block of the bucket */
       PTDP_CALL(ptdp_comm_allgather(&g->dp, m->param + s.lo, m->param + bk->lo, (size_t)(s.hi - s.lo), PTDP_TAG_PARAM));
       PTDP_CALL(ptdp_gpt_sync_weights(m, bk->lo, bk->hi));
-    } else {
+    } else if (!copied) {
       PTDP_CALL(ptdp_gpt_sync_weights(m, s.lo, s.hi));
     }
   }

@@ -827,10 +827,11 @@ static void check_xent(void)
 /* AdamW element-wise (c = 8: moments, a square root, a division, the update).  Sizes past the
  * reductions' blocks and a multiple of nothing. */
 /* adamw_many, where the tested backend has it: one call over three ranges of a flat buffer (5000,
- * 7 and 70001 elements; weight decay on the first and last) with gscale 0.37 and with 1, against
- * the reference's scale (gscale < 1) then adamw per range, within adamw's bounds; and, on the
- * tested side, the same bits as its own scale then adamw per range (the operation's promise),
- * with g left as it was. */
+ * 7 and 70001 elements; weight decay on the first and last) with gscale 0.37 and a bf16 copy back,
+ * and with 1 and an fp16 copy back (the middle range without one), against the reference's scale
+ * (gscale < 1) then adamw per range, within adamw's bounds; and, on the tested side, the same bits
+ * as its own scale then adamw per range and convert of the result (the operation's promise), with
+ * g left as it was. */
 static void check_adamw_many(void)
 {
   enum { NR = 3, NB = 4 }; /* ranges; buffers p, g, m, v */
@@ -851,13 +852,20 @@ static void check_adamw_many(void)
       for (size_t i = 0; i < total; i++) h[j][i] = urand(lo[j], hi[j]);
       A[j] = upload(h[j], total, sizeof(float)), B[j] = upload(h[j], total, sizeof(float));
     }
+    const ptdp_dtype t16 = pass ? PTDP_F16 : PTDP_BF16;
+    void *w16 = NULL, *cv = NULL; /* the copy back, and convert's of the result (tested side) */
+    if (be[1]->alloc(be[1], &w16, total * 2) || be[1]->alloc(be[1], &cv, total * 2) ||
+        be[1]->memset0(be[1], w16, total * 2) || be[1]->memset0(be[1], cv, total * 2))
+      die("alloc, memset0");
     ptdp_adamw_range r[NR];
     for (int i = 0; i < NR; i++) {
       const ptdp_adamw_range ri = {F(A[0], 1) + off[i], F(A[1], 1) + off[i], F(A[2], 1) + off[i], F(A[3], 1) + off[i],
-                                   sizes[i], wds[i]};
+                                   sizes[i], wds[i], i == 1 ? NULL : (char *)w16 + 2 * off[i]};
       r[i] = ri;
     }
-    RUN(1, adamw_many, r, NR, gs, 1e-3f, 0.9f, 0.999f, 1e-8f, 3);
+    RUN(1, adamw_many, r, NR, t16, gs, 1e-3f, 0.9f, 0.999f, 1e-8f, 3);
+    for (int i = 0; i < NR; i++)
+      if (i != 1) RUN(1, convert, (char *)cv + 2 * off[i], t16, F(A[0], 1) + off[i], PTDP_F32, sizes[i]);
     for (int k = 0; k < 2; k++) {
       if (gs < 1.0f) RUN(k, scale, F(B[1], k), gs, total);
       for (int i = 0; i < NR; i++)
@@ -875,6 +883,13 @@ static void check_adamw_many(void)
       }
       free(a), free(b), free(h[j]);
     }
+    char *hw = malloc(total * 2 + 1), *hc = malloc(total * 2 + 1);
+    if (!hw || !hc || be[1]->to_host(be[1], hw, w16, total * 2) || be[1]->to_host(be[1], hc, cv, total * 2) ||
+        be[1]->synchronize(be[1]))
+      die("to_host, synchronize");
+    differ += memcmp(hw, hc, total * 2) != 0; /* the copy back: convert's bits, the middle range untouched (0) */
+    free(hw), free(hc);
+    be[1]->free(be[1], w16), be[1]->free(be[1], cv);
     record("adamw_many bits", differ, 0, differ == 0, 1);
     for (int j = 0; j < NB; j++) drop(&A[j]), drop(&B[j]);
   }

@@ -109,11 +109,11 @@ static int bad_xent_sumexp(ptdp_backend *be, const float *logits, const float *g
   return orig.xent_sumexp(be, logits, gmax, rows > 1 ? rows - 1 : rows, vl, se);
 }
 
-static int bad_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, float gscale, float lr, float beta1,
-                          float beta2, float eps, long long step)
+static int bad_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, ptdp_dtype t16, float gscale,
+                          float lr, float beta1, float beta2, float eps, long long step)
 {
   (void)gscale;
-  return orig.adamw_many(be, r, count, 1.0f, lr, beta1, beta2, eps, step);
+  return orig.adamw_many(be, r, count, t16, 1.0f, lr, beta1, beta2, eps, step);
 }
 
 static int bad_adamw(ptdp_backend *be, float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
