@@ -417,7 +417,9 @@ static int cu_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count,
     PTDP_CHECK_INTERNAL(!r[i].w16 || t16 == PTDP_BF16 || t16 == PTDP_F16,
                         "adamw_many: a 16-bit copy of type %d (bf16 or fp16)", (int)t16);
   const size_t bytes = (size_t)count * sizeof(ptdp_cuk_adamw_entry);
-  ptdp_cuk_adamw_entry *tab = malloc(bytes);
+  _Static_assert(sizeof(ptdp_cuk_adamw_entry) == 5 * sizeof(void *) + sizeof(size_t) + 4 * sizeof(int),
+                 "ptdp_cuk_adamw_entry has padding: its memcmp would see indeterminate bytes");
+  ptdp_cuk_adamw_entry *tab = calloc((size_t)count, sizeof *tab);
   if (!tab) return PTDP_FAIL(PTDP_ERR_MEM, "adamw_many: a table of %d ranges: out of memory", count);
   const int blocks = ptdp_cuk_adamw_plan(r, count, tab);
   if (count != c->aw_count || memcmp(tab, c->aw_last, bytes)) {

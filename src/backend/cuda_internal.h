@@ -138,14 +138,15 @@ cudaError_t ptdp_cuk_sumsq_many(cudaStream_t st, const ptdp_cuk_sumsq_entry *tab
  * (ptdp_cuk_adamw_plan fills a host copy, returning the blocks in all); a block updates elements
  * of its range only, each with adamw_k's arithmetic on g times gscale, and writes the range's w16
  * copy (type t16) when it has one, rounded as convert_k rounds. */
-typedef struct {
+typedef struct { /* no padding (64 bytes, every byte set): cu_adamw_many compares tables with memcmp */
   float *p;
   const float *g;
   float *m, *v;
+  void *w16;
   size_t n;
   float wd;
-  void *w16;
   int b0, nb; /* its blocks: [b0, b0 + nb) */
+  int zero;   /* 0 */
 } ptdp_cuk_adamw_entry;
 int ptdp_cuk_adamw_plan(const ptdp_adamw_range *r, int count, ptdp_cuk_adamw_entry *tab);
 cudaError_t ptdp_cuk_adamw_many(cudaStream_t st, const ptdp_cuk_adamw_entry *tab, int count, int blocks, ptdp_dtype t16,

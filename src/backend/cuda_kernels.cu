@@ -951,8 +951,8 @@ extern "C" int ptdp_cuk_adamw_plan(const ptdp_adamw_range *r, int count, ptdp_cu
 {
   int blocks = 0;
   for (int i = 0; i < count; i++) {
-    const ptdp_cuk_adamw_entry e = {r[i].p,  r[i].g, r[i].m, r[i].v, r[i].n, r[i].wd,
-                                    r[i].w16, blocks, adamw_blocks(r[i].n)};
+    const ptdp_cuk_adamw_entry e = {r[i].p, r[i].g, r[i].m, r[i].v, r[i].w16, r[i].n, r[i].wd, blocks,
+                                    adamw_blocks(r[i].n), 0};
     tab[i] = e;
     blocks += e.nb;
   }
