@@ -216,8 +216,8 @@ static int tmpi_allreduce(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data 
                           ptdp_comm_req *req)
 {
   mpi_ctx *x = tr->ctx;
-  MPI_Op mop;
-  one_buffer g;
+  MPI_Op mop = MPI_OP_NULL; /* set by mpi_op */
+  one_buffer g = {0}; /* set by stage */
   PTDP_CALL(mpi_op(x, op, d, &mop));
   PTDP_CALL(stage(tr, req, buf, n, d, 1, &g));
   if (g.r)
@@ -290,7 +290,7 @@ static int tmpi_bcast(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, i
 {
   mpi_ctx *x = tr->ctx;
   const int sender = tr->rank == root;
-  one_buffer g;
+  one_buffer g = {0}; /* set by stage */
   PTDP_CALL(stage(tr, NULL, buf, n, d, sender, &g));
   PTDP_CALL_MPI(MPI_Bcast(g.b, (int)n, mpi_type(d), root, x->comm));
   PTDP_CALL(finish(tr, NULL, NULL, sender ? (delivery){NULL, NULL, 0} : given_back(&g, buf)));
@@ -308,7 +308,7 @@ static int tmpi_isend(ptdp_transport *tr, const void *buf, size_t n, ptdp_tr_dat
                       ptdp_comm_req *req)
 {
   mpi_ctx *x = tr->ctx;
-  one_buffer g;
+  one_buffer g = {0}; /* set by stage */
   PTDP_CALL(stage(tr, req, buf, n, d, 1, &g));
   PTDP_CALL_MPI(MPI_Isend(g.b, (int)n, mpi_type(d), peer, tag, x->comm, &g.r->mpi));
   PTDP_CALL(finish(tr, g.r, req, (delivery){NULL, NULL, 0}));
@@ -319,7 +319,7 @@ static int tmpi_irecv(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, i
                       ptdp_comm_req *req)
 {
   mpi_ctx *x = tr->ctx;
-  one_buffer g;
+  one_buffer g = {0}; /* set by stage */
   PTDP_CALL(stage(tr, req, buf, n, d, 0, &g));
   PTDP_CALL_MPI(MPI_Irecv(g.b, (int)n, mpi_type(d), peer, tag, x->comm, &g.r->mpi));
   PTDP_CALL(finish(tr, g.r, req, given_back(&g, buf)));
