@@ -1,6 +1,6 @@
-/* Shared by the simulator's unit tests (test_sim, test_sim_comm, test_sim_stack): the test
- * device, whose round numbers make the hand computations of the tests short, and the relative
- * comparison they use. */
+/* Shared by the simulator's unit tests (test_sim, test_sim_comm, test_sim_stack, test_sim_cpu) and
+ * test_sweep_bound: the test device, whose round numbers make the hand computations of the tests
+ * short, the relative comparison they use, and a command line parsed from one string. */
 #ifndef PTDP_SIM_TEST_H
 #define PTDP_SIM_TEST_H
 
@@ -43,6 +43,24 @@ static inline ptdp_sim_hw sim_test_gpu(void)
   hw.inter_latency = 5e-6;
   hw.nics_per_node = 8;
   return hw;
+}
+
+/* ptdp_args_parse over the words of line (split at spaces in place, at most 64). */
+static inline int sim_test_parse_line(ptdp_args *a, ptdp_options *o, char *line)
+{
+  char *argv[64];
+  int argc = 0;
+  for (char *tok = strtok(line, " "); tok && argc < 64; tok = strtok(NULL, " ")) argv[argc++] = tok;
+  return ptdp_args_parse(a, o, argc, argv);
+}
+
+/* The same, the options freed: whether line parses (0) or the parser's error. */
+static inline int sim_test_parses(ptdp_args *a, char *line)
+{
+  ptdp_options o;
+  const int err = sim_test_parse_line(a, &o, line);
+  ptdp_options_free(&o);
+  return err;
 }
 
 #endif

@@ -111,10 +111,7 @@ static int parse(ptdp_args *a, ptdp_options *o, const char *extra)
            "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --vocab-size 50000 "
            "--micro-batch-size 2 --global-batch-size 16 --bf16 %s",
            extra);
-  char *argv[64];
-  int argc = 0;
-  for (char *tok = strtok(buf, " "); tok && argc < 64; tok = strtok(NULL, " ")) argv[argc++] = tok;
-  return ptdp_args_parse(a, o, argc, argv);
+  return sim_test_parse_line(a, o, buf);
 }
 
 /* t 16 on 8-GPU nodes: the attention's TP all-reduce of [b s, h] = [1024, 1024] in 2 B (2 MB)

@@ -13,13 +13,12 @@
 #include "ptdp/sim.h"
 
 #include "../expect.h"
+#include "sim_test.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int near(double x, double y, double rel) { return fabs(x - y) <= rel * fabs(y) + 1e-15; }
 
 static ptdp_sim_hw cpu_hw(void)
 {
@@ -55,13 +54,7 @@ static int parse(ptdp_args *a, const char *extra)
            "--vocab-size 512 --micro-batch-size 4 --global-batch-size 16 --hidden-dropout 0.1 "
            "--attention-dropout 0.1 %s",
            extra);
-  char *argv[64];
-  int argc = 0;
-  for (char *tok = strtok(buf, " "); tok && argc < 64; tok = strtok(NULL, " ")) argv[argc++] = tok;
-  ptdp_options o;
-  const int err = ptdp_args_parse(a, &o, argc, argv);
-  ptdp_options_free(&o);
-  return err;
+  return sim_test_parses(a, buf);
 }
 
 static const ptdp_sim_op *find(const ptdp_sim_oplist *l, const char *name)

@@ -40,13 +40,7 @@ static int parse(ptdp_args *a, const char *extra)
            "--num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --vocab-size 50000 "
            "--micro-batch-size 2 --global-batch-size 16 --bf16 --hidden-dropout 0 --attention-dropout 0 %s",
            extra);
-  char *argv[64];
-  int argc = 0;
-  for (char *tok = strtok(buf, " "); tok && argc < 64; tok = strtok(NULL, " ")) argv[argc++] = tok;
-  ptdp_options o;
-  const int err = ptdp_args_parse(a, &o, argc, argv);
-  ptdp_options_free(&o);
-  return err;
+  return sim_test_parses(a, buf);
 }
 
 /* ptdp-sim's own keys from text, resolved against hw. */

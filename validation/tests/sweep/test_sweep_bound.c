@@ -28,13 +28,7 @@ static int parse(ptdp_args *a, const char *model, int t, int p, int bf16)
            "%s --seq-length 2048 --max-position-embeddings 2048 --vocab-size 51200 --micro-batch-size 1 "
            "--tensor-model-parallel-size %d --pipeline-model-parallel-size %d --bf16 %s",
            model, t, p, bf16 ? "true" : "false");
-  char *argv[64];
-  int argc = 0;
-  for (char *tok = strtok(buf, " "); tok && argc < 64; tok = strtok(NULL, " ")) argv[argc++] = tok;
-  ptdp_options o;
-  const int err = ptdp_args_parse(a, &o, argc, argv);
-  ptdp_options_free(&o);
-  return err;
+  return sim_test_parses(a, buf);
 }
 
 /* the old bound: 4 h^2 + 2 h f a layer whatever the architecture */
