@@ -125,6 +125,13 @@ struct ptdp_backend {
    * x, dx (S). */
   int (*dropout_forward)(ptdp_backend *be, float *x, uint8_t *mask, long long rows, int cols, const ptdp_dropout_key *k);
   int (*dropout_backward)(ptdp_backend *be, float *dx, const uint8_t *mask, size_t n, float p);
+  /* y [rows, cols] = dropout(y + bias) + res in one pass, mask filled from key k as
+   * dropout_forward fills it: bias_forward (where bias is not NULL), dropout_forward and add in
+   * one, bit for bit in fp32 (each product and sum rounded on its own), a 16-bit y rounded once
+   * where the three round three times.  y, bias, res (S).  Optional (NULL: the model calls the
+   * three); a GPU's three passes over the residual stream were two too many. */
+  int (*bias_dropout_add)(ptdp_backend *be, float *y, const float *bias, uint8_t *mask, const ptdp_dropout_key *k,
+                          const float *res, long long rows, int cols);
   /* probs [b, al, s, s] softmax output; mask, probs_drop the dropout (may alias probs when p = 0);
    * ctx [N, al hd].  qkv, probs, probs_drop, ctx (S). */
   int (*attention_forward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *probs,
@@ -180,6 +187,14 @@ struct ptdp_backend {
   int (*xent_sumexp)(ptdp_backend *be, const float *logits, const float *gmax, long long rows, int vl, float *se);
   int (*xent_grad)(ptdp_backend *be, float *logits, const int32_t *target, long long v0, const float *gmax,
                    const float *se, long long rows, int vl, float scale);
+  /* The micro-batch's mean loss from the statistics above (after their TP reductions), left where
+   * the backend keeps its data: *loss = (float)(sum_r (log(se[r]) + gmax[r] - tgt[r]) / rows), the
+   * terms and their sum in double (the CPU's in row order; a GPU's in a fixed tree order, the same
+   * bits on every run).  gmax, se, tgt, loss fp32.  Optional (NULL: the model copies the statistics
+   * to the host and sums there, so the host waits for the device once per micro-batch; with it
+   * the host reads the losses once per pipeline run, ptdp_gpt_take_losses). */
+  int (*xent_loss)(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
+                   float *loss);
   /* AdamW on n elements (Loshchilov & Hutter): decay applied as p -= lr wd p.  All fp32 (master). */
   int (*adamw)(ptdp_backend *be, float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
                float beta2, float eps, float wd, long long step);

@@ -71,7 +71,6 @@ typedef struct {
   float *lnf_mean, *lnf_rstd, *lnf_out; /* [Nl], [Nl], [Nl, h] */
   float *logits;           /* [N, Vl]: logits, then the gradient of the loss w.r.t. them */
   long long sample0;       /* global index of the micro-batch's first sample */
-  double loss;             /* mean cross entropy of the micro-batch (head chunk; host) */
   int busy;
 } ptdp_chunk_slot;
 
@@ -98,6 +97,7 @@ typedef struct {
   float *dfc;               /* [N, fl]; SwiGLU: [N, 2 fl] then the activation's gradient [N, fl] */
   float *attn;              /* [s, s] attention backward */
   float *xent;              /* [3 N] row max, sum-exp, target logit */
+  float *losses;            /* [max(m, 1)] the losses of the micro-batches not yet read (xent_loss) */
   float *grad_a, *grad_b;   /* [Nl, h] gradients flowing between layers (ping-pong) */
   int32_t *pos;             /* [Nl] position of each local token row */
   float *rope;              /* [max_pos, rd/2, 2] cos and sin of the rotary angles (fp32) */
@@ -156,7 +156,14 @@ typedef struct {
   ptdp_gpt_work work;
   ptdp_plan plan;          /* every buffer of this rank (ptdp/plan.h) */
   ptdp_memory mem;         /* the allocations of the plan, recorded */
-  float *host_xent;        /* [3 N] host copy of the loss statistics */
+  float *host_xent;        /* [3 N] host copy of the loss statistics (a backend without xent_loss) */
+  /* The losses of the micro-batches whose head forward ran since ptdp_gpt_take_losses: with the
+   * backend's xent_loss the newest loss_pending of them wait in work.losses on the device. */
+  double loss_sum;          /* the others, summed in forward order */
+  int loss_count;           /* all of them */
+  int loss_pending, loss_cap; /* loss_cap = max(cfg.m, 1) device slots */
+  long long *loss_sample0;  /* [loss_cap] each pending micro-batch's first sample */
+  float *host_losses;       /* [loss_cap] their host copy */
   /* what the layers above hear, and the state of the backward pass running */
   ptdp_gpt_hooks hooks;
   int grads_final;        /* within ptdp_gpt_backward: its `last` argument */
@@ -258,7 +265,13 @@ const ptdp_gpt_param_ref *ptdp_gpt_output_layer(const ptdp_gpt *m);
 /* What the pipeline driver may ask of the model (it never reads the slots themselves). */
 int ptdp_gpt_num_slots(const ptdp_gpt *m);                 /* activation slots per chunk */
 int ptdp_gpt_slot_busy(const ptdp_gpt *m, int c, int slot); /* between its forward and backward */
-double ptdp_gpt_slot_loss(const ptdp_gpt *m, int c, int slot); /* head chunk, after the forward */
+/* The sum of the mean losses of the micro-batches whose head forward ran since the last call (or
+ * ptdp_gpt_drop_losses), in forward order, and their count; 0 and 0 on a rank without the head.
+ * On a backend with xent_loss the losses stayed on the device: here the host reads them, in one
+ * copy and one wait (the per-micro-batch wait it replaces kept the host from queueing work
+ * ahead).  A non-finite loss is an error naming its micro-batch's first sample. */
+int ptdp_gpt_take_losses(ptdp_gpt *m, double *sum, int *count);
+void ptdp_gpt_drop_losses(ptdp_gpt *m); /* forget them (a run that failed part way) */
 int ptdp_gpt_chunk_has_embedding(const ptdp_gpt *m, int c);
 int ptdp_gpt_chunk_has_head(const ptdp_gpt *m, int c);
 

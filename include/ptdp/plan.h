@@ -79,6 +79,7 @@
   X(PTDP_BUF_WORK_SHARD_A, "work_shard_a") X(PTDP_BUF_WORK_SHARD_B, "work_shard_b")                        \
   X(PTDP_BUF_WORK_SHARD_C, "work_shard_c") X(PTDP_BUF_WORK_DQKV, "work_dqkv") X(PTDP_BUF_WORK_DCTX, "work_dctx") \
   X(PTDP_BUF_WORK_DFC, "work_dfc") X(PTDP_BUF_WORK_ATTN, "work_attn") X(PTDP_BUF_WORK_XENT, "work_xent")    \
+  X(PTDP_BUF_WORK_LOSSES, "work_losses")                                                                  \
   X(PTDP_BUF_WORK_GRAD_A, "work_grad_a") X(PTDP_BUF_WORK_GRAD_B, "work_grad_b")                            \
   X(PTDP_BUF_WORK_POSITIONS, "work_positions") X(PTDP_BUF_WORK_ROPE, "work_rope")                          \
   /* pipeline */                                                                                          \

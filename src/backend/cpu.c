@@ -463,6 +463,17 @@ static int cpu_xent_sumexp(ptdp_backend *be, const float *logits, const float *g
   return 0;
 }
 
+/* In row order, in double: the sum the model's host path made before this operation existed. */
+static int cpu_xent_loss(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
+                         float *loss)
+{
+  (void)be;
+  double s = 0;
+  for (long long r = 0; r < rows; r++) s += log((double)se[r]) + gmax[r] - tgt[r];
+  *loss = (float)(s / (double)rows);
+  return 0;
+}
+
 static int cpu_xent_grad(ptdp_backend *be, float *logits, const int32_t *target, long long v0, const float *gmax,
                          const float *se, long long rows, int vl, float scale)
 {
@@ -574,6 +585,7 @@ int ptdp_backend_cpu_create(ptdp_backend **out)
   be->swiglu_backward = cpu_swiglu_backward;
   be->flash_forward = ptdp_cpu_flash_forward;
   be->flash_backward = ptdp_cpu_flash_backward;
+  be->xent_loss = cpu_xent_loss;
   be->host_accessible = 1;
   *out = be;
   return 0;

@@ -1,9 +1,10 @@
 /* The CUDA backend (ptdp/cuda.h): the table of ptdp/backend.h on one GPU and one stream.
  *
  * Every operation is enqueued on the backend's stream, in program order, so operations need no
- * synchronisation among themselves; the host waits only in synchronize, in sumsq (which
- * returns a number), in unscale_check (which returns a flag), in to_host into pageable memory,
- * when the scratch grows and at destroy.
+ * synchronisation among themselves; the host waits only in synchronize, in sumsq and
+ * sumsq_many (which return numbers), in unscale_check (which returns a flag), in to_host into
+ * pageable memory, when the scratch grows or adamw_many's table cache is emptied, at free and at
+ * destroy (PTDP_CUDA_WAITS=1 counts them: ptdp-gpu(7), "Where the host waits").
  * Those waits poll (ptdp/cuda.h, "How the host waits"): the stream may hold collectives that
  * never finish, which the NCCL transport's checkers then turn into an error instead of a hang.
  * Memory is cudaMalloc'ed and zeroed on the stream.  Kernels live in cuda_kernels.cu,
@@ -127,8 +128,46 @@ void ptdp_cuda_pause(double waited)
 /* Until stream has drained, and with idle also until no checker has work pending (nothing that
  * a free or an allocation could wait behind).  An expired wait no checker claims goes on: say
  * so once. */
+/* PTDP_CUDA_WAITS=1 (not 0): every wait counted by what it waits for, the counts printed at
+ * exit, one line each (ptdp-gpu(7), "Where the host waits"): how test_emu_host_waits.sh shows
+ * that an iteration waits the same number of times whatever its number of micro-batches. */
+#define WAIT_KINDS 32
+static struct {
+  int on; /* -1 not read yet, 0 off, 1 counting */
+  int n;
+  const char *what[WAIT_KINDS];
+  long count[WAIT_KINDS];
+} waits = {.on = -1};
+
+static void print_waits(void)
+{
+  long total = 0;
+  for (int i = 0; i < waits.n; i++) total += waits.count[i];
+  fprintf(stderr, "ptdp: cuda: host waits: %ld\n", total);
+  for (int i = 0; i < waits.n; i++) fprintf(stderr, "ptdp: cuda: host waits: %ld for %s\n", waits.count[i], waits.what[i]);
+}
+
+static void count_wait(const char *what)
+{
+  if (waits.on < 0) {
+    const char *e = getenv("PTDP_CUDA_WAITS");
+    waits.on = e && *e && strcmp(e, "0") != 0;
+    if (waits.on && atexit(print_waits) != 0) waits.on = 0;
+  }
+  if (!waits.on) return;
+  int i = 0;
+  while (i < waits.n && strcmp(waits.what[i], what) != 0) i++;
+  if (i == waits.n) {
+    if (waits.n == WAIT_KINDS) i = WAIT_KINDS - 1, what = "(other)"; /* the last row collects the rest */
+    else waits.n++;
+    waits.what[i] = what;
+  }
+  waits.count[i]++;
+}
+
 static int wait_poll(cudaStream_t stream, int idle, const char *what)
 {
+  count_wait(what);
   const double t0 = ptdp_cuda_clock();
   int told = 0;
   for (;;) {
@@ -261,6 +300,8 @@ static int cu_synchronize(ptdp_backend *be)
   return PTDP_OK;
 }
 
+static void aw_release(ptdp_cu_ctx *c);
+
 /* The GPU idle first (or given up on: then the memory is left to the process's end, since
  * cudaFree would wait for the stuck work); every release's failure printed. */
 static void ctx_release(ptdp_cu_ctx *c)
@@ -279,9 +320,9 @@ static void ctx_release(ptdp_cu_ctx *c)
   if (c->many_tab) report_cuda(cudaFree(c->many_tab), "cudaFree", "sumsq_many table");
   if (c->many_tab_host) report_cuda(cudaFreeHost(c->many_tab_host), "cudaFreeHost", "sumsq_many table");
   if (c->many_part) report_cuda(cudaFree(c->many_part), "cudaFree", "sumsq_many partial sums");
-  if (c->aw_tab) report_cuda(cudaFree(c->aw_tab), "cudaFree", "adamw_many table");
-  if (c->aw_tab_host) report_cuda(cudaFreeHost(c->aw_tab_host), "cudaFreeHost", "adamw_many table");
-  free(c->aw_last);
+  aw_release(c);
+  free(c->aw);
+  free(c->aw_plan);
   cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
   if (c->lt && (st = cublasLtDestroy(c->lt)) != CUBLAS_STATUS_SUCCESS)
     fprintf(stderr, "ptdp: cuda: cublasLtDestroy failed: %s\n", cublasGetStatusString(st));
@@ -404,10 +445,76 @@ static int cu_xent_grad(ptdp_backend *be, float *logits, const int32_t *target, 
   return PTDP_OK;
 }
 
-/* The ranges' table (ptdp_cuk_adamw_entry) on the device, then one launch.  A step's table is
- * the last step's (the same tensors and shards), so it is uploaded only when it changes: then
- * after a wait, so that no earlier launch still reads the device table and no earlier copy still
- * reads the pinned one while they are rewritten.  Bias corrections as cu_adamw's. */
+static int cu_bias_dropout_add(ptdp_backend *be, float *y, const float *b, uint8_t *mask, const ptdp_dropout_key *k,
+                               const float *res, long long rows, int cols)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_bias_dropout_add(CTX->stream, CTX->t, y, b, mask, res, rows, cols, *k));
+  return PTDP_OK;
+}
+
+static int cu_xent_loss(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
+                        float *loss)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_xent_loss(CTX->stream, gmax, se, tgt, rows, loss));
+  return PTDP_OK;
+}
+
+/* adamw_many's tables: a step's buckets each have their own, the same every step, so each is
+ * uploaded once (from a pinned copy that is never rewritten, so the upload waits for nothing) and
+ * found again by comparing contents.  More than AW_TABLES different tables (the ranges changed
+ * that often) empties the cache: after a wait, since earlier launches may still read them. */
+#define AW_TABLES 1024
+
+static void aw_release(ptdp_cu_ctx *c)
+{
+  for (int i = 0; i < c->aw_n; i++) {
+    report_cuda(cudaFree(c->aw[i].dev), "cudaFree", "adamw_many table");
+    report_cuda(cudaFreeHost(c->aw[i].host), "cudaFreeHost", "adamw_many table");
+  }
+  c->aw_n = 0;
+}
+
+/* The table plan (count entries in c->aw_plan) on the device: the cached one, or a new upload. */
+static int aw_table(ptdp_backend *be, int count, int blocks, const ptdp_cu_aw_table **out)
+{
+  ptdp_cu_ctx *c = be->ctx;
+  const size_t bytes = (size_t)count * sizeof(ptdp_cuk_adamw_entry);
+  for (int i = 0; i < c->aw_n; i++)
+    if (c->aw[i].count == count && !memcmp(c->aw[i].host, c->aw_plan, bytes)) {
+      *out = &c->aw[i];
+      return PTDP_OK;
+    }
+  if (c->aw_n == AW_TABLES) {
+    PTDP_CALL(wait_poll(c->stream, 1, "adamw_many: emptying its tables"));
+    aw_release(c);
+  }
+  if (c->aw_n == c->aw_cap) {
+    const int cap = c->aw_cap ? 2 * c->aw_cap : 8;
+    ptdp_cu_aw_table *a = realloc(c->aw, (size_t)cap * sizeof *a);
+    if (!a) return PTDP_FAIL(PTDP_ERR_MEM, "adamw_many: room for %d tables: out of memory", cap);
+    c->aw = a;
+    c->aw_cap = cap;
+  }
+  ptdp_cu_aw_table t = {.count = count, .blocks = blocks};
+  cudaError_t e = cudaMalloc(&t.dev, bytes);
+  if (e == cudaSuccess) e = cudaMallocHost(&t.host, bytes);
+  if (e == cudaSuccess) {
+    memcpy(t.host, c->aw_plan, bytes);
+    e = cudaMemcpyAsync(t.dev, t.host, bytes, cudaMemcpyHostToDevice, c->stream);
+  }
+  if (e != cudaSuccess) {
+    if (t.dev) report_cuda(cudaFree(t.dev), "cudaFree", "adamw_many table");
+    if (t.host) report_cuda(cudaFreeHost(t.host), "cudaFreeHost", "adamw_many table");
+    return PTDP_FAIL(PTDP_ERR_LIB, "adamw_many: a table of %d ranges: %s: %s", count, cudaGetErrorName(e),
+                     cudaGetErrorString(e));
+  }
+  c->aw[c->aw_n] = t;
+  *out = &c->aw[c->aw_n++];
+  return PTDP_OK;
+}
+
+/* The ranges' table (ptdp_cuk_adamw_entry) on the device (aw_table), then one launch.  Bias
+ * corrections as cu_adamw's. */
 static int cu_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, ptdp_dtype t16, float gscale,
                          float lr, float b1, float b2, float eps, long long step)
 {
@@ -419,40 +526,18 @@ static int cu_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count,
   const size_t bytes = (size_t)count * sizeof(ptdp_cuk_adamw_entry);
   _Static_assert(sizeof(ptdp_cuk_adamw_entry) == 5 * sizeof(void *) + sizeof(size_t) + 4 * sizeof(int),
                  "ptdp_cuk_adamw_entry has padding: its memcmp would see indeterminate bytes");
-  ptdp_cuk_adamw_entry *tab = calloc((size_t)count, sizeof *tab);
-  if (!tab) return PTDP_FAIL(PTDP_ERR_MEM, "adamw_many: a table of %d ranges: out of memory", count);
-  const int blocks = ptdp_cuk_adamw_plan(r, count, tab);
-  if (count != c->aw_count || memcmp(tab, c->aw_last, bytes)) {
-    int rc = wait_stream(be, "adamw_many");
-    if (rc == PTDP_OK && count > c->aw_cap) { /* grow: device, pinned and host copies */
-      if (c->aw_tab) report_cuda(cudaFree(c->aw_tab), "cudaFree", "adamw_many table");
-      if (c->aw_tab_host) report_cuda(cudaFreeHost(c->aw_tab_host), "cudaFreeHost", "adamw_many table");
-      free(c->aw_last);
-      c->aw_tab = c->aw_tab_host = c->aw_last = NULL;
-      c->aw_cap = c->aw_count = 0;
-      cudaError_t e = cudaMalloc(&c->aw_tab, bytes);
-      if (e == cudaSuccess) e = cudaMallocHost(&c->aw_tab_host, bytes);
-      if (e != cudaSuccess) rc = PTDP_FAIL(PTDP_ERR_LIB, "adamw_many: its table: %s", cudaGetErrorString(e));
-      else if (!(c->aw_last = malloc(bytes))) rc = PTDP_FAIL(PTDP_ERR_MEM, "adamw_many: its table: out of memory");
-      else c->aw_cap = count;
-    }
-    if (rc == PTDP_OK) {
-      memcpy(c->aw_tab_host, tab, bytes);
-      memcpy(c->aw_last, tab, bytes);
-      cudaError_t e = cudaMemcpyAsync(c->aw_tab, c->aw_tab_host, bytes, cudaMemcpyHostToDevice, c->stream);
-      if (e != cudaSuccess) rc = PTDP_FAIL(PTDP_ERR_LIB, "adamw_many: its table: %s", cudaGetErrorString(e));
-      else c->aw_count = count, c->aw_blocks = blocks;
-    }
-    if (rc != PTDP_OK) {
-      c->aw_count = 0; /* nothing valid on the device */
-      free(tab);
-      return rc;
-    }
+  if (bytes > c->aw_plan_bytes) {
+    void *p = realloc(c->aw_plan, bytes);
+    if (!p) return PTDP_FAIL(PTDP_ERR_MEM, "adamw_many: a table of %d ranges: out of memory", count);
+    c->aw_plan = p;
+    c->aw_plan_bytes = bytes;
   }
-  free(tab);
+  memset(c->aw_plan, 0, bytes);
+  const int blocks = ptdp_cuk_adamw_plan(r, count, c->aw_plan);
+  const ptdp_cu_aw_table *t = NULL;
+  PTDP_CALL(aw_table(be, count, blocks, &t));
   float bc1 = 1.0f - powf(b1, (float)step), bc2 = 1.0f - powf(b2, (float)step);
-  PTDP_CALL_CUDA(
-      ptdp_cuk_adamw_many(c->stream, c->aw_tab, count, c->aw_blocks, t16, gscale, lr, b1, b2, eps, bc1, bc2));
+  PTDP_CALL_CUDA(ptdp_cuk_adamw_many(c->stream, t->dev, count, t->blocks, t16, gscale, lr, b1, b2, eps, bc1, bc2));
   return PTDP_OK;
 }
 
@@ -643,6 +728,8 @@ static void fill_table(ptdp_backend *be, ptdp_dtype t)
   PTDP_BACKEND_FILL(be, cu);
   be->sumsq_many = cu_sumsq_many; /* optional, every storage type */
   be->adamw_many = cu_adamw_many;   /* optional too */
+  be->xent_loss = cu_xent_loss;
+  be->bias_dropout_add = cu_bias_dropout_add; /* optional */
   if (t != PTDP_F32) {
     be->gemm_wgrad = ptdp_cu_gemm_wgrad;
     be->flash_forward = cu_flash_forward;

@@ -22,6 +22,13 @@ extern "C" {
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
+/* One of adamw_many's range tables (ptdp_cuk_adamw_entry [count]): on the device, and the pinned
+ * copy it was uploaded from, never rewritten (so no upload waits for an earlier launch). */
+typedef struct {
+  void *dev, *host;
+  int count, blocks;
+} ptdp_cu_aw_table;
+
 /* One cached cuBLASLt plan: a GEMM shape (with the alignment of its pointers) and its algorithm. */
 typedef struct {
   int ta, tb, M, N, K, lda, ldb, ldc, align, beta0;
@@ -55,10 +62,10 @@ typedef struct {
   int many_cap;
   double *many_part;            /* its partial sums, many_part_cap of them (grow) */
   int many_part_cap;
-  void *aw_tab, *aw_tab_host;   /* adamw_many's table (ptdp_cuk_adamw_entry), device and pinned, */
-  void *aw_last;                /* aw_cap entries (grow), and a host copy of the table on the device */
-  int aw_cap, aw_count;         /* (aw_count entries; 0: none), which is uploaded again only when it changes */
-  int aw_blocks;                /* the blocks of the table on the device */
+  ptdp_cu_aw_table *aw;         /* adamw_many's tables, aw_n of them (aw_cap room), each uploaded once */
+  int aw_n, aw_cap;
+  void *aw_plan;                /* host: the table being planned, aw_plan_bytes */
+  size_t aw_plan_bytes;
 } ptdp_cu_ctx;
 
 /* Backend scratch of at least n floats (device memory; contents undefined). */
@@ -100,6 +107,9 @@ cudaError_t ptdp_cuk_bias_forward(cudaStream_t st, ptdp_dtype t, void *y, const 
 cudaError_t ptdp_cuk_bias_backward(cudaStream_t st, ptdp_dtype t, const void *dy, float *db, long long rows, int cols,
                                    float *part, int chunks);
 cudaError_t ptdp_cuk_add(cudaStream_t st, ptdp_dtype t, void *y, const void *x, size_t n);
+/* y = dropout(y + b) + res (b may be NULL; k.p 0: no dropout, mask untouched) in one pass */
+cudaError_t ptdp_cuk_bias_dropout_add(cudaStream_t st, ptdp_dtype t, void *y, const void *b, uint8_t *mask,
+                                      const void *res, long long rows, int cols, ptdp_dropout_key k);
 cudaError_t ptdp_cuk_scale(cudaStream_t st, float *y, float a, size_t n); /* fp32 (the table's scale) */
 cudaError_t ptdp_cuk_scale_s(cudaStream_t st, ptdp_dtype t, void *y, float a, size_t n); /* (S): gemm's beta C */
 cudaError_t ptdp_cuk_dropout_forward(cudaStream_t st, ptdp_dtype t, void *x, uint8_t *mask, long long rows, int cols,
@@ -115,6 +125,9 @@ cudaError_t ptdp_cuk_xent_sumexp(cudaStream_t st, ptdp_dtype t, const void *logi
                                  int vl, float *se);
 cudaError_t ptdp_cuk_xent_grad(cudaStream_t st, ptdp_dtype t, void *logits, const int32_t *target, long long v0,
                                const float *gmax, const float *se, long long rows, int vl, float scale);
+/* *loss (device) = (float)(sum over rows of log(se) + gmax - tgt, in double) / rows: one block */
+cudaError_t ptdp_cuk_xent_loss(cudaStream_t st, const float *gmax, const float *se, const float *tgt, long long rows,
+                               float *loss);
 /* bc1 = 1 - beta1^step, bc2 = 1 - beta2^step, computed by the host as the CPU backend does */
 cudaError_t ptdp_cuk_adamw(cudaStream_t st, float *p, const float *g, float *m, float *v, size_t n, float lr,
                            float b1, float b2, float eps, float wd, float bc1, float bc2);

@@ -717,6 +717,105 @@ extern "C" cudaError_t ptdp_cuk_dropout_backward(cudaStream_t st, ptdp_dtype t, 
   return PTDP_CUK_DISPATCH(t, dropout_backward_launch, st, dx, mask, n, p);
 }
 
+// ---------------------------------------------------------------- bias + dropout + residual
+// y = dropout(y + b) + r in one pass (ptdp_backend's bias_dropout_add): per element the fp32
+// operations of bias_fwd, dropout_fwd and add_k in their order, each product and sum rounded on
+// its own (__fadd_rn, __fmul_rn: no contraction into an FMA), so in fp32 the three kernels' bits;
+// a 16-bit y is rounded once at the end where the three round after each.  The mask is
+// dropout_fwd's (the same key, element by element).  b may be NULL (no bias), p 0 (no dropout,
+// mask not touched).
+template <typename T>
+__device__ float bda_one(float v, const T *b, long long c, uint64_t rh, const ptdp_dropout_key &k, float keep_scale,
+                         uint8_t *keep)
+{
+  if (b) v = __fadd_rn(v, ptdp_ld(b[c]));
+  if (k.p > 0.0f) {
+    *keep = ptdp_cu_rng_uniform(ptdp_cu_rng_at(rh, (uint64_t)(k.col0 + c))) >= k.p;
+    v = *keep ? __fmul_rn(v, keep_scale) : 0.0f;
+  }
+  return v;
+}
+
+__device__ uint64_t bda_row(const ptdp_dropout_key &k, long long r)
+{
+  const long long R = k.row0 + r;
+  return ptdp_cu_rng_row(k.seed, k.site, k.layer, (uint64_t)(k.sample0 + R % k.b), (uint64_t)(R / k.b));
+}
+
+template <typename T>
+__global__ void bias_dropout_add_k(T *y, const T *b, uint8_t *mask, const T *res, long long rows, int cols,
+                                   ptdp_dropout_key k, float keep_scale)
+{
+  FOR_EACH(i, (size_t)rows * cols)
+  {
+    const long long r = (long long)(i / cols), c = (long long)(i % cols);
+    uint8_t keep = 1;
+    const float v = bda_one(ptdp_ld(y[i]), b, c, k.p > 0.0f ? bda_row(k, r) : 0, k, keep_scale, &keep);
+    if (k.p > 0.0f) mask[i] = keep;
+    ptdp_st(&y[i], __fadd_rn(v, ptdp_ld(res[i])));
+  }
+}
+
+// the same in vec16 units (cols a multiple of VEC(T); y, b, res aligned, mask to VEC(T) bytes):
+// a unit lies in one row, whose key is hashed once
+template <typename T>
+__global__ void bias_dropout_add_vec(T *y, const T *b, uint8_t *mask, const T *res, long long rows, int cols,
+                                     ptdp_dropout_key k, float keep_scale)
+{
+  FOR_EACH(i, (size_t)rows * cols / VEC(T))
+  {
+    const size_t e0 = i * VEC(T);
+    const long long r = (long long)(e0 / cols), c0 = (long long)(e0 % cols);
+    const uint64_t rh = k.p > 0.0f ? bda_row(k, r) : 0;
+    vec16<T> a = ((vec16<T> *)y)[i];
+    const vec16<T> q = ((const vec16<T> *)res)[i];
+    uint8_t keep[VEC(T)];
+    for (int j = 0; j < VEC(T); j++) {
+      keep[j] = 1;
+      const float v = bda_one(ptdp_ld(a.e[j]), b, c0 + j, rh, k, keep_scale, &keep[j]);
+      ptdp_st(&a.e[j], __fadd_rn(v, ptdp_ld(q.e[j])));
+    }
+    ((vec16<T> *)y)[i] = a;
+    if (k.p > 0.0f) {
+      if (VEC(T) == 8) {
+        uint64_t m8 = 0;
+        for (int j = 0; j < 8; j++) m8 |= (uint64_t)keep[j] << (8 * j);
+        ((uint64_t *)mask)[i] = m8;
+      } else {
+        uint32_t m4 = 0;
+        for (int j = 0; j < 4; j++) m4 |= (uint32_t)keep[j] << (8 * j);
+        ((uint32_t *)mask)[i] = m4;
+      }
+    }
+  }
+}
+
+template <typename T>
+static cudaError_t bias_dropout_add_launch(cudaStream_t st, void *y, const void *b, uint8_t *mask, const void *res,
+                                           long long rows, int cols, ptdp_dropout_key k)
+{
+  void (*kernel)(T *, const T *, uint8_t *, const T *, long long, int, ptdp_dropout_key, float) = bias_dropout_add_k<T>;
+  void (*vec_kernel)(T *, const T *, uint8_t *, const T *, long long, int, ptdp_dropout_key, float) =
+      bias_dropout_add_vec<T>;
+  const size_t n = (size_t)rows * cols;
+  if (!n) return cudaGetLastError();
+  const float keep_scale = k.p > 0.0f ? 1.0f / (1.0f - k.p) : 1.0f;
+  const bool vec = cols % VEC(T) == 0 && vec_aligned(y) && vec_aligned(res) && (!b || vec_aligned(b)) &&
+                   (k.p <= 0.0f || ((uintptr_t)mask & (uintptr_t)(VEC(T) - 1)) == 0);
+  if (vec)
+    vec_kernel<<<grid_for(n / VEC(T)), THREADS, 0, st>>>((T *)y, (const T *)b, mask, (const T *)res, rows, cols, k,
+                                                         keep_scale);
+  else
+    kernel<<<grid_for(n), THREADS, 0, st>>>((T *)y, (const T *)b, mask, (const T *)res, rows, cols, k, keep_scale);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_bias_dropout_add(cudaStream_t st, ptdp_dtype t, void *y, const void *b, uint8_t *mask,
+                                                 const void *res, long long rows, int cols, ptdp_dropout_key k)
+{
+  return PTDP_CUK_DISPATCH(t, bias_dropout_add_launch, st, y, b, mask, res, rows, cols, k);
+}
+
 // ---------------------------------------------------------------- embedding
 template <typename T>
 __global__ void embed_fwd(const T *wte, const int32_t *tok, long long v0, long long vl, T *out, size_t n, int h)
@@ -890,6 +989,24 @@ extern "C" cudaError_t ptdp_cuk_xent_grad(cudaStream_t st, ptdp_dtype t, void *l
                                           float scale)
 {
   return PTDP_CUK_DISPATCH(t, xent_grad_launch, st, logits, target, v0, gmax, se, rows, vl, scale);
+}
+
+// The micro-batch's mean loss on the device (ptdp_backend's xent_loss): one block, each thread
+// summing its rows (stride THREADS) in double, then block_sum's fixed tree: the same bits every
+// run, within double rounding of the CPU's row-order sum (so the float almost always equal).
+__global__ void xent_loss_k(const float *gmax, const float *se, const float *tgt, long long rows, float *loss)
+{
+  double s = 0;
+  for (long long r = threadIdx.x; r < rows; r += blockDim.x) s += log((double)se[r]) + gmax[r] - tgt[r];
+  s = block_sum(s);
+  if (threadIdx.x == 0) *loss = (float)(s / (double)rows);
+}
+
+extern "C" cudaError_t ptdp_cuk_xent_loss(cudaStream_t st, const float *gmax, const float *se, const float *tgt,
+                                          long long rows, float *loss)
+{
+  xent_loss_k<<<1, THREADS, 0, st>>>(gmax, se, tgt, rows, loss);
+  return cudaGetLastError();
 }
 
 // ---------------------------------------------------------------- AdamW, sum of squares

@@ -249,6 +249,12 @@ static int guard_unscale_check(ptdp_backend *be, float *x, size_t n, float inv_s
   GUARD_RUN(be, unscale_check, x, n, inv_scale, found);
 }
 
+static int guard_xent_loss(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
+                           float *loss)
+{
+  GUARD_RUN(be, xent_loss, gmax, se, tgt, rows, loss);
+}
+
 static void guard_fill_table(ptdp_backend *be)
 {
   be->name = "guard";
@@ -258,6 +264,7 @@ static void guard_fill_table(ptdp_backend *be)
   PTDP_BACKEND_FILL_LLAMA(be, guard); /* the optional operations: the CPU backend has them */
   be->flash_forward = guard_flash_forward;
   be->flash_backward = guard_flash_backward;
+  be->xent_loss = guard_xent_loss;
 }
 
 int ptdp_backend_guard_create(size_t reserve, ptdp_backend **out)

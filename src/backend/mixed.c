@@ -187,6 +187,12 @@ static int mx_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count,
   return INNER(be)->adamw_many(INNER(be), r, count, t16, gscale, lr, beta1, beta2, eps, step);
 }
 
+static int mx_xent_loss(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
+                        float *loss)
+{
+  return INNER(be)->xent_loss(INNER(be), gmax, se, tgt, rows, loss); /* all fp32 */
+}
+
 static double mx_sumsq(ptdp_backend *be, const float *x, size_t n) { return INNER(be)->sumsq(INNER(be), x, n); }
 static int mx_sumsq_many(ptdp_backend *be, const float *const *x, const size_t *n, int count, double *out)
 {
@@ -549,6 +555,7 @@ static void fill_optional(ptdp_backend *be, const ptdp_backend *inner)
   be->flash_backward = inner->flash_backward ? mx_flash_backward : NULL;
   be->sumsq_many = inner->sumsq_many ? mx_sumsq_many : NULL;
   be->adamw_many = inner->adamw_many ? mx_adamw_many : NULL;
+  be->xent_loss = inner->xent_loss ? mx_xent_loss : NULL;
 }
 
 /* The wrapper's table around inner (not yet owned: the caller destroys inner on failure). */

@@ -150,7 +150,6 @@ void ptdp_gpt_release(ptdp_gpt *m, int c, int slot)
 
 int ptdp_gpt_num_slots(const ptdp_gpt *m) { return m->plan.slots; }
 int ptdp_gpt_slot_busy(const ptdp_gpt *m, int c, int slot) { return m->chunks[c].slots[slot].busy; }
-double ptdp_gpt_slot_loss(const ptdp_gpt *m, int c, int slot) { return m->chunks[c].slots[slot].loss; }
 int ptdp_gpt_chunk_has_embedding(const ptdp_gpt *m, int c) { return m->chunks[c].has_embedding; }
 int ptdp_gpt_chunk_has_head(const ptdp_gpt *m, int c) { return m->chunks[c].has_head; }
 float *ptdp_gpt_input(ptdp_gpt *m, int c, int slot) { return m->chunks[c].slots[slot].layers[0].x; }

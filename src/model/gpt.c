@@ -239,6 +239,9 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
   PTDP_CALL(ptdp_memory_allocate_plan(&m->mem, be, &m->plan));
   PTDP_CALL(ptdp_gpt_bind(m));
   PTDP_ALLOC(m->host_xent, sizeof(float) * 3 * (size_t)m->sh.N);
+  m->loss_cap = cfg->m > 0 ? cfg->m : 1; /* the plan's work_losses */
+  PTDP_ALLOC(m->loss_sample0, sizeof(long long) * (size_t)m->loss_cap);
+  PTDP_ALLOC(m->host_losses, sizeof(float) * (size_t)m->loss_cap);
   return 0;
 }
 
@@ -255,6 +258,8 @@ void ptdp_gpt_destroy(ptdp_gpt *m)
   free(m->work.recomp);
   free(m->params);
   free(m->host_xent);
+  free(m->loss_sample0);
+  free(m->host_losses);
   ptdp_grad_layout_free(&m->layout);
   ptdp_plan_free(&m->plan);
   memset(m, 0, sizeof *m);

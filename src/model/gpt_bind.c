@@ -53,6 +53,7 @@ static int bind_work(ptdp_gpt_work *w, ptdp_buffer_kind k, void *p)
   case PTDP_BUF_WORK_DFC: w->dfc = p; break;
   case PTDP_BUF_WORK_ATTN: w->attn = p; break;
   case PTDP_BUF_WORK_XENT: w->xent = p; break;
+  case PTDP_BUF_WORK_LOSSES: w->losses = p; break;
   case PTDP_BUF_WORK_GRAD_A: w->grad_a = p; break;
   case PTDP_BUF_WORK_GRAD_B: w->grad_b = p; break;
   case PTDP_BUF_WORK_POSITIONS: w->pos = p; break;

@@ -78,6 +78,69 @@ static int copy_debug_logits(ptdp_gpt *m, const float *logits, size_t n)
   return err;
 }
 
+static int check_loss(double loss, long long sample0)
+{
+  PTDP_CHECK_LOCAL(isfinite(loss), "the loss is not finite (%g) at micro-batch starting at sample %lld", loss,
+                   sample0);
+  return 0;
+}
+
+/* The pending losses to the host (one copy, one wait), checked and added in forward order. */
+static int read_pending(ptdp_gpt *m)
+{
+  ptdp_backend *be = m->be;
+  const int n = m->loss_pending;
+  if (n == 0) return 0;
+  m->loss_pending = 0;
+  PTDP_CALL(be->to_host(be, m->host_losses, m->work.losses, sizeof(float) * (size_t)n));
+  PTDP_CALL(be->synchronize(be));
+  for (int i = 0; i < n; i++) {
+    PTDP_CALL(check_loss(m->host_losses[i], m->loss_sample0[i]));
+    m->loss_sum += m->host_losses[i];
+  }
+  return 0;
+}
+
+/* The micro-batch's mean loss from the reduced statistics: left on the device by xent_loss (read
+ * at the run's end, or here when its slots are full), else computed on the host from a copy of
+ * the statistics [3 N], which waits for the device. */
+static int record_loss(ptdp_gpt *m, const ptdp_chunk_slot *sl, const float *mx, const float *se, const float *tg)
+{
+  ptdp_backend *be = m->be;
+  const int N = m->sh.N;
+  m->loss_count++;
+  if (be->xent_loss) {
+    if (m->loss_pending == m->loss_cap) PTDP_CALL(read_pending(m));
+    PTDP_CALL(be->xent_loss(be, mx, se, tg, N, m->work.losses + m->loss_pending));
+    m->loss_sample0[m->loss_pending++] = sl->sample0;
+    return 0;
+  }
+  float *hx = m->host_xent;
+  PTDP_CALL(be->to_host(be, hx, mx, sizeof(float) * 3 * (size_t)N));
+  PTDP_CALL(be->synchronize(be));
+  double loss = 0;
+  for (int r = 0; r < N; r++) loss += log((double)hx[N + r]) + hx[r] - hx[2 * N + r];
+  const float l = (float)(loss / N);
+  PTDP_CALL(check_loss(l, sl->sample0));
+  m->loss_sum += l;
+  return 0;
+}
+
+int ptdp_gpt_take_losses(ptdp_gpt *m, double *sum, int *count)
+{
+  const int err = read_pending(m);
+  *sum = err ? 0.0 : m->loss_sum;
+  if (count) *count = err ? 0 : m->loss_count;
+  ptdp_gpt_drop_losses(m);
+  return err;
+}
+
+void ptdp_gpt_drop_losses(ptdp_gpt *m)
+{
+  m->loss_sum = 0;
+  m->loss_count = m->loss_pending = 0;
+}
+
 int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
 {
   ptdp_backend *be = m->be;
@@ -95,15 +158,7 @@ int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
   PTDP_CALL(ptdp_comm_allreduce_max(&m->grid->tp, mx, (size_t)N, PTDP_TAG_LOSS));
   PTDP_CALL(be->xent_sumexp(be, sl->logits, mx, N, vl, se));
   PTDP_CALL(ptdp_comm_allreduce_sum(&m->grid->tp, se, (size_t)2 * N, PTDP_TAG_LOSS)); /* sum-exp and target logit */
-  /* the loss on the host, from a copy of the three statistics [3 N] */
-  float *hx = m->host_xent;
-  PTDP_CALL(be->to_host(be, hx, mx, sizeof(float) * 3 * (size_t)N));
-  PTDP_CALL(be->synchronize(be));
-  double loss = 0;
-  for (int r = 0; r < N; r++) loss += log((double)hx[N + r]) + hx[r] - hx[2 * N + r];
-  sl->loss = (float)(loss / N);
-  PTDP_CHECK_LOCAL(isfinite(sl->loss), "the loss is not finite (%g) at micro-batch starting at sample %lld",
-                   sl->loss, sl->sample0);
+  PTDP_CALL(record_loss(m, sl, mx, se, tg));
   return be->xent_grad(be, sl->logits, sl->targets, m->sh.v0, mx, se, N, vl, 1.0f); /* softmax - onehot */
 }
 

@@ -77,6 +77,17 @@ static int bias_bwd(ptdp_backend *be, const float *dy, float *db, long long rows
   return db ? be->bias_backward(be, dy, db, rows, cols) : 0;
 }
 
+/* The residual branch's end: y = dropout(y + b) + res, in one pass where the backend has
+ * bias_dropout_add, else bias, dropout and add. */
+static int bias_dropout_add(ptdp_backend *be, float *y, const float *b, uint8_t *mask, const ptdp_dropout_key *k,
+                            const float *res, long long rows, int cols)
+{
+  if (be->bias_dropout_add) return be->bias_dropout_add(be, y, b, mask, k, res, rows, cols);
+  PTDP_CALL(bias_fwd(be, y, b, rows, cols));
+  PTDP_CALL(be->dropout_forward(be, y, mask, rows, cols, k));
+  return be->add(be, y, res, (size_t)rows * cols);
+}
+
 /* The rotary embedding of the query and key heads of qkv rows [rows, 3 hl] at positions
  * pos0 + r / b; inverse for the backward (the gradient of a rotation is the inverse rotation). */
 static int rope(ptdp_gpt *m, float *qkv, long long rows, long long pos0, int b, int inverse)
@@ -163,10 +174,8 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
   PTDP_CALL(p->attention(p, m, layer, a)); /* ctx [N, hl] */
   PTDP_CALL(be->gemm(be, 0, 1, N, h, hl, 1.0f, a->ctx, hl, w->proj_w, hl, 0.0f, partial_target(p, a->x2), h));
   PTDP_CALL(reduce_partial(m, p, a->x2, h)); /* [Nl, h] */
-  PTDP_CALL(bias_fwd(be, a->x2, w->proj_b, Nl, h));
   ptdp_dropout_key k1 = resid_key(m, PTDP_RNG_ATTN_RESID, layer, p->sample0);
-  PTDP_CALL(be->dropout_forward(be, a->x2, a->mask1, Nl, h, &k1));
-  PTDP_CALL(be->add(be, a->x2, a->x, (size_t)Nl * h));
+  PTDP_CALL(bias_dropout_add(be, a->x2, w->proj_b, a->mask1, &k1, a->x, Nl, h));
 
   /* MLP block */
   PTDP_CALL(ptdp_gpt_norm_forward(m, a->x2, w->ln2_w, w->ln2_b, a->ln2_out, a->ln2_mean, a->ln2_rstd, Nl));
@@ -174,10 +183,8 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
   PTDP_CALL(mlp_fc1_forward(m, w, N, in, a->fc1, a->gelu));
   PTDP_CALL(be->gemm(be, 0, 1, N, h, fl, 1.0f, a->gelu, fl, w->fc2_w, fl, 0.0f, partial_target(p, out), h));
   PTDP_CALL(reduce_partial(m, p, out, h));
-  PTDP_CALL(bias_fwd(be, out, w->fc2_b, Nl, h));
   ptdp_dropout_key k2 = resid_key(m, PTDP_RNG_MLP_RESID, layer, p->sample0);
-  PTDP_CALL(be->dropout_forward(be, out, a->mask2, Nl, h, &k2));
-  PTDP_CALL(be->add(be, out, a->x2, (size_t)Nl * h));
+  PTDP_CALL(bias_dropout_add(be, out, w->fc2_b, a->mask2, &k2, a->x2, Nl, h));
   return 0;
 }
 

@@ -219,7 +219,6 @@ static int run_forward(ptdp_pipeline *pl, ptdp_work w, posted_recv *cur, ptdp_ba
   if (sends(pl, w, &to))
     PTDP_CALL(ptdp_comm_isend_t(pp, ptdp_gpt_output(m, c, slot), pl->cfg.msg_elems, pl->cfg.dtype, to.stage, msg_tag(pl, mb, c, w.kind),
                               PTDP_TAG_P2P, &pl->act_req[c * slots + slot]));
-  if (head) pl->loss_sum += ptdp_gpt_slot_loss(m, c, slot);
   if (forward_only) {
     PTDP_CALL(ptdp_comm_wait(pp, &pl->act_req[c * slots + slot]));
     ptdp_gpt_release(m, c, slot);
@@ -261,6 +260,7 @@ int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float l
   double t_iter = MPI_Wtime() - (pl->log ? ptdp_events_elapsed(pl->log) : 0.0);
   pl->wait_seconds = pl->busy_seconds = pl->forward_seconds = pl->backward_seconds = pl->loss_sum = 0;
   posted_recv cur = {.valid = 0}, ahead = {.valid = 0};
+  ptdp_gpt_drop_losses(pl->model); /* any a failed run left */
   for (int it = 0; it < pl->sched.count; it++) {
     const ptdp_work w = pl->sched.items[it];
     if (forward_only && w.kind != PTDP_WORK_FORWARD) continue;
@@ -281,5 +281,6 @@ int ptdp_pipeline_run(ptdp_pipeline *pl, ptdp_batch_fn batch, void *ctx, float l
     PTDP_CALL(ptdp_comm_waitall(pl->cfg.pp, nreq, pl->act_req));
     PTDP_CALL(ptdp_comm_waitall(pl->cfg.pp, nreq, pl->grad_req));
   }
-  return 0;
+  /* the losses, left on the device by each head forward, read once here */
+  return ptdp_gpt_take_losses(pl->model, &pl->loss_sum, NULL);
 }

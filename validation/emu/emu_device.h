@@ -150,6 +150,10 @@ static inline float __fdividef(float a, float b) { return a / b; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+/* one rounding each, never contracted (the emulation is built without FMA contraction; x86-64's
+ * baseline has no FMA) */
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
 static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : x > 1.0f ? 1.0f : x; }
 template <typename T> static inline T __ldg(const T *p) { return *p; }
 

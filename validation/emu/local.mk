@@ -15,7 +15,9 @@
 EMU_CPP = -DPTDP_EMU_BUILD -I$(top_srcdir)/validation/emu/include -I$(top_srcdir)/validation/emu \
                -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -I$(top_srcdir)/include -I$(top_builddir)/include \
                -I$(top_srcdir)/src/backend $(BLAS_CFLAGS) $(HDF5_CFLAGS)
-EMU_CXX = -std=c++17 -O2 -g -fno-omit-frame-pointer -Wall -Wno-unused-function
+# -ffp-contract=off: a kernel's a * b + c stays two roundings, as nvcc keeps __fmul_rn / __fadd_rn
+# (a CXXFLAGS with -march=native would otherwise let GCC fuse them)
+EMU_CXX = -std=c++17 -O2 -g -fno-omit-frame-pointer -Wall -Wno-unused-function -ffp-contract=off
 if PTDP_SANITIZE
 EMU_CXX += -fsanitize=address,undefined -fno-sanitize-recover=undefined
 EMU_KCXX = $(EMU_CXX)
@@ -122,6 +124,9 @@ dist_noinst_SCRIPTS += validation/emu/tests/test_emu_racecheck_planted.sh
 # The model on the emulated CUDA backend against the CPU backend (several layouts).
 TESTS += validation/emu/tests/test_emu_model.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_model.sh
+# The host's waits for the GPU per iteration do not grow with the micro-batches (PTDP_CUDA_WAITS).
+TESTS += validation/emu/tests/test_emu_host_waits.sh
+dist_noinst_SCRIPTS += validation/emu/tests/test_emu_host_waits.sh
 # A Llama-style model (RMSNorm, RoPE, grouped-query attention) on it against the CPU backend.
 TESTS += validation/emu/tests/test_emu_llama.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_llama.sh

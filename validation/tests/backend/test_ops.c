@@ -132,7 +132,7 @@ typedef struct {
   char shape[96];
   int checks, fails, exact;
 } result;
-#define MAX_RESULTS 256
+#define MAX_RESULTS 384
 static result results[MAX_RESULTS];
 static int nresults;
 
@@ -211,7 +211,7 @@ static size_t twin_bytes(const twin *t, int k) { return t->n * t->elem[k]; }
 static uint64_t seq = 1;
 static float urand(float lo, float hi) { return lo + (hi - lo) * ptdp_rng_uniform(ptdp_rng_mix(seq++)); }
 
-static void die(const char *what)
+static _Noreturn void die(const char *what)
 {
   fprintf(stderr, "test_ops: %s failed (%s): %s\n", what, shape, ptdp_error_message());
   exit(2);
@@ -269,7 +269,7 @@ static twin poison(size_t n) { return floats(n, 1, 0); }
  * to the type (in fp32 the same draws as floats); lo > hi: NaN */
 static twin stored(size_t n, float lo, float hi)
 {
-  float *h = malloc(n * sizeof(float) + 1);
+  float *h = calloc(n + 1, sizeof(float)); /* zeroed: GCC cannot see that the loop writes all n */
   if (!h) die("malloc");
   for (size_t i = 0; i < n; i++) h[i] = lo > hi ? NAN : rounded(urand(lo, hi));
   twin t = upload_stored(h, n);
@@ -604,11 +604,51 @@ static void dropout_case(long long rows, int cols, float p)
   DROP_ALL(&x, &mask, &dd, &dmask);
 }
 
+/* bias_dropout_add (optional, on the tested side): y = dropout(y + b) + res against the reference's
+ * bias_forward, dropout_forward and add; on the tested side bit for bit its own three in fp32 (the
+ * operation's promise) and the same mask.  Bounds: three roundings (c = 3); in 16-bit storage the
+ * sequence also stores y + b (|.| < 2) and its scaled value (< 2 / (1 - p) = 2.9), each within
+ * u16 = 2^-p of itself, 2 x 1.43 + 2.9 = 5.7 u16 apart at most, against outputs whose largest
+ * exceeds 2 here: 3 u16 of the largest output.  The mask and y start as random bytes and numbers:
+ * p = 0 must leave the mask as it was. */
+static void bias_dropout_add_case(long long rows, int cols, float p, int with_bias)
+{
+  const size_t n = (size_t)rows * cols;
+  const double u16 = dt == DT_F32 ? 0 : ldexp(1.0, -dtypes[dt].p);
+  set_shape("rows %lld cols %d p %g%s", rows, cols, p, with_bias ? " bias" : "");
+  const ptdp_dropout_key key = {.seed = 7, .site = 4, .layer = 3, .sample0 = 2, .row0 = 5, .col0 = 0, .b = 2, .p = p};
+  twin y = stored(n, -1, 1), bias = stored(cols, -1, 1), res = stored(n, -1, 1), mask = bytes(n, 1);
+  twin own = stored(n, -1, 1), own_mask = bytes(n, 1); /* the tested side's own sequence */
+  const float *b1 = with_bias ? F(bias, 1) : NULL, *b0 = with_bias ? F(bias, 0) : NULL;
+  if (be[1]->copy(be[1], F(own, 1), F(y, 1), twin_bytes(&y, 1)) ||
+      be[1]->copy(be[1], U8(own_mask, 1), U8(mask, 1), n))
+    die("copy");
+  RUN(1, bias_dropout_add, F(y, 1), b1, U8(mask, 1), &key, F(res, 1), rows, cols);
+  if (with_bias) RUN(0, bias_forward, F(y, 0), b0, rows, cols);
+  RUN(0, dropout_forward, F(y, 0), U8(mask, 0), rows, cols, &key);
+  RUN(0, add, F(y, 0), F(res, 0), n);
+  if (with_bias) RUN(1, bias_forward, F(own, 1), b1, rows, cols);
+  RUN(1, dropout_forward, F(own, 1), U8(own_mask, 1), rows, cols, &key);
+  RUN(1, add, F(own, 1), F(res, 1), n);
+  check_s(&y, "bias_dropout_add y", bound_elem(3) + 3 * u16);
+  check_exact(&mask, "bias_dropout_add mask", 1);
+  char *a = fetch_side(&y, 1), *o = fetch_side(&own, 1), *ma = fetch_side(&mask, 1), *mo = fetch_side(&own_mask, 1);
+  const int differ = (dt == DT_F32 && memcmp(a, o, n * sizeof(float)) != 0) + (memcmp(ma, mo, n) != 0);
+  record("bias_dropout_add own bits", differ, 0, differ == 0, 1);
+  free(a), free(o), free(ma), free(mo);
+  DROP_ALL(&y, &bias, &res, &mask, &own, &own_mask);
+}
+
 static void check_dropout(void)
 {
   dropout_case(33, 40, 0.3f);
   dropout_case(333, 400, 0.3f);
   dropout_case(7, 5, 0.0f);
+  if (!be[1]->bias_dropout_add) return;
+  bias_dropout_add_case(33, 40, 0.3f, 1);
+  bias_dropout_add_case(333, 400, 0.3f, 0);
+  bias_dropout_add_case(37, 36, 0.1f, 1);
+  bias_dropout_add_case(7, 5, 0.0f, 1);
 }
 
 /* Attention forward and backward, with dropout (p > 0) and without (probs_drop aliases probs).
@@ -787,6 +827,22 @@ static void embedding_case(vocab_shape v)
   DROP_ALL(&tok, &wte, &out, &dout, &dwte);
 }
 
+/* The micro-batch's mean loss (xent_loss, where both sides have it) from statistics of its own,
+ * the same on both sides: se in [1, 100) (the max's own term is 1), gmax >= tgt, so every term
+ * log(se) + gmax - tgt is positive and the double sums, in any order, agree to n 2^-53; rounded
+ * to float they differ by at most one rounding, 2^-24 relative (bound 2^-23 with the fp32
+ * suite's factor 2; bit for bit for the guard).  The output starts poisoned. */
+static void xent_loss_case(long long rows)
+{
+  if (!be[0]->xent_loss || !be[1]->xent_loss) return;
+  set_shape("rows %lld", rows);
+  twin gmax = floats((size_t)rows, 0, 5), se = floats((size_t)rows, 1, 100), tv = floats((size_t)rows, -5, 0);
+  twin loss = poison(1);
+  for (int k = 0; k < 2; k++) RUN(k, xent_loss, F(gmax, k), F(se, k), F(tv, k), rows, F(loss, k));
+  check_f32(&loss, "xent_loss", bound_elem(1));
+  DROP_ALL(&gmax, &se, &tv, &loss);
+}
+
 /* Vocab-parallel cross entropy on the slice: rowmax (a max) and tgt (a selection) bit for bit;
  * sumexp a float sum of vl exponentials, positive terms (c = 4); the gradient element-wise from
  * it (c = 8). */
@@ -806,6 +862,7 @@ static void xent_case(vocab_shape v)
   check_f32(&se, "xent_sumexp", bound_sum(4, v.vl));
   check_s(&logits, "xent_grad", bound_sum(8, v.vl));
   DROP_ALL(&tgt, &logits, &rowmax, &tv, &se);
+  xent_loss_case(v.rows);
 }
 
 static const vocab_shape vocab_shapes[] = {

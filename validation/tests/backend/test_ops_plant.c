@@ -39,6 +39,8 @@ const test_ops_plant test_ops_plants[] = {
     {"attention_forward", "ctx[0] += ctx[1] (a wrong index in one element)", ALL},
     {"embedding_forward", "the vocabulary slice off by one (v0 + 1)", ALL},
     {"xent_sumexp", "the last row not written", ALL},
+    {"xent_loss", "the last row left out (the mean of the others)", ALL},
+    {"bias_dropout_add", "the bias left out", ALL},
     {"bias_forward", "y left as it was (the in-place result not written back)", ALL},
     {"adamw", "the bias corrections of the next step (step + 1)", ALL},
     {"adamw_many", "the clipping factor ignored (gscale taken as 1)", ALL},
@@ -107,6 +109,19 @@ static int bad_embedding_forward(ptdp_backend *be, const float *wte, const int32
 static int bad_xent_sumexp(ptdp_backend *be, const float *logits, const float *gmax, long long rows, int vl, float *se)
 {
   return orig.xent_sumexp(be, logits, gmax, rows > 1 ? rows - 1 : rows, vl, se);
+}
+
+static int bad_xent_loss(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
+                         float *loss)
+{
+  return orig.xent_loss(be, gmax, se, tgt, rows > 1 ? rows - 1 : rows, loss);
+}
+
+static int bad_bias_dropout_add(ptdp_backend *be, float *y, const float *bias, uint8_t *mask,
+                                const ptdp_dropout_key *k, const float *res, long long rows, int cols)
+{
+  (void)bias;
+  return orig.bias_dropout_add(be, y, NULL, mask, k, res, rows, cols);
 }
 
 static int bad_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, ptdp_dtype t16, float gscale,
@@ -270,6 +285,8 @@ void test_ops_plant_apply(ptdp_backend *be, const ptdp_backend *ref)
   PLANT_OPTIONAL(be, rmsnorm_backward);
   PLANT_OPTIONAL(be, rope);
   PLANT_OPTIONAL(be, swiglu_forward);
+  PLANT_OPTIONAL(be, xent_loss);
+  PLANT_IF(be, bias_dropout_add, (be)->bias_dropout_add != NULL); /* against the reference's sequence */
   PLANT_IF(be, adamw_many, (be)->adamw_many != NULL); /* checked against the reference's adamw: it needs no twin */
 }
 

@@ -489,6 +489,16 @@ static int ref_xent_sumexp(ptdp_backend *be, const float *logits, const float *g
   return 0;
 }
 
+/* cross entropy of row r: log sum_j exp(l_j) - l_target = log(se) + max - l_target */
+static int ref_xent_loss(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
+                         float *loss)
+{
+  double total = 0;
+  for (long long r = 0; r < rows; r++) total += (double)gmax[r] - (double)tgt[r] + log((double)se[r]);
+  *loss = (float)(total / (double)rows);
+  return 0;
+}
+
 static int ref_xent_grad(ptdp_backend *be, float *logits, const int32_t *target, long long v0, const float *gmax,
                          const float *se, long long rows, int vl, float scale)
 {
@@ -561,7 +571,7 @@ int test_ops_ref_create(ptdp_backend **out)
                        .dropout_backward = ref_dropout_backward, .attention_forward = ref_attention_forward,
                        .attention_backward = ref_attention_backward, .embedding_forward = ref_embedding_forward,
                        .embedding_backward = ref_embedding_backward, .xent_stats = ref_xent_stats,
-                       .xent_sumexp = ref_xent_sumexp, .xent_grad = ref_xent_grad, .adamw = ref_adamw,
+                       .xent_sumexp = ref_xent_sumexp, .xent_grad = ref_xent_grad, .xent_loss = ref_xent_loss, .adamw = ref_adamw,
                        .sumsq = ref_sumsq, .convert = ref_convert, .unscale_check = ref_unscale_check};
   *out = be;
   return 0;

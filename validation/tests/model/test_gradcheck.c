@@ -30,7 +30,9 @@ static double loss_at(ptdp_gpt *m, const int32_t *tok, const int32_t *tgt)
 {
   if (ptdp_gpt_forward(m, 0, 0, tok, tgt, 0)) exit(2);
   ptdp_gpt_release(m, 0, 0);
-  return m->chunks[0].slots[0].loss;
+  double l;
+  if (ptdp_gpt_take_losses(m, &l, NULL)) exit(2);
+  return l;
 }
 
 int main(int argc, char **argv)
@@ -62,8 +64,8 @@ int main(int argc, char **argv)
     tgt[r] = (int32_t)(ptdp_rng_mix(200 + r) % 37);
   }
   memset(m.grad, 0, sizeof(float) * (size_t)m.layout.total);
-  if (ptdp_gpt_forward(&m, 0, 0, tok, tgt, 0)) return 2;
-  double L0 = m.chunks[0].slots[0].loss;
+  double L0;
+  if (ptdp_gpt_forward(&m, 0, 0, tok, tgt, 0) || ptdp_gpt_take_losses(&m, &L0, NULL)) return 2;
   float *dinput;
   if (ptdp_gpt_backward(&m, 0, 0, NULL, 1.0f, 1, &dinput)) return 2;
 

@@ -44,8 +44,7 @@ static int run(int t, double *loss, float *wte_grad)
     tok[r] = (int32_t)(ptdp_rng_mix(300 + r) % 37);
     tgt[r] = (int32_t)(ptdp_rng_mix(400 + r) % 37);
   }
-  if (ptdp_gpt_forward(&m, 0, 0, tok, tgt, 0)) return 1;
-  *loss = m.chunks[0].slots[0].loss;
+  if (ptdp_gpt_forward(&m, 0, 0, tok, tgt, 0) || ptdp_gpt_take_losses(&m, loss, NULL)) return 1;
   float *din;
   if (ptdp_gpt_backward(&m, 0, 0, NULL, 1.0f, 1, &din)) return 1;
   const ptdp_param_info *p = &m.params[m.wte.index];
