@@ -187,6 +187,12 @@ struct ptdp_backend {
   int (*xent_sumexp)(ptdp_backend *be, const float *logits, const float *gmax, long long rows, int vl, float *se);
   int (*xent_grad)(ptdp_backend *be, float *logits, const int32_t *target, long long v0, const float *gmax,
                    const float *se, long long rows, int vl, float scale);
+  /* Where one rank holds every column of the logits (t = 1, so gmax is rowmax): stats, sumexp
+   * and grad in one call, their outputs bit for bit (rowmax, se, tgt; logits <- (softmax -
+   * onehot) scale).  Optional (NULL: the three calls); a GPU reads the logits once instead of
+   * three times where a row fits in registers. */
+  int (*xent_fused)(ptdp_backend *be, float *logits, const int32_t *target, long long v0, long long rows, int vl,
+                    float *rowmax, float *se, float *tgt, float scale);
   /* The micro-batch's mean loss from the statistics above (after their TP reductions), left where
    * the backend keeps its data: *loss = (float)(sum_r (log(se[r]) + gmax[r] - tgt[r]) / rows), the
    * terms and their sum in double (the CPU's in row order; a GPU's in a fixed tree order, the same

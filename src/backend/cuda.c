@@ -452,6 +452,13 @@ static int cu_bias_dropout_add(ptdp_backend *be, float *y, const float *b, uint8
   return PTDP_OK;
 }
 
+static int cu_xent_fused(ptdp_backend *be, float *logits, const int32_t *target, long long v0, long long rows, int vl,
+                         float *rowmax, float *se, float *tgt, float scale)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_xent_fused(CTX->stream, CTX->t, logits, target, v0, rows, vl, rowmax, se, tgt, scale));
+  return PTDP_OK;
+}
+
 static int cu_xent_loss(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
                         float *loss)
 {
@@ -730,6 +737,7 @@ static void fill_table(ptdp_backend *be, ptdp_dtype t)
   be->adamw_many = cu_adamw_many;   /* optional too */
   be->xent_loss = cu_xent_loss;
   be->bias_dropout_add = cu_bias_dropout_add; /* optional */
+  be->xent_fused = cu_xent_fused;
   if (t != PTDP_F32) {
     be->gemm_wgrad = ptdp_cu_gemm_wgrad;
     be->flash_forward = cu_flash_forward;

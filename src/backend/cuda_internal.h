@@ -125,6 +125,9 @@ cudaError_t ptdp_cuk_xent_sumexp(cudaStream_t st, ptdp_dtype t, const void *logi
                                  int vl, float *se);
 cudaError_t ptdp_cuk_xent_grad(cudaStream_t st, ptdp_dtype t, void *logits, const int32_t *target, long long v0,
                                const float *gmax, const float *se, long long rows, int vl, float scale);
+/* The three above in one pass over the logits (t = 1: gmax is the row max found), their bits */
+cudaError_t ptdp_cuk_xent_fused(cudaStream_t st, ptdp_dtype t, void *logits, const int32_t *target, long long v0,
+                                long long rows, int vl, float *rowmax, float *se, float *tgt, float scale);
 /* *loss (device) = (float)(sum over rows of log(se) + gmax - tgt, in double) / rows: one block */
 cudaError_t ptdp_cuk_xent_loss(cudaStream_t st, const float *gmax, const float *se, const float *tgt, long long rows,
                                float *loss);

@@ -916,6 +916,13 @@ template <typename T> __global__ void xent_sumexp_k(const T *logits, const float
   if (threadIdx.x == 0) se[r] = s;
 }
 
+// softmax - onehot, times scale: one product and one difference, each rounded (no FMA contraction,
+// so the fused kernel below gives these bits)
+__device__ __forceinline__ float xent_grad_one(float x, float m, float inv, bool hit, float scale)
+{
+  return __fadd_rn(__fmul_rn(expf(x - m), inv), hit ? -scale : 0.0f);
+}
+
 template <typename T>
 __global__ void xent_grad_k(T *logits, const int32_t *target, long long v0, const float *gmax, const float *se, int vl,
                             float scale, int vec)
@@ -928,13 +935,65 @@ __global__ void xent_grad_k(T *logits, const int32_t *target, long long v0, cons
     for (int j = threadIdx.x; j < vl / VEC(T); j += blockDim.x) {
       vec16<T> a = ((vec16<T> *)l)[j];
       for (int k = 0; k < VEC(T); k++)
-        ptdp_st(&a.e[k], expf(ptdp_ld(a.e[k]) - m) * inv - ((long long)j * VEC(T) + k == id ? scale : 0.0f));
+        ptdp_st(&a.e[k], xent_grad_one(ptdp_ld(a.e[k]), m, inv, (long long)j * VEC(T) + k == id, scale));
       ((vec16<T> *)l)[j] = a;
     }
   } else {
-    for (int j = threadIdx.x; j < vl; j += blockDim.x)
-      ptdp_st(&l[j], expf(ptdp_ld(l[j]) - m) * inv - (j == id ? scale : 0.0f));
+    for (int j = threadIdx.x; j < vl; j += blockDim.x) ptdp_st(&l[j], xent_grad_one(ptdp_ld(l[j]), m, inv, j == id, scale));
   }
+}
+
+// ---- t = 1: the three in one pass (ptdp_backend's xent_fused).  A block per row, as above, with
+// the row held in registers between the passes: each thread keeps its vec16 units (NV of them at
+// most: the row's vl / VEC(T) units dealt as the kernels above deal them, unit j to thread
+// j % THREADS), so the logits are read from memory once and written once, where the three
+// kernels read them three times.  The max, the sum (same order: each thread's units in turn,
+// then block_sum) and the gradient are the three kernels' arithmetic, so the same bits.
+#ifdef __CUDACC__
+#define XENT_UNROLL _Pragma("unroll") // a[] stays in registers only when every loop over it is unrolled
+#else
+#define XENT_UNROLL // (the emulation's host compiler)
+#endif
+template <typename T, int NV>
+__global__ void __launch_bounds__(THREADS) xent_fused_k(T *logits, const int32_t *target, long long v0, int vl,
+                                                        float *rowmax, float *se, float *tgt, float scale)
+{
+  const long long r = blockIdx.x;
+  vec16<T> *l = (vec16<T> *)(logits + r * vl);
+  const int nu = vl / VEC(T);
+  const long long id = (long long)target[r] - v0;
+  float tg = 0.0f;
+  if (threadIdx.x == 0 && id >= 0 && id < vl) tg = ptdp_ld(logits[r * vl + id]); // before any write
+  vec16<T> a[NV];
+  float m = -INFINITY;
+XENT_UNROLL
+  for (int u = 0; u < NV; u++) {
+    const int j = (int)threadIdx.x + u * THREADS;
+    if (j < nu) {
+      a[u] = l[j];
+      for (int k = 0; k < VEC(T); k++) m = fmaxf(m, ptdp_ld(a[u].e[k]));
+    }
+  }
+  m = block_max(m);
+  float s = 0.0f;
+XENT_UNROLL
+  for (int u = 0; u < NV; u++) {
+    const int j = (int)threadIdx.x + u * THREADS;
+    if (j < nu)
+      for (int k = 0; k < VEC(T); k++) s += expf(ptdp_ld(a[u].e[k]) - m);
+  }
+  s = block_sum(s);
+  const float inv = scale / s;
+XENT_UNROLL
+  for (int u = 0; u < NV; u++) {
+    const int j = (int)threadIdx.x + u * THREADS;
+    if (j < nu) {
+      for (int k = 0; k < VEC(T); k++)
+        ptdp_st(&a[u].e[k], xent_grad_one(ptdp_ld(a[u].e[k]), m, inv, (long long)j * VEC(T) + k == id, scale));
+      l[j] = a[u];
+    }
+  }
+  if (threadIdx.x == 0) rowmax[r] = m, se[r] = s, tgt[r] = tg;
 }
 
 // whether the logits go in vec16 units
@@ -989,6 +1048,43 @@ extern "C" cudaError_t ptdp_cuk_xent_grad(cudaStream_t st, ptdp_dtype t, void *l
                                           float scale)
 {
   return PTDP_CUK_DISPATCH(t, xent_grad_launch, st, logits, target, v0, gmax, se, rows, vl, scale);
+}
+
+// register-held rows up to XENT_NV_SMALL or XENT_NV_LARGE units a thread (bf16: 16384 and 51200
+// logits, GPT-2's padded 50304 among them; fp32 half that); longer rows, or rows not in vec16
+// units, run the three kernels.  ptxas 13.0 for sm_90: 235 registers and no spills for bf16's
+// large set (32 units: 255 registers and spills), 96 for its small one.
+#define XENT_NV_SMALL 8
+#define XENT_NV_LARGE 25
+
+template <typename T>
+static cudaError_t xent_fused_launch(cudaStream_t st, void *logits, const int32_t *target, long long v0, long long rows,
+                                     int vl, float *rowmax, float *se, float *tgt, float scale)
+{
+  if (rows <= 0) return cudaGetLastError();
+  const long long nu = vl / VEC(T);
+  if (xent_vec(logits, vl, (int)sizeof(T)) && nu <= (long long)THREADS * XENT_NV_LARGE) {
+    void (*small)(T *, const int32_t *, long long, int, float *, float *, float *, float) =
+        xent_fused_k<T, XENT_NV_SMALL>;
+    void (*large)(T *, const int32_t *, long long, int, float *, float *, float *, float) =
+        xent_fused_k<T, XENT_NV_LARGE>;
+    if (nu <= (long long)THREADS * XENT_NV_SMALL)
+      small<<<(unsigned)rows, THREADS, 0, st>>>((T *)logits, target, v0, vl, rowmax, se, tgt, scale);
+    else
+      large<<<(unsigned)rows, THREADS, 0, st>>>((T *)logits, target, v0, vl, rowmax, se, tgt, scale);
+    return cudaGetLastError();
+  }
+  cudaError_t e = xent_stats_launch<T>(st, logits, target, v0, rows, vl, rowmax, tgt);
+  if (e == cudaSuccess) e = xent_sumexp_launch<T>(st, logits, rowmax, rows, vl, se);
+  if (e == cudaSuccess) e = xent_grad_launch<T>(st, logits, target, v0, rowmax, se, rows, vl, scale);
+  return e;
+}
+
+extern "C" cudaError_t ptdp_cuk_xent_fused(cudaStream_t st, ptdp_dtype t, void *logits, const int32_t *target,
+                                           long long v0, long long rows, int vl, float *rowmax, float *se, float *tgt,
+                                           float scale)
+{
+  return PTDP_CUK_DISPATCH(t, xent_fused_launch, st, logits, target, v0, rows, vl, rowmax, se, tgt, scale);
 }
 
 // The micro-batch's mean loss on the device (ptdp_backend's xent_loss): one block, each thread

@@ -154,6 +154,10 @@ int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
   PTDP_CALL(be->gemm(be, 0, 1, N, vl, h, 1.0f, G, h, ptdp_gpt_output_layer(m)->w, h, 0.0f, sl->logits, vl > 0 ? vl : 1)); /* [N, vv] */
   if (m->hooks.debug_logits) PTDP_CALL(copy_debug_logits(m, sl->logits, (size_t)N * vl));
   float *mx = m->work.xent, *se = mx + N, *tg = mx + 2 * N;
+  if (m->t == 1 && be->xent_fused) { /* no reductions between the passes: one call */
+    PTDP_CALL(be->xent_fused(be, sl->logits, sl->targets, m->sh.v0, N, vl, mx, se, tg, 1.0f));
+    return record_loss(m, sl, mx, se, tg);
+  }
   PTDP_CALL(be->xent_stats(be, sl->logits, sl->targets, m->sh.v0, N, vl, mx, tg));
   PTDP_CALL(ptdp_comm_allreduce_max(&m->grid->tp, mx, (size_t)N, PTDP_TAG_LOSS));
   PTDP_CALL(be->xent_sumexp(be, sl->logits, mx, N, vl, se));

@@ -876,9 +876,44 @@ static void check_embedding(void)
   for (size_t i = 0; i < sizeof vocab_shapes / sizeof vocab_shapes[0]; i++) embedding_case(vocab_shapes[i]);
 }
 
+/* xent_fused (optional, on the tested side) against the tested side's own three calls on a copy
+ * of the same logits (gmax = rowmax: one rank's whole vocabulary): rowmax, se, tgt and the
+ * gradient bit for bit (the operation's promise; the three are checked against the reference
+ * above).  Shapes: rows whose units fit the cuda kernel's small and large register sets, rows in
+ * no whole vec16 units, and a row too long for registers (the three kernels then). */
+static void xent_fused_case(long long rows, int vl, long long v0, long long tlo, long long thi)
+{
+  if (!be[1]->xent_fused) return;
+  set_shape("rows %lld vl %d v0 %lld targets [%lld, %lld) fused", rows, vl, v0, tlo, thi);
+  twin tgt = tokens(rows, tlo, thi), a = stored((size_t)rows * vl, -5, 5), b = stored((size_t)rows * vl, 0, 1);
+  twin st[2][3]; /* [fused, three][rowmax, se, tgt] */
+  for (int f = 0; f < 2; f++)
+    for (int j = 0; j < 3; j++) st[f][j] = poison(rows);
+  if (be[1]->copy(be[1], F(b, 1), F(a, 1), twin_bytes(&a, 1))) die("copy");
+  RUN(1, xent_fused, F(a, 1), I32(tgt, 1), v0, rows, vl, F(st[0][0], 1), F(st[0][1], 1), F(st[0][2], 1), 0.25f);
+  RUN(1, xent_stats, F(b, 1), I32(tgt, 1), v0, rows, vl, F(st[1][0], 1), F(st[1][2], 1));
+  RUN(1, xent_sumexp, F(b, 1), F(st[1][0], 1), rows, vl, F(st[1][1], 1));
+  RUN(1, xent_grad, F(b, 1), I32(tgt, 1), v0, F(st[1][0], 1), F(st[1][1], 1), rows, vl, 0.25f);
+  int differ = 0;
+  for (int j = 0; j <= 3; j++) {
+    const twin *x = j < 3 ? &st[0][j] : &a, *y = j < 3 ? &st[1][j] : &b;
+    char *hx = fetch_side(x, 1), *hy = fetch_side(y, 1);
+    differ += memcmp(hx, hy, twin_bytes(x, 1)) != 0;
+    free(hx), free(hy);
+  }
+  record("xent_fused bits", differ, 0, differ == 0, 1);
+  for (int f = 0; f < 2; f++)
+    for (int j = 0; j < 3; j++) drop(&st[f][j]);
+  DROP_ALL(&tgt, &a, &b);
+}
+
 static void check_xent(void)
 {
   for (size_t i = 0; i < sizeof vocab_shapes / sizeof vocab_shapes[0]; i++) xent_case(vocab_shapes[i]);
+  xent_fused_case(50, 96, 0, 0, 96);      /* bf16: 12 units, the small register set */
+  xent_fused_case(4, 20000, 0, 0, 20000); /* bf16: 2500 units, fp32 5000: the large set */
+  xent_fused_case(6, 101, 0, 0, 101);     /* no whole vec16 units: the three kernels */
+  xent_fused_case(2, 70000, 0, 0, 70000); /* too long for registers: the three kernels */
 }
 
 /* AdamW element-wise (c = 8: moments, a square root, a division, the update).  Sizes past the

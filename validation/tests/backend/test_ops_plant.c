@@ -41,6 +41,7 @@ const test_ops_plant test_ops_plants[] = {
     {"xent_sumexp", "the last row not written", ALL},
     {"xent_loss", "the last row left out (the mean of the others)", ALL},
     {"bias_dropout_add", "the bias left out", ALL},
+    {"xent_fused", "the gradient's scale ignored (taken as 1)", ALL},
     {"bias_forward", "y left as it was (the in-place result not written back)", ALL},
     {"adamw", "the bias corrections of the next step (step + 1)", ALL},
     {"adamw_many", "the clipping factor ignored (gscale taken as 1)", ALL},
@@ -122,6 +123,13 @@ static int bad_bias_dropout_add(ptdp_backend *be, float *y, const float *bias, u
 {
   (void)bias;
   return orig.bias_dropout_add(be, y, NULL, mask, k, res, rows, cols);
+}
+
+static int bad_xent_fused(ptdp_backend *be, float *logits, const int32_t *target, long long v0, long long rows, int vl,
+                          float *rowmax, float *se, float *tgt, float scale)
+{
+  (void)scale;
+  return orig.xent_fused(be, logits, target, v0, rows, vl, rowmax, se, tgt, 1.0f);
 }
 
 static int bad_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, ptdp_dtype t16, float gscale,
@@ -287,6 +295,7 @@ void test_ops_plant_apply(ptdp_backend *be, const ptdp_backend *ref)
   PLANT_OPTIONAL(be, swiglu_forward);
   PLANT_OPTIONAL(be, xent_loss);
   PLANT_IF(be, bias_dropout_add, (be)->bias_dropout_add != NULL); /* against the reference's sequence */
+  PLANT_IF(be, xent_fused, (be)->xent_fused != NULL);             /* against its own three */
   PLANT_IF(be, adamw_many, (be)->adamw_many != NULL); /* checked against the reference's adamw: it needs no twin */
 }
 
