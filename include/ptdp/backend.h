@@ -114,6 +114,12 @@ struct ptdp_backend {
   /* dx = dLN/dx (overwrites), dw += , db += .  dy, x, w, dx (S); dw, db fp32. */
   int (*layernorm_backward)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *mean,
                             const float *rstd, float *dx, float *dw, float *db, long long rows, int h);
+  /* layernorm_backward with the residual's gradient added: dx = dLN/dx + res, in one pass over dx
+   * (bit for bit layernorm_backward then add in fp32; a 16-bit dx rounded once where the two round
+   * twice).  res (S), not dx.  Optional (NULL: the two calls). */
+  int (*layernorm_backward_add)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *mean,
+                                const float *rstd, float *dx, float *dw, float *db, long long rows, int h,
+                                const float *res);
   /* x, y, dy, dx (S). */
   int (*gelu_forward)(ptdp_backend *be, const float *x, float *y, size_t n);
   int (*gelu_backward)(ptdp_backend *be, const float *x, const float *dy, float *dx, size_t n); /* dx = dy gelu'(x) */
@@ -125,6 +131,9 @@ struct ptdp_backend {
    * x, dx (S). */
   int (*dropout_forward)(ptdp_backend *be, float *x, uint8_t *mask, long long rows, int cols, const ptdp_dropout_key *k);
   int (*dropout_backward)(ptdp_backend *be, float *dx, const uint8_t *mask, size_t n, float p);
+  /* dst = dropout_backward of src, src left as it was: copy then dropout_backward in one pass,
+   * their bits (p 0: the copy).  dst, src (S).  Optional (NULL: the two calls). */
+  int (*dropout_backward_to)(ptdp_backend *be, float *dst, const float *src, const uint8_t *mask, size_t n, float p);
   /* y [rows, cols] = dropout(y + bias) + res in one pass, mask filled from key k as
    * dropout_forward fills it: bias_forward (where bias is not NULL), dropout_forward and add in
    * one, bit for bit in fp32 (each product and sum rounded on its own), a 16-bit y rounded once

@@ -350,14 +350,21 @@ static int cu_layernorm_forward(ptdp_backend *be, const float *x, const float *w
   return PTDP_OK;
 }
 
-static int cu_layernorm_backward(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *mean,
-                                 const float *rstd, float *dx, float *dw, float *db, long long rows, int h)
+static int cu_layernorm_backward_add(ptdp_backend *be, const float *dy, const float *x, const float *w,
+                                     const float *mean, const float *rstd, float *dx, float *dw, float *db, long long rows,
+                                     int h, const float *res)
 {
   float *part = NULL;
   PTDP_CALL(ptdp_cu_scratch(be, (size_t)2 * COLSUM_CHUNKS * h, &part));
-  PTDP_CALL_CUDA(
-      ptdp_cuk_layernorm_backward(CTX->stream, CTX->t, dy, x, w, mean, rstd, dx, dw, db, rows, h, part, COLSUM_CHUNKS));
+  PTDP_CALL_CUDA(ptdp_cuk_layernorm_backward(CTX->stream, CTX->t, dy, x, w, mean, rstd, dx, dw, db, rows, h, part,
+                                             COLSUM_CHUNKS, res));
   return PTDP_OK;
+}
+
+static int cu_layernorm_backward(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *mean,
+                                 const float *rstd, float *dx, float *dw, float *db, long long rows, int h)
+{
+  return cu_layernorm_backward_add(be, dy, x, w, mean, rstd, dx, dw, db, rows, h, NULL);
 }
 
 static int cu_gelu_forward(ptdp_backend *be, const float *x, float *y, size_t n)
@@ -408,6 +415,12 @@ static int cu_dropout_forward(ptdp_backend *be, float *x, uint8_t *mask, long lo
 static int cu_dropout_backward(ptdp_backend *be, float *dx, const uint8_t *mask, size_t n, float p)
 {
   PTDP_CALL_CUDA(ptdp_cuk_dropout_backward(CTX->stream, CTX->t, dx, mask, n, p));
+  return PTDP_OK;
+}
+
+static int cu_dropout_backward_to(ptdp_backend *be, float *dst, const float *src, const uint8_t *mask, size_t n, float p)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_dropout_backward_to(CTX->stream, CTX->t, dst, src, mask, n, p));
   return PTDP_OK;
 }
 
@@ -738,6 +751,8 @@ static void fill_table(ptdp_backend *be, ptdp_dtype t)
   be->xent_loss = cu_xent_loss;
   be->bias_dropout_add = cu_bias_dropout_add; /* optional */
   be->xent_fused = cu_xent_fused;
+  be->dropout_backward_to = cu_dropout_backward_to;
+  be->layernorm_backward_add = cu_layernorm_backward_add;
   if (t != PTDP_F32) {
     be->gemm_wgrad = ptdp_cu_gemm_wgrad;
     be->flash_forward = cu_flash_forward;

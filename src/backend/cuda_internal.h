@@ -100,7 +100,7 @@ cudaError_t ptdp_cuk_layernorm_forward(cudaStream_t st, ptdp_dtype t, const void
 /* dx per row; dw, db partial column sums into part [2, chunks, h], then added to dw, db */
 cudaError_t ptdp_cuk_layernorm_backward(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x, const void *w,
                                         const float *mean, const float *rstd, void *dx, float *dw, float *db,
-                                        long long rows, int h, float *part, int chunks);
+                                        long long rows, int h, float *part, int chunks, const void *res);
 cudaError_t ptdp_cuk_gelu_forward(cudaStream_t st, ptdp_dtype t, const void *x, void *y, size_t n);
 cudaError_t ptdp_cuk_gelu_backward(cudaStream_t st, ptdp_dtype t, const void *x, const void *dy, void *dx, size_t n);
 cudaError_t ptdp_cuk_bias_forward(cudaStream_t st, ptdp_dtype t, void *y, const void *b, long long rows, int cols);
@@ -115,6 +115,9 @@ cudaError_t ptdp_cuk_scale_s(cudaStream_t st, ptdp_dtype t, void *y, float a, si
 cudaError_t ptdp_cuk_dropout_forward(cudaStream_t st, ptdp_dtype t, void *x, uint8_t *mask, long long rows, int cols,
                                      ptdp_dropout_key k);
 cudaError_t ptdp_cuk_dropout_backward(cudaStream_t st, ptdp_dtype t, void *dx, const uint8_t *mask, size_t n, float p);
+/* dst = dropout_backward of src (src left as it is; p 0: a copy) */
+cudaError_t ptdp_cuk_dropout_backward_to(cudaStream_t st, ptdp_dtype t, void *dst, const void *src, const uint8_t *mask,
+                                         size_t n, float p);
 cudaError_t ptdp_cuk_embedding_forward(cudaStream_t st, ptdp_dtype t, const void *wte, const int32_t *tok, long long v0,
                                        long long vl, void *out, long long rows, int h);
 cudaError_t ptdp_cuk_embedding_backward(cudaStream_t st, ptdp_dtype t, const void *dout, const int32_t *tok,

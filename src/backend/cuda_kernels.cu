@@ -125,10 +125,14 @@ __global__ void ln_forward(const T *x, const T *w, const T *b, T *y, float *mean
   ln_row_forward(x + r * h, w, b, y + r * h, mean, rstd, r, h, eps, false);
 }
 
-// dx = rs (g - mean(g) - xhat mean(g xhat)), g = dy w, for row r (lanes as ln_row_forward)
+// dx = rs (g - mean(g) - xhat mean(g xhat)), g = dy w, for row r (lanes as ln_row_forward); with a
+// residual's gradient resr, dx = that + resr, the sum rounded on its own (add_k's bits in fp32)
+__device__ __forceinline__ static float ln_plus(float v, float res) { return __fadd_rn(v, res); }
+
 template <typename T>
 __device__ __forceinline__ static void ln_row_backward(const T *dyr, const T *xr, const T *w, const float *mean,
-                                                       const float *rstd, T *dxr, long long r, int h, bool warp)
+                                                       const float *rstd, T *dxr, const T *resr, long long r, int h,
+                                                       bool warp)
 {
   const int t = warp ? (int)(threadIdx.x & 31) : (int)threadIdx.x, nt = warp ? 32 : (int)blockDim.x;
   const float m = mean[r], rs = rstd[r];
@@ -148,17 +152,18 @@ __device__ __forceinline__ static void ln_row_backward(const T *dyr, const T *xr
   }
   for (int i = t; i < h; i += nt) {
     float xh = (ptdp_ld(xr[i]) - m) * rs;
-    ptdp_st(&dxr[i], rs * (ptdp_ld(dyr[i]) * ptdp_ld(w[i]) - mg - xh * mgx));
+    const float v = rs * (ptdp_ld(dyr[i]) * ptdp_ld(w[i]) - mg - xh * mgx);
+    ptdp_st(&dxr[i], resr ? ln_plus(v, ptdp_ld(resr[i])) : v);
   }
 }
 
 template <typename T>
 __global__ void ln_backward_dx_rows(const T *dy, const T *x, const T *w, const float *mean, const float *rstd, T *dx,
-                                    long long rows, int h)
+                                    const T *res, long long rows, int h)
 {
   const long long r = (long long)blockIdx.x * LN_ROWS_PER_BLOCK + (threadIdx.x >> 5);
   if (r >= rows) return;
-  ln_row_backward(dy + r * h, x + r * h, w, mean, rstd, dx + r * h, r, h, true);
+  ln_row_backward(dy + r * h, x + r * h, w, mean, rstd, dx + r * h, res ? res + r * h : res, r, h, true);
 }
 
 // The warp-per-row kernels in vec16 units (h a multiple of VEC(T), the arrays aligned): the same
@@ -205,7 +210,7 @@ __global__ void ln_forward_rows_vec(const T *x, const T *w, const T *b, T *y, fl
 
 template <typename T>
 __global__ void ln_backward_dx_rows_vec(const T *dy, const T *x, const T *w, const float *mean, const float *rstd,
-                                        T *dx, long long rows, int h)
+                                        T *dx, const T *res, long long rows, int h)
 {
   constexpr int V = VEC(T);
   const long long r = (long long)blockIdx.x * LN_ROWS_PER_BLOCK + (threadIdx.x >> 5);
@@ -225,12 +230,15 @@ __global__ void ln_backward_dx_rows_vec(const T *dy, const T *x, const T *w, con
   }
   const float mg = (float)(warp_sum(sg) / h), mgx = (float)(warp_sum(sgx) / h);
   vec16<T> *dxr = (vec16<T> *)(dx + r * h);
+  const vec16<T> *rr = (const vec16<T> *)(res ? res + r * h : res);
   for (int i = t; i < nv; i += 32) {
     const vec16<T> da = dyr[i], xa = xr[i], wa = wv[i];
-    vec16<T> o;
+    vec16<T> o, ra;
+    if (rr) ra = rr[i];
     for (int j = 0; j < V; j++) {
       const float xh = (ptdp_ld(xa.e[j]) - m) * rs;
-      ptdp_st(&o.e[j], rs * (ptdp_ld(da.e[j]) * ptdp_ld(wa.e[j]) - mg - xh * mgx));
+      const float v = rs * (ptdp_ld(da.e[j]) * ptdp_ld(wa.e[j]) - mg - xh * mgx);
+      ptdp_st(&o.e[j], rr ? ln_plus(v, ptdp_ld(ra.e[j])) : v);
     }
     dxr[i] = o;
   }
@@ -238,10 +246,11 @@ __global__ void ln_backward_dx_rows_vec(const T *dy, const T *x, const T *w, con
 
 // one block per row
 template <typename T>
-__global__ void ln_backward_dx(const T *dy, const T *x, const T *w, const float *mean, const float *rstd, T *dx, int h)
+__global__ void ln_backward_dx(const T *dy, const T *x, const T *w, const float *mean, const float *rstd, T *dx,
+                               const T *res, int h)
 {
   const long long r = blockIdx.x;
-  ln_row_backward(dy + r * h, x + r * h, w, mean, rstd, dx + r * h, r, h, false);
+  ln_row_backward(dy + r * h, x + r * h, w, mean, rstd, dx + r * h, res ? res + r * h : res, r, h, false);
 }
 
 // part[0][chunk][col] = sum over the chunk's rows of dy xhat (with_xhat) or dy; part[1] = dy
@@ -379,23 +388,25 @@ extern "C" cudaError_t ptdp_cuk_layernorm_forward(cudaStream_t st, ptdp_dtype t,
 template <typename T>
 static cudaError_t ln_backward_launch(cudaStream_t st, const void *dy, const void *x, const void *w,
                                       const float *mean, const float *rstd, void *dx, float *dw, float *db,
-                                      long long rows, int h, float *part, int chunks)
+                                      long long rows, int h, float *part, int chunks, const void *res)
 {
-  void (*dx_kernel)(const T *, const T *, const T *, const float *, const float *, T *, int) = ln_backward_dx<T>;
-  void (*dx_rows_kernel)(const T *, const T *, const T *, const float *, const float *, T *, long long, int) =
-      ln_backward_dx_rows<T>;
-  void (*dx_rows_vec_kernel)(const T *, const T *, const T *, const float *, const float *, T *, long long, int) =
-      ln_backward_dx_rows_vec<T>;
+  void (*dx_kernel)(const T *, const T *, const T *, const float *, const float *, T *, const T *, int) =
+      ln_backward_dx<T>;
+  void (*dx_rows_kernel)(const T *, const T *, const T *, const float *, const float *, T *, const T *, long long,
+                         int) = ln_backward_dx_rows<T>;
+  void (*dx_rows_vec_kernel)(const T *, const T *, const T *, const float *, const float *, T *, const T *, long long,
+                             int) = ln_backward_dx_rows_vec<T>;
   if (rows <= 0) return cudaGetLastError();
-  const T *dyt = (const T *)dy, *xt = (const T *)x, *wt = (const T *)w;
-  if (h <= LN_WARP_H && h % VEC(T) == 0 && vec_aligned(dy) && vec_aligned(x) && vec_aligned(w) && vec_aligned(dx))
-    dx_rows_vec_kernel<<<ln_row_blocks(rows), 32 * LN_ROWS_PER_BLOCK, 0, st>>>(dyt, xt, wt, mean, rstd, (T *)dx, rows,
-                                                                               h);
+  const T *dyt = (const T *)dy, *xt = (const T *)x, *wt = (const T *)w, *rt = (const T *)res;
+  if (h <= LN_WARP_H && h % VEC(T) == 0 && vec_aligned(dy) && vec_aligned(x) && vec_aligned(w) && vec_aligned(dx) &&
+      (!res || vec_aligned(res)))
+    dx_rows_vec_kernel<<<ln_row_blocks(rows), 32 * LN_ROWS_PER_BLOCK, 0, st>>>(dyt, xt, wt, mean, rstd, (T *)dx, rt,
+                                                                               rows, h);
   else if (h <= LN_WARP_H)
     dx_rows_kernel<<<(unsigned)((rows + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK), 32 * LN_ROWS_PER_BLOCK, 0, st>>>(
-        dyt, xt, wt, mean, rstd, (T *)dx, rows, h);
+        dyt, xt, wt, mean, rstd, (T *)dx, rt, rows, h);
   else
-    dx_kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(dyt, xt, wt, mean, rstd, (T *)dx, h);
+    dx_kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(dyt, xt, wt, mean, rstd, (T *)dx, rt, h);
   colsum_partial_launch<T>(st, dyt, xt, mean, rstd, rows, h, chunks, part, 1);
   const unsigned gf = (unsigned)((h + THREADS - 1) / THREADS);
   colsum_final<<<gf, THREADS, 0, st>>>(part, chunks, h, dw);
@@ -406,9 +417,9 @@ static cudaError_t ln_backward_launch(cudaStream_t st, const void *dy, const voi
 extern "C" cudaError_t ptdp_cuk_layernorm_backward(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x,
                                                    const void *w, const float *mean, const float *rstd, void *dx,
                                                    float *dw, float *db, long long rows, int h, float *part,
-                                                   int chunks)
+                                                   int chunks, const void *res)
 {
-  return PTDP_CUK_DISPATCH(t, ln_backward_launch, st, dy, x, w, mean, rstd, dx, dw, db, rows, h, part, chunks);
+  return PTDP_CUK_DISPATCH(t, ln_backward_launch, st, dy, x, w, mean, rstd, dx, dw, db, rows, h, part, chunks, res);
 }
 
 // ---------------------------------------------------------------- GELU, bias, add, scale
@@ -715,6 +726,51 @@ extern "C" cudaError_t ptdp_cuk_dropout_backward(cudaStream_t st, ptdp_dtype t, 
                                                  float p)
 {
   return PTDP_CUK_DISPATCH(t, dropout_backward_launch, st, dx, mask, n, p);
+}
+
+// dst = src mask / (1 - p): copy and dropout_bwd in one pass (dropout_bwd's bits), in vec16 units
+// where dst, src and mask allow (the mask VEC(T) bytes a unit), the tail an element a thread
+template <typename T> __global__ void dropout_bwd_to(T *dst, const T *src, const uint8_t *mask, size_t n, float keep_scale)
+{
+  FOR_EACH(i, n) ptdp_st(&dst[i], mask[i] ? ptdp_ld(src[i]) * keep_scale : 0.0f);
+}
+
+template <typename T>
+__global__ void dropout_bwd_to_vec(T *dst, const T *src, const uint8_t *mask, size_t nv, float keep_scale)
+{
+  FOR_EACH(i, nv)
+  {
+    vec16<T> a = ((const vec16<T> *)src)[i];
+    const uint8_t *mk = mask + i * VEC(T);
+    for (int k = 0; k < VEC(T); k++) ptdp_st(&a.e[k], mk[k] ? ptdp_ld(a.e[k]) * keep_scale : 0.0f);
+    ((vec16<T> *)dst)[i] = a;
+  }
+}
+
+template <typename T>
+static cudaError_t dropout_backward_to_launch(cudaStream_t st, void *dst, const void *src, const uint8_t *mask,
+                                              size_t n, float p)
+{
+  if (!n) return cudaGetLastError();
+  if (p <= 0.0f) return cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyDeviceToDevice, st);
+  void (*kernel)(T *, const T *, const uint8_t *, size_t, float) = dropout_bwd_to<T>;
+  void (*vec_kernel)(T *, const T *, const uint8_t *, size_t, float) = dropout_bwd_to_vec<T>;
+  const float keep_scale = 1.0f / (1.0f - p);
+  size_t done = 0;
+  if (vec_aligned(dst) && vec_aligned(src) && n >= (size_t)VEC(T)) {
+    done = n / VEC(T) * VEC(T);
+    vec_kernel<<<grid_for(n / VEC(T)), THREADS, 0, st>>>((T *)dst, (const T *)src, mask, n / VEC(T), keep_scale);
+  }
+  if (n > done)
+    kernel<<<grid_for(n - done), THREADS, 0, st>>>((T *)dst + done, (const T *)src + done, mask + done, n - done,
+                                                    keep_scale);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_dropout_backward_to(cudaStream_t st, ptdp_dtype t, void *dst, const void *src,
+                                                    const uint8_t *mask, size_t n, float p)
+{
+  return PTDP_CUK_DISPATCH(t, dropout_backward_to_launch, st, dst, src, mask, n, p);
 }
 
 // ---------------------------------------------------------------- bias + dropout + residual

@@ -66,6 +66,28 @@ int ptdp_gpt_norm_backward(ptdp_gpt *m, const float *dy, const float *x, const f
   return be->layernorm_backward(be, dy, x, w, mean, rstd, dx, dw, db, rows, m->cfg.hidden);
 }
 
+/* The backward's residual joins: dx = norm'(dy) + res, in one pass where the backend has
+ * layernorm_backward_add (LayerNorm), else the norm's backward then add. */
+static int norm_backward_add(ptdp_gpt *m, const float *dy, const float *x, const float *w, const float *mean,
+                             const float *rstd, float *dx, float *dw, float *db, long long rows, const float *res)
+{
+  ptdp_backend *be = m->be;
+  if (m->cfg.arch.norm == PTDP_NORM_LAYERNORM && be->layernorm_backward_add)
+    return be->layernorm_backward_add(be, dy, x, w, mean, rstd, dx, dw, db, rows, m->cfg.hidden, res);
+  PTDP_CALL(ptdp_gpt_norm_backward(m, dy, x, w, mean, rstd, dx, dw, db, rows));
+  return be->add(be, dx, res, (size_t)rows * m->cfg.hidden);
+}
+
+/* dst = the dropout's backward of src (src kept: the residual's gradient reads it again), in one
+ * pass where the backend has dropout_backward_to. */
+static int dropout_backward_to(ptdp_gpt *m, float *dst, const float *src, const uint8_t *mask, size_t n)
+{
+  ptdp_backend *be = m->be;
+  if (be->dropout_backward_to) return be->dropout_backward_to(be, dst, src, mask, n, m->cfg.hidden_dropout);
+  PTDP_CALL(be->copy(be, dst, src, n * m->es));
+  return be->dropout_backward(be, dst, mask, n, m->cfg.hidden_dropout);
+}
+
 /* y += b, and its gradient db += sum of dy's rows, where the layer has a bias (disable-bias-linear
  * takes them away). */
 static int bias_fwd(ptdp_backend *be, float *y, const float *b, long long rows, int cols)
@@ -216,8 +238,7 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   const size_t nlh = (size_t)Nl * h;
 
   /* MLP block: out = x2 + dropout(fc2(gelu(fc1(LN2(x2)))) + b2) */
-  PTDP_CALL(be->copy(be, dz, dout, nlh * m->es));
-  PTDP_CALL(be->dropout_backward(be, dz, a->mask2, nlh, m->cfg.hidden_dropout));
+  PTDP_CALL(dropout_backward_to(m, dz, dout, a->mask2, nlh));
   PTDP_CALL(bias_bwd(be, dz, g.fc2_b, Nl, h));
   const float *dT = dz; /* gradient of the row-parallel output, full rows */
   if (sp) {
@@ -235,12 +256,10 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, f1, h, N, 1.0f, m->work.dfc, f1, in, h, g.fc1_w, h)); /* dW1 += dF^T in */
   PTDP_CALL(be->gemm(be, 0, 0, N, h, f1, 1.0f, m->work.dfc, f1, w.fc1_w, h, 0.0f, fa, h)); /* partial dIn */
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
-  PTDP_CALL(ptdp_gpt_norm_backward(m, dln, a->x2, w.ln2_w, a->ln2_mean, a->ln2_rstd, dx2, g.ln2_w, g.ln2_b, Nl));
-  PTDP_CALL(be->add(be, dx2, dout, nlh)); /* residual */
+  PTDP_CALL(norm_backward_add(m, dln, a->x2, w.ln2_w, a->ln2_mean, a->ln2_rstd, dx2, g.ln2_w, g.ln2_b, Nl, dout));
 
   /* attention block: x2 = x + dropout(proj(attn(QKV(LN1(x)))) + bp) */
-  PTDP_CALL(be->copy(be, dz, dx2, nlh * m->es));
-  PTDP_CALL(be->dropout_backward(be, dz, a->mask1, nlh, m->cfg.hidden_dropout));
+  PTDP_CALL(dropout_backward_to(m, dz, dx2, a->mask1, nlh));
   PTDP_CALL(bias_bwd(be, dz, g.proj_b, Nl, h));
   dT = dz;
   if (sp) {
@@ -274,7 +293,6 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, m->sh.qkv, h, N, 1.0f, m->work.dqkv, m->sh.qkv, in, h, g.qkv_w, h));
   PTDP_CALL(be->gemm(be, 0, 0, N, h, m->sh.qkv, 1.0f, m->work.dqkv, m->sh.qkv, w.qkv_w, h, 0.0f, fa, h));
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
-  PTDP_CALL(ptdp_gpt_norm_backward(m, dln, a->x, w.ln1_w, a->ln1_mean, a->ln1_rstd, dx, g.ln1_w, g.ln1_b, Nl));
-  PTDP_CALL(be->add(be, dx, dx2, nlh));
+  PTDP_CALL(norm_backward_add(m, dln, a->x, w.ln1_w, a->ln1_mean, a->ln1_rstd, dx, g.ln1_w, g.ln1_b, Nl, dx2));
   return 0;
 }

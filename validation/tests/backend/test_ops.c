@@ -514,6 +514,45 @@ static void check_gemm(void)
       for (int tb = 0; tb < 2; tb++) gemm_case(sizes[z][0], sizes[z][1], sizes[z][2], ta, tb);
 }
 
+/* layernorm_backward_add (optional, on the tested side) from the statistics just checked: the
+ * fused op on the tested side against the reference's layernorm_backward then add (dx within
+ * layernorm_backward's bound plus the add's rounding, c = 9; in 16-bit storage the sequence also
+ * rounds dLN/dx, |.| < 2 here, to the type: 2 u16 of outputs whose largest exceeds 1), dw and db
+ * within layernorm_backward's; and against the tested side's own two calls: dw and db bit for
+ * bit, dx too in fp32 (the operation's promise). */
+static void layernorm_backward_add_case(long long rows, int h, const twin *x, const twin *w, const twin *mean,
+                                        const twin *rstd, const twin *dy)
+{
+  if (!be[1]->layernorm_backward_add) return;
+  const size_t n = (size_t)rows * h;
+  const double u16 = dt == DT_F32 ? 0 : ldexp(1.0, -dtypes[dt].p);
+  twin res = stored(n, -1, 1), dx = spoison(n), dw = floats(h, -1, 1), db = floats(h, -1, 1);
+  twin own = spoison(n), odw = floats(h, 0, 0), odb = floats(h, 0, 0);
+  if (be[1]->copy(be[1], F(odw, 1), F(dw, 1), h * sizeof(float)) ||
+      be[1]->copy(be[1], F(odb, 1), F(db, 1), h * sizeof(float)))
+    die("copy");
+  RUN(1, layernorm_backward_add, F(*dy, 1), F(*x, 1), F(*w, 1), F(*mean, 1), F(*rstd, 1), F(dx, 1), F(dw, 1),
+      F(db, 1), rows, h, F(res, 1));
+  RUN(0, layernorm_backward, F(*dy, 0), F(*x, 0), F(*w, 0), F(*mean, 0), F(*rstd, 0), F(dx, 0), F(dw, 0), F(db, 0),
+      rows, h);
+  RUN(0, add, F(dx, 0), F(res, 0), n);
+  RUN(1, layernorm_backward, F(*dy, 1), F(*x, 1), F(*w, 1), F(*mean, 1), F(*rstd, 1), F(own, 1), F(odw, 1),
+      F(odb, 1), rows, h);
+  RUN(1, add, F(own, 1), F(res, 1), n);
+  check_s(&dx, "layernorm_backward_add dx", bound_elem(9) + 2 * u16);
+  check_f32(&dw, "layernorm_backward_add dw", bound_sum(4, rows));
+  check_f32(&db, "layernorm_backward_add db", bound_sum(4, rows));
+  int differ = 0;
+  const twin *pair[3][2] = {{&dx, &own}, {&dw, &odw}, {&db, &odb}};
+  for (int j = dt == DT_F32 ? 0 : 1; j < 3; j++) {
+    char *a = fetch_side(pair[j][0], 1), *o = fetch_side(pair[j][1], 1);
+    differ += memcmp(a, o, twin_bytes(pair[j][0], 1)) != 0;
+    free(a), free(o);
+  }
+  record("layernorm_backward_add own bits", differ, 0, differ == 0, 1);
+  DROP_ALL(&res, &dx, &dw, &db, &own, &odw, &odb);
+}
+
 /* Bounds: mean and rstd are double sums rounded once, then a few float operations (c = 4);
  * y and dx are element-wise formulas on them (c = 8: dx's g - mean(g) - xhat mean(g xhat)
  * cancels a little); dw and db are float sums over the rows (c = 4). */
@@ -535,6 +574,7 @@ static void layernorm_case(long long rows, int h)
   check_s(&dx, "layernorm_backward dx", bound_elem(8));
   check_f32(&dw, "layernorm_backward dw", bound_sum(4, rows));
   check_f32(&db, "layernorm_backward db", bound_sum(4, rows));
+  layernorm_backward_add_case(rows, h, &x, &w, &mean, &rstd, &dy);
   DROP_ALL(&x, &w, &b, &y, &mean, &rstd, &dy, &dx, &dw, &db);
 }
 
@@ -601,6 +641,20 @@ static void dropout_case(long long rows, int cols, float p)
   check_s(&x, "dropout_forward x", bound_elem(2));
   check_exact(&mask, "dropout_forward mask", 1);
   check_s(&dd, "dropout_backward", bound_elem(2));
+  if (be[1]->dropout_backward_to) { /* against the tested side's copy and dropout_backward: bits, src kept */
+    twin src = stored(n, -1, 1), dst = spoison(n), own = spoison(n), keep = spoison(n);
+    if (be[1]->copy(be[1], F(own, 1), F(src, 1), twin_bytes(&src, 1)) ||
+        be[1]->copy(be[1], F(keep, 1), F(src, 1), twin_bytes(&src, 1)))
+      die("copy");
+    RUN(1, dropout_backward_to, F(dst, 1), F(src, 1), U8(dmask, 1), n, p);
+    RUN(1, dropout_backward, F(own, 1), U8(dmask, 1), n, p);
+    char *a = fetch_side(&dst, 1), *o = fetch_side(&own, 1), *s = fetch_side(&src, 1), *kp = fetch_side(&keep, 1);
+    const size_t bytes = twin_bytes(&src, 1);
+    const int differ = (memcmp(a, o, bytes) != 0) + (memcmp(s, kp, bytes) != 0);
+    record("dropout_backward_to own bits", differ, 0, differ == 0, 1);
+    free(a), free(o), free(s), free(kp);
+    DROP_ALL(&src, &dst, &own, &keep);
+  }
   DROP_ALL(&x, &mask, &dd, &dmask);
 }
 

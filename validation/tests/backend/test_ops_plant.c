@@ -42,6 +42,8 @@ const test_ops_plant test_ops_plants[] = {
     {"xent_loss", "the last row left out (the mean of the others)", ALL},
     {"bias_dropout_add", "the bias left out", ALL},
     {"xent_fused", "the gradient's scale ignored (taken as 1)", ALL},
+    {"dropout_backward_to", "the keep scale left out (p taken as 0: a copy)", ALL},
+    {"layernorm_backward_add", "the residual's gradient left out", ALL},
     {"bias_forward", "y left as it was (the in-place result not written back)", ALL},
     {"adamw", "the bias corrections of the next step (step + 1)", ALL},
     {"adamw_many", "the clipping factor ignored (gscale taken as 1)", ALL},
@@ -130,6 +132,21 @@ static int bad_xent_fused(ptdp_backend *be, float *logits, const int32_t *target
 {
   (void)scale;
   return orig.xent_fused(be, logits, target, v0, rows, vl, rowmax, se, tgt, 1.0f);
+}
+
+static int bad_dropout_backward_to(ptdp_backend *be, float *dst, const float *src, const uint8_t *mask, size_t n,
+                                   float p)
+{
+  (void)p;
+  return orig.dropout_backward_to(be, dst, src, mask, n, 0.0f);
+}
+
+static int bad_layernorm_backward_add(ptdp_backend *be, const float *dy, const float *x, const float *w,
+                                      const float *mean, const float *rstd, float *dx, float *dw, float *db,
+                                      long long rows, int h, const float *res)
+{
+  (void)res;
+  return orig.layernorm_backward_add(be, dy, x, w, mean, rstd, dx, dw, db, rows, h, NULL);
 }
 
 static int bad_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, ptdp_dtype t16, float gscale,
@@ -296,6 +313,8 @@ void test_ops_plant_apply(ptdp_backend *be, const ptdp_backend *ref)
   PLANT_OPTIONAL(be, xent_loss);
   PLANT_IF(be, bias_dropout_add, (be)->bias_dropout_add != NULL); /* against the reference's sequence */
   PLANT_IF(be, xent_fused, (be)->xent_fused != NULL);             /* against its own three */
+  PLANT_IF(be, dropout_backward_to, (be)->dropout_backward_to != NULL);
+  PLANT_IF(be, layernorm_backward_add, (be)->layernorm_backward_add != NULL);
   PLANT_IF(be, adamw_many, (be)->adamw_many != NULL); /* checked against the reference's adamw: it needs no twin */
 }
 
