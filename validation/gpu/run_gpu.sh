@@ -315,8 +315,9 @@ step_bench() {
   rm -rf "$W/bench"
   run_timeout=$(((STEP_TIMEOUT - 20) / 2))
   [ "$run_timeout" -ge 1 ] || run_timeout=1
-  # each training run (and the GEMM probe) gets half the step at most: a hang leaves time for others
-  OUT=$W/bench ITERS=${BENCH_ITERS:-6} PRECISIONS=${BENCH_PRECISIONS:-fp32 bf16} \
+  # each training run (and the GEMM probe) gets half the step at most: a hang leaves time for others;
+  # PTDP_CUDA_WAITS=1: each run's log ends with the host's waits for the GPU (ptdp-gpu(7))
+  PTDP_CUDA_WAITS=1 OUT=$W/bench ITERS=${BENCH_ITERS:-6} PRECISIONS=${BENCH_PRECISIONS:-fp32 bf16} \
     RUNS=${BENCH_RUNS:-125M:none:8,4 1.3B:selective:4,2,1} RUN_TIMEOUT=$run_timeout \
     "$src/validation/bench/bench_gpu.sh" "$W/build"
   rc=$?
