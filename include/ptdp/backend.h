@@ -160,6 +160,10 @@ struct ptdp_backend {
                          int h, float eps);
   int (*rmsnorm_backward)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
                           float *dx, float *dw, long long rows, int h);
+  /* rmsnorm_backward with the residual's gradient added, as layernorm_backward_add: dx = dRMS/dx +
+   * res in one pass.  Optional apart from the family (NULL: the two calls). */
+  int (*rmsnorm_backward_add)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
+                              float *dx, float *dw, long long rows, int h, const float *res);
   int (*rope)(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const float *table, int inverse);
   /* SwiGLU (Shazeer 2020; Megatron's --swiglu), optional as the two above.  x [rows, 2 f] is fc1's
    * output, each row [gate (f) | up (f)] (a TP rank's own slices of the gate and the up

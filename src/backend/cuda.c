@@ -667,13 +667,20 @@ static int cu_rmsnorm_forward(ptdp_backend *be, const float *x, const float *w, 
   return PTDP_OK;
 }
 
-static int cu_rmsnorm_backward(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
-                               float *dx, float *dw, long long rows, int h)
+static int cu_rmsnorm_backward_add(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
+                                   float *dx, float *dw, long long rows, int h, const float *res)
 {
   float *part = NULL;
   PTDP_CALL(ptdp_cu_scratch(be, (size_t)COLSUM_CHUNKS * h, &part));
-  PTDP_CALL_CUDA(ptdp_cuk_rmsnorm_backward(CTX->stream, CTX->t, dy, x, w, rstd, dx, dw, rows, h, part, COLSUM_CHUNKS));
+  PTDP_CALL_CUDA(
+      ptdp_cuk_rmsnorm_backward(CTX->stream, CTX->t, dy, x, w, rstd, dx, dw, rows, h, part, COLSUM_CHUNKS, res));
   return PTDP_OK;
+}
+
+static int cu_rmsnorm_backward(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
+                               float *dx, float *dw, long long rows, int h)
+{
+  return cu_rmsnorm_backward_add(be, dy, x, w, rstd, dx, dw, rows, h, NULL);
 }
 
 static int cu_rope(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const float *table, int inverse)
@@ -753,6 +760,7 @@ static void fill_table(ptdp_backend *be, ptdp_dtype t)
   be->xent_fused = cu_xent_fused;
   be->dropout_backward_to = cu_dropout_backward_to;
   be->layernorm_backward_add = cu_layernorm_backward_add;
+  be->rmsnorm_backward_add = cu_rmsnorm_backward_add;
   if (t != PTDP_F32) {
     be->gemm_wgrad = ptdp_cu_gemm_wgrad;
     be->flash_forward = cu_flash_forward;

@@ -189,7 +189,7 @@ cudaError_t ptdp_cuk_rmsnorm_forward(cudaStream_t st, ptdp_dtype t, const void *
                                      float *rstd, long long rows, int h, float eps);
 cudaError_t ptdp_cuk_rmsnorm_backward(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x, const void *w,
                                       const float *rstd, void *dx, float *dw, long long rows, int h, float *part,
-                                      int chunks);
+                                      int chunks, const void *res);
 cudaError_t ptdp_cuk_rope(cudaStream_t st, ptdp_dtype t, void *qkv, const ptdp_rope_desc *d, const float *table,
                           int inverse);
 /* rows [gate (f) | up (f)] of x [rows, 2 f] to y [rows, f]; the backward overwrites dx [rows, 2 f] */

@@ -63,9 +63,10 @@ __global__ void rms_forward(const T *x, const T *w, T *y, float *rstd, int h, fl
   if (threadIdx.x == 0) rstd[r] = rs;
 }
 
-// dx per row (one block each): the sum of g xhat in double, as the CPU
+// dx per row (one block each): the sum of g xhat in double, as the CPU; with the residual's
+// gradient res, dx = that + res, the sum rounded on its own (add's bits in fp32)
 template <typename T>
-__global__ void rms_backward_dx(const T *dy, const T *x, const T *w, const float *rstd, T *dx, int h)
+__global__ void rms_backward_dx(const T *dy, const T *x, const T *w, const float *rstd, T *dx, const T *res, int h)
 {
   const long long r = blockIdx.x;
   const T *dyr = dy + r * h, *xr = x + r * h;
@@ -76,7 +77,8 @@ __global__ void rms_backward_dx(const T *dy, const T *x, const T *w, const float
   const float mgx = (float)(block_sum_d(sgx) / h);
   for (int i = threadIdx.x; i < h; i += blockDim.x) {
     const float xv = ptdp_ld(xr[i]);
-    ptdp_st(&dx[r * h + i], rs * (ptdp_ld(dyr[i]) * ptdp_ld(w[i]) - xv * rs * mgx));
+    const float v = rs * (ptdp_ld(dyr[i]) * ptdp_ld(w[i]) - xv * rs * mgx);
+    ptdp_st(&dx[r * h + i], res ? __fadd_rn(v, ptdp_ld(res[r * h + i])) : v);
   }
 }
 
@@ -121,13 +123,13 @@ extern "C" cudaError_t ptdp_cuk_rmsnorm_forward(cudaStream_t st, ptdp_dtype t, c
 template <typename T>
 static cudaError_t rms_backward_launch(cudaStream_t st, const void *dy, const void *x, const void *w,
                                        const float *rstd, void *dx, float *dw, long long rows, int h, float *part,
-                                       int chunks)
+                                       int chunks, const void *res)
 {
-  void (*dx_kernel)(const T *, const T *, const T *, const float *, T *, int) = rms_backward_dx<T>;
+  void (*dx_kernel)(const T *, const T *, const T *, const float *, T *, const T *, int) = rms_backward_dx<T>;
   void (*part_kernel)(const T *, const T *, const float *, long long, int, int, float *) = rms_dw_partial<T>;
   if (rows <= 0) return cudaGetLastError();
   const T *dyt = (const T *)dy, *xt = (const T *)x, *wt = (const T *)w;
-  dx_kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(dyt, xt, wt, rstd, (T *)dx, h);
+  dx_kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(dyt, xt, wt, rstd, (T *)dx, (const T *)res, h);
   dim3 g((h + THREADS - 1) / THREADS, chunks);
   part_kernel<<<g, THREADS, 0, st>>>(dyt, xt, rstd, rows, h, chunks, part);
   rms_dw_final<<<g.x, THREADS, 0, st>>>(part, chunks, h, dw);
@@ -136,9 +138,9 @@ static cudaError_t rms_backward_launch(cudaStream_t st, const void *dy, const vo
 
 extern "C" cudaError_t ptdp_cuk_rmsnorm_backward(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x,
                                                  const void *w, const float *rstd, void *dx, float *dw,
-                                                 long long rows, int h, float *part, int chunks)
+                                                 long long rows, int h, float *part, int chunks, const void *res)
 {
-  return PTDP_CUK_DISPATCH(t, rms_backward_launch, st, dy, x, w, rstd, dx, dw, rows, h, part, chunks);
+  return PTDP_CUK_DISPATCH(t, rms_backward_launch, st, dy, x, w, rstd, dx, dw, rows, h, part, chunks, res);
 }
 
 // ---------------------------------------------------------------- RoPE

@@ -67,13 +67,16 @@ int ptdp_gpt_norm_backward(ptdp_gpt *m, const float *dy, const float *x, const f
 }
 
 /* The backward's residual joins: dx = norm'(dy) + res, in one pass where the backend has
- * layernorm_backward_add (LayerNorm), else the norm's backward then add. */
+ * layernorm_backward_add or rmsnorm_backward_add, else the norm's backward then add. */
 static int norm_backward_add(ptdp_gpt *m, const float *dy, const float *x, const float *w, const float *mean,
                              const float *rstd, float *dx, float *dw, float *db, long long rows, const float *res)
 {
   ptdp_backend *be = m->be;
-  if (m->cfg.arch.norm == PTDP_NORM_LAYERNORM && be->layernorm_backward_add)
+  const int rms = m->cfg.arch.norm == PTDP_NORM_RMSNORM;
+  if (!rms && be->layernorm_backward_add)
     return be->layernorm_backward_add(be, dy, x, w, mean, rstd, dx, dw, db, rows, m->cfg.hidden, res);
+  if (rms && be->rmsnorm_backward_add)
+    return be->rmsnorm_backward_add(be, dy, x, w, rstd, dx, dw, rows, m->cfg.hidden, res);
   PTDP_CALL(ptdp_gpt_norm_backward(m, dy, x, w, mean, rstd, dx, dw, db, rows));
   return be->add(be, dx, res, (size_t)rows * m->cfg.hidden);
 }

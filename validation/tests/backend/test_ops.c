@@ -514,16 +514,36 @@ static void check_gemm(void)
       for (int tb = 0; tb < 2; tb++) gemm_case(sizes[z][0], sizes[z][1], sizes[z][2], ta, tb);
 }
 
-/* layernorm_backward_add (optional, on the tested side) from the statistics just checked: the
- * fused op on the tested side against the reference's layernorm_backward then add (dx within
- * layernorm_backward's bound plus the add's rounding, c = 9; in 16-bit storage the sequence also
- * rounds dLN/dx, |.| < 2 here, to the type: 2 u16 of outputs whose largest exceeds 1), dw and db
- * within layernorm_backward's; and against the tested side's own two calls: dw and db bit for
- * bit, dx too in fp32 (the operation's promise). */
-static void layernorm_backward_add_case(long long rows, int h, const twin *x, const twin *w, const twin *mean,
-                                        const twin *rstd, const twin *dy)
+/* A norm's backward on side k: LayerNorm (mean given) or RMSNorm (mean NULL; no db), with the
+ * residual's gradient added in the same call where res is given (the fused operation). */
+static void norm_backward_on(int k, const twin *dy, const twin *x, const twin *w, const twin *mean, const twin *rstd,
+                             twin *dx, twin *dw, twin *db, long long rows, int h, const twin *res)
 {
-  if (!be[1]->layernorm_backward_add) return;
+  if (mean && res)
+    RUN(k, layernorm_backward_add, F(*dy, k), F(*x, k), F(*w, k), F(*mean, k), F(*rstd, k), F(*dx, k), F(*dw, k),
+        F(*db, k), rows, h, F(*res, k));
+  else if (mean)
+    RUN(k, layernorm_backward, F(*dy, k), F(*x, k), F(*w, k), F(*mean, k), F(*rstd, k), F(*dx, k), F(*dw, k),
+        F(*db, k), rows, h);
+  else if (res)
+    RUN(k, rmsnorm_backward_add, F(*dy, k), F(*x, k), F(*w, k), F(*rstd, k), F(*dx, k), F(*dw, k), rows, h,
+        F(*res, k));
+  else
+    RUN(k, rmsnorm_backward, F(*dy, k), F(*x, k), F(*w, k), F(*rstd, k), F(*dx, k), F(*dw, k), rows, h);
+}
+
+/* layernorm_backward_add or rmsnorm_backward_add (mean NULL), optional, on the tested side, from
+ * the statistics just checked: the fused op on the tested side against the reference's backward
+ * then add (dx within the backward's bound plus the add's rounding, c = 9; in 16-bit storage the
+ * sequence also rounds dNorm/dx, |.| < 2 here, to the type: 2 u16 of outputs whose largest
+ * exceeds 1), dw and db within the backward's; and against the tested side's own two calls: dw
+ * and db bit for bit, dx too in fp32 (the operation's promise). */
+static void norm_backward_add_case(long long rows, int h, const twin *x, const twin *w, const twin *mean,
+                                   const twin *rstd, const twin *dy)
+{
+  if (mean ? !be[1]->layernorm_backward_add : !be[1]->rmsnorm_backward_add) return;
+  const char *name = mean ? "layernorm_backward_add" : "rmsnorm_backward_add";
+  char row[64];
   const size_t n = (size_t)rows * h;
   const double u16 = dt == DT_F32 ? 0 : ldexp(1.0, -dtypes[dt].p);
   twin res = stored(n, -1, 1), dx = spoison(n), dw = floats(h, -1, 1), db = floats(h, -1, 1);
@@ -531,25 +551,28 @@ static void layernorm_backward_add_case(long long rows, int h, const twin *x, co
   if (be[1]->copy(be[1], F(odw, 1), F(dw, 1), h * sizeof(float)) ||
       be[1]->copy(be[1], F(odb, 1), F(db, 1), h * sizeof(float)))
     die("copy");
-  RUN(1, layernorm_backward_add, F(*dy, 1), F(*x, 1), F(*w, 1), F(*mean, 1), F(*rstd, 1), F(dx, 1), F(dw, 1),
-      F(db, 1), rows, h, F(res, 1));
-  RUN(0, layernorm_backward, F(*dy, 0), F(*x, 0), F(*w, 0), F(*mean, 0), F(*rstd, 0), F(dx, 0), F(dw, 0), F(db, 0),
-      rows, h);
+  norm_backward_on(1, dy, x, w, mean, rstd, &dx, &dw, &db, rows, h, &res);
+  norm_backward_on(0, dy, x, w, mean, rstd, &dx, &dw, &db, rows, h, NULL);
   RUN(0, add, F(dx, 0), F(res, 0), n);
-  RUN(1, layernorm_backward, F(*dy, 1), F(*x, 1), F(*w, 1), F(*mean, 1), F(*rstd, 1), F(own, 1), F(odw, 1),
-      F(odb, 1), rows, h);
+  norm_backward_on(1, dy, x, w, mean, rstd, &own, &odw, &odb, rows, h, NULL);
   RUN(1, add, F(own, 1), F(res, 1), n);
-  check_s(&dx, "layernorm_backward_add dx", bound_elem(9) + 2 * u16);
-  check_f32(&dw, "layernorm_backward_add dw", bound_sum(4, rows));
-  check_f32(&db, "layernorm_backward_add db", bound_sum(4, rows));
+  snprintf(row, sizeof row, "%s dx", name);
+  check_s(&dx, row, bound_elem(9) + 2 * u16);
+  snprintf(row, sizeof row, "%s dw", name);
+  check_f32(&dw, row, bound_sum(4, rows));
+  if (mean) {
+    snprintf(row, sizeof row, "%s db", name);
+    check_f32(&db, row, bound_sum(4, rows));
+  }
   int differ = 0;
   const twin *pair[3][2] = {{&dx, &own}, {&dw, &odw}, {&db, &odb}};
-  for (int j = dt == DT_F32 ? 0 : 1; j < 3; j++) {
+  for (int j = dt == DT_F32 ? 0 : 1; j < (mean ? 3 : 2); j++) {
     char *a = fetch_side(pair[j][0], 1), *o = fetch_side(pair[j][1], 1);
     differ += memcmp(a, o, twin_bytes(pair[j][0], 1)) != 0;
     free(a), free(o);
   }
-  record("layernorm_backward_add own bits", differ, 0, differ == 0, 1);
+  snprintf(row, sizeof row, "%s own bits", name);
+  record(row, differ, 0, differ == 0, 1);
   DROP_ALL(&res, &dx, &dw, &db, &own, &odw, &odb);
 }
 
@@ -574,7 +597,7 @@ static void layernorm_case(long long rows, int h)
   check_s(&dx, "layernorm_backward dx", bound_elem(8));
   check_f32(&dw, "layernorm_backward dw", bound_sum(4, rows));
   check_f32(&db, "layernorm_backward db", bound_sum(4, rows));
-  layernorm_backward_add_case(rows, h, &x, &w, &mean, &rstd, &dy);
+  norm_backward_add_case(rows, h, &x, &w, &mean, &rstd, &dy);
   DROP_ALL(&x, &w, &b, &y, &mean, &rstd, &dy, &dx, &dw, &db);
 }
 
@@ -794,6 +817,7 @@ static void rmsnorm_case(long long rows, int h)
   check_f32(&rstd, "rmsnorm_forward rstd", bound_elem(4));
   check_s(&dx, "rmsnorm_backward dx", bound_elem(8));
   check_f32(&dw, "rmsnorm_backward dw", bound_sum(4, rows));
+  norm_backward_add_case(rows, h, &x, &w, NULL, &rstd, &dy);
   DROP_ALL(&x, &w, &y, &rstd, &dy, &dx, &dw);
 }
 

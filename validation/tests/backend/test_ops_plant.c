@@ -44,6 +44,7 @@ const test_ops_plant test_ops_plants[] = {
     {"xent_fused", "the gradient's scale ignored (taken as 1)", ALL},
     {"dropout_backward_to", "the keep scale left out (p taken as 0: a copy)", ALL},
     {"layernorm_backward_add", "the residual's gradient left out", ALL},
+    {"rmsnorm_backward_add", "the residual's gradient added twice", ALL},
     {"bias_forward", "y left as it was (the in-place result not written back)", ALL},
     {"adamw", "the bias corrections of the next step (step + 1)", ALL},
     {"adamw_many", "the clipping factor ignored (gscale taken as 1)", ALL},
@@ -147,6 +148,13 @@ static int bad_layernorm_backward_add(ptdp_backend *be, const float *dy, const f
 {
   (void)res;
   return orig.layernorm_backward_add(be, dy, x, w, mean, rstd, dx, dw, db, rows, h, NULL);
+}
+
+static int bad_rmsnorm_backward_add(ptdp_backend *be, const float *dy, const float *x, const float *w,
+                                    const float *rstd, float *dx, float *dw, long long rows, int h, const float *res)
+{
+  PTDP_CALL(orig.rmsnorm_backward_add(be, dy, x, w, rstd, dx, dw, rows, h, res));
+  return be->add(be, dx, res, (size_t)rows * h);
 }
 
 static int bad_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, ptdp_dtype t16, float gscale,
@@ -315,6 +323,7 @@ void test_ops_plant_apply(ptdp_backend *be, const ptdp_backend *ref)
   PLANT_IF(be, xent_fused, (be)->xent_fused != NULL);             /* against its own three */
   PLANT_IF(be, dropout_backward_to, (be)->dropout_backward_to != NULL);
   PLANT_IF(be, layernorm_backward_add, (be)->layernorm_backward_add != NULL);
+  PLANT_IF(be, rmsnorm_backward_add, (be)->rmsnorm_backward_add != NULL);
   PLANT_IF(be, adamw_many, (be)->adamw_many != NULL); /* checked against the reference's adamw: it needs no twin */
 }
 
