@@ -200,6 +200,15 @@ struct ptdp_backend {
   int (*xent_sumexp)(ptdp_backend *be, const float *logits, const float *gmax, long long rows, int vl, float *se);
   int (*xent_grad)(ptdp_backend *be, float *logits, const int32_t *target, long long v0, const float *gmax,
                    const float *se, long long rows, int vl, float scale);
+  /* Under tensor parallelism, the statistics of one read of the logits: lmax[r] = the slice's row
+   * max, lsum[r] = sum_j exp(logits - lmax[r]) (its own max: no reduction needed first), tgt as
+   * xent_stats; then, once gmax is lmax's MAX over TP, xent_rescale: lsum[r] *= exp(lmax[r] -
+   * gmax[r]) in place (0 where lmax[r] is -inf: a slice of padding columns only), whose SUM over TP is xent_sumexp's se to rounding.  Two reads of the logits
+   * (this and xent_grad) where stats and sumexp make three.  All fp32 but logits (S); optional
+   * (both or neither; NULL: xent_stats and xent_sumexp). */
+  int (*xent_stats_local)(ptdp_backend *be, const float *logits, const int32_t *target, long long v0, long long rows,
+                          int vl, float *lmax, float *lsum, float *tgt);
+  int (*xent_rescale)(ptdp_backend *be, float *lsum, const float *lmax, const float *gmax, long long rows);
   /* Where one rank holds every column of the logits (t = 1, so gmax is rowmax): stats, sumexp
    * and grad in one call, their outputs bit for bit (rowmax, se, tgt; logits <- (softmax -
    * onehot) scale).  Optional (NULL: the three calls); a GPU reads the logits once instead of

@@ -96,7 +96,7 @@ typedef struct {
   float *dctx;              /* [N, hl] */
   float *dfc;               /* [N, fl]; SwiGLU: [N, 2 fl] then the activation's gradient [N, fl] */
   float *attn;              /* [s, s] attention backward */
-  float *xent;              /* [3 N] row max, sum-exp, target logit */
+  float *xent;              /* [4 N] row max, sum-exp, target logit; the slice's own max (t > 1) */
   float *losses;            /* [max(m, 1)] the losses of the micro-batches not yet read (xent_loss) */
   float *grad_a, *grad_b;   /* [Nl, h] gradients flowing between layers (ping-pong) */
   int32_t *pos;             /* [Nl] position of each local token row */

@@ -463,6 +463,23 @@ static int cpu_xent_sumexp(ptdp_backend *be, const float *logits, const float *g
   return 0;
 }
 
+/* Two passes over each row (it stays in cache): the max, then the sum against it. */
+static int cpu_xent_stats_local(ptdp_backend *be, const float *logits, const int32_t *target, long long v0,
+                                long long rows, int vl, float *lmax, float *lsum, float *tgt)
+{
+  PTDP_CALL(cpu_xent_stats(be, logits, target, v0, rows, vl, lmax, tgt));
+  return cpu_xent_sumexp(be, logits, lmax, rows, vl, lsum);
+}
+
+static int cpu_xent_rescale(ptdp_backend *be, float *lsum, const float *lmax, const float *gmax, long long rows)
+{
+  (void)be;
+  /* a slice of padding columns only has no max (-inf) and nothing to move: ptdp_cpu_expf is not
+   * defined at -inf */
+  for (long long r = 0; r < rows; r++) lsum[r] = lmax[r] == -INFINITY ? 0.0f : lsum[r] * ptdp_cpu_expf(lmax[r] - gmax[r]);
+  return 0;
+}
+
 /* In row order, in double: the sum the model's host path made before this operation existed. */
 static int cpu_xent_loss(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
                          float *loss)
@@ -586,6 +603,8 @@ int ptdp_backend_cpu_create(ptdp_backend **out)
   be->flash_forward = ptdp_cpu_flash_forward;
   be->flash_backward = ptdp_cpu_flash_backward;
   be->xent_loss = cpu_xent_loss;
+  be->xent_stats_local = cpu_xent_stats_local;
+  be->xent_rescale = cpu_xent_rescale;
   be->host_accessible = 1;
   *out = be;
   return 0;

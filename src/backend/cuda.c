@@ -465,6 +465,19 @@ static int cu_bias_dropout_add(ptdp_backend *be, float *y, const float *b, uint8
   return PTDP_OK;
 }
 
+static int cu_xent_stats_local(ptdp_backend *be, const float *logits, const int32_t *target, long long v0,
+                               long long rows, int vl, float *lmax, float *lsum, float *tgt)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_xent_stats_local(CTX->stream, CTX->t, logits, target, v0, rows, vl, lmax, lsum, tgt));
+  return PTDP_OK;
+}
+
+static int cu_xent_rescale(ptdp_backend *be, float *lsum, const float *lmax, const float *gmax, long long rows)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_xent_rescale(CTX->stream, lsum, lmax, gmax, rows));
+  return PTDP_OK;
+}
+
 static int cu_xent_fused(ptdp_backend *be, float *logits, const int32_t *target, long long v0, long long rows, int vl,
                          float *rowmax, float *se, float *tgt, float scale)
 {
@@ -758,6 +771,8 @@ static void fill_table(ptdp_backend *be, ptdp_dtype t)
   be->xent_loss = cu_xent_loss;
   be->bias_dropout_add = cu_bias_dropout_add; /* optional */
   be->xent_fused = cu_xent_fused;
+  be->xent_stats_local = cu_xent_stats_local;
+  be->xent_rescale = cu_xent_rescale;
   be->dropout_backward_to = cu_dropout_backward_to;
   be->layernorm_backward_add = cu_layernorm_backward_add;
   be->rmsnorm_backward_add = cu_rmsnorm_backward_add;

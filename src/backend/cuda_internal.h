@@ -128,6 +128,10 @@ cudaError_t ptdp_cuk_xent_sumexp(cudaStream_t st, ptdp_dtype t, const void *logi
                                  int vl, float *se);
 cudaError_t ptdp_cuk_xent_grad(cudaStream_t st, ptdp_dtype t, void *logits, const int32_t *target, long long v0,
                                const float *gmax, const float *se, long long rows, int vl, float scale);
+/* t > 1: the slice's max and the sum against it in one read; then the sum rescaled to the global max */
+cudaError_t ptdp_cuk_xent_stats_local(cudaStream_t st, ptdp_dtype t, const void *logits, const int32_t *target,
+                                      long long v0, long long rows, int vl, float *lmax, float *lsum, float *tgt);
+cudaError_t ptdp_cuk_xent_rescale(cudaStream_t st, float *lsum, const float *lmax, const float *gmax, long long rows);
 /* The three above in one pass over the logits (t = 1: gmax is the row max found), their bits */
 cudaError_t ptdp_cuk_xent_fused(cudaStream_t st, ptdp_dtype t, void *logits, const int32_t *target, long long v0,
                                 long long rows, int vl, float *rowmax, float *se, float *tgt, float scale);

@@ -1106,6 +1106,74 @@ extern "C" cudaError_t ptdp_cuk_xent_grad(cudaStream_t st, ptdp_dtype t, void *l
   return PTDP_CUK_DISPATCH(t, xent_grad_launch, st, logits, target, v0, gmax, se, rows, vl, scale);
 }
 
+// ---- t > 1: the slice's statistics in one read (ptdp_backend's xent_stats_local).  Each thread
+// keeps an online max and sum over its elements (the sum scaled down when the max grows), then
+// the block takes the max of the maxima and the sum of each thread's sum scaled to it.
+__device__ __forceinline__ void xent_online(float &m, float &s, float x)
+{
+  if (x > m) { // the first element: m = -inf, s = 0 * 0 + 1
+    s = s * expf(m - x) + 1.0f;
+    m = x;
+  } else {
+    s += expf(x - m);
+  }
+}
+
+template <typename T>
+__global__ void xent_stats_local_k(const T *logits, const int32_t *target, long long v0, int vl, float *lmax,
+                                   float *lsum, float *tgt, int vec)
+{
+  const long long r = blockIdx.x;
+  const T *l = logits + r * vl;
+  float m = -INFINITY, s = 0.0f;
+  if (vec) {
+    for (int j = threadIdx.x; j < vl / VEC(T); j += blockDim.x) {
+      const vec16<T> a = ((const vec16<T> *)l)[j];
+      for (int k = 0; k < VEC(T); k++) xent_online(m, s, ptdp_ld(a.e[k]));
+    }
+  } else {
+    for (int j = threadIdx.x; j < vl; j += blockDim.x) xent_online(m, s, ptdp_ld(l[j]));
+  }
+  const float M = block_max(m);
+  s = block_sum(m == -INFINITY ? 0.0f : s * expf(m - M)); // a thread without elements adds 0
+  if (threadIdx.x == 0) {
+    lmax[r] = M;
+    lsum[r] = s;
+    const long long id = (long long)target[r] - v0;
+    tgt[r] = (id >= 0 && id < vl) ? ptdp_ld(l[id]) : 0.0f;
+  }
+}
+
+template <typename T>
+static cudaError_t xent_stats_local_launch(cudaStream_t st, const void *logits, const int32_t *target, long long v0,
+                                           long long rows, int vl, float *lmax, float *lsum, float *tgt)
+{
+  void (*kernel)(const T *, const int32_t *, long long, int, float *, float *, float *, int) = xent_stats_local_k<T>;
+  if (rows > 0)
+    kernel<<<(unsigned)rows, THREADS, 0, st>>>((const T *)logits, target, v0, vl, lmax, lsum, tgt,
+                                               xent_vec(logits, vl, (int)sizeof(T)));
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_xent_stats_local(cudaStream_t st, ptdp_dtype t, const void *logits,
+                                                 const int32_t *target, long long v0, long long rows, int vl,
+                                                 float *lmax, float *lsum, float *tgt)
+{
+  return PTDP_CUK_DISPATCH(t, xent_stats_local_launch, st, logits, target, v0, rows, vl, lmax, lsum, tgt);
+}
+
+__global__ void xent_rescale_k(float *lsum, const float *lmax, const float *gmax, long long rows)
+{
+  FOR_EACH(r, (size_t)rows) lsum[r] = lmax[r] == -INFINITY ? 0.0f : lsum[r] * expf(lmax[r] - gmax[r]);
+}
+
+extern "C" cudaError_t ptdp_cuk_xent_rescale(cudaStream_t st, float *lsum, const float *lmax, const float *gmax,
+                                             long long rows)
+{
+  if (rows > 0) xent_rescale_k<<<grid_for((size_t)rows), THREADS, 0, st>>>(lsum, lmax, gmax, rows);
+  return cudaGetLastError();
+}
+
 // register-held rows up to XENT_NV_SMALL or XENT_NV_LARGE units a thread (bf16: 16384 and 51200
 // logits, GPT-2's padded 50304 among them; fp32 half that); longer rows, or rows not in vec16
 // units, run the three kernels.  ptxas 13.0 for sm_90: 235 registers and no spills for bf16's

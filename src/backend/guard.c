@@ -249,6 +249,17 @@ static int guard_unscale_check(ptdp_backend *be, float *x, size_t n, float inv_s
   GUARD_RUN(be, unscale_check, x, n, inv_scale, found);
 }
 
+static int guard_xent_stats_local(ptdp_backend *be, const float *logits, const int32_t *target, long long v0,
+                                  long long rows, int vl, float *lmax, float *lsum, float *tgt)
+{
+  GUARD_RUN(be, xent_stats_local, logits, target, v0, rows, vl, lmax, lsum, tgt);
+}
+
+static int guard_xent_rescale(ptdp_backend *be, float *lsum, const float *lmax, const float *gmax, long long rows)
+{
+  GUARD_RUN(be, xent_rescale, lsum, lmax, gmax, rows);
+}
+
 static int guard_xent_loss(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
                            float *loss)
 {
@@ -265,6 +276,8 @@ static void guard_fill_table(ptdp_backend *be)
   be->flash_forward = guard_flash_forward;
   be->flash_backward = guard_flash_backward;
   be->xent_loss = guard_xent_loss;
+  be->xent_stats_local = guard_xent_stats_local;
+  be->xent_rescale = guard_xent_rescale;
 }
 
 int ptdp_backend_guard_create(size_t reserve, ptdp_backend **out)

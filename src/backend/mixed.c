@@ -187,6 +187,11 @@ static int mx_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count,
   return INNER(be)->adamw_many(INNER(be), r, count, t16, gscale, lr, beta1, beta2, eps, step);
 }
 
+static int mx_xent_rescale(ptdp_backend *be, float *lsum, const float *lmax, const float *gmax, long long rows)
+{
+  return INNER(be)->xent_rescale(INNER(be), lsum, lmax, gmax, rows); /* all fp32 */
+}
+
 static int mx_xent_loss(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
                         float *loss)
 {
@@ -502,6 +507,16 @@ static int mx_xent_stats(ptdp_backend *be, const float *logits, const int32_t *t
   return 0;
 }
 
+static int mx_xent_stats_local(ptdp_backend *be, const float *logits, const int32_t *target, long long v0,
+                               long long rows, int vl, float *lmax, float *lsum, float *tgt)
+{
+  call k = {.c = MX(be)};
+  const int il = use(&k, logits, (size_t)rows * (size_t)vl, 1, 0);
+  PTDP_CALL(call_begin(&k));
+  PTDP_CALL(INNER(be)->xent_stats_local(INNER(be), W(k, il), target, v0, rows, vl, lmax, lsum, tgt));
+  return 0;
+}
+
 static int mx_xent_sumexp(ptdp_backend *be, const float *logits, const float *gmax, long long rows, int vl, float *se)
 {
   call k = {.c = MX(be)};
@@ -556,6 +571,8 @@ static void fill_optional(ptdp_backend *be, const ptdp_backend *inner)
   be->sumsq_many = inner->sumsq_many ? mx_sumsq_many : NULL;
   be->adamw_many = inner->adamw_many ? mx_adamw_many : NULL;
   be->xent_loss = inner->xent_loss ? mx_xent_loss : NULL;
+  be->xent_stats_local = inner->xent_stats_local ? mx_xent_stats_local : NULL;
+  be->xent_rescale = inner->xent_rescale ? mx_xent_rescale : NULL;
 }
 
 /* The wrapper's table around inner (not yet owned: the caller destroys inner on failure). */

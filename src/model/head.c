@@ -5,7 +5,9 @@
  * reductions over TP make the loss: the row max (MAX), then the sum of exp(l - max) and the
  * target's logit (SUM, one call on 2N floats).  loss_r = log(sumexp) + max - target logit.
  * The forward pass leaves softmax - onehot in the logits buffer; the backward pass scales the
- * products that read it.
+ * products that read it.  Passes over the logits: where the backend has them, xent_stats_local
+ * takes each slice's max and the sum against it in one read (the sum rescaled to the global max
+ * between the two reductions), and at t = 1 xent_fused does all of it in one; else three.
  *
  * Padding of the vocabulary (to a multiple of make-vocab-size-divisible-by x t) is excluded:
  * logits are computed only for the real tokens of this rank's slice (vv <= V/t columns), so
@@ -158,9 +160,17 @@ int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
     PTDP_CALL(be->xent_fused(be, sl->logits, sl->targets, m->sh.v0, N, vl, mx, se, tg, 1.0f));
     return record_loss(m, sl, mx, se, tg);
   }
-  PTDP_CALL(be->xent_stats(be, sl->logits, sl->targets, m->sh.v0, N, vl, mx, tg));
-  PTDP_CALL(ptdp_comm_allreduce_max(&m->grid->tp, mx, (size_t)N, PTDP_TAG_LOSS));
-  PTDP_CALL(be->xent_sumexp(be, sl->logits, mx, N, vl, se));
+  if (m->t > 1 && be->xent_stats_local && be->xent_rescale) { /* one read for the statistics */
+    float *lmax = mx + 3 * N;
+    PTDP_CALL(be->xent_stats_local(be, sl->logits, sl->targets, m->sh.v0, N, vl, lmax, se, tg));
+    PTDP_CALL(be->copy(be, mx, lmax, sizeof(float) * (size_t)N));
+    PTDP_CALL(ptdp_comm_allreduce_max(&m->grid->tp, mx, (size_t)N, PTDP_TAG_LOSS));
+    PTDP_CALL(be->xent_rescale(be, se, lmax, mx, N));
+  } else {
+    PTDP_CALL(be->xent_stats(be, sl->logits, sl->targets, m->sh.v0, N, vl, mx, tg));
+    PTDP_CALL(ptdp_comm_allreduce_max(&m->grid->tp, mx, (size_t)N, PTDP_TAG_LOSS));
+    PTDP_CALL(be->xent_sumexp(be, sl->logits, mx, N, vl, se));
+  }
   PTDP_CALL(ptdp_comm_allreduce_sum(&m->grid->tp, se, (size_t)2 * N, PTDP_TAG_LOSS)); /* sum-exp and target logit */
   PTDP_CALL(record_loss(m, sl, mx, se, tg));
   return be->xent_grad(be, sl->logits, sl->targets, m->sh.v0, mx, se, N, vl, 1.0f); /* softmax - onehot */

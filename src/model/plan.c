@@ -140,7 +140,7 @@ static int add_work(ptdp_plan *pl)
     {PTDP_BUF_WORK_SHARD_A, z.Nl * z.h, S},   {PTDP_BUF_WORK_SHARD_B, z.Nl * z.h, S},
     {PTDP_BUF_WORK_SHARD_C, z.Nl * z.h, S},   {PTDP_BUF_WORK_DQKV, z.N * z.qkv, S},
     {PTDP_BUF_WORK_DCTX, z.N * z.hl, S},      {PTDP_BUF_WORK_DFC, z.N * dfc_cols(&z), S},
-    {PTDP_BUF_WORK_ATTN, c->flash_attention ? 0 : z.s * z.s, F}, {PTDP_BUF_WORK_XENT, 3 * z.N, F},
+    {PTDP_BUF_WORK_ATTN, c->flash_attention ? 0 : z.s * z.s, F}, {PTDP_BUF_WORK_XENT, 4 * z.N, F},
     {PTDP_BUF_WORK_LOSSES, c->m > 0 ? c->m : 1, F}, /* each micro-batch's loss, read once a run */
     {PTDP_BUF_WORK_GRAD_A, z.Nl * z.h, S},    {PTDP_BUF_WORK_GRAD_B, z.Nl * z.h, S},
     {PTDP_BUF_WORK_POSITIONS, z.Nl, sizeof(int32_t)},

@@ -921,6 +921,32 @@ static void xent_loss_case(long long rows)
   DROP_ALL(&gmax, &se, &tv, &loss);
 }
 
+/* xent_stats_local and xent_rescale (where both sides have them): the slice's max and target logit
+ * bit for bit, its sum against its own max a float sum of vl exponentials kept online (each
+ * thread's sum rescaled when its max grows, then to the block's max: c = 8); the rescale by
+ * exp(lmax - gmax), gmax drawn in [2, 6) about the maxima (<= 5), two roundings more (c = 12). */
+static void xent_local_case(vocab_shape v)
+{
+  if (!be[0]->xent_stats_local || !be[1]->xent_stats_local) return;
+  twin tgt = tokens(v.rows, v.tlo, v.thi), logits = stored((size_t)v.rows * v.vl, -5, 5);
+  twin lmax = poison(v.rows), lsum = poison(v.rows), tv = poison(v.rows), gmax = floats(v.rows, 2, 6);
+  for (int k = 0; k < 2; k++)
+    RUN(k, xent_stats_local, F(logits, k), I32(tgt, k), v.v0, v.rows, v.vl, F(lmax, k), F(lsum, k), F(tv, k));
+  check_exact(&lmax, "xent_stats_local lmax", sizeof(float));
+  check_exact(&tv, "xent_stats_local tgt", sizeof(float));
+  check_f32(&lsum, "xent_stats_local lsum", bound_sum(8, v.vl));
+  for (int k = 0; k < 2; k++) RUN(k, xent_rescale, F(lsum, k), F(lmax, k), F(gmax, k), v.rows);
+  check_f32(&lsum, "xent_rescale", bound_sum(8, v.vl) + bound_elem(4));
+  DROP_ALL(&tgt, &logits, &lmax, &lsum, &tv, &gmax);
+  /* a rank whose slice is padding only (t = 4 of a small vocabulary): no max, sum 0, moved to 0 */
+  set_shape("3 rows, 2 of padding only");
+  static const float s0[3] = {0.0f, 0.5f, 0.0f}, m0[3] = {-INFINITY, 1.0f, -INFINITY}, g0[3] = {2.0f, 2.0f, -1.0f};
+  twin s = upload(s0, 3, sizeof(float)), lm = upload(m0, 3, sizeof(float)), gm = upload(g0, 3, sizeof(float));
+  for (int k = 0; k < 2; k++) RUN(k, xent_rescale, F(s, k), F(lm, k), F(gm, k), 3);
+  check_f32(&s, "xent_rescale (padding-only slices)", bound_elem(4));
+  DROP_ALL(&s, &lm, &gm);
+}
+
 /* Vocab-parallel cross entropy on the slice: rowmax (a max) and tgt (a selection) bit for bit;
  * sumexp a float sum of vl exponentials, positive terms (c = 4); the gradient element-wise from
  * it (c = 8). */
@@ -941,6 +967,7 @@ static void xent_case(vocab_shape v)
   check_s(&logits, "xent_grad", bound_sum(8, v.vl));
   DROP_ALL(&tgt, &logits, &rowmax, &tv, &se);
   xent_loss_case(v.rows);
+  xent_local_case(v);
 }
 
 static const vocab_shape vocab_shapes[] = {

@@ -42,6 +42,7 @@ const test_ops_plant test_ops_plants[] = {
     {"xent_loss", "the last row left out (the mean of the others)", ALL},
     {"bias_dropout_add", "the bias left out", ALL},
     {"xent_fused", "the gradient's scale ignored (taken as 1)", ALL},
+    {"xent_stats_local", "the sum halved", ALL},
     {"dropout_backward_to", "the keep scale left out (p taken as 0: a copy)", ALL},
     {"layernorm_backward_add", "the residual's gradient left out", ALL},
     {"rmsnorm_backward_add", "the residual's gradient added twice", ALL},
@@ -155,6 +156,13 @@ static int bad_rmsnorm_backward_add(ptdp_backend *be, const float *dy, const flo
 {
   PTDP_CALL(orig.rmsnorm_backward_add(be, dy, x, w, rstd, dx, dw, rows, h, res));
   return be->add(be, dx, res, (size_t)rows * h);
+}
+
+static int bad_xent_stats_local(ptdp_backend *be, const float *logits, const int32_t *target, long long v0,
+                                long long rows, int vl, float *lmax, float *lsum, float *tgt)
+{
+  PTDP_CALL(orig.xent_stats_local(be, logits, target, v0, rows, vl, lmax, lsum, tgt));
+  return orig.scale(be, lsum, 0.5f, (size_t)rows);
 }
 
 static int bad_adamw_many(ptdp_backend *be, const ptdp_adamw_range *r, int count, ptdp_dtype t16, float gscale,
@@ -319,6 +327,7 @@ void test_ops_plant_apply(ptdp_backend *be, const ptdp_backend *ref)
   PLANT_OPTIONAL(be, rope);
   PLANT_OPTIONAL(be, swiglu_forward);
   PLANT_OPTIONAL(be, xent_loss);
+  PLANT_OPTIONAL(be, xent_stats_local);
   PLANT_IF(be, bias_dropout_add, (be)->bias_dropout_add != NULL); /* against the reference's sequence */
   PLANT_IF(be, xent_fused, (be)->xent_fused != NULL);             /* against its own three */
   PLANT_IF(be, dropout_backward_to, (be)->dropout_backward_to != NULL);

@@ -489,6 +489,25 @@ static int ref_xent_sumexp(ptdp_backend *be, const float *logits, const float *g
   return 0;
 }
 
+/* the slice's max and the sum against it, then that sum moved to another max */
+static int ref_xent_stats_local(ptdp_backend *be, const float *logits, const int32_t *target, long long v0,
+                                long long rows, int vl, float *lmax, float *lsum, float *tgt)
+{
+  PTDP_CALL(ref_xent_stats(be, logits, target, v0, rows, vl, lmax, tgt));
+  for (long long r = 0; r < rows; r++) {
+    double s = 0;
+    for (int j = 0; j < vl; j++) s += exp((double)logits[r * vl + j] - lmax[r]);
+    lsum[r] = (float)s;
+  }
+  return 0;
+}
+
+static int ref_xent_rescale(ptdp_backend *be, float *lsum, const float *lmax, const float *gmax, long long rows)
+{
+  for (long long r = 0; r < rows; r++) lsum[r] = (float)((double)lsum[r] * exp((double)lmax[r] - gmax[r]));
+  return 0;
+}
+
 /* cross entropy of row r: log sum_j exp(l_j) - l_target = log(se) + max - l_target */
 static int ref_xent_loss(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
                          float *loss)
@@ -571,7 +590,8 @@ int test_ops_ref_create(ptdp_backend **out)
                        .dropout_backward = ref_dropout_backward, .attention_forward = ref_attention_forward,
                        .attention_backward = ref_attention_backward, .embedding_forward = ref_embedding_forward,
                        .embedding_backward = ref_embedding_backward, .xent_stats = ref_xent_stats,
-                       .xent_sumexp = ref_xent_sumexp, .xent_grad = ref_xent_grad, .xent_loss = ref_xent_loss, .adamw = ref_adamw,
+                       .xent_sumexp = ref_xent_sumexp, .xent_grad = ref_xent_grad, .xent_loss = ref_xent_loss,
+                       .xent_stats_local = ref_xent_stats_local, .xent_rescale = ref_xent_rescale, .adamw = ref_adamw,
                        .sumsq = ref_sumsq, .convert = ref_convert, .unscale_check = ref_unscale_check};
   *out = be;
   return 0;
