@@ -100,10 +100,8 @@ nodist_validation_emu_libemu_mutant_a_SOURCES = validation/emu/gen/mutant_kernel
 validation_emu_libemu_mutant_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_mutant_a_CXXFLAGS = $(EMU_KCXX)
 validation/emu/gen/mutant_kernels.cc: $(top_srcdir)/src/backend/cuda_kernels.cu $(top_srcdir)/validation/emu/translate.sh
-	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
-	test "`grep -c '__syncthreads(); // part may still be read by a previous call' $(top_srcdir)/src/backend/cuda_kernels.cu`" = 1 || \
-	  { echo "local.mk: block_sum's leading barrier not found in cuda_kernels.cu: update EMU_MUTATION" >&2; exit 1; } && \
-	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_kernels.cu $@ '$(EMU_MUTATION)'
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_kernels.cu $@ \
+	  '$(EMU_MUTATION)' '__syncthreads(); // part may still be read by a previous call'
 CLEANFILES += validation/emu/gen/mutant_kernels.cc
 EMU_RACE_CPP = -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -I$(top_srcdir)/validation/emu/include -I$(top_srcdir)/src/backend \
                -I$(top_srcdir)/include -I$(top_builddir)/include
@@ -164,43 +162,29 @@ nodist_validation_emu_libemu_flash_mutant_a_SOURCES = validation/emu/gen/flash_m
 validation_emu_libemu_flash_mutant_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_flash_mutant_a_CXXFLAGS = $(EMU_KCXX)
 validation/emu/gen/flash_mutant.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(top_srcdir)/validation/emu/translate.sh
-	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
-	test "`grep -c 'Ow\[r \* ldo + c\] \*= alpha;' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
-	  { echo "local.mk: the forward's rescale not found in cuda_flash.cu: update EMU_FLASH_MUTATION" >&2; exit 1; } && \
-	test "`grep -c 'o\[j\]\[e\] \*= alpha\[e / 2\]; // the rescale of O' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
-	  { echo "local.mk: the mma forward's rescale not found in cuda_flash.cu: update EMU_FLASH_MUTATION" >&2; exit 1; } && \
-	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ '$(EMU_FLASH_MUTATION)'
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ \
+	  '$(EMU_FLASH_MUTATION)' 'Ow[r * ldo + c] *= alpha;' 'o[j][e] *= alpha[e / 2]; // the rescale of O'
 EMU_FLASH_MUTATION_BWD = s|const int causal = k <= q;|const int causal = 1; /* mutant: causal mask dropped */|;s|return k <= q \&\& q < s; // f2_sees|return q < s; /* mutant: causal mask dropped */|
 nodist_validation_emu_libemu_flash_mutant_bwd_a_SOURCES = validation/emu/gen/flash_mutant_bwd.cc
 validation_emu_libemu_flash_mutant_bwd_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_flash_mutant_bwd_a_CXXFLAGS = $(EMU_KCXX)
 validation/emu/gen/flash_mutant_bwd.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(top_srcdir)/validation/emu/translate.sh
-	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
-	test "`grep -c 'const int causal = k <= q;' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
-	  { echo "local.mk: the backward's causal mask not found in cuda_flash.cu: update EMU_FLASH_MUTATION_BWD" >&2; exit 1; } && \
-	test "`grep -c 'return k <= q && q < s; // f2_sees' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
-	  { echo "local.mk: the mma backward's causal mask not found in cuda_flash.cu: update EMU_FLASH_MUTATION_BWD" >&2; exit 1; } && \
-	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ '$(EMU_FLASH_MUTATION_BWD)'
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ \
+	  '$(EMU_FLASH_MUTATION_BWD)' 'const int causal = k <= q;' 'return k <= q && q < s; // f2_sees'
 EMU_FLASH_MUTATION_GQA = s|hh % d.hpg : d.hpg + part - 1;|hh % d.hpg : part; /* mutant: the [al][3] slots */|
 nodist_validation_emu_libemu_flash_mutant_gqa_a_SOURCES = validation/emu/gen/flash_mutant_gqa.cc
 validation_emu_libemu_flash_mutant_gqa_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_flash_mutant_gqa_a_CXXFLAGS = $(EMU_KCXX)
 validation/emu/gen/flash_mutant_gqa.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(top_srcdir)/validation/emu/translate.sh
-	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
-	test "`grep -c 'hh % d.hpg : d.hpg + part - 1;' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
-	  { echo "local.mk: the group's key slot not found in cuda_flash.cu: update EMU_FLASH_MUTATION_GQA" >&2; exit 1; } && \
-	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ '$(EMU_FLASH_MUTATION_GQA)'
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ \
+	  '$(EMU_FLASH_MUTATION_GQA)' 'hh % d.hpg : d.hpg + part - 1;'
 EMU_FLASH_MUTATION_GQA_SUM = s|hh < h0 + d.hpg; hh++|hh < h0 + 1; hh++ /* mutant: the first head only */|;s|nstep = d.hpg \* nq;|nstep = nq; /* mutant: the first head only */|
 nodist_validation_emu_libemu_flash_mutant_gqa_sum_a_SOURCES = validation/emu/gen/flash_mutant_gqa_sum.cc
 validation_emu_libemu_flash_mutant_gqa_sum_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_flash_mutant_gqa_sum_a_CXXFLAGS = $(EMU_KCXX)
 validation/emu/gen/flash_mutant_gqa_sum.cc: $(top_srcdir)/src/backend/cuda_flash.cu $(top_srcdir)/validation/emu/translate.sh
-	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && \
-	test "`grep -c 'hh < h0 + d.hpg; hh++' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
-	  { echo "local.mk: the wmma dK/dV loop over heads not found in cuda_flash.cu: update EMU_FLASH_MUTATION_GQA_SUM" >&2; exit 1; } && \
-	test "`grep -c 'nstep = d.hpg \* nq;' $(top_srcdir)/src/backend/cuda_flash.cu`" = 1 || \
-	  { echo "local.mk: the mma dK/dV steps not found in cuda_flash.cu: update EMU_FLASH_MUTATION_GQA_SUM" >&2; exit 1; } && \
-	$(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ '$(EMU_FLASH_MUTATION_GQA_SUM)'
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_flash.cu $@ \
+	  '$(EMU_FLASH_MUTATION_GQA_SUM)' 'hh < h0 + d.hpg; hh++' 'nstep = d.hpg * nq;'
 CLEANFILES += validation/emu/gen/test_emu_flash_wmma.cc validation/emu/gen/cuda_flash.cc validation/emu/gen/flash_mutant.cc \
               validation/emu/gen/flash_mutant_bwd.cc validation/emu/gen/flash_mutant_gqa.cc \
               validation/emu/gen/flash_mutant_gqa_sum.cc

@@ -5,9 +5,20 @@
 #     kernel<<<grid, block, shmem, stream>>>(args)  ->  PTDP_EMU_LAUNCH(kernel, grid, ...)(args)
 # (one launch per line), and a dynamic shared array declared in a kernel,
 #     extern __shared__ T name[];  ->  T *const name = (T *)emu_dynamic_shared();
-# SED-EXPR, when given, is applied first: the tests' planted mutations.
+# SED-EXPR, when given, is applied first: the tests' planted mutations.  Each LINE after it
+# (translate.sh SRC.cu OUT.cc SED-EXPR LINE...) is a fixed string the mutation rewrites, which must
+# occur exactly once in SRC.cu: else the mutant would be the original (a plant that proves
+# nothing) and the build stops, naming the string.
 set -eu
 src=$1 out=$2 extra=${3:-}
+[ $# -gt 3 ] && shift 3 || set --
+for line in "$@"; do
+  n=$(grep -cF -- "$line" "$src" || true)
+  if [ "$n" != 1 ]; then
+    echo "translate.sh: '$line' occurs $n times in $src (want 1): update the mutation (validation/emu/local.mk)" >&2
+    exit 1
+  fi
+done
 tmp="$out.tmp"
 {
   echo '#include "emu_device.h"'
