@@ -66,17 +66,7 @@ template <typename T> __device__ T warp_sum(T v)
   return v;
 }
 
-// 16 bytes of elements of T, one load or store: the elementwise and row kernels move their bulk
-// in these where the pointers allow (an element at a time, a bf16 warp moves 64 bytes per
-// instruction, too little in flight to approach the memory's bandwidth; measured on an H200,
-// validation/bench/README.md).  VEC<T> elements: 8 of a 16-bit type, 4 of fp32.
-template <typename T> struct __align__(16) vec16 {
-  T e[16 / sizeof(T)];
-};
-#define VEC(T) ((int)(16 / sizeof(T)))
-
-// whether p can be read in vec16 units
-static bool vec_aligned(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+// vec16, VEC and vec_aligned: cuda_elem.h
 
 // ---------------------------------------------------------------- LayerNorm
 // Rows up to LN_WARP_H wide: one warp per row (8 rows a block), sums through shuffles alone:

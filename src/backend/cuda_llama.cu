@@ -9,8 +9,10 @@
 //     SwiGLU    y = silu(g) u on rows [g | u];  dg = dy u sigma(g) (1 + g (1 - sigma(g))), du = dy silu(g)
 // Kernels are templates on the storage type T (cuda_elem.h): fp32 math, each (S) output rounded
 // once, as the mixed-precision wrapper does.  RMSNorm's statistics are fp32 outputs (rstd) from
-// sums of squares in double, as LayerNorm's (cuda_kernels.cu says why); its dw is a column sum
-// through fixed row chunks and a second pass (deterministic, no atomics).
+// sums of squares in double, as LayerNorm's (cuda_kernels.cu says why); rows up to 4096 wide in
+// 16-byte units go a warp per row, as LayerNorm's (not yet measured on a GPU), wider or unaligned
+// ones a block per row; its dw is a column sum through fixed row chunks and a second pass
+// (deterministic, no atomics; still an element a thread).
 // Run on a GPU (NVIDIA H200, 2026-11-26): test_ops and test_cuda_model pass; see ptdp-gpu(7).
 #include "cuda_elem.h"
 #include "cuda_internal.h"
@@ -44,6 +46,85 @@ __device__ static double block_sum_d(double v)
 }
 
 static int row_threads(int h) { return h >= 1024 ? 512 : h >= 256 ? 256 : 128; }
+
+__device__ static double warp_sum_d(double v)
+{
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Rows up to RMS_WARP_H wide, h a multiple of VEC(T) and the arrays aligned: a warp per row (8
+// rows a block) in vec16 units, as LayerNorm's (cuda_kernels.cu: a block per short row spent its
+// time in barriers; an element at a time, too few bytes in flight).  The same per-element
+// arithmetic as the block-per-row kernels; the double sums in another order (rstd equal but for
+// a rare double rounding).
+#define RMS_WARP_H 4096
+#define RMS_ROWS_PER_BLOCK 8
+
+static unsigned rms_row_blocks(long long rows) { return (unsigned)((rows + RMS_ROWS_PER_BLOCK - 1) / RMS_ROWS_PER_BLOCK); }
+
+template <typename T> static bool rms_rows_vec(int h, const void *a, const void *b, const void *c, const void *d)
+{
+  return h <= RMS_WARP_H && h % VEC(T) == 0 && vec_aligned(a) && vec_aligned(b) && vec_aligned(c) && vec_aligned(d);
+}
+
+template <typename T>
+__global__ void rms_forward_rows_vec(const T *x, const T *w, T *y, float *rstd, long long rows, int h, float eps)
+{
+  constexpr int V = VEC(T);
+  const long long r = (long long)blockIdx.x * RMS_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (r >= rows) return; // the whole warp: its lanes share the row
+  const int t = threadIdx.x & 31, nv = h / V;
+  const vec16<T> *xr = (const vec16<T> *)(x + r * h), *wv = (const vec16<T> *)w;
+  double ss = 0;
+  for (int i = t; i < nv; i += 32) {
+    const vec16<T> a = xr[i];
+    for (int j = 0; j < V; j++) {
+      const float v = ptdp_ld(a.e[j]);
+      ss += (double)v * v;
+    }
+  }
+  const float rs = 1.0f / sqrtf((float)(warp_sum_d(ss) / h) + eps);
+  vec16<T> *yr = (vec16<T> *)(y + r * h);
+  for (int i = t; i < nv; i += 32) {
+    const vec16<T> a = xr[i], wa = wv[i];
+    vec16<T> o;
+    for (int j = 0; j < V; j++) ptdp_st(&o.e[j], ptdp_ld(a.e[j]) * rs * ptdp_ld(wa.e[j]));
+    yr[i] = o;
+  }
+  if (t == 0) rstd[r] = rs;
+}
+
+template <typename T>
+__global__ void rms_backward_dx_rows_vec(const T *dy, const T *x, const T *w, const float *rstd, T *dx, const T *res,
+                                         long long rows, int h)
+{
+  constexpr int V = VEC(T);
+  const long long r = (long long)blockIdx.x * RMS_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (r >= rows) return;
+  const int t = threadIdx.x & 31, nv = h / V;
+  const vec16<T> *dyr = (const vec16<T> *)(dy + r * h), *xr = (const vec16<T> *)(x + r * h);
+  const vec16<T> *wv = (const vec16<T> *)w, *rr = (const vec16<T> *)(res ? res + r * h : res);
+  const float rs = rstd[r];
+  double sgx = 0;
+  for (int i = t; i < nv; i += 32) {
+    const vec16<T> da = dyr[i], xa = xr[i], wa = wv[i];
+    for (int j = 0; j < V; j++) sgx += (double)(ptdp_ld(da.e[j]) * ptdp_ld(wa.e[j])) * (ptdp_ld(xa.e[j]) * rs);
+  }
+  const float mgx = (float)(warp_sum_d(sgx) / h);
+  vec16<T> *dxr = (vec16<T> *)(dx + r * h);
+  for (int i = t; i < nv; i += 32) {
+    const vec16<T> da = dyr[i], xa = xr[i], wa = wv[i];
+    vec16<T> o, ra;
+    if (rr) ra = rr[i];
+    for (int j = 0; j < V; j++) {
+      const float xv = ptdp_ld(xa.e[j]);
+      const float v = rs * (ptdp_ld(da.e[j]) * ptdp_ld(wa.e[j]) - xv * rs * mgx);
+      ptdp_st(&o.e[j], rr ? __fadd_rn(v, ptdp_ld(ra.e[j])) : v);
+    }
+    dxr[i] = o;
+  }
+}
 
 // ---------------------------------------------------------------- RMSNorm
 // one block per row of h
@@ -110,7 +191,13 @@ static cudaError_t rms_forward_launch(cudaStream_t st, const void *x, const void
                                       long long rows, int h, float eps)
 {
   void (*kernel)(const T *, const T *, T *, float *, int, float) = rms_forward<T>;
-  if (rows > 0) kernel<<<(unsigned)rows, row_threads(h), 0, st>>>((const T *)x, (const T *)w, (T *)y, rstd, h, eps);
+  void (*rows_kernel)(const T *, const T *, T *, float *, long long, int, float) = rms_forward_rows_vec<T>;
+  if (rows <= 0) return cudaGetLastError();
+  if (rms_rows_vec<T>(h, x, w, y, y))
+    rows_kernel<<<rms_row_blocks(rows), 32 * RMS_ROWS_PER_BLOCK, 0, st>>>((const T *)x, (const T *)w, (T *)y, rstd,
+                                                                          rows, h, eps);
+  else
+    kernel<<<(unsigned)rows, row_threads(h), 0, st>>>((const T *)x, (const T *)w, (T *)y, rstd, h, eps);
   return cudaGetLastError();
 }
 
@@ -129,7 +216,13 @@ static cudaError_t rms_backward_launch(cudaStream_t st, const void *dy, const vo
   void (*part_kernel)(const T *, const T *, const float *, long long, int, int, float *) = rms_dw_partial<T>;
   if (rows <= 0) return cudaGetLastError();
   const T *dyt = (const T *)dy, *xt = (const T *)x, *wt = (const T *)w;
-  dx_kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(dyt, xt, wt, rstd, (T *)dx, (const T *)res, h);
+  void (*dx_rows_kernel)(const T *, const T *, const T *, const float *, T *, const T *, long long, int) =
+      rms_backward_dx_rows_vec<T>;
+  if (rms_rows_vec<T>(h, dy, x, w, dx) && (!res || vec_aligned(res)))
+    dx_rows_kernel<<<rms_row_blocks(rows), 32 * RMS_ROWS_PER_BLOCK, 0, st>>>(dyt, xt, wt, rstd, (T *)dx,
+                                                                             (const T *)res, rows, h);
+  else
+    dx_kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(dyt, xt, wt, rstd, (T *)dx, (const T *)res, h);
   dim3 g((h + THREADS - 1) / THREADS, chunks);
   part_kernel<<<g, THREADS, 0, st>>>(dyt, xt, rstd, rows, h, chunks, part);
   rms_dw_final<<<g.x, THREADS, 0, st>>>(part, chunks, h, dw);
