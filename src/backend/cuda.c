@@ -683,8 +683,8 @@ static int cu_rmsnorm_forward(ptdp_backend *be, const float *x, const float *w, 
 static int cu_rmsnorm_backward_add(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
                                    float *dx, float *dw, long long rows, int h, const float *res)
 {
-  float *part = NULL;
-  PTDP_CALL(ptdp_cu_scratch(be, (size_t)COLSUM_CHUNKS * h, &part));
+  float *part = NULL; /* LayerNorm's column sums: dw's partials and the dy sums beside them */
+  PTDP_CALL(ptdp_cu_scratch(be, (size_t)2 * COLSUM_CHUNKS * h, &part));
   PTDP_CALL_CUDA(
       ptdp_cuk_rmsnorm_backward(CTX->stream, CTX->t, dy, x, w, rstd, dx, dw, rows, h, part, COLSUM_CHUNKS, res));
   return PTDP_OK;

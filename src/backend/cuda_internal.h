@@ -191,6 +191,9 @@ cudaError_t ptdp_cuk_softmax_backward(cudaStream_t st, ptdp_dtype t, const ptdp_
  * rmsnorm_backward: dx per row; dw through partial column sums in part [chunks, h], then added. */
 cudaError_t ptdp_cuk_rmsnorm_forward(cudaStream_t st, ptdp_dtype t, const void *x, const void *w, void *y,
                                      float *rstd, long long rows, int h, float eps);
+/* dw += sum over rows of dy (x - mean) rstd, or dy x rstd where mean is NULL (part: 2 chunks cols) */
+cudaError_t ptdp_cuk_colsum_xhat(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x, const float *mean,
+                                 const float *rstd, long long rows, int cols, float *part, int chunks, float *dw);
 cudaError_t ptdp_cuk_rmsnorm_backward(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x, const void *w,
                                       const float *rstd, void *dx, float *dw, long long rows, int h, float *part,
                                       int chunks, const void *res);

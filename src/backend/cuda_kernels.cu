@@ -244,7 +244,7 @@ __global__ void ln_backward_dx(const T *dy, const T *x, const T *w, const float 
 }
 
 // part[0][chunk][col] = sum over the chunk's rows of dy xhat (with_xhat) or dy; part[1] = dy
-// (LayerNorm only).  grid (ceil(cols / CS_COLS), chunks), block CS_COLS x CS_SLICES: slice y
+// (LayerNorm only).  xhat = (x - mean) rstd, or x rstd where mean is NULL (RMSNorm: x - 0 is x).  grid (ceil(cols / CS_COLS), chunks), block CS_COLS x CS_SLICES: slice y
 // sums rows r0 + y, r0 + y + CS_SLICES, ... of its column in order, then slice 0 adds the slices
 // in order (a fixed order: the same bits on every run).  One thread a column of the chunk kept
 // too few loads in flight (ncu on an H200: 21 us for [8192, 768], a third of the bandwidth).
@@ -261,7 +261,7 @@ __global__ void colsum_partial(const T *dy, const T *x, const float *mean, const
   if (c < cols)
     for (long long r = r0 + ty; r < r1; r += CS_SLICES) {
       float d = ptdp_ld(dy[r * cols + c]);
-      if (with_xhat) sw += d * ((ptdp_ld(x[r * cols + c]) - mean[r]) * rstd[r]);
+      if (with_xhat) sw += d * ((ptdp_ld(x[r * cols + c]) - (mean ? mean[r] : 0.0f)) * rstd[r]);
       sb += d;
     }
   sw_s[ty][tx] = sw;
@@ -298,7 +298,7 @@ __global__ void colsum_partial_vec(const T *dy, const T *x, const float *mean, c
       const vec16<T> d = *(const vec16<T> *)(dy + r * cols + c0);
       if (with_xhat) {
         const vec16<T> xv = *(const vec16<T> *)(x + r * cols + c0);
-        const float m = mean[r], rs = rstd[r];
+        const float m = mean ? mean[r] : 0.0f, rs = rstd[r];
         for (int i = 0; i < V; i++) sw[i] += ptdp_ld(d.e[i]) * ((ptdp_ld(xv.e[i]) - m) * rs);
       }
       for (int i = 0; i < V; i++) sb[i] += ptdp_ld(d.e[i]);
@@ -340,6 +340,26 @@ __global__ void colsum_final(const float *part, int chunks, int cols, float *out
   float s = 0.0f;
   for (int k = 0; k < chunks; k++) s += part[(size_t)k * cols + c];
   out[c] += s;
+}
+
+// dw += the column sums of dy xhat, xhat = x rstd (mean NULL) or (x - mean) rstd: RMSNorm's weight
+// gradient through LayerNorm's column sums (part: 2 chunks cols floats; the dy sums it also
+// makes are left unused)
+template <typename T>
+static cudaError_t colsum_xhat_launch(cudaStream_t st, const void *dy, const void *x, const float *mean,
+                                      const float *rstd, long long rows, int cols, float *part, int chunks, float *dw)
+{
+  if (rows <= 0 || cols <= 0) return cudaGetLastError();
+  colsum_partial_launch<T>(st, (const T *)dy, (const T *)x, mean, rstd, rows, cols, chunks, part, 1);
+  colsum_final<<<(unsigned)((cols + THREADS - 1) / THREADS), THREADS, 0, st>>>(part, chunks, cols, dw);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_colsum_xhat(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x,
+                                            const float *mean, const float *rstd, long long rows, int cols,
+                                            float *part, int chunks, float *dw)
+{
+  return PTDP_CUK_DISPATCH(t, colsum_xhat_launch, st, dy, x, mean, rstd, rows, cols, part, chunks, dw);
 }
 
 static int row_threads(int h) { return h >= 1024 ? 512 : h >= 256 ? 256 : 128; }

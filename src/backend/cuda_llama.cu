@@ -12,7 +12,8 @@
 // sums of squares in double, as LayerNorm's (cuda_kernels.cu says why); rows up to 4096 wide in
 // 16-byte units go a warp per row, as LayerNorm's (not yet measured on a GPU), wider or unaligned
 // ones a block per row; its dw is a column sum through fixed row chunks and a second pass
-// (deterministic, no atomics; still an element a thread).
+// (deterministic, no atomics) by LayerNorm's column-sum kernels with a zero mean
+// (ptdp_cuk_colsum_xhat).
 // Run on a GPU (NVIDIA H200, 2026-11-26): test_ops and test_cuda_model pass; see ptdp-gpu(7).
 #include "cuda_elem.h"
 #include "cuda_internal.h"
@@ -46,6 +47,11 @@ __device__ static double block_sum_d(double v)
 }
 
 static int row_threads(int h) { return h >= 1024 ? 512 : h >= 256 ? 256 : 128; }
+
+// the ptdp_dtype of a storage type (for the kernels of cuda_kernels.cu called from a launcher here)
+static ptdp_dtype type_of(const float *) { return PTDP_F32; }
+static ptdp_dtype type_of(const __nv_bfloat16 *) { return PTDP_BF16; }
+static ptdp_dtype type_of(const __half *) { return PTDP_F16; }
 
 __device__ static double warp_sum_d(double v)
 {
@@ -163,29 +169,6 @@ __global__ void rms_backward_dx(const T *dy, const T *x, const T *w, const float
   }
 }
 
-// part[chunk][col] = sum over the chunk's rows (in order) of dy x rstd; grid (ceil(h / THREADS), chunks)
-template <typename T>
-__global__ void rms_dw_partial(const T *dy, const T *x, const float *rstd, long long rows, int h, int chunks,
-                               float *part)
-{
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= h) return;
-  const long long r0 = rows * blockIdx.y / chunks, r1 = rows * (blockIdx.y + 1) / chunks;
-  float sw = 0.0f;
-  for (long long r = r0; r < r1; r++) sw += ptdp_ld(dy[r * h + c]) * (ptdp_ld(x[r * h + c]) * rstd[r]);
-  part[(size_t)blockIdx.y * h + c] = sw;
-}
-
-// dw[c] += the chunks' partial sums, in chunk order
-__global__ void rms_dw_final(const float *part, int chunks, int h, float *dw)
-{
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= h) return;
-  float s = 0.0f;
-  for (int k = 0; k < chunks; k++) s += part[(size_t)k * h + c];
-  dw[c] += s;
-}
-
 template <typename T>
 static cudaError_t rms_forward_launch(cudaStream_t st, const void *x, const void *w, void *y, float *rstd,
                                       long long rows, int h, float eps)
@@ -213,7 +196,6 @@ static cudaError_t rms_backward_launch(cudaStream_t st, const void *dy, const vo
                                        int chunks, const void *res)
 {
   void (*dx_kernel)(const T *, const T *, const T *, const float *, T *, const T *, int) = rms_backward_dx<T>;
-  void (*part_kernel)(const T *, const T *, const float *, long long, int, int, float *) = rms_dw_partial<T>;
   if (rows <= 0) return cudaGetLastError();
   const T *dyt = (const T *)dy, *xt = (const T *)x, *wt = (const T *)w;
   void (*dx_rows_kernel)(const T *, const T *, const T *, const float *, T *, const T *, long long, int) =
@@ -223,10 +205,9 @@ static cudaError_t rms_backward_launch(cudaStream_t st, const void *dy, const vo
                                                                              (const T *)res, rows, h);
   else
     dx_kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(dyt, xt, wt, rstd, (T *)dx, (const T *)res, h);
-  dim3 g((h + THREADS - 1) / THREADS, chunks);
-  part_kernel<<<g, THREADS, 0, st>>>(dyt, xt, rstd, rows, h, chunks, part);
-  rms_dw_final<<<g.x, THREADS, 0, st>>>(part, chunks, h, dw);
-  return cudaGetLastError();
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  return ptdp_cuk_colsum_xhat(st, type_of((const T *)NULL), dy, x, NULL, rstd, rows, h, part, chunks, dw);
 }
 
 extern "C" cudaError_t ptdp_cuk_rmsnorm_backward(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x,
