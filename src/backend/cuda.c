@@ -125,9 +125,6 @@ void ptdp_cuda_pause(double waited)
   nanosleep(&ts, NULL);
 }
 
-/* Until stream has drained, and with idle also until no checker has work pending (nothing that
- * a free or an allocation could wait behind).  An expired wait no checker claims goes on: say
- * so once. */
 /* PTDP_CUDA_WAITS=1 (not 0): every wait counted by what it waits for, the counts printed at
  * exit, one line each (ptdp-gpu(7), "Where the host waits"): how test_emu_host_waits.sh shows
  * that an iteration waits the same number of times whatever its number of micro-batches. */
@@ -165,6 +162,9 @@ static void count_wait(const char *what)
   waits.count[i]++;
 }
 
+/* Until stream has drained, and with idle also until no checker has work pending (nothing that
+ * a free or an allocation could wait behind).  An expired wait no checker claims goes on: say
+ * so once. */
 static int wait_poll(cudaStream_t stream, int idle, const char *what)
 {
   count_wait(what);

@@ -689,23 +689,24 @@ extern "C" cudaError_t ptdp_cuk_unscale_check(cudaStream_t st, float *x, size_t 
 
 // ---------------------------------------------------------------- dropout
 // element (r, c): global row R = row0 + r of the [s, b] grid (pos R / b, sample sample0 + R % b),
-// global column col0 + c; the CPU's key, so the mask is the CPU's bit for bit
+// global column col0 + c; the CPU's key, so the mask is the CPU's bit for bit.  bda_row: row r's key
+__device__ uint64_t bda_row(const ptdp_dropout_key &k, long long r)
+{
+  const long long R = k.row0 + r;
+  return ptdp_cu_rng_row(k.seed, k.site, k.layer, (uint64_t)(k.sample0 + R % k.b), (uint64_t)(R / k.b));
+}
+
 template <typename T>
 __global__ void dropout_fwd(T *x, uint8_t *mask, long long rows, int cols, ptdp_dropout_key k, float keep_scale)
 {
   FOR_EACH(i, (size_t)rows * cols)
   {
-    long long r = (long long)(i / cols), c = (long long)(i % cols), R = k.row0 + r;
-    uint64_t rh = ptdp_cu_rng_row(k.seed, k.site, k.layer, (uint64_t)(k.sample0 + R % k.b), (uint64_t)(R / k.b));
+    const long long r = (long long)(i / cols), c = (long long)(i % cols);
+    const uint64_t rh = bda_row(k, r);
     uint8_t keep = ptdp_cu_rng_uniform(ptdp_cu_rng_at(rh, (uint64_t)(k.col0 + c))) >= k.p;
     mask[i] = keep;
     ptdp_st(&x[i], keep ? ptdp_ld(x[i]) * keep_scale : 0.0f);
   }
-}
-
-template <typename T> __global__ void dropout_bwd(T *dx, const uint8_t *mask, size_t n, float keep_scale)
-{
-  FOR_EACH(i, n) ptdp_st(&dx[i], mask[i] ? ptdp_ld(dx[i]) * keep_scale : 0.0f);
 }
 
 template <typename T>
@@ -724,22 +725,14 @@ extern "C" cudaError_t ptdp_cuk_dropout_forward(cudaStream_t st, ptdp_dtype t, v
   return PTDP_CUK_DISPATCH(t, dropout_forward_launch, st, x, mask, rows, cols, k);
 }
 
-template <typename T>
-static cudaError_t dropout_backward_launch(cudaStream_t st, void *dx, const uint8_t *mask, size_t n, float p)
-{
-  void (*kernel)(T *, const uint8_t *, size_t, float) = dropout_bwd<T>;
-  if (p > 0.0f && n) kernel<<<grid_for(n), THREADS, 0, st>>>((T *)dx, mask, n, 1.0f / (1.0f - p));
-  return cudaGetLastError();
-}
-
 extern "C" cudaError_t ptdp_cuk_dropout_backward(cudaStream_t st, ptdp_dtype t, void *dx, const uint8_t *mask, size_t n,
                                                  float p)
 {
-  return PTDP_CUK_DISPATCH(t, dropout_backward_launch, st, dx, mask, n, p);
+  return ptdp_cuk_dropout_backward_to(st, t, dx, dx, mask, n, p); /* in place: dst = src */
 }
 
-// dst = src mask / (1 - p): copy and dropout_bwd in one pass (dropout_bwd's bits), in vec16 units
-// where dst, src and mask allow (the mask VEC(T) bytes a unit), the tail an element a thread
+// dst = src mask / (1 - p) (dst may be src: dropout_backward in place), in vec16 units where dst
+// and src allow, the tail an element a thread; p 0: a copy (none in place)
 template <typename T> __global__ void dropout_bwd_to(T *dst, const T *src, const uint8_t *mask, size_t n, float keep_scale)
 {
   FOR_EACH(i, n) ptdp_st(&dst[i], mask[i] ? ptdp_ld(src[i]) * keep_scale : 0.0f);
@@ -762,7 +755,8 @@ static cudaError_t dropout_backward_to_launch(cudaStream_t st, void *dst, const 
                                               size_t n, float p)
 {
   if (!n) return cudaGetLastError();
-  if (p <= 0.0f) return cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyDeviceToDevice, st);
+  if (p <= 0.0f)
+    return dst == src ? cudaGetLastError() : cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyDeviceToDevice, st);
   void (*kernel)(T *, const T *, const uint8_t *, size_t, float) = dropout_bwd_to<T>;
   void (*vec_kernel)(T *, const T *, const uint8_t *, size_t, float) = dropout_bwd_to_vec<T>;
   const float keep_scale = 1.0f / (1.0f - p);
@@ -800,12 +794,6 @@ __device__ float bda_one(float v, const T *b, long long c, uint64_t rh, const pt
     v = *keep ? __fmul_rn(v, keep_scale) : 0.0f;
   }
   return v;
-}
-
-__device__ uint64_t bda_row(const ptdp_dropout_key &k, long long r)
-{
-  const long long R = k.row0 + r;
-  return ptdp_cu_rng_row(k.seed, k.site, k.layer, (uint64_t)(k.sample0 + R % k.b), (uint64_t)(R / k.b));
 }
 
 template <typename T>
