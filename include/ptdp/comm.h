@@ -100,7 +100,7 @@ int ptdp_comm_free(ptdp_comm *c);
 int ptdp_comm_attach_backend(ptdp_comm *c, ptdp_backend *be);
 /* Move c's float messages through NCCL (a communicator made from c's MPI group, on its own
  * stream ordered after the attached backend's stream) instead of MPI; doubles, bytes and
- * point-to-point stay on MPI.  Collective over c; needs a backend with a CUDA stream attached
+ * point-to-point stay on MPI, except ring messages once the ring is open (below).  Collective over c; needs a backend with a CUDA stream attached
  * and a build with NCCL (else PTDP_ERR_INPUT).  A no-op on a communicator this rank is not in. */
 int ptdp_comm_use_nccl(ptdp_comm *c);
 void ptdp_comm_reset_stats(ptdp_comm *c);
@@ -158,6 +158,23 @@ int ptdp_comm_isend_t(ptdp_comm *c, const void *buf, size_t n, ptdp_dtype t, int
                       ptdp_comm_tag tag, ptdp_comm_req *req);
 int ptdp_comm_irecv_t(ptdp_comm *c, void *buf, size_t n, ptdp_dtype t, int peer, int mpitag, ptdp_comm_tag tag,
                       ptdp_comm_req *req);
+/* Ring messages (the pipeline's).  A send travels in direction ring (+1 or -1) to rank
+ * (rank + ring) mod size; a receive takes a message that travelled in direction ring, from rank
+ * (rank - ring) mod size.  Callers post them so that they match in order: the k-th receive of
+ * a direction a rank posts is the k-th send of that direction its neighbour posts to it, with
+ * the same mpitag.  Until the ring is open they are point-to-point messages like the others
+ * (matched by mpitag, staged through the host by the MPI transport).  ptdp_comm_open_ring is
+ * collective over c (every rank, the same number of times; later calls return at once); on
+ * the NCCL transport it makes an NCCL communicator, with a stream of its own, for each (sender,
+ * direction) of the ring: four per rank.  Then ring messages in backend memory go through
+ * NCCL in posting order on their link's stream, after the work the compute stream has issued,
+ * and a wait makes later compute wait, not the host: neither the host, nor the other
+ * direction, nor the collectives wait for them.  On the MPI transport it does nothing. */
+int ptdp_comm_open_ring(ptdp_comm *c);
+int ptdp_comm_isend_ring_t(ptdp_comm *c, const void *buf, size_t n, ptdp_dtype t, int ring, int mpitag,
+                           ptdp_comm_tag tag, ptdp_comm_req *req);
+int ptdp_comm_irecv_ring_t(ptdp_comm *c, void *buf, size_t n, ptdp_dtype t, int ring, int mpitag,
+                           ptdp_comm_tag tag, ptdp_comm_req *req);
 /* Wait (time counted in stats.wait_seconds); each request waited for is released and set to
  * PTDP_COMM_REQ_NULL (waiting for PTDP_COMM_REQ_NULL returns at once).  With
  * ptdp_comm_set_wait_sleep(us > 0), waits test and sleep us microseconds between tests instead

@@ -372,17 +372,29 @@ int ptdp_comm_iallgather(ptdp_comm *c, const float *send, float *recv, size_t n_
   return PTDP_OK;
 }
 
+/* A point-to-point message: to or from peer, ring 0, or the ring neighbour of direction ring. */
+static int p2p(ptdp_comm *c, int send, void *buf, size_t n, ptdp_dtype t, int peer, int ring, int mpitag,
+               ptdp_comm_tag tag, ptdp_comm_req *req)
+{
+  ptdp_tr_data d;
+  const char *what = send ? "send" : "receive";
+  *req = PTDP_COMM_REQ_NULL;
+  PTDP_CALL(dev_data(t, what, &d));
+  PTDP_CALL(check_use(c, tag, n, what));
+  PTDP_CHECK_INTERNAL(ring >= -1 && ring <= 1, "comm: ring direction %d (want +1 or -1)", ring);
+  if (ring) peer = ((c->rank + (send ? ring : -ring)) % c->size + c->size) % c->size;
+  PTDP_CHECK_LOCAL(peer >= 0 && peer < c->size, "comm: %s %s rank %d outside the %s group of size %d", what,
+                   send ? "to" : "from", peer, ptdp_comm_group_name(c->kind), c->size);
+  if (send) PTDP_CALL(c->transport->isend(c->transport, buf, n, d, peer, mpitag, ring, req));
+  else PTDP_CALL(c->transport->irecv(c->transport, buf, n, d, peer, mpitag, ring, req));
+  count(c, tag, send && c->size > 1 ? payload(n, d) : 0.0);
+  return PTDP_OK;
+}
+
 int ptdp_comm_isend_t(ptdp_comm *c, const void *buf, size_t n, ptdp_dtype t, int peer, int mpitag,
                       ptdp_comm_tag tag, ptdp_comm_req *req)
 {
-  ptdp_tr_data d;
-  *req = PTDP_COMM_REQ_NULL;
-  PTDP_CALL(dev_data(t, "send", &d));
-  PTDP_CALL(check_use(c, tag, n, "send"));
-  PTDP_CHECK_LOCAL(peer >= 0 && peer < c->size, "comm: send to rank %d outside the %s group of size %d", peer,
-                   ptdp_comm_group_name(c->kind), c->size);
-  PTDP_CALL(c->transport->isend(c->transport, buf, n, d, peer, mpitag, req));
-  count(c, tag, c->size == 1 ? 0.0 : payload(n, d));
+  PTDP_CALL(p2p(c, 1, (void *)buf, n, t, peer, 0, mpitag, tag, req));
   return PTDP_OK;
 }
 
@@ -396,14 +408,7 @@ int ptdp_comm_isend(ptdp_comm *c, const float *buf, size_t n, int peer, int mpit
 int ptdp_comm_irecv_t(ptdp_comm *c, void *buf, size_t n, ptdp_dtype t, int peer, int mpitag, ptdp_comm_tag tag,
                       ptdp_comm_req *req)
 {
-  ptdp_tr_data d;
-  *req = PTDP_COMM_REQ_NULL;
-  PTDP_CALL(dev_data(t, "receive", &d));
-  PTDP_CALL(check_use(c, tag, n, "receive"));
-  PTDP_CHECK_LOCAL(peer >= 0 && peer < c->size, "comm: receive from rank %d outside the %s group of size %d",
-                   peer, ptdp_comm_group_name(c->kind), c->size);
-  PTDP_CALL(c->transport->irecv(c->transport, buf, n, d, peer, mpitag, req));
-  count(c, tag, 0);
+  PTDP_CALL(p2p(c, 0, buf, n, t, peer, 0, mpitag, tag, req));
   return PTDP_OK;
 }
 
@@ -411,6 +416,31 @@ int ptdp_comm_irecv(ptdp_comm *c, float *buf, size_t n, int peer, int mpitag, pt
                     ptdp_comm_req *req)
 {
   PTDP_CALL(ptdp_comm_irecv_t(c, buf, n, PTDP_F32, peer, mpitag, tag, req));
+  return PTDP_OK;
+}
+
+int ptdp_comm_isend_ring_t(ptdp_comm *c, const void *buf, size_t n, ptdp_dtype t, int ring, int mpitag,
+                           ptdp_comm_tag tag, ptdp_comm_req *req)
+{
+  *req = PTDP_COMM_REQ_NULL;
+  PTDP_CHECK_INTERNAL(ring == 1 || ring == -1, "comm: ring direction %d (want +1 or -1)", ring);
+  PTDP_CALL(p2p(c, 1, (void *)buf, n, t, -1, ring, mpitag, tag, req));
+  return PTDP_OK;
+}
+
+int ptdp_comm_irecv_ring_t(ptdp_comm *c, void *buf, size_t n, ptdp_dtype t, int ring, int mpitag,
+                           ptdp_comm_tag tag, ptdp_comm_req *req)
+{
+  *req = PTDP_COMM_REQ_NULL;
+  PTDP_CHECK_INTERNAL(ring == 1 || ring == -1, "comm: ring direction %d (want +1 or -1)", ring);
+  PTDP_CALL(p2p(c, 0, buf, n, t, -1, ring, mpitag, tag, req));
+  return PTDP_OK;
+}
+
+int ptdp_comm_open_ring(ptdp_comm *c)
+{
+  if (!c->transport || c->size < 2 || !c->transport->open_ring) return PTDP_OK;
+  PTDP_CALL(c->transport->open_ring(c->transport));
   return PTDP_OK;
 }
 

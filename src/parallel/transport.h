@@ -72,8 +72,17 @@ struct ptdp_transport {
                         ptdp_comm_req *req);
   int (*bcast)(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int root); /* blocking */
   int (*barrier)(ptdp_transport *tr);
-  int (*isend)(ptdp_transport *tr, const void *buf, size_t n, ptdp_tr_data d, int peer, int tag, ptdp_comm_req *req);
-  int (*irecv)(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int peer, int tag, ptdp_comm_req *req);
+  /* Point-to-point, matched by tag.  ring (+1, -1: a message travelling to rank + ring mod g, so
+   * peer is that rank for a send and rank - ring for a receive; 0: any other) lets a transport
+   * whose open_ring has run carry it on that ring link instead, matched in posting order
+   * (comm.h, ptdp_comm_open_ring). */
+  int (*isend)(ptdp_transport *tr, const void *buf, size_t n, ptdp_tr_data d, int peer, int tag, int ring,
+               ptdp_comm_req *req);
+  int (*irecv)(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int peer, int tag, int ring,
+               ptdp_comm_req *req);
+  /* Collective, once per group: set up what ring messages travel by (NULL: nothing to set up,
+   * ring messages go as the others). */
+  int (*open_ring)(ptdp_transport *tr);
   /* *done = 1 once req has completed, its results in place (a staged receive copied back). */
   int (*test)(ptdp_transport *tr, ptdp_comm_req req, int *done);
   /* Block until req has completed, results in place. */

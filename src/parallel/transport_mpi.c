@@ -305,8 +305,9 @@ static int tmpi_barrier(ptdp_transport *tr)
 }
 
 static int tmpi_isend(ptdp_transport *tr, const void *buf, size_t n, ptdp_tr_data d, int peer, int tag,
-                      ptdp_comm_req *req)
+                      int ring, ptdp_comm_req *req)
 {
+  (void)ring; /* matched by tag like any other message */
   mpi_ctx *x = tr->ctx;
   one_buffer g = {0}; /* set by stage */
   PTDP_CALL(stage(tr, req, buf, n, d, 1, &g));
@@ -316,8 +317,9 @@ static int tmpi_isend(ptdp_transport *tr, const void *buf, size_t n, ptdp_tr_dat
 }
 
 static int tmpi_irecv(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int peer, int tag,
-                      ptdp_comm_req *req)
+                      int ring, ptdp_comm_req *req)
 {
+  (void)ring;
   mpi_ctx *x = tr->ctx;
   one_buffer g = {0}; /* set by stage */
   PTDP_CALL(stage(tr, req, buf, n, d, 0, &g));

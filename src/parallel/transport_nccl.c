@@ -42,23 +42,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One NCCL communicator with its stream: the group's (collectives), or a ring link (point-to-
+ * point in one direction between two neighbours, ptdp_transport's open_ring). */
 typedef struct {
   ncclComm_t nccl;
-  cudaStream_t stream;  /* the collectives' own */
+  cudaStream_t stream;  /* its own */
   cudaStream_t compute; /* the attached backend's */
-  cudaEvent_t ready;    /* compute -> comm ordering, re-recorded per operation */
-  ptdp_transport *mpi;  /* what NCCL does not carry */
-  MPI_Comm comm;        /* the group's (ptdp_comm owns it): host broadcasts and barriers */
+  cudaEvent_t ready;    /* compute -> this stream's ordering, re-recorded per operation */
   int watched;          /* the checker is registered */
   int aborted;          /* ncclCommAbort'ed: nccl is gone */
-  char group[160];      /* "the tp group (world ranks 0 1)", for messages */
-  char last[64];        /* the last collective issued: "all-reduce of 4096 floats" */
+  char group[200];      /* "the tp group (world ranks 0 1)", for messages */
+  char last[64];        /* the last operation issued: "all-reduce of 4096 floats" */
+} nccl_link;
+
+/* Ring links: [0] the messages travelling to rank + 1, [1] to rank - 1 (mod size). */
+enum { RING_DIRS = 2 };
+
+typedef struct {
+  nccl_link all;                  /* the group's communicator: collectives */
+  nccl_link *ring_send[RING_DIRS]; /* this rank -> its neighbour in each direction */
+  nccl_link *ring_recv[RING_DIRS]; /* its neighbour -> this rank, travelling that direction */
+  ptdp_transport *mpi;            /* what NCCL does not carry */
+  MPI_Comm comm;                  /* the group's (ptdp_comm owns it): host broadcasts and barriers */
 } nccl_ctx;
 
 /* A request: a collective's event, or an operation delegated to MPI (inner, the MPI transport's
  * request) that this transport waits for by polling. */
 typedef struct {
   struct ptdp_comm_request head; /* first: a ptdp_comm_req points at the whole request */
+  nccl_link *link;               /* the communicator of an NCCL operation (NULL: delegated) */
   cudaEvent_t done;
   ptdp_comm_req inner;
   double first_test; /* when the host first found it pending (0: not yet) */
@@ -83,7 +95,7 @@ static cudaError_t not_ready_cleared(cudaError_t e)
 
 /* ---- the watchdog ---- */
 
-static void abort_comm(nccl_ctx *x)
+static void abort_comm(nccl_link *x)
 {
   if (x->aborted || !x->nccl) return;
   ncclResult_t r = ncclCommAbort(x->nccl);
@@ -93,7 +105,7 @@ static void abort_comm(nccl_ctx *x)
 }
 
 /* An asynchronous error NCCL reports (a peer or the network failed): abort, fail. */
-static int async_check(nccl_ctx *x)
+static int async_check(nccl_link *x)
 {
   ncclResult_t ae = ncclSuccess;
   PTDP_CALL_NCCL(ncclCommGetAsyncError(x->nccl, &ae));
@@ -105,7 +117,7 @@ static int async_check(nccl_ctx *x)
                          x->group, x->last, ncclGetErrorString(ae));
 }
 
-static int timed_out(nccl_ctx *x, double waited)
+static int timed_out(nccl_link *x, double waited)
 {
   abort_comm(x);
   ptdp_error_set_collective(0); /* this rank's own failure: it prints, the others are aborted */
@@ -120,7 +132,7 @@ static int timed_out(nccl_ctx *x, double waited)
  * NCCL reports one, or when the wait has expired with our collective still pending. */
 static int watchdog(void *ctx, double waited, int expired, int *pending)
 {
-  nccl_ctx *x = ctx;
+  nccl_link *x = ctx;
   *pending = 0;
   if (x->aborted) return PTDP_OK; /* failed already; its queued work completes without data */
   PTDP_CALL(async_check(x));
@@ -135,7 +147,7 @@ static int watchdog(void *ctx, double waited, int expired, int *pending)
 
 /* The comm stream waits for the work the compute stream has issued so far; what, n and d name
  * the collective for the watchdog's messages. */
-static int begin(nccl_ctx *x, const char *what, size_t n, ptdp_tr_data d)
+static int begin(nccl_link *x, const char *what, size_t n, ptdp_tr_data d)
 {
   snprintf(x->last, sizeof x->last, "%s of %zu %s", what, n, ptdp_tr_data_name(d));
   PTDP_CHECK_LOCAL(!x->aborted, "NCCL: %s on %s, whose communicator was aborted after a failure", x->last, x->group);
@@ -144,13 +156,14 @@ static int begin(nccl_ctx *x, const char *what, size_t n, ptdp_tr_data d)
   return PTDP_OK;
 }
 
-/* After the collective: blocking, the compute stream waits for it; else a request with its event. */
-static int finish(ptdp_transport *tr, ptdp_comm_req *req)
+/* After the operation on link x: blocking, the compute stream waits for it; else a request
+ * with its event. */
+static int finish(ptdp_transport *tr, nccl_link *x, ptdp_comm_req *req)
 {
-  nccl_ctx *x = tr->ctx;
   nccl_req *r;
   PTDP_CALLOC(r, 1, sizeof *r);
   r->head.tr = tr;
+  r->link = x;
   cudaError_t e = cudaEventCreateWithFlags(&r->done, cudaEventDisableTiming);
   if (e != cudaSuccess) free(r);
   PTDP_CALL_CUDA(e);
@@ -178,7 +191,7 @@ static int mpi_timed_out(nccl_ctx *x, const char *what, double waited)
   return PTDP_FAIL(PTDP_ERR_LIB,
                          "the %s on %s has not completed after %.3g s (distributed-timeout-minutes %.3g): a rank "
                          "of the group never joined it or failed",
-                         what, x->group, waited, ptdp_cuda_wait_timeout() / 60);
+                         what, x->all.group, waited, ptdp_cuda_wait_timeout() / 60);
 }
 
 /* One test of a delegated request, timed from its first test. */
@@ -264,9 +277,10 @@ static int tn_allreduce(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d,
     return PTDP_FAIL(PTDP_ERR_INTERNAL,
                            "the NCCL transport reduces %s by sum only", ptdp_tr_data_name(d));
   }
-  PTDP_CALL(begin(x, op == PTDP_TR_MAX ? "all-reduce (max)" : "all-reduce", n, d));
-  PTDP_CALL_NCCL(ncclAllReduce(buf, buf, n, nccl_type(d), op == PTDP_TR_MAX ? ncclMax : ncclSum, x->nccl, x->stream));
-  PTDP_CALL(finish(tr, req));
+  nccl_link *L = &x->all;
+  PTDP_CALL(begin(L, op == PTDP_TR_MAX ? "all-reduce (max)" : "all-reduce", n, d));
+  PTDP_CALL_NCCL(ncclAllReduce(buf, buf, n, nccl_type(d), op == PTDP_TR_MAX ? ncclMax : ncclSum, L->nccl, L->stream));
+  PTDP_CALL(finish(tr, L, req));
   return PTDP_OK;
 }
 
@@ -288,9 +302,10 @@ static int tn_allgather(ptdp_transport *tr, const void *send, void *recv, size_t
 {
   nccl_ctx *x = tr->ctx;
   if (!nccl_only(d)) return delegated_blocks(tr, 1, send, recv, n, d, req);
-  PTDP_CALL(begin(x, "all-gather", n * (size_t)tr->size, d));
-  PTDP_CALL_NCCL(ncclAllGather(send, recv, n, nccl_type(d), x->nccl, x->stream));
-  PTDP_CALL(finish(tr, req));
+  nccl_link *L = &x->all;
+  PTDP_CALL(begin(L, "all-gather", n * (size_t)tr->size, d));
+  PTDP_CALL_NCCL(ncclAllGather(send, recv, n, nccl_type(d), L->nccl, L->stream));
+  PTDP_CALL(finish(tr, L, req));
   return PTDP_OK;
 }
 
@@ -301,16 +316,17 @@ static int tn_reduce_scatter(ptdp_transport *tr, const void *send, void *recv, s
 {
   nccl_ctx *x = tr->ctx;
   if (!nccl_only(d)) return delegated_blocks(tr, 0, send, recv, n, d, req);
-  PTDP_CALL(begin(x, "reduce-scatter", n * (size_t)tr->size, d));
+  nccl_link *L = &x->all;
+  PTDP_CALL(begin(L, "reduce-scatter", n * (size_t)tr->size, d));
   const size_t blk = n * ptdp_tr_data_size(d);
   if (send == recv && tr->rank > 0) {
     char *mine = (char *)recv + (size_t)tr->rank * blk;
-    PTDP_CALL_NCCL(ncclReduceScatter(send, mine, n, nccl_type(d), ncclSum, x->nccl, x->stream));
-    PTDP_CALL_CUDA(cudaMemcpyAsync(recv, mine, blk, cudaMemcpyDeviceToDevice, x->stream));
+    PTDP_CALL_NCCL(ncclReduceScatter(send, mine, n, nccl_type(d), ncclSum, L->nccl, L->stream));
+    PTDP_CALL_CUDA(cudaMemcpyAsync(recv, mine, blk, cudaMemcpyDeviceToDevice, L->stream));
   } else {
-    PTDP_CALL_NCCL(ncclReduceScatter(send, recv, n, nccl_type(d), ncclSum, x->nccl, x->stream));
+    PTDP_CALL_NCCL(ncclReduceScatter(send, recv, n, nccl_type(d), ncclSum, L->nccl, L->stream));
   }
-  PTDP_CALL(finish(tr, req));
+  PTDP_CALL(finish(tr, L, req));
   return PTDP_OK;
 }
 
@@ -336,20 +352,43 @@ static int tn_barrier(ptdp_transport *tr)
   return PTDP_OK;
 }
 
-static int tn_isend(ptdp_transport *tr, const void *buf, size_t n, ptdp_tr_data d, int peer, int tag,
+/* The ring link a message of direction ring (+1, -1) travels, or NULL when NCCL does not carry
+ * it (not a ring message, the ring not opened, host data). */
+static nccl_link *ring_link(nccl_ctx *x, int send, int ring, ptdp_tr_data d)
+{
+  if (!ring || !nccl_only(d)) return NULL;
+  return (send ? x->ring_send : x->ring_recv)[ring > 0 ? 0 : 1];
+}
+
+static int tn_isend(ptdp_transport *tr, const void *buf, size_t n, ptdp_tr_data d, int peer, int tag, int ring,
                     ptdp_comm_req *req)
 {
   nccl_ctx *x = tr->ctx;
+  nccl_link *L = ring_link(x, 1, ring, d);
+  if (L) { /* the link's only other rank, 1: this rank made it as the sender (open_ring) */
+    PTDP_CALL(begin(L, "send", n, d));
+    PTDP_CALL_NCCL(ncclSend(buf, n, nccl_type(d), 1, L->nccl, L->stream));
+    PTDP_CALL(finish(tr, L, req));
+    return PTDP_OK;
+  }
   ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
-  PTDP_CALL(x->mpi->isend(x->mpi, buf, n, d, peer, tag, &inner));
+  PTDP_CALL(x->mpi->isend(x->mpi, buf, n, d, peer, tag, ring, &inner));
   return delegated(tr, inner, req, "MPI send of %zu %s to rank %d (tag %d)", n, ptdp_tr_data_name(d), peer, tag);
 }
 
-static int tn_irecv(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int peer, int tag, ptdp_comm_req *req)
+static int tn_irecv(ptdp_transport *tr, void *buf, size_t n, ptdp_tr_data d, int peer, int tag, int ring,
+                    ptdp_comm_req *req)
 {
   nccl_ctx *x = tr->ctx;
+  nccl_link *L = ring_link(x, 0, ring, d);
+  if (L) { /* from the link's rank 0, the sender */
+    PTDP_CALL(begin(L, "receive", n, d));
+    PTDP_CALL_NCCL(ncclRecv(buf, n, nccl_type(d), 0, L->nccl, L->stream));
+    PTDP_CALL(finish(tr, L, req));
+    return PTDP_OK;
+  }
   ptdp_comm_req inner = PTDP_COMM_REQ_NULL;
-  PTDP_CALL(x->mpi->irecv(x->mpi, buf, n, d, peer, tag, &inner));
+  PTDP_CALL(x->mpi->irecv(x->mpi, buf, n, d, peer, tag, ring, &inner));
   return delegated(tr, inner, req, "MPI receive of %zu %s from rank %d (tag %d)", n, ptdp_tr_data_name(d), peer, tag);
 }
 
@@ -359,7 +398,8 @@ static int tn_test(ptdp_transport *tr, ptdp_comm_req req, int *done)
   nccl_ctx *x = tr->ctx;
   nccl_req *r = (nccl_req *)req;
   if (!r->done) return delegated_test(x, r, done);
-  PTDP_CHECK_LOCAL(!x->aborted, "NCCL: a request on %s, whose communicator was aborted after a failure", x->group);
+  nccl_link *L = r->link;
+  PTDP_CHECK_LOCAL(!L->aborted, "NCCL: a request on %s, whose communicator was aborted after a failure", L->group);
   cudaError_t e = not_ready_cleared(cudaEventQuery(r->done));
   *done = e == cudaSuccess;
   if (e != cudaSuccess && e != cudaErrorNotReady) PTDP_CALL_CUDA(e);
@@ -367,17 +407,17 @@ static int tn_test(ptdp_transport *tr, ptdp_comm_req req, int *done)
   const double t = ptdp_cuda_clock();
   if (r->first_test == 0) r->first_test = t;
   int pending = 0;
-  PTDP_CALL(watchdog(x, t - r->first_test, t - r->first_test >= ptdp_cuda_wait_timeout(), &pending));
+  PTDP_CALL(watchdog(L, t - r->first_test, t - r->first_test >= ptdp_cuda_wait_timeout(), &pending));
   return PTDP_OK;
 }
 
-/* A collective: later compute waits for it, the host does not.  Delegated: polled here. */
+/* An NCCL operation: later compute waits for it, the host does not.  Delegated: polled here. */
 static int tn_wait(ptdp_transport *tr, ptdp_comm_req req)
 {
   nccl_ctx *x = tr->ctx;
   nccl_req *r = (nccl_req *)req;
   if (!r->done) return delegated_wait(x, r);
-  PTDP_CALL_CUDA(cudaStreamWaitEvent(x->compute, r->done, 0));
+  PTDP_CALL_CUDA(cudaStreamWaitEvent(r->link->compute, r->done, 0));
   return PTDP_OK;
 }
 
@@ -401,26 +441,46 @@ static int tn_attach_backend(ptdp_transport *tr, ptdp_backend *be)
   nccl_ctx *x = tr->ctx;
   PTDP_CHECK(be && be->stream, "comm: the NCCL transport needs a GPU backend (one with a CUDA stream)");
   PTDP_CALL(x->mpi->attach_backend(x->mpi, be));
-  x->compute = (cudaStream_t)be->stream;
+  x->all.compute = (cudaStream_t)be->stream;
+  for (int i = 0; i < RING_DIRS; i++) {
+    if (x->ring_send[i]) x->ring_send[i]->compute = x->all.compute;
+    if (x->ring_recv[i]) x->ring_recv[i]->compute = x->all.compute;
+  }
   return PTDP_OK;
 }
 
-/* Queued collectives finish first (a polled wait, the watchdog on); if they cannot, the
+/* Queued operations finish first (a polled wait, the watchdog on); if they cannot, the
  * communicator is aborted instead of destroyed, which would wait for them. */
-static void tn_destroy(ptdp_transport *tr)
+static void link_destroy(nccl_link *x)
 {
-  nccl_ctx *x = tr->ctx;
   if (!x) return;
   int stuck = x->stream && ptdp_cuda_wait_stream(x->stream, "destroying an NCCL transport");
   if (x->watched) ptdp_cuda_wait_check_remove(watchdog, x);
+  x->watched = 0;
   if (stuck) abort_comm(x);
   if (x->nccl && !x->aborted) {
     ncclResult_t r = ncclCommDestroy(x->nccl);
     if (r != ncclSuccess) fprintf(stderr, "ptdp: nccl: ncclCommDestroy on %s failed: %s\n", x->group,
                                   ncclGetErrorString(r));
   }
+  x->nccl = NULL;
   if (x->ready) report_cuda(cudaEventDestroy(x->ready), "cudaEventDestroy");
   if (x->stream) report_cuda(cudaStreamDestroy(x->stream), "cudaStreamDestroy");
+  x->ready = NULL;
+  x->stream = NULL;
+}
+
+static void tn_destroy(ptdp_transport *tr)
+{
+  nccl_ctx *x = tr->ctx;
+  if (!x) return;
+  for (int i = 0; i < RING_DIRS; i++) {
+    link_destroy(x->ring_send[i]);
+    link_destroy(x->ring_recv[i]);
+    free(x->ring_send[i]);
+    free(x->ring_recv[i]);
+  }
+  link_destroy(&x->all);
   ptdp_transport_destroy(&x->mpi);
   free(x);
   tr->ctx = NULL;
@@ -428,7 +488,7 @@ static void tn_destroy(ptdp_transport *tr)
 
 /* "the NAME group (world ranks a b c)": the MPI communicator's name (comm.c names its groups)
  * and its members, for the watchdog's messages. */
-static int name_group(nccl_ctx *x, MPI_Comm comm, int size)
+static int name_group(nccl_link *x, MPI_Comm comm, int size)
 {
   char name[MPI_MAX_OBJECT_NAME] = "", ranks[96] = "";
   int len = 0;
@@ -450,20 +510,72 @@ static int name_group(nccl_ctx *x, MPI_Comm comm, int size)
   return PTDP_OK;
 }
 
+/* A link's stream (the highest priority the device offers: communication goes first), its
+ * event, its NCCL communicator (nranks, id, rank) and its watchdog. */
+static int link_setup(nccl_link *x, int nranks, ncclUniqueId id, int rank)
+{
+  int lo, hi;
+  PTDP_CALL_CUDA(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+  PTDP_CALL_CUDA(cudaStreamCreateWithPriority(&x->stream, cudaStreamNonBlocking, hi));
+  PTDP_CALL_CUDA(cudaEventCreateWithFlags(&x->ready, cudaEventDisableTiming));
+  PTDP_CALL_NCCL(ncclCommInitRank(&x->nccl, nranks, id, rank));
+  PTDP_CALL(ptdp_cuda_wait_check_add(watchdog, x));
+  x->watched = 1;
+  return PTDP_OK;
+}
+
 /* The NCCL communicator of comm's group: rank 0 makes the id, MPI carries it. */
 static int nccl_setup(nccl_ctx *x, MPI_Comm comm, int rank, int size)
 {
   ncclUniqueId id;
-  PTDP_CALL(name_group(x, comm, size));
+  PTDP_CALL(name_group(&x->all, comm, size));
   if (rank == 0) PTDP_CALL_NCCL(ncclGetUniqueId(&id));
   PTDP_CALL_MPI(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm));
-  int lo, hi; /* collectives go first: the highest priority the device offers */
-  PTDP_CALL_CUDA(cudaDeviceGetStreamPriorityRange(&lo, &hi));
-  PTDP_CALL_CUDA(cudaStreamCreateWithPriority(&x->stream, cudaStreamNonBlocking, hi));
-  PTDP_CALL_CUDA(cudaEventCreateWithFlags(&x->ready, cudaEventDisableTiming));
-  PTDP_CALL_NCCL(ncclCommInitRank(&x->nccl, size, id, rank));
-  PTDP_CALL(ptdp_cuda_wait_check_add(watchdog, x));
-  x->watched = 1;
+  PTDP_CALL(link_setup(&x->all, size, id, rank));
+  return PTDP_OK;
+}
+
+/* The tag of the ids sent while the ring opens (above the pipeline's message tags, driver.c). */
+enum { RING_ID_TAG = 32001 };
+
+/* One link: messages from rank `from` to rank `from + dir` (mod g), dir index di (0: +1, 1: -1).
+ * The sender makes the id and sends it to the receiver; both join a communicator of the two,
+ * the sender as its rank 0.  Only its two ranks call this. */
+static int open_link(ptdp_transport *tr, int from, int di)
+{
+  nccl_ctx *x = tr->ctx;
+  const int g = tr->size, to = (from + (di ? g - 1 : 1)) % g, sender = tr->rank == from;
+  nccl_link *L;
+  PTDP_CALLOC(L, 1, sizeof *L);
+  (sender ? x->ring_send : x->ring_recv)[di] = L;
+  snprintf(L->group, sizeof L->group, "the ring link %d -> %d (%s) of %.120s", from, to,
+           di ? "to rank - 1" : "to rank + 1", x->all.group);
+  snprintf(L->last, sizeof L->last, "no message yet");
+  L->compute = x->all.compute;
+  ncclUniqueId id;
+  if (sender) {
+    PTDP_CALL_NCCL(ncclGetUniqueId(&id));
+    PTDP_CALL_MPI(MPI_Send(&id, (int)sizeof id, MPI_BYTE, to, RING_ID_TAG, x->comm));
+  } else {
+    PTDP_CALL_MPI(MPI_Recv(&id, (int)sizeof id, MPI_BYTE, from, RING_ID_TAG, x->comm, MPI_STATUS_IGNORE));
+  }
+  PTDP_CALL(link_setup(L, 2, id, sender ? 0 : 1));
+  return PTDP_OK;
+}
+
+/* The ring's links, made in one order on every rank (from 0 .. g-1, then +1 before -1); each
+ * rank makes the four it is in.  No cycle of waits: a rank blocked in link k waits for a rank
+ * still making an earlier link, so the earliest unfinished link has both its ranks. */
+static int tn_open_ring(ptdp_transport *tr)
+{
+  nccl_ctx *x = tr->ctx;
+  if (x->ring_send[0]) return PTDP_OK;
+  const int g = tr->size, r = tr->rank;
+  for (int from = 0; from < g; from++)
+    for (int di = 0; di < RING_DIRS; di++) {
+      const int to = (from + (di ? g - 1 : 1)) % g;
+      if (r == from || r == to) PTDP_CALL(open_link(tr, from, di));
+    }
   return PTDP_OK;
 }
 
@@ -478,6 +590,7 @@ static void fill_table(ptdp_transport *tr)
   tr->barrier = tn_barrier;
   tr->isend = tn_isend;
   tr->irecv = tn_irecv;
+  tr->open_ring = tn_open_ring;
   tr->test = tn_test;
   tr->wait = tn_wait;
   tr->req_free = tn_req_free;

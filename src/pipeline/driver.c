@@ -5,9 +5,14 @@
  *
  * Whom an item receives from is ptdp_work_dependency, whom it sends to ptdp_work_consumer
  * (ptdp/schedule.h): forward (mb, k) receives from rank (k - 1) mod p, backward (mb, k) from
- * rank (k + 1) mod p, virtual stage k = chunk p + stage.  Message tags name (micro-batch,
- * sender's chunk, direction); MPI's non-overtaking order between a pair of ranks keeps them
- * matched even when tags wrap.
+ * rank (k + 1) mod p, virtual stage k = chunk p + stage.  So activations always travel to the
+ * next rank of the pipeline ring and gradients to the previous one: they are ring messages
+ * (ptdp/comm.h) of direction +1 and -1.  Message tags name (micro-batch, sender's chunk,
+ * direction); MPI's non-overtaking order between a pair of ranks keeps them matched even when
+ * tags wrap.  On the NCCL transport ring messages are matched by posting order instead, per
+ * (sender, direction): receives are posted in the order of this rank's list and sends in the
+ * order of the sender's, and the two orders agree for every schedule (test_schedule checks
+ * this for p <= 8, v <= 4, m <= 32).
  *
  * The model is asked only to compute and through its accessors (slot free or busy, input and
  * output buffers, loss, which chunk holds the embedding and the head); everything else comes
@@ -24,6 +29,10 @@ static int msg_tag(const ptdp_pipeline *pl, int mb, int chunk, ptdp_work_kind di
 {
   return ((mb * pl->cfg.v + chunk) * 2 + (int)dir) % 30000;
 }
+
+/* The ring direction of a work item's messages: activations to the next rank, gradients to the
+ * previous one. */
+static int ring_dir(ptdp_work_kind kind) { return kind == PTDP_WORK_FORWARD ? 1 : -1; }
 
 void ptdp_pipeline_config_from_model(const ptdp_gpt *model, ptdp_schedule_kind kind, int m, ptdp_pipeline_config *cfg)
 {
@@ -78,6 +87,7 @@ int ptdp_pipeline_create_with(ptdp_pipeline *pl, ptdp_gpt *model, const ptdp_pip
     for (int b = 0; b < 2; b++) pl->grad_recv[b] = ptdp_memory_find(&model->mem, PTDP_BUF_P2P_GRAD_RECV, none, none, none, b);
     for (int i = 0; i < v * slots; i++) PTDP_CHECK_INTERNAL(pl->grad_send[i], "p2p send buffer %d not planned", i);
     PTDP_CHECK_INTERNAL(pl->grad_recv[0] && pl->grad_recv[1], "p2p receive buffers not planned");
+    PTDP_CALL(ptdp_comm_open_ring(cfg->pp));
   }
   PTDP_CALLOC(pl->tokens, cfg->batch_tokens, sizeof(int32_t));
   PTDP_CALLOC(pl->targets, cfg->batch_tokens, sizeof(int32_t));
@@ -117,6 +127,15 @@ static int sends(const ptdp_pipeline *pl, ptdp_work w, ptdp_work_dep *to)
   return ptdp_work_consumer(pl->cfg.p, pl->cfg.v, pl->cfg.stage, w, to);
 }
 
+/* w's consumer is the ring neighbour its direction names (schedule.h's rule). */
+static int check_ring(const ptdp_pipeline *pl, ptdp_work w, ptdp_work_dep to)
+{
+  const int p = pl->cfg.p;
+  PTDP_CHECK_INTERNAL(to.stage == ((pl->cfg.stage + ring_dir(w.kind)) % p + p) % p,
+                      "stage %d sends to stage %d, not its ring neighbour", pl->cfg.stage, to.stage);
+  return PTDP_OK;
+}
+
 /* A free slot of chunk c not reserved by a posted receive; -1 if none. */
 static int find_slot(const ptdp_pipeline *pl, int c)
 {
@@ -152,8 +171,11 @@ static int post_recv(ptdp_pipeline *pl, int it, posted_recv *r, int *posted)
     pl->next_grad_buf ^= 1;
     buf = pl->grad_recv[r->buf];
   }
-  PTDP_CALL(ptdp_comm_irecv_t(pl->cfg.pp, buf, pl->cfg.msg_elems, pl->cfg.dtype, from.stage, msg_tag(pl, w.microbatch, from.chunk, w.kind),
-                            PTDP_TAG_P2P, &r->req));
+  const int ring = ring_dir(w.kind);
+  PTDP_CHECK_INTERNAL(from.stage == ((pl->cfg.stage - ring) % pl->cfg.p + pl->cfg.p) % pl->cfg.p,
+                      "stage %d receives from stage %d, not its ring neighbour", pl->cfg.stage, from.stage);
+  PTDP_CALL(ptdp_comm_irecv_ring_t(pl->cfg.pp, buf, pl->cfg.msg_elems, pl->cfg.dtype, ring,
+                                   msg_tag(pl, w.microbatch, from.chunk, w.kind), PTDP_TAG_P2P, &r->req));
   r->valid = 1;
   *posted = 1;
   return 0;
@@ -216,9 +238,11 @@ static int run_forward(ptdp_pipeline *pl, ptdp_work w, posted_recv *cur, ptdp_ba
   if (cur->valid) PTDP_CALL(wait_recv(pl, cur, ev));
   PTDP_CALL(ptdp_gpt_forward(m, c, slot, emb ? pl->tokens : NULL, head ? pl->targets : NULL, sample0));
   ptdp_work_dep to;
-  if (sends(pl, w, &to))
-    PTDP_CALL(ptdp_comm_isend_t(pp, ptdp_gpt_output(m, c, slot), pl->cfg.msg_elems, pl->cfg.dtype, to.stage, msg_tag(pl, mb, c, w.kind),
-                              PTDP_TAG_P2P, &pl->act_req[c * slots + slot]));
+  if (sends(pl, w, &to)) {
+    PTDP_CALL(check_ring(pl, w, to));
+    PTDP_CALL(ptdp_comm_isend_ring_t(pp, ptdp_gpt_output(m, c, slot), pl->cfg.msg_elems, pl->cfg.dtype, ring_dir(w.kind),
+                                     msg_tag(pl, mb, c, w.kind), PTDP_TAG_P2P, &pl->act_req[c * slots + slot]));
+  }
   if (forward_only) {
     PTDP_CALL(ptdp_comm_wait(pp, &pl->act_req[c * slots + slot]));
     ptdp_gpt_release(m, c, slot);
@@ -248,7 +272,9 @@ static int run_backward(ptdp_pipeline *pl, int it, ptdp_work w, posted_recv *cur
     PTDP_CALL(ptdp_comm_wait(pp, rq));
     float *buf = pl->grad_send[c * slots + slot];
     PTDP_CALL(pl->cfg.be->copy(pl->cfg.be, buf, dinput, pl->cfg.msg_elems * ptdp_dtype_size(pl->cfg.dtype)));
-    PTDP_CALL(ptdp_comm_isend_t(pp, buf, pl->cfg.msg_elems, pl->cfg.dtype, to.stage, msg_tag(pl, mb, c, w.kind), PTDP_TAG_P2P, rq));
+    PTDP_CALL(check_ring(pl, w, to));
+    PTDP_CALL(ptdp_comm_isend_ring_t(pp, buf, pl->cfg.msg_elems, pl->cfg.dtype, ring_dir(w.kind), msg_tag(pl, mb, c, w.kind),
+                                     PTDP_TAG_P2P, rq));
   }
   return 0;
 }

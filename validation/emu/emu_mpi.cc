@@ -10,8 +10,10 @@
  * runs whatever queued work can run (emu::kick), so a chain of collectives, each waiting for
  * the last through events, progresses as it would on a GPU.  The few blocking calls without a
  * nonblocking form (file opens and closes, communicator creation) run the queued work once
- * first.  The nonblocking calls and tests themselves (MPI_Isend, MPI_Test...) are not wrapped:
- * the emulated NCCL uses them while the scheduler runs. */
+ * first.  MPI_Test runs the queued work once before it tests, so a host that polls a request
+ * (ptdp's transports wait that way, with a timeout) keeps the device going too; from inside the
+ * scheduler (the emulated NCCL tests its requests there) that run does nothing.  The other
+ * nonblocking calls (MPI_Isend, MPI_Testall...) are not wrapped. */
 #include "emu_internal.h"
 
 #define OMPI_SKIP_MPICXX 1 /* the C API only */
@@ -146,6 +148,7 @@ extern "C" int MPI_Waitany(int n, MPI_Request r[], int *i, MPI_Status *st)
 {
   return progress([=](int *done) { return PMPI_Testany(n, r, i, done, st); });
 }
+EMU_MPI_WRAP(Test, (MPI_Request * r, int *done, MPI_Status *st), (r, done, st))
 EMU_MPI_WRAP(Comm_split, (MPI_Comm c, int color, int key, MPI_Comm *out), (c, color, key, out))
 EMU_MPI_WRAP(Comm_dup, (MPI_Comm c, MPI_Comm *out), (c, out))
 EMU_MPI_WRAP(Comm_create, (MPI_Comm c, MPI_Group g, MPI_Comm *out), (c, g, out))
