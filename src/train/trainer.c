@@ -93,8 +93,10 @@ static int choose_transport(ptdp_trainer *tr, const ptdp_args *a, const ptdp_bac
     PTDP_CALL(ptdp_grid_use_nccl(&tr->grid));
   }
   if (on_gpu && tr->grid.world_rank == 0)
-    printf("cuda: collectives through %s%s\n", cb == PTDP_COMM_NCCL ? "NCCL" : "MPI (staged through host memory)",
-           shared ? " (ranks share a GPU)" : "");
+    printf("cuda: collectives through %s%s%s\n", cb == PTDP_COMM_NCCL ? "NCCL" : "MPI (staged through host memory)",
+           shared ? " (ranks share a GPU)" : "",
+           cb == PTDP_COMM_NCCL && tr->grid.pp.size > 1 ? "; pipeline messages through NCCL, one link per neighbour and direction"
+                                                   : "");
   return PTDP_OK;
 }
 

@@ -8,7 +8,9 @@
 #   one rank, fp32, and its waits per iteration (iterations 3 against 2): at most 3, the losses'
 #     copy and its synchronize at the end of the pipeline run and the gradient norm's sumsq_many;
 #   t=2 with sequence parallelism, fp16 (the loss scaler's unscale_check once an iteration), and
-#   d=2 with the distributed optimizer, bf16, both through the (emulated) NCCL transport.
+#   d=2 with the distributed optimizer, bf16, both through the (emulated) NCCL transport;
+#   p=2 (1F1B, fp32) and p=2 interleaved (bf16) through NCCL, whose pipeline messages go over
+#   NCCL's ring links: the host waits for none of them.
 # The check proves itself on a run known to wait per micro-batch: p=2 over the MPI transport,
 # which stages every pipeline message through host memory (a to_host and a synchronize each;
 # transport_mpi.c).  There the counts must differ.
@@ -49,9 +51,20 @@ waits d2_m2 2 4 --use-distributed-optimizer --bf16 && waits d2_m4 2 8 --use-dist
 ok $? "d=2, distributed optimizer, bf16, NCCL: two runs"
 same d2_m2 d2_m4; ok $? "d=2 bf16: 2 and 4 micro-batches per rank wait the same times"
 
+waits p2_m2 2 2 --pipeline-model-parallel-size 2 && waits p2_m4 2 4 --pipeline-model-parallel-size 2
+ok $? "p=2, fp32, NCCL: two runs"
+grep -q 'pipeline messages through NCCL' "$TMPD/p2_m2.log"; ok $? "p=2: pipeline messages through NCCL"
+same p2_m2 p2_m4; ok $? "p=2 over NCCL: 2 and 4 micro-batches wait the same times"
+# (4 and 8 micro-batches: from 4 on, both hold 5 in flight on stage 0, so their plans, and the
+# frees at exit, are the same)
+waits p2i_m4 2 4 --pipeline-model-parallel-size 2 --num-layers 4 --num-layers-per-virtual-pipeline-stage 1 --bf16 &&
+  waits p2i_m8 2 8 --pipeline-model-parallel-size 2 --num-layers 4 --num-layers-per-virtual-pipeline-stage 1 --bf16
+ok $? "p=2 interleaved, bf16, NCCL: two runs"
+same p2i_m4 p2i_m8; ok $? "p=2 interleaved over NCCL: 4 and 8 micro-batches wait the same times"
+
 # the plant: pipeline messages staged through the host wait once each
-waits p2_m2 2 2 --pipeline-model-parallel-size 2 --comm-backend mpi &&
-  waits p2_m4 2 4 --pipeline-model-parallel-size 2 --comm-backend mpi
+waits p2mpi_m2 2 2 --pipeline-model-parallel-size 2 --comm-backend mpi &&
+  waits p2mpi_m4 2 4 --pipeline-model-parallel-size 2 --comm-backend mpi
 ok $? "p=2 over the MPI transport: two runs"
-! same p2_m2 p2_m4 > /dev/null; ok $? "plant: p=2 staging each message through the host is caught waiting per micro-batch"
+! same p2mpi_m2 p2mpi_m4 > /dev/null; ok $? "plant: p=2 staging each message through the host is caught waiting per micro-batch"
 finish

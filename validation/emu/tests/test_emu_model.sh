@@ -2,8 +2,9 @@
 # The whole model on the emulated CUDA backend (validation/emu/ptdp-train-emu, the CUDA
 # backend's own sources on the CUDA emulation) against the CPU backend, fp32, dropout on:
 #   one rank; t=2 with sequence parallelism; p=2 interleaved; d=2 with the distributed
-#   optimizer; full and selective recomputation; t=2, d=2 and p=2 (the embedding group) again
-#   with the NCCL transport (emulated over MPI; PTDP_EMU_DEVICES gives each rank its own GPU).
+#   optimizer; full and selective recomputation; t=2, d=2, p=2 (the embedding group) and p=2
+#   interleaved again with the NCCL transport (emulated over MPI; PTDP_EMU_DEVICES gives each rank
+#   its own GPU), whose p=2 runs send the pipeline's messages through NCCL ring links.
 # Each equals the CPU backend's one-rank run: every loss and the first step's gradients within
 # 1e-5 relative, parameters after the last step within 1e-4 (equivalence_lib.sh says why).
 # The vocabulary (256) pads to the same size for t = 1 and 2, so one reference serves all.
@@ -50,6 +51,11 @@ while read -r name np devices groups flags; do
   if [ "$devices" -gt 1 ]; then
     grep -q 'collectives through NCCL' "$TMPD/$name.log"; ok $? "$name: collectives went through NCCL"
   fi
+  case $flags in *--pipeline-model-parallel-size*)
+    [ "$devices" -gt 1 ]; want=$?
+    grep -q 'pipeline messages through NCCL' "$TMPD/$name.log"; [ $? -eq $want ]
+    ok $? "$name: pipeline messages went through $([ $want -eq 0 ] && echo NCCL || echo MPI)" ;;
+  esac
 done <<'LAYOUTS'
 t2_sp         2 1 final,init,step1/grads --tensor-model-parallel-size 2 --sequence-parallel
 p2_interleave 2 1 final,init,step1/grads --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1
@@ -59,6 +65,7 @@ selective     1 1 final,init,step1/grads --recompute-granularity selective
 nccl_t2_sp    2 2 final,init,step1/grads --tensor-model-parallel-size 2 --sequence-parallel
 nccl_d2       2 2 final,init             --use-distributed-optimizer
 nccl_p2       2 2 final,init,step1/grads --pipeline-model-parallel-size 2
+nccl_p2_inter 2 2 final,init,step1/grads --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1
 LAYOUTS
 # bf16 and fp16: the CUDA backend storing the 16-bit type natively (its own 16-bit kernels and
 # cuBLAS(Lt) products with fp32 accumulation; the trainer says so on its [backend] line) against
