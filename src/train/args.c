@@ -268,8 +268,8 @@ static const ptdp_option table[] = {
   {"device", PTDP_OPT_INT, OFF(device), "-1", -1, 1024, NULL,
    "cuda: the GPU of every rank of a node; -1: the node-local rank modulo the node's GPUs", &if_cuda},
   {"comm-backend", PTDP_OPT_ENUM, ENUM_OFF(comm_backend), "auto", 0, 0, "auto|mpi|nccl",
-   "cuda: collectives through NCCL or MPI (staged through host memory); auto: NCCL when built and no two ranks share "
-   "a GPU",
+   "cuda: collectives and pipeline messages through NCCL or MPI (staged through host memory); auto: NCCL when built "
+   "and no two ranks share a GPU",
    &if_cuda},
   {"distributed-timeout-minutes", PTDP_OPT_REAL, OFF(distributed_timeout_minutes), "10", 1e-3, 1e6, NULL,
    "cuda with NCCL: minutes a rank waits for a collective before it aborts the group's NCCL communicator and fails, "
