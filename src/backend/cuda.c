@@ -3,11 +3,14 @@
  * Every operation is enqueued on the backend's stream, in program order, so operations need no
  * synchronisation among themselves; the host waits only in synchronize, in sumsq and
  * sumsq_many (which return numbers), in unscale_check (which returns a flag), in to_host into
- * pageable memory, when the scratch grows or adamw_many's table cache is emptied, at free and at
- * destroy (PTDP_CUDA_WAITS=1 counts them: ptdp-gpu(7), "Where the host waits").
+ * pageable memory, when adamw_many's table cache is emptied, at free and at destroy (PTDP_CUDA_WAITS=1 counts them: ptdp-gpu(7), "Where the host waits").
  * Those waits poll (ptdp/cuda.h, "How the host waits"): the stream may hold collectives that
  * never finish, which the NCCL transport's checkers then turn into an error instead of a hang.
- * Memory is cudaMalloc'ed and zeroed on the stream.  Kernels live in cuda_kernels.cu,
+ * Memory is cudaMalloc'ed and zeroed on the stream at set-up.  What the steps allocate (the
+ * scratch, which grows during the first step, sumsq_many's and adamw_many's tables) is
+ * stream-ordered, cudaMallocAsync and cudaFreeAsync on the stream: cudaMalloc and cudaFree wait
+ * for the whole device, so during a step they could wait for a collective or pipeline message
+ * of another stream that never completes, with no timeout (ptdp_cu_scratch).  Kernels live in cuda_kernels.cu,
  * cuda_softmax.cu and cuda_llama.cu (RMSNorm, RoPE, SwiGLU), GEMMs in cuda_gemm.c, the attention in
  * cuda_attention.c, the fused attention (16-bit tables) in cuda_flash.cu.
  * Storage type (ptdp_backend_options.dtype): fp32, or bf16/fp16 natively: every (S) operand of
@@ -202,18 +205,27 @@ static int wait_stream(ptdp_backend *be, const char *what)
 
 /* ---- memory ---- */
 
-/* Growing frees the old scratch, and cudaFree waits for the whole device, collectives on
- * other streams included: so first wait (polling, with the checkers) until nothing is queued
- * anywhere, then free and allocate.  Shapes repeat, so this happens in the first step only. */
+/* Growing the scratch is stream-ordered (cudaFreeAsync, cudaMallocAsync on the compute stream):
+ * the old block is released once the work queued before it is done, and nothing waits.  It
+ * happens inside the first step's pipeline run, where a cudaFree or cudaMalloc, which wait for
+ * the whole device, could wait for a pipeline message that the peer sends only after a message
+ * this rank has yet to send (a deadlock, ended by the timeout).  Shapes repeat, so it happens in
+ * the first step only. */
 int ptdp_cu_scratch(ptdp_backend *be, size_t n, float **p)
 {
   ptdp_cu_ctx *c = be->ctx;
   if (n > c->scratch_n) {
-    PTDP_CALL(wait_poll(c->stream, 1, "growing the backend's scratch"));
-    if (c->scratch) PTDP_CALL_CUDA(cudaFree(c->scratch));
+    if (c->scratch) PTDP_CALL_CUDA(cudaFreeAsync(c->scratch, c->stream));
     c->scratch = NULL;
     c->scratch_n = 0;
-    PTDP_CALL_CUDA(cudaMalloc((void **)&c->scratch, n * sizeof(float)));
+    cudaError_t e = cudaMallocAsync((void **)&c->scratch, n * sizeof(float), c->stream);
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      c->scratch = NULL;
+      return PTDP_FAIL(PTDP_ERR_MEM, "GPU %d out of memory growing the scratch to %zu bytes", c->device,
+                       n * sizeof(float));
+    }
+    PTDP_CALL_CUDA(e);
     c->scratch_n = n;
   }
   *p = c->scratch;
@@ -310,17 +322,18 @@ static void ctx_release(ptdp_cu_ctx *c)
     fprintf(stderr, "ptdp: cuda: backend destroyed with work still queued on the GPU; its memory is not freed\n");
     return;
   }
+  /* what the steps allocated, stream-ordered (no device-wide wait while collectives run), first */
+  if (c->scratch) report_cuda(cudaFreeAsync(c->scratch, c->stream), "cudaFreeAsync", "scratch");
+  if (c->many) report_cuda(cudaFreeAsync(c->many, c->stream), "cudaFreeAsync", "sumsq_many sums");
+  if (c->many_tab) report_cuda(cudaFreeAsync(c->many_tab, c->stream), "cudaFreeAsync", "sumsq_many table");
+  if (c->many_part) report_cuda(cudaFreeAsync(c->many_part, c->stream), "cudaFreeAsync", "sumsq_many partial sums");
+  aw_release(c);
   ptdp_cu_gemm_release(c);
   if (c->lt_work) report_cuda(cudaFree(c->lt_work), "cudaFree", "cuBLASLt workspace");
-  if (c->scratch) report_cuda(cudaFree(c->scratch), "cudaFree", "scratch");
   if (c->red) report_cuda(cudaFree(c->red), "cudaFree", "sumsq partials");
   if (c->red_host) report_cuda(cudaFreeHost(c->red_host), "cudaFreeHost", "sumsq result");
-  if (c->many) report_cuda(cudaFree(c->many), "cudaFree", "sumsq_many sums");
   if (c->many_host) report_cuda(cudaFreeHost(c->many_host), "cudaFreeHost", "sumsq_many results");
-  if (c->many_tab) report_cuda(cudaFree(c->many_tab), "cudaFree", "sumsq_many table");
   if (c->many_tab_host) report_cuda(cudaFreeHost(c->many_tab_host), "cudaFreeHost", "sumsq_many table");
-  if (c->many_part) report_cuda(cudaFree(c->many_part), "cudaFree", "sumsq_many partial sums");
-  aw_release(c);
   free(c->aw);
   free(c->aw_plan);
   cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
@@ -501,7 +514,7 @@ static int cu_xent_loss(ptdp_backend *be, const float *gmax, const float *se, co
 static void aw_release(ptdp_cu_ctx *c)
 {
   for (int i = 0; i < c->aw_n; i++) {
-    report_cuda(cudaFree(c->aw[i].dev), "cudaFree", "adamw_many table");
+    report_cuda(cudaFreeAsync(c->aw[i].dev, c->stream), "cudaFreeAsync", "adamw_many table");
     report_cuda(cudaFreeHost(c->aw[i].host), "cudaFreeHost", "adamw_many table");
   }
   c->aw_n = 0;
@@ -529,14 +542,14 @@ static int aw_table(ptdp_backend *be, int count, int blocks, const ptdp_cu_aw_ta
     c->aw_cap = cap;
   }
   ptdp_cu_aw_table t = {.count = count, .blocks = blocks};
-  cudaError_t e = cudaMalloc(&t.dev, bytes);
+  cudaError_t e = cudaMallocAsync(&t.dev, bytes, c->stream);
   if (e == cudaSuccess) e = cudaMallocHost(&t.host, bytes);
   if (e == cudaSuccess) {
     memcpy(t.host, c->aw_plan, bytes);
     e = cudaMemcpyAsync(t.dev, t.host, bytes, cudaMemcpyHostToDevice, c->stream);
   }
   if (e != cudaSuccess) {
-    if (t.dev) report_cuda(cudaFree(t.dev), "cudaFree", "adamw_many table");
+    if (t.dev) report_cuda(cudaFreeAsync(t.dev, c->stream), "cudaFreeAsync", "adamw_many table");
     if (t.host) report_cuda(cudaFreeHost(t.host), "cudaFreeHost", "adamw_many table");
     return PTDP_FAIL(PTDP_ERR_LIB, "adamw_many: a table of %d ranges: %s: %s", count, cudaGetErrorName(e),
                      cudaGetErrorString(e));
@@ -606,16 +619,16 @@ static double cu_sumsq(ptdp_backend *be, const float *x, size_t n)
 static int many_room(ptdp_cu_ctx *c, int count)
 {
   if (count <= c->many_cap) return PTDP_OK;
-  if (c->many) PTDP_CALL_CUDA(cudaFree(c->many));
+  if (c->many) PTDP_CALL_CUDA(cudaFreeAsync(c->many, c->stream));
   if (c->many_host) PTDP_CALL_CUDA(cudaFreeHost(c->many_host));
-  if (c->many_tab) PTDP_CALL_CUDA(cudaFree(c->many_tab));
+  if (c->many_tab) PTDP_CALL_CUDA(cudaFreeAsync(c->many_tab, c->stream));
   if (c->many_tab_host) PTDP_CALL_CUDA(cudaFreeHost(c->many_tab_host));
   c->many = c->many_host = NULL;
   c->many_tab = c->many_tab_host = NULL;
   c->many_cap = 0;
-  PTDP_CALL_CUDA(cudaMalloc((void **)&c->many, (size_t)count * sizeof(double)));
+  PTDP_CALL_CUDA(cudaMallocAsync((void **)&c->many, (size_t)count * sizeof(double), c->stream));
   PTDP_CALL_CUDA(cudaMallocHost((void **)&c->many_host, (size_t)count * sizeof(double)));
-  PTDP_CALL_CUDA(cudaMalloc(&c->many_tab, (size_t)count * sizeof(ptdp_cuk_sumsq_entry)));
+  PTDP_CALL_CUDA(cudaMallocAsync(&c->many_tab, (size_t)count * sizeof(ptdp_cuk_sumsq_entry), c->stream));
   PTDP_CALL_CUDA(cudaMallocHost(&c->many_tab_host, (size_t)count * sizeof(ptdp_cuk_sumsq_entry)));
   c->many_cap = count;
   return PTDP_OK;
@@ -625,10 +638,10 @@ static int many_room(ptdp_cu_ctx *c, int count)
 static int many_part_room(ptdp_cu_ctx *c, int blocks)
 {
   if (blocks <= c->many_part_cap) return PTDP_OK;
-  if (c->many_part) PTDP_CALL_CUDA(cudaFree(c->many_part));
+  if (c->many_part) PTDP_CALL_CUDA(cudaFreeAsync(c->many_part, c->stream));
   c->many_part = NULL;
   c->many_part_cap = 0;
-  PTDP_CALL_CUDA(cudaMalloc((void **)&c->many_part, (size_t)blocks * sizeof(double)));
+  PTDP_CALL_CUDA(cudaMallocAsync((void **)&c->many_part, (size_t)blocks * sizeof(double), c->stream));
   c->many_part_cap = blocks;
   return PTDP_OK;
 }

@@ -538,6 +538,17 @@ static int nccl_setup(nccl_ctx *x, MPI_Comm comm, int rank, int size)
 /* The tag of the ids sent while the ring opens (above the pipeline's message tags, driver.c). */
 enum { RING_ID_TAG = 32001 };
 
+/* A link's first message, one float (0) from its sender, waited for (polled, the watchdog on). */
+static int first_message(nccl_link *L, float *one, int sender)
+{
+  snprintf(L->last, sizeof L->last, "first message (1 float, opening the link)");
+  PTDP_CALL_CUDA(cudaMemsetAsync(one, 0, sizeof *one, L->stream));
+  if (sender) PTDP_CALL_NCCL(ncclSend(one, 1, ncclFloat32, 1, L->nccl, L->stream));
+  else PTDP_CALL_NCCL(ncclRecv(one, 1, ncclFloat32, 0, L->nccl, L->stream));
+  PTDP_CALL(ptdp_cuda_wait_stream(L->stream, "opening a ring link"));
+  return PTDP_OK;
+}
+
 /* One link: messages from rank `from` to rank `from + dir` (mod g), dir index di (0: +1, 1: -1).
  * The sender makes the id and sends it to the receiver; both join a communicator of the two,
  * the sender as its rank 0.  Only its two ranks call this. */
@@ -560,6 +571,14 @@ static int open_link(ptdp_transport *tr, int from, int di)
     PTDP_CALL_MPI(MPI_Recv(&id, (int)sizeof id, MPI_BYTE, from, RING_ID_TAG, x->comm, MPI_STATUS_IGNORE));
   }
   PTDP_CALL(link_setup(L, 2, id, sender ? 0 : 1));
+  /* One float across at once: NCCL connects a peer on its first message, and both ranks are
+   * here now, where they may not be at a first message during the pipeline. */
+  float *one = NULL;
+  PTDP_CALL_CUDA(cudaMalloc((void **)&one, sizeof *one));
+  const int err = first_message(L, one, sender);
+  const cudaError_t fe = cudaFree(one);
+  PTDP_CALL(err);
+  PTDP_CALL_CUDA(fe);
   return PTDP_OK;
 }
 

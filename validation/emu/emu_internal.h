@@ -39,6 +39,8 @@ std::recursive_mutex &lock();
  * becomes the device's sticky error (CUDA's behaviour for a fault inside a kernel) with `what`
  * in the message printed once.  Returns cudaErrorInvalidResourceHandle for a destroyed stream. */
 cudaError_t enqueue(cudaStream_t s, const char *what, std::function<cudaError_t()> fn);
+/* A stream handle a call may use: the legacy NULL stream or a live created one. */
+bool valid_stream(cudaStream_t s);
 
 /* Queue an operation that completes later (a collective waiting for its peers): start runs
  * when it reaches the head of its stream, then poll is called (lock held, device open) until

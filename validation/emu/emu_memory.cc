@@ -1,7 +1,14 @@
 /* Emulated device memory (emu_mem.h says how it is laid out and checked) and its cudart calls:
- * cudaMalloc, cudaFree, cudaMallocHost, cudaFreeHost, cudaMemGetInfo.  The reservation is closed
- * to the host (PROT_NONE) except while queued work runs (device_open/device_close); a host access
- * to it faults, and the SIGSEGV handler says so before the process dies of the signal. */
+ * cudaMalloc, cudaFree, cudaMallocAsync, cudaFreeAsync, cudaMallocHost, cudaFreeHost,
+ * cudaMemGetInfo.  cudaMalloc and cudaFree synchronize the device, as CUDA's programming guide
+ * says they may ("causes the GPU to synchronize across all executing CUDA streams"): they wait
+ * for all queued work, collectives included, so a program that allocates while a collective or
+ * message waits for a peer that waits for it hangs here as it would on a GPU.  The stream-ordered
+ * pair waits for nothing: cudaMallocAsync's memory is reserved at once (a fresh block: nothing
+ * queued can touch it), cudaFreeAsync's is released when its stream reaches it.  The
+ * reservation is closed to the host (PROT_NONE) except while queued work runs (device_open/
+ * device_close); a host access to it faults, and the SIGSEGV handler says so before the process
+ * dies of the signal. */
 #include "emu_runtime.h"
 
 #include <csignal>
@@ -174,9 +181,11 @@ using namespace emu;
 
 extern "C" {
 
-cudaError_t cudaMalloc(void **p, size_t bytes)
+namespace {
+
+/* A block of device memory, poisoned (0xff bytes) so that a read before a write shows. */
+cudaError_t reserve(void **p, size_t bytes)
 {
-  LOCK;
   if (!p) return api_error(cudaErrorInvalidValue);
   *p = nullptr;
   if (sticky_error) return sticky_error;
@@ -199,12 +208,16 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
   return cudaSuccess;
 }
 
-/* cudaFree waits for the device's queued work first (CUDA's documented behaviour). */
-cudaError_t cudaFree(void *p)
+/* Whether p starts a live device allocation. */
+bool live_block(void *p)
 {
-  LOCK;
-  if (!p) return cudaSuccess;
-  cudaError_t e = drain([] { return !any_queued(); }, true);
+  if (mem.use_malloc) return malloc_allocs.count((uintptr_t)p) != 0;
+  const Alloc *al = mem.lo ? arena_find((uintptr_t)p) : nullptr;
+  return al && al->live && al->base == (uintptr_t)p;
+}
+
+cudaError_t release(void *p, const char *fn)
+{
   size_t bytes = device_bytes(p);
   if (mem.use_malloc) {
     auto it = malloc_allocs.find((uintptr_t)p);
@@ -212,11 +225,53 @@ cudaError_t cudaFree(void *p)
     malloc_allocs.erase(it);
     free(p);
   } else if (arena_free(p) != cudaSuccess) {
-    fprintf(stderr, "ptdp-emu: cudaFree(%p): not the start of a live device allocation\n", p);
+    fprintf(stderr, "ptdp-emu: %s(%p): not the start of a live device allocation\n", fn, p);
     return api_error(cudaErrorInvalidValue);
   }
   in_use -= bytes;
-  return e;
+  return cudaSuccess;
+}
+
+} // namespace
+
+/* cudaMalloc waits for the device's queued work first, as cudaFree does. */
+cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+  LOCK;
+  if (p && bytes && !sticky_error) {
+    cudaError_t e = drain([] { return !any_queued(); }, true);
+    if (e) return e;
+  }
+  return reserve(p, bytes);
+}
+
+cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t s)
+{
+  LOCK;
+  if (!valid_stream(s)) return api_error(cudaErrorInvalidResourceHandle);
+  return reserve(p, bytes);
+}
+
+/* cudaFree waits for the device's queued work first (CUDA's documented behaviour). */
+cudaError_t cudaFree(void *p)
+{
+  LOCK;
+  if (!p) return cudaSuccess;
+  cudaError_t e = drain([] { return !any_queued(); }, true);
+  cudaError_t r = release(p, "cudaFree");
+  return r ? r : e;
+}
+
+cudaError_t cudaFreeAsync(void *p, cudaStream_t s)
+{
+  LOCK;
+  if (!p) return cudaSuccess;
+  if (!valid_stream(s)) return api_error(cudaErrorInvalidResourceHandle);
+  if (!live_block(p)) {
+    fprintf(stderr, "ptdp-emu: cudaFreeAsync(%p): not the start of a live device allocation\n", p);
+    return api_error(cudaErrorInvalidValue);
+  }
+  return enqueue(s, "cudaFreeAsync", [p] { return release(p, "cudaFreeAsync"); });
 }
 
 cudaError_t cudaMallocHost(void **p, size_t bytes)

@@ -124,6 +124,8 @@ cudaError_t cudaRuntimeGetVersion(int *v);
 
 cudaError_t cudaMalloc(void **p, size_t bytes);
 cudaError_t cudaFree(void *p);
+cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t s);
+cudaError_t cudaFreeAsync(void *p, cudaStream_t s);
 cudaError_t cudaMallocHost(void **p, size_t bytes);
 cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned int flags);
 cudaError_t cudaFreeHost(void *p);

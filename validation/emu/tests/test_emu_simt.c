@@ -2,11 +2,15 @@
  * (a planted mistake per check, in the kernels of emu_test_kernels.cu).
  *   right:   block sums through shuffles and shared memory (1024-thread blocks, a partial last
  *            block), votes and every shuffle kind, dynamic shared memory, the NaN pattern of a
- *            fresh allocation, events ordering two streams;
+ *            fresh allocation, events ordering two streams, stream-ordered memory (cudaFreeAsync
+ *            releases when its stream gets there, cudaMallocAsync waits for nothing, cudaMalloc
+ *            for all queued work);
  *   caught:  a write one element past an allocation, a host pointer given to a kernel, a shared
  *            race, a barrier one thread skips, launch limits (1025 threads, 228 KB of dynamic
  *            shared memory), a host read of device memory (SIGSEGV), a copy with the wrong kind,
- *            and a missing cross-stream dependency (the consumer runs first and sees NaN).
+ *            a missing cross-stream dependency (the consumer runs first and sees NaN), and a kernel
+ *            queued before a cudaFreeAsync of its output, on another stream with no wait (it
+ *            writes freed memory).
  * A fault is sticky (as on a GPU), so each planted fault runs in a forked child that reports
  * through its exit status and stderr. */
 #include <cuda_runtime.h>
@@ -222,6 +226,7 @@ static void plant_host_read(void)
 }
 
 unsigned long ptdp_emu_hook_calls(void);
+static void plant_free_async_early(void);
 
 static void test_faults(void)
 {
@@ -249,6 +254,56 @@ static void test_faults(void)
   EXPECT(emu_child(race_shfl_synced, "", &saw) == 10, "__syncwarp does not order shared memory in the warp");
   EXPECT(emu_child(plant_host_read, "host code touched emulated device memory", &saw) == 128 + SIGSEGV && saw,
          "a host read of device memory does not die of SIGSEGV with a message");
+  EXPECT(emu_child(plant_free_async_early, "", &saw) == 10,
+         "a kernel writing memory another stream freed (cudaFreeAsync, no wait) is not an illegal address");
+}
+
+/* Free device bytes as the emulation counts them. */
+static size_t free_bytes(void)
+{
+  size_t f = 0, t = 0;
+  CK(cudaMemGetInfo(&f, &t));
+  return f;
+}
+
+/* cudaFreeAsync keeps the block until its stream reaches the free; cudaMallocAsync runs nothing
+ * queued; cudaMalloc runs all of it first (CUDA: it synchronizes the device).  A kernel queued on
+ * the same stream before the free writes its output safely. */
+static void test_stream_ordered_memory(void)
+{
+  const int n = 1 << 18; /* 1 MiB of floats: far more than the allocations below */
+  cudaStream_t a;
+  CK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  float *x = dev_floats(NULL, (size_t)n), *y;
+  CK(cudaMallocAsync((void **)&y, (size_t)n * sizeof(float), a));
+  CK(emu_t_launch_inc(a, x, y, n, 0, 256)); /* y = x + 1, then y freed after it */
+  const size_t f0 = free_bytes();
+  CK(cudaFreeAsync(y, a));
+  EXPECT(free_bytes() == f0, "cudaFreeAsync released its block before its stream got there");
+  void *z, *w;
+  CK(cudaMallocAsync(&z, 4096, a));
+  const size_t f1 = free_bytes();
+  EXPECT(f1 < f0, "cudaMallocAsync of 4 KB did not take memory, or ran the queued free");
+  CK(cudaMalloc(&w, 4096));
+  EXPECT(free_bytes() > f1, "cudaMalloc did not run the queued cudaFreeAsync (1 MiB) first");
+  EXPECT(cudaStreamSynchronize(a) == cudaSuccess, "the kernel queued before cudaFreeAsync faulted");
+  CK(cudaFreeAsync(z, a));
+  CK(cudaFree(w));
+  CK(cudaFree(x));
+  CK(cudaStreamDestroy(a));
+}
+
+/* The plant: the output freed on another stream with no wait for the kernel writing it. */
+static void plant_free_async_early(void)
+{
+  const int n = 1024;
+  cudaStream_t a, b;
+  CK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  float *x = dev_floats(NULL, (size_t)n), *y = dev_floats(NULL, (size_t)n);
+  CK(emu_t_launch_inc(a, x, y, n, 0, 256));
+  CK(cudaFreeAsync(y, b));
+  exit(cudaDeviceSynchronize() == cudaErrorIllegalAddress ? 10 : 1);
 }
 
 static void test_api_checks(void)
@@ -287,6 +342,7 @@ int main(void)
   EXPECT(!streams_case(0), "without the event wait the consumer still saw the result: a missing dependency hides");
   EXPECT(rerecord_case(), "a later record of the event on another stream released a wait for an earlier one");
   test_api_checks();
+  test_stream_ordered_memory();
   test_faults();
   printf("test_emu_simt: %d passed, %d failed\n", n_pass, n_fail);
   return n_fail ? 1 : 0;
