@@ -141,6 +141,13 @@ struct ptdp_backend {
    * three); a GPU's three passes over the residual stream were two too many. */
   int (*bias_dropout_add)(ptdp_backend *be, float *y, const float *bias, uint8_t *mask, const ptdp_dropout_key *k,
                           const float *res, long long rows, int cols);
+  /* bias_dropout_add on y [rows, h], then layernorm_forward of the result: out = LN(y) w + nb,
+   * mean and rstd saved; bit for bit this backend's bias_dropout_add then layernorm_forward (y
+   * written once and read back from the cache where the two passes read it from memory again).
+   * y, bias, res, w, nb, out (S).  Optional (NULL: the model calls the two). */
+  int (*bias_dropout_add_layernorm)(ptdp_backend *be, float *y, const float *bias, uint8_t *mask,
+                                    const ptdp_dropout_key *k, const float *res, long long rows, int h,
+                                    const float *w, const float *nb, float *out, float *mean, float *rstd, float eps);
   /* probs [b, al, s, s] softmax output; mask, probs_drop the dropout (may alias probs when p = 0);
    * ctx [N, al hd].  qkv, probs, probs_drop, ctx (S). */
   int (*attention_forward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *probs,

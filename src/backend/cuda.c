@@ -478,6 +478,16 @@ static int cu_bias_dropout_add(ptdp_backend *be, float *y, const float *b, uint8
   return PTDP_OK;
 }
 
+static int cu_bias_dropout_add_layernorm(ptdp_backend *be, float *y, const float *b, uint8_t *mask,
+                                         const ptdp_dropout_key *k, const float *res, long long rows, int h,
+                                         const float *w, const float *nb, float *out, float *mean, float *rstd,
+                                         float eps)
+{
+  PTDP_CALL_CUDA(
+      ptdp_cuk_bias_dropout_add_layernorm(CTX->stream, CTX->t, y, b, mask, res, rows, h, *k, w, nb, out, mean, rstd, eps));
+  return PTDP_OK;
+}
+
 static int cu_xent_stats_local(ptdp_backend *be, const float *logits, const int32_t *target, long long v0,
                                long long rows, int vl, float *lmax, float *lsum, float *tgt)
 {
@@ -783,6 +793,7 @@ static void fill_table(ptdp_backend *be, ptdp_dtype t)
   be->adamw_many = cu_adamw_many;   /* optional too */
   be->xent_loss = cu_xent_loss;
   be->bias_dropout_add = cu_bias_dropout_add; /* optional */
+  be->bias_dropout_add_layernorm = cu_bias_dropout_add_layernorm; /* optional */
   be->xent_fused = cu_xent_fused;
   be->xent_stats_local = cu_xent_stats_local;
   be->xent_rescale = cu_xent_rescale;

@@ -110,6 +110,12 @@ cudaError_t ptdp_cuk_add(cudaStream_t st, ptdp_dtype t, void *y, const void *x, 
 /* y = dropout(y + b) + res (b may be NULL; k.p 0: no dropout, mask untouched) in one pass */
 cudaError_t ptdp_cuk_bias_dropout_add(cudaStream_t st, ptdp_dtype t, void *y, const void *b, uint8_t *mask,
                                       const void *res, long long rows, int cols, ptdp_dropout_key k);
+/* ptdp_cuk_bias_dropout_add, then ptdp_cuk_layernorm_forward of y into out: one warp-per-row pass
+ * where rows fit a warp (h <= 4096, 16-byte units), the two kernels otherwise; the same bits */
+cudaError_t ptdp_cuk_bias_dropout_add_layernorm(cudaStream_t st, ptdp_dtype t, void *y, const void *b, uint8_t *mask,
+                                                const void *res, long long rows, int h, ptdp_dropout_key k,
+                                                const void *w, const void *nb, void *out, float *mean, float *rstd,
+                                                float eps);
 cudaError_t ptdp_cuk_scale(cudaStream_t st, float *y, float a, size_t n); /* fp32 (the table's scale) */
 cudaError_t ptdp_cuk_scale_s(cudaStream_t st, ptdp_dtype t, void *y, float a, size_t n); /* (S): gemm's beta C */
 cudaError_t ptdp_cuk_dropout_forward(cudaStream_t st, ptdp_dtype t, void *x, uint8_t *mask, long long rows, int cols,

@@ -161,15 +161,14 @@ __global__ void ln_backward_dx_rows(const T *dy, const T *x, const T *w, const f
 // over other elements than ln_row_forward's lane: mean and rstd equal to the last bit but for a
 // rare double rounding).  One element a lane per load ran at 35-50% of the bandwidth on the H200
 // (validation/bench/README.md, GPU third session).
+// row r of the warp-per-row vec16 forward, lane t of 32 over the units t, t + 32, ... of x
 template <typename T>
-__global__ void ln_forward_rows_vec(const T *x, const T *w, const T *b, T *y, float *mean, float *rstd,
-                                    long long rows, int h, float eps)
+__device__ __forceinline__ static void ln_row_forward_vec(const vec16<T> *xr, const vec16<T> *wv, const vec16<T> *bv,
+                                                          vec16<T> *yr, float *mean, float *rstd, long long r, int h,
+                                                          float eps, int t)
 {
   constexpr int V = VEC(T);
-  const long long r = (long long)blockIdx.x * LN_ROWS_PER_BLOCK + (threadIdx.x >> 5);
-  if (r >= rows) return; // the whole warp: its lanes share the row
-  const int t = threadIdx.x & 31, nv = h / V;
-  const vec16<T> *xr = (const vec16<T> *)(x + r * h), *wv = (const vec16<T> *)w, *bv = (const vec16<T> *)b;
+  const int nv = h / V;
   double s = 0;
   for (int i = t; i < nv; i += 32) {
     const vec16<T> a = xr[i];
@@ -185,7 +184,6 @@ __global__ void ln_forward_rows_vec(const T *x, const T *w, const T *b, T *y, fl
     }
   }
   const float rs = 1.0f / sqrtf((float)(warp_sum(ss) / h) + eps);
-  vec16<T> *yr = (vec16<T> *)(y + r * h);
   for (int i = t; i < nv; i += 32) {
     const vec16<T> a = xr[i], wa = wv[i], ba = bv[i];
     vec16<T> o;
@@ -196,6 +194,16 @@ __global__ void ln_forward_rows_vec(const T *x, const T *w, const T *b, T *y, fl
     mean[r] = m;
     rstd[r] = rs;
   }
+}
+
+template <typename T>
+__global__ void ln_forward_rows_vec(const T *x, const T *w, const T *b, T *y, float *mean, float *rstd,
+                                    long long rows, int h, float eps)
+{
+  const long long r = (long long)blockIdx.x * LN_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (r >= rows) return; // the whole warp: its lanes share the row
+  ln_row_forward_vec((const vec16<T> *)(x + r * h), (const vec16<T> *)w, (const vec16<T> *)b, (vec16<T> *)(y + r * h),
+                     mean, rstd, r, h, eps, (int)(threadIdx.x & 31));
 }
 
 template <typename T>
@@ -812,6 +820,37 @@ __global__ void bias_dropout_add_k(T *y, const T *b, uint8_t *mask, const T *res
 
 // the same in vec16 units (cols a multiple of VEC(T); y, b, res aligned, mask to VEC(T) bytes):
 // a unit lies in one row, whose key is hashed once
+// unit i (vec16 elements from e0 = i VEC(T)) of row r, columns c0 ..: y, mask written
+template <typename T>
+__device__ __forceinline__ static void bda_unit_vec(T *y, const T *b, uint8_t *mask, const T *res, size_t i,
+                                                    long long r, long long c0, const ptdp_dropout_key &k,
+                                                    float keep_scale)
+{
+  const uint64_t rh = k.p > 0.0f ? bda_row(k, r) : 0;
+  vec16<T> a = ((vec16<T> *)y)[i];
+  const vec16<T> q = ((const vec16<T> *)res)[i];
+  uint8_t keep[VEC(T)];
+  for (int j = 0; j < VEC(T); j++) {
+    keep[j] = 1;
+    const float v = bda_one(ptdp_ld(a.e[j]), b, c0 + j, rh, k, keep_scale, &keep[j]);
+    ptdp_st(&a.e[j], __fadd_rn(v, ptdp_ld(q.e[j])));
+  }
+  ((vec16<T> *)y)[i] = a;
+  if (k.p > 0.0f) {
+    if (VEC(T) == 8) {
+      uint64_t m8 = 0;
+      for (int j = 0; j < 8; j++) m8 |= (uint64_t)keep[j] << (8 * j);
+      ((uint64_t *)mask)[i] = m8;
+    } else {
+      uint32_t m4 = 0;
+      for (int j = 0; j < 4; j++) m4 |= (uint32_t)keep[j] << (8 * j);
+      ((uint32_t *)mask)[i] = m4;
+    }
+  }
+}
+
+// the same in vec16 units (cols a multiple of VEC(T); y, b, res aligned, mask to VEC(T) bytes):
+// a unit lies in one row, whose key is hashed once
 template <typename T>
 __global__ void bias_dropout_add_vec(T *y, const T *b, uint8_t *mask, const T *res, long long rows, int cols,
                                      ptdp_dropout_key k, float keep_scale)
@@ -819,28 +858,7 @@ __global__ void bias_dropout_add_vec(T *y, const T *b, uint8_t *mask, const T *r
   FOR_EACH(i, (size_t)rows * cols / VEC(T))
   {
     const size_t e0 = i * VEC(T);
-    const long long r = (long long)(e0 / cols), c0 = (long long)(e0 % cols);
-    const uint64_t rh = k.p > 0.0f ? bda_row(k, r) : 0;
-    vec16<T> a = ((vec16<T> *)y)[i];
-    const vec16<T> q = ((const vec16<T> *)res)[i];
-    uint8_t keep[VEC(T)];
-    for (int j = 0; j < VEC(T); j++) {
-      keep[j] = 1;
-      const float v = bda_one(ptdp_ld(a.e[j]), b, c0 + j, rh, k, keep_scale, &keep[j]);
-      ptdp_st(&a.e[j], __fadd_rn(v, ptdp_ld(q.e[j])));
-    }
-    ((vec16<T> *)y)[i] = a;
-    if (k.p > 0.0f) {
-      if (VEC(T) == 8) {
-        uint64_t m8 = 0;
-        for (int j = 0; j < 8; j++) m8 |= (uint64_t)keep[j] << (8 * j);
-        ((uint64_t *)mask)[i] = m8;
-      } else {
-        uint32_t m4 = 0;
-        for (int j = 0; j < 4; j++) m4 |= (uint32_t)keep[j] << (8 * j);
-        ((uint32_t *)mask)[i] = m4;
-      }
-    }
+    bda_unit_vec(y, b, mask, res, i, (long long)(e0 / cols), (long long)(e0 % cols), k, keep_scale);
   }
 }
 
@@ -868,6 +886,57 @@ extern "C" cudaError_t ptdp_cuk_bias_dropout_add(cudaStream_t st, ptdp_dtype t, 
                                                  const void *res, long long rows, int cols, ptdp_dropout_key k)
 {
   return PTDP_CUK_DISPATCH(t, bias_dropout_add_launch, st, y, b, mask, res, rows, cols, k);
+}
+
+// ---------------------------------------------------------------- bias + dropout + residual + LayerNorm
+// bias_dropout_add, then the LayerNorm of its result, a warp per row (ptdp_backend's
+// bias_dropout_add_layernorm): each lane writes its units of y (bda_unit_vec, the bits of
+// bias_dropout_add_vec) and reads back only those units for the row's LayerNorm
+// (ln_row_forward_vec, the bits of ln_forward_rows_vec), so y reaches memory once and is read back
+// from the cache, where the two kernels read it from memory again.
+template <typename T>
+__global__ void bda_ln_rows_vec(T *y, const T *b, uint8_t *mask, const T *res, ptdp_dropout_key k, float keep_scale,
+                                const T *w, const T *nb, T *out, float *mean, float *rstd, long long rows, int h,
+                                float eps)
+{
+  const long long r = (long long)blockIdx.x * LN_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (r >= rows) return; // the whole warp: its lanes share the row
+  const int t = (int)(threadIdx.x & 31), nv = h / VEC(T);
+  for (int i = t; i < nv; i += 32)
+    bda_unit_vec(y, b, mask, res, (size_t)r * nv + i, r, (long long)i * VEC(T), k, keep_scale);
+  ln_row_forward_vec((const vec16<T> *)(y + r * h), (const vec16<T> *)w, (const vec16<T> *)nb,
+                     (vec16<T> *)(out + r * h), mean, rstd, r, h, eps, t);
+}
+
+template <typename T>
+static cudaError_t bda_ln_launch(cudaStream_t st, void *y, const void *b, uint8_t *mask, const void *res,
+                                 long long rows, int h, ptdp_dropout_key k, const void *w, const void *nb, void *out,
+                                 float *mean, float *rstd, float eps)
+{
+  void (*bda_ln_kernel)(T *, const T *, uint8_t *, const T *, ptdp_dropout_key, float, const T *, const T *, T *, float *,
+                 float *, long long, int, float) = bda_ln_rows_vec<T>;
+  const bool fused = h <= LN_WARP_H && h % VEC(T) == 0 && vec_aligned(y) && vec_aligned(res) &&
+                     (!b || vec_aligned(b)) && (k.p <= 0.0f || ((uintptr_t)mask & (uintptr_t)(VEC(T) - 1)) == 0) &&
+                     vec_aligned(w) && vec_aligned(nb) && vec_aligned(out);
+  if (!fused) { /* the two kernels: the same bits */
+    const cudaError_t e = bias_dropout_add_launch<T>(st, y, b, mask, res, rows, h, k);
+    if (e != cudaSuccess) return e;
+    return ln_forward_launch<T>(st, y, w, nb, out, mean, rstd, rows, h, eps);
+  }
+  if (rows <= 0) return cudaGetLastError();
+  const float keep_scale = k.p > 0.0f ? 1.0f / (1.0f - k.p) : 1.0f;
+  bda_ln_kernel<<<ln_row_blocks(rows), 32 * LN_ROWS_PER_BLOCK, 0, st>>>((T *)y, (const T *)b, mask, (const T *)res, k,
+                                                                 keep_scale, (const T *)w, (const T *)nb, (T *)out,
+                                                                 mean, rstd, rows, h, eps);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t ptdp_cuk_bias_dropout_add_layernorm(cudaStream_t st, ptdp_dtype t, void *y, const void *b,
+                                                           uint8_t *mask, const void *res, long long rows, int h,
+                                                           ptdp_dropout_key k, const void *w, const void *nb,
+                                                           void *out, float *mean, float *rstd, float eps)
+{
+  return PTDP_CUK_DISPATCH(t, bda_ln_launch, st, y, b, mask, res, rows, h, k, w, nb, out, mean, rstd, eps);
 }
 
 // ---------------------------------------------------------------- embedding

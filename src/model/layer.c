@@ -200,10 +200,15 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
   PTDP_CALL(be->gemm(be, 0, 1, N, h, hl, 1.0f, a->ctx, hl, w->proj_w, hl, 0.0f, partial_target(p, a->x2), h));
   PTDP_CALL(reduce_partial(m, p, a->x2, h)); /* [Nl, h] */
   ptdp_dropout_key k1 = resid_key(m, PTDP_RNG_ATTN_RESID, layer, p->sample0);
-  PTDP_CALL(bias_dropout_add(be, a->x2, w->proj_b, a->mask1, &k1, a->x, Nl, h));
+  if (be->bias_dropout_add_layernorm && m->cfg.arch.norm != PTDP_NORM_RMSNORM) /* the residual into LN2, one pass */
+    PTDP_CALL(be->bias_dropout_add_layernorm(be, a->x2, w->proj_b, a->mask1, &k1, a->x, Nl, h, w->ln2_w, w->ln2_b,
+                                             a->ln2_out, a->ln2_mean, a->ln2_rstd, m->cfg.eps));
+  else {
+    PTDP_CALL(bias_dropout_add(be, a->x2, w->proj_b, a->mask1, &k1, a->x, Nl, h));
+    PTDP_CALL(ptdp_gpt_norm_forward(m, a->x2, w->ln2_w, w->ln2_b, a->ln2_out, a->ln2_mean, a->ln2_rstd, Nl));
+  }
 
   /* MLP block */
-  PTDP_CALL(ptdp_gpt_norm_forward(m, a->x2, w->ln2_w, w->ln2_b, a->ln2_out, a->ln2_mean, a->ln2_rstd, Nl));
   PTDP_CALL(gathered_input(m, p, a->ln2_out, h, &in));
   PTDP_CALL(mlp_fc1_forward(m, w, N, in, a->fc1, a->gelu));
   PTDP_CALL(be->gemm(be, 0, 1, N, h, fl, 1.0f, a->gelu, fl, w->fc2_w, fl, 0.0f, partial_target(p, out), h));
