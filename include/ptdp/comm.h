@@ -168,8 +168,9 @@ int ptdp_comm_irecv_t(ptdp_comm *c, void *buf, size_t n, ptdp_dtype t, int peer,
  * the NCCL transport it makes an NCCL communicator, with a stream of its own, for each (sender,
  * direction) of the ring: four per rank.  Then ring messages in backend memory go through
  * NCCL in posting order on their link's stream, after the work the compute stream has issued,
- * and a wait makes later compute wait, not the host: neither the host, nor the other
- * direction, nor the collectives wait for them.  On the MPI transport it does nothing. */
+ * and a wait makes later compute wait, not the host (unless ptdp_comm_set_wait_sleep is on,
+ * whose waits test until done): neither the host, nor the other direction, nor the collectives
+ * wait for them.  On the MPI transport it does nothing. */
 int ptdp_comm_open_ring(ptdp_comm *c);
 int ptdp_comm_isend_ring_t(ptdp_comm *c, const void *buf, size_t n, ptdp_dtype t, int ring, int mpitag,
                            ptdp_comm_tag tag, ptdp_comm_req *req);

@@ -39,6 +39,13 @@ int ptdp_schedule_build(ptdp_schedule_kind kind, int stage, int p, int v, int m,
 void ptdp_schedule_free(ptdp_schedule *s);
 /* Largest number of micro-batches (x chunks) whose activations this stage holds at once. */
 int ptdp_schedule_max_in_flight(const ptdp_schedule *s);
+/* The ring order that lets NCCL match the pipeline's messages by posting order, not by tag
+ * (src/pipeline/driver.c): in the lists st[0 .. p-1] (each built for its stage, p > 1),
+ * forwards send only to stage + 1 and backwards only to stage - 1 (mod p), and for every
+ * (sender, direction) the messages in the order the sender's list sends them are the messages
+ * in the order the receiver's list receives them.  0 when it holds, else PTDP_ERR_INTERNAL
+ * naming the first message out of order. */
+int ptdp_schedule_check_ring(const ptdp_schedule *st, int p, int v);
 
 /* The stage-dependency rule, the one place it is written.  Virtual stage k = chunk p + stage
  * (0 .. p v - 1); activations flow from k to k + 1, their gradients from k to k - 1, so

@@ -6,11 +6,12 @@
  * pageable memory, when adamw_many's table cache is emptied, at free and at destroy (PTDP_CUDA_WAITS=1 counts them: ptdp-gpu(7), "Where the host waits").
  * Those waits poll (ptdp/cuda.h, "How the host waits"): the stream may hold collectives that
  * never finish, which the NCCL transport's checkers then turn into an error instead of a hang.
- * Memory is cudaMalloc'ed and zeroed on the stream at set-up.  What the steps allocate (the
- * scratch, which grows during the first step, sumsq_many's and adamw_many's tables) is
- * stream-ordered, cudaMallocAsync and cudaFreeAsync on the stream: cudaMalloc and cudaFree wait
- * for the whole device, so during a step they could wait for a collective or pipeline message
- * of another stream that never completes, with no timeout (ptdp_cu_scratch).  Kernels live in cuda_kernels.cu,
+ * Memory is cudaMalloc'ed and zeroed on the stream at set-up.  What the steps allocate on the
+ * device (the scratch, which grows during the first step, sumsq_many's and adamw_many's tables)
+ * is stream-ordered, cudaMallocAsync and cudaFreeAsync on the stream: cudaMalloc and cudaFree
+ * wait for the whole device, so during a step they could wait for a collective or pipeline
+ * message of another stream that never completes, with no timeout (ptdp_cu_scratch).  Their
+ * pinned host copies (first optimizer step only) come after a polled wait for the device.  Kernels live in cuda_kernels.cu,
  * cuda_softmax.cu and cuda_llama.cu (RMSNorm, RoPE, SwiGLU), GEMMs in cuda_gemm.c, the attention in
  * cuda_attention.c, the fused attention (16-bit tables) in cuda_flash.cu.
  * Storage type (ptdp_backend_options.dtype): fp32, or bf16/fp16 natively: every (S) operand of
@@ -37,7 +38,8 @@
 
 #define LT_WORKSPACE (32u << 20) /* cuBLASLt's workspace: 32 MiB, what its Hopper kernels ask for */
 #define COLSUM_CHUNKS 64         /* row chunks of the deterministic column sums */
-#define WAIT_CHECKS 64           /* checkers: the NCCL transport's, one per communicator (6 a grid) */
+#define WAIT_CHECKS 64           /* checkers: the NCCL transport's, one per communicator (6 a grid,
+                                    4 ring links) */
 #define WAIT_TIMEOUT_S 600.0     /* Megatron's distributed-timeout-minutes default, 10 */
 
 /* The waits' state (ptdp/cuda.h): process-wide, as the GPU is. */
@@ -552,6 +554,9 @@ static int aw_table(ptdp_backend *be, int count, int blocks, const ptdp_cu_aw_ta
     c->aw_cap = cap;
   }
   ptdp_cu_aw_table t = {.count = count, .blocks = blocks};
+  /* pinning host memory may wait for the whole device: first a polled wait (a stalled collective
+   * then ends in the timeout, not a hang); new tables come in the first step only */
+  PTDP_CALL(wait_poll(c->stream, 1, "adamw_many: pinning a new table"));
   cudaError_t e = cudaMallocAsync(&t.dev, bytes, c->stream);
   if (e == cudaSuccess) e = cudaMallocHost(&t.host, bytes);
   if (e == cudaSuccess) {
@@ -629,6 +634,7 @@ static double cu_sumsq(ptdp_backend *be, const float *x, size_t n)
 static int many_room(ptdp_cu_ctx *c, int count)
 {
   if (count <= c->many_cap) return PTDP_OK;
+  PTDP_CALL(wait_poll(c->stream, 1, "sumsq_many: pinning its tables")); /* as adamw_many's tables */
   if (c->many) PTDP_CALL_CUDA(cudaFreeAsync(c->many, c->stream));
   if (c->many_host) PTDP_CALL_CUDA(cudaFreeHost(c->many_host));
   if (c->many_tab) PTDP_CALL_CUDA(cudaFreeAsync(c->many_tab, c->stream));

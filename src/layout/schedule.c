@@ -127,6 +127,53 @@ void ptdp_schedule_free(ptdp_schedule *s)
   s->count = 0;
 }
 
+int ptdp_schedule_check_ring(const ptdp_schedule *st, int p, int v)
+{
+  const int n = st[0].count; /* 2 m v on every stage */
+  /* sent[(s * 2 + dir) * n + i]: the i-th message stage s sends in direction dir (0: forward, to
+   * s + 1; 1: backward, to s - 1), as mb * v + sender's chunk; recv the same, by sender */
+  int *sent = malloc(sizeof(int) * 2 * (size_t)p * n), *recv = malloc(sizeof(int) * 2 * (size_t)p * n);
+  int *ns = calloc((size_t)2 * p, sizeof(int)), *nr = calloc((size_t)2 * p, sizeof(int));
+  int err = 0;
+  if (!sent || !recv || !ns || !nr) err = PTDP_FAIL(PTDP_ERR_MEM, "out of memory checking the pipeline's ring order");
+  static const char *const dirs[2] = {"forward", "backward"};
+  for (int s = 0; s < p && !err; s++)
+    for (int i = 0; i < st[s].count && !err; i++) {
+      const ptdp_work w = st[s].items[i];
+      const int dir = w.kind == PTDP_WORK_FORWARD ? 0 : 1, step = dir ? -1 : 1;
+      ptdp_work_dep d;
+      if (ptdp_work_consumer(p, v, s, w, &d)) {
+        if (d.stage != ((s + step) % p + p) % p)
+          err = PTDP_FAIL(PTDP_ERR_INTERNAL, "pipeline ring order: stage %d sends the %s of micro-batch %d chunk %d to stage %d, not its neighbour",
+                          s, dirs[dir], w.microbatch, w.chunk, d.stage);
+        const int k = s * 2 + dir;
+        sent[(size_t)k * n + ns[k]++] = w.microbatch * v + w.chunk;
+      }
+      if (!err && ptdp_work_dependency(p, v, s, w, &d)) {
+        if (d.stage != ((s - step) % p + p) % p)
+          err = PTDP_FAIL(PTDP_ERR_INTERNAL, "pipeline ring order: stage %d receives the %s of micro-batch %d from stage %d, not its neighbour",
+                          s, dirs[dir], w.microbatch, d.stage);
+        const int k = d.stage * 2 + dir;
+        recv[(size_t)k * n + nr[k]++] = d.microbatch * v + d.chunk;
+      }
+    }
+  for (int k = 0; k < 2 * p && !err; k++) {
+    if (ns[k] != nr[k])
+      err = PTDP_FAIL(PTDP_ERR_INTERNAL, "pipeline ring order: stage %d sends %d %s messages, its neighbour receives %d",
+                      k / 2, ns[k], dirs[k % 2], nr[k]);
+    for (int i = 0; i < ns[k] && !err; i++) {
+      const int a = sent[(size_t)k * n + i], b = recv[(size_t)k * n + i];
+      if (a != b)
+        err = PTDP_FAIL(PTDP_ERR_INTERNAL,
+                        "pipeline ring order: stage %d's %s message %d is micro-batch %d chunk %d, its neighbour's receive %d "
+                        "is of micro-batch %d chunk %d",
+                        k / 2, dirs[k % 2], i, a / v, a % v, i, b / v, b % v);
+    }
+  }
+  free(sent), free(recv), free(ns), free(nr);
+  return err;
+}
+
 int ptdp_schedule_max_in_flight(const ptdp_schedule *s)
 {
   int cur = 0, peak = 0;

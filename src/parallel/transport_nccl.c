@@ -5,7 +5,8 @@
  *
  * One NCCL communicator per MPI group, made from it (rank 0's ncclUniqueId broadcast over the
  * group's MPI communicator, then ncclCommInitRank), and one stream of its own, so collectives
- * overlap the backend's compute stream.  Ordering is by events, never by the host:
+ * overlap the backend's compute stream; once open_ring has run, also a ring link per (sender,
+ * direction) of the group's ring (below).  Ordering is by events, never by the host:
  *     before an operation  the comm stream waits for everything the compute stream has issued
  *                          (the buffers' producers);
  *     blocking operation   the compute stream then waits for the collective, so every later
@@ -15,9 +16,15 @@
  *                          queries it, wait makes the compute stream wait for it.
  * What NCCL does not do here goes to an MPI transport on the same group (staged through host
  * memory for device buffers, transport_mpi.c): doubles and bytes (host memory), broadcasts of
- * host bytes, barriers, and point-to-point.  Point-to-point stays on MPI because NCCL matches
- * sends and receives by call order on one stream, with no tags: the pipeline schedules post
- * receives ahead in an order that MPI's tags make safe and NCCL's single stream would not.
+ * host bytes, barriers, and point-to-point other than ring messages.
+ *
+ * Ring messages (comm.h: the pipeline's activations to rank + 1, gradients to rank - 1) go over
+ * ring links: a two-rank NCCL communicator with a stream of its own for each (sender,
+ * direction), four per rank, made by open_ring in one global order (and destroyed in it).  NCCL
+ * matches sends and receives by call order, with no tags, and runs a stream in order: on one
+ * stream per peer a receive posted ahead would hold up this rank's next send of the other
+ * direction (each rank waiting for the other's send); on a link of its own each waits only for
+ * messages of its own direction, which the caller posts in matching order.
  * A delegated operation is started nonblocking on the MPI transport (broadcasts and barriers
  * directly on the group's communicator) and its request wrapped in ours, so that every wait on
  * this group, MPI's included, comes through this transport.
@@ -113,7 +120,7 @@ static int async_check(nccl_link *x)
   abort_comm(x);
   ptdp_error_set_collective(0); /* this rank's own failure: it prints, the others are aborted */
   return PTDP_FAIL(PTDP_ERR_LIB,
-                         "NCCL reported an error on %s during %s: %s; the group's NCCL communicator is aborted",
+                         "NCCL reported an error on %s during %s: %s; its NCCL communicator is aborted",
                          x->group, x->last, ncclGetErrorString(ae));
 }
 
@@ -124,7 +131,7 @@ static int timed_out(nccl_link *x, double waited)
   const double t = ptdp_cuda_wait_timeout();
   return PTDP_FAIL(PTDP_ERR_LIB,
                          "NCCL: the %s on %s has not completed after %.3g s (distributed-timeout-minutes %.3g): a "
-                         "rank of the group never joined it or failed; the group's NCCL communicator is aborted",
+                         "rank of the group never joined it or failed; its NCCL communicator is aborted",
                          x->last, x->group, waited, t / 60);
 }
 
@@ -470,16 +477,22 @@ static void link_destroy(nccl_link *x)
   x->stream = NULL;
 }
 
+/* The ring links in the order open_ring made them (ncclCommDestroy may wait for the link's other
+ * rank: in one global order no cycle of waits forms, where each rank's own order would), then
+ * the group's communicator. */
 static void tn_destroy(ptdp_transport *tr)
 {
   nccl_ctx *x = tr->ctx;
   if (!x) return;
-  for (int i = 0; i < RING_DIRS; i++) {
-    link_destroy(x->ring_send[i]);
-    link_destroy(x->ring_recv[i]);
-    free(x->ring_send[i]);
-    free(x->ring_recv[i]);
-  }
+  const int g = tr->size, r = tr->rank;
+  for (int from = 0; from < g; from++)
+    for (int di = 0; di < RING_DIRS; di++) {
+      nccl_link **L = from == r ? &x->ring_send[di] : (from + (di ? g - 1 : 1)) % g == r ? &x->ring_recv[di] : NULL;
+      if (!L || !*L) continue;
+      link_destroy(*L);
+      free(*L);
+      *L = NULL;
+    }
   link_destroy(&x->all);
   ptdp_transport_destroy(&x->mpi);
   free(x);
@@ -574,9 +587,9 @@ static int open_link(ptdp_transport *tr, int from, int di)
   /* One float across at once: NCCL connects a peer on its first message, and both ranks are
    * here now, where they may not be at a first message during the pipeline. */
   float *one = NULL;
-  PTDP_CALL_CUDA(cudaMalloc((void **)&one, sizeof *one));
+  PTDP_CALL_CUDA(cudaMallocAsync((void **)&one, sizeof *one, L->stream));
   const int err = first_message(L, one, sender);
-  const cudaError_t fe = cudaFree(one);
+  const cudaError_t fe = cudaFreeAsync(one, L->stream);
   PTDP_CALL(err);
   PTDP_CALL_CUDA(fe);
   return PTDP_OK;

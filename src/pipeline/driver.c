@@ -11,8 +11,8 @@
  * direction); MPI's non-overtaking order between a pair of ranks keeps them matched even when
  * tags wrap.  On the NCCL transport ring messages are matched by posting order instead, per
  * (sender, direction): receives are posted in the order of this rank's list and sends in the
- * order of the sender's, and the two orders agree for every schedule (test_schedule checks
- * this for p <= 8, v <= 4, m <= 32).
+ * order of the sender's, and the two orders agree (ptdp_schedule_check_ring, run at set-up for
+ * the run's schedule, and by test_schedule for every p <= 8, v <= 4, m <= 32).
  *
  * The model is asked only to compute and through its accessors (slot free or busy, input and
  * output buffers, loss, which chunk holds the embedding and the head); everything else comes
@@ -57,6 +57,22 @@ int ptdp_pipeline_create(ptdp_pipeline *pl, ptdp_gpt *model, ptdp_schedule_kind 
   return 0;
 }
 
+/* Every stage's list, rebuilt here (the lists are a pure function), in the ring order that
+ * matching by posting order needs (ptdp_schedule_check_ring): a schedule that broke it would
+ * otherwise swap messages of equal size without a word. */
+static int check_ring_order(const ptdp_pipeline_config *cfg)
+{
+  ptdp_schedule *st;
+  PTDP_CALLOC(st, (size_t)cfg->p, sizeof *st);
+  int err = 0, built = 0;
+  for (; built < cfg->p && !err; built++) err = ptdp_schedule_build(cfg->kind, built, cfg->p, cfg->v, cfg->m, &st[built]);
+  if (!err) err = ptdp_schedule_check_ring(st, cfg->p, cfg->v);
+  for (int s = 0; s < built; s++) ptdp_schedule_free(&st[s]);
+  free(st);
+  PTDP_CALL(err);
+  return PTDP_OK;
+}
+
 int ptdp_pipeline_create_with(ptdp_pipeline *pl, ptdp_gpt *model, const ptdp_pipeline_config *cfg)
 {
   memset(pl, 0, sizeof *pl);
@@ -87,6 +103,7 @@ int ptdp_pipeline_create_with(ptdp_pipeline *pl, ptdp_gpt *model, const ptdp_pip
     for (int b = 0; b < 2; b++) pl->grad_recv[b] = ptdp_memory_find(&model->mem, PTDP_BUF_P2P_GRAD_RECV, none, none, none, b);
     for (int i = 0; i < v * slots; i++) PTDP_CHECK_INTERNAL(pl->grad_send[i], "p2p send buffer %d not planned", i);
     PTDP_CHECK_INTERNAL(pl->grad_recv[0] && pl->grad_recv[1], "p2p receive buffers not planned");
+    PTDP_CALL(check_ring_order(cfg));
     PTDP_CALL(ptdp_comm_open_ring(cfg->pp));
   }
   PTDP_CALLOC(pl->tokens, cfg->batch_tokens, sizeof(int32_t));

@@ -13,11 +13,10 @@
  *   - the dependency rule (ptdp_work_dependency, ptdp_work_consumer): the worked examples of
  *     schedule.h item by item, and for p in 1..8, v in 1..4 every (stage, chunk, direction)
  *     against k -/+ 1, the consumer the converse of the dependency;
- *   - ring order (what lets NCCL carry the pipeline's messages, matched by posting order, not by
- *     tag: src/pipeline/driver.c): forwards send only to stage + 1 and backwards only to
- *     stage - 1 (mod p), and for every (sender, direction) the messages in the order the sender's
- *     list sends them are the messages in the order the receiver's list receives them.  Shown to
- *     catch a mistake: two forwards swapped in one stage's list. */
+ *   - ring order (ptdp_schedule_check_ring, what lets NCCL carry the pipeline's messages, matched
+ *     by posting order, not by tag: src/pipeline/driver.c, which also checks it at set-up): for
+ *     every p > 1 combination above; shown to catch a mistake, two forwards swapped in one
+ *     stage's list, with a message naming the first message out of order. */
 #include "ptdp/error.h"
 #include "ptdp/schedule.h"
 
@@ -221,71 +220,25 @@ static void check_dependency(void)
   EXPECT(remote, "with p > 1 a dependency is on the same stage");
 }
 
-/* Ring order of all p lists: 1 when every (sender, direction)'s send order is its receiver's
- * receive order and every message goes to the ring neighbour of its direction; else 0 with why
- * in msg. */
-static int ring_order(ptdp_schedule *st, int p, int v, char *msg, size_t cap)
-{
-  const int n = st[0].count; /* 2 m v on every stage */
-  int ok = 1;
-  /* sent[(s * 2 + dir) * n + i]: the i-th message stage s sends in direction dir (0: forward,
-   * to s + 1; 1: backward, to s - 1), as mb * v + sender's chunk; recv the same by sender */
-  int *sent = malloc(sizeof(int) * 2 * p * n), *recv = malloc(sizeof(int) * 2 * p * n);
-  int *ns = calloc((size_t)2 * p, sizeof(int)), *nr = calloc((size_t)2 * p, sizeof(int));
-  for (int s = 0; s < p && ok; s++)
-    for (int i = 0; i < st[s].count && ok; i++) {
-      const ptdp_work w = st[s].items[i];
-      const int dir = w.kind == PTDP_WORK_FORWARD ? 0 : 1, step = dir ? -1 : 1;
-      ptdp_work_dep d;
-      if (ptdp_work_consumer(p, v, s, w, &d)) {
-        if (d.stage != ((s + step) % p + p) % p) {
-          snprintf(msg, cap, "stage %d sends %s of mb %d chunk %d to stage %d", s, dir ? "B" : "F", w.microbatch,
-                   w.chunk, d.stage);
-          ok = 0;
-        }
-        const int k = s * 2 + dir;
-        sent[k * n + ns[k]++] = w.microbatch * v + w.chunk;
-      }
-      if (ptdp_work_dependency(p, v, s, w, &d)) {
-        if (d.stage != ((s - step) % p + p) % p) {
-          snprintf(msg, cap, "stage %d receives %s of mb %d from stage %d", s, dir ? "B" : "F", w.microbatch,
-                   d.stage);
-          ok = 0;
-        }
-        const int k = d.stage * 2 + dir;
-        recv[k * n + nr[k]++] = d.microbatch * v + d.chunk;
-      }
-    }
-  for (int k = 0; k < 2 * p && ok; k++) {
-    if (ns[k] != nr[k]) {
-      snprintf(msg, cap, "stage %d sends %d messages %s, its neighbour receives %d", k / 2, ns[k],
-               k % 2 ? "backward" : "forward", nr[k]);
-      ok = 0;
-    }
-    for (int i = 0; i < ns[k] && ok; i++)
-      if (sent[k * n + i] != recv[k * n + i]) {
-        snprintf(msg, cap, "stage %d's %s message %d is mb %d chunk %d, its neighbour's receive %d is of mb %d chunk %d",
-                 k / 2, k % 2 ? "backward" : "forward", i, sent[k * n + i] / v, sent[k * n + i] % v, i,
-                 recv[k * n + i] / v, recv[k * n + i] % v);
-        ok = 0;
-      }
-  }
-  free(sent), free(recv), free(ns), free(nr);
-  return ok;
-}
-
 /* The ring-order check catches a list that receives out of its sender's order. */
 static void check_ring_plant(void)
 {
   ptdp_schedule st[4];
   char msg[200] = "";
   for (int s = 0; s < 4; s++) EXPECT(ptdp_schedule_build(PTDP_SCHED_1F1B, s, 4, 1, 8, &st[s]) == 0, "build");
-  EXPECT(ring_order(st, 4, 1, msg, sizeof msg), "1f1b p 4 m 8: %s", msg);
+  EXPECT(ptdp_schedule_check_ring(st, 4, 1) == 0, "1f1b p 4 m 8: %s", ptdp_error_message());
   /* stage 1 warms up with F0 F1: swapped, it receives mb 1 first while stage 0 sends mb 0 first */
   ptdp_work t = st[1].items[0];
   st[1].items[0] = st[1].items[1];
   st[1].items[1] = t;
-  EXPECT(!ring_order(st, 4, 1, msg, sizeof msg), "plant: two forwards swapped in stage 1's list not caught");
+  ptdp_error_set_quiet(1);
+  ptdp_error_clear();
+  EXPECT(ptdp_schedule_check_ring(st, 4, 1) == PTDP_ERR_INTERNAL, "plant: two forwards swapped in stage 1's list not caught");
+  snprintf(msg, sizeof msg, "%s", ptdp_error_message());
+  ptdp_error_clear();
+  ptdp_error_set_quiet(0);
+  EXPECT(strstr(msg, "stage 0's forward message 0 is micro-batch 0 chunk 0, its neighbour's receive 0 is of micro-batch 1") != NULL,
+         "plant: the message does not name the first message out of order: %s", msg);
   printf("plant caught: %s\n", msg);
   for (int s = 0; s < 4; s++) ptdp_schedule_free(&st[s]);
 }
@@ -318,8 +271,7 @@ int main(int argc, char **argv)
             long ideal = (long)m * v * (TF + TB), bubble = (long)(p - 1) * (TF + TB);
             EXPECT(T == ideal + bubble, "%s: T %ld, expected %ld + %ld (bubble fraction %.4f, expected %.4f)", tag,
                    T, ideal, bubble, (double)(T - ideal) / ideal, (double)bubble / ideal);
-            char msg[200] = "";
-            EXPECT(ring_order(st, p, v, msg, sizeof msg), "%s: ring order: %s", tag, msg);
+            if (p > 1) EXPECT(ptdp_schedule_check_ring(st, p, v) == 0, "%s: %s", tag, ptdp_error_message());
             for (int s = 0; s < p; s++) ptdp_schedule_free(&st[s]);
           }
           combos++;
