@@ -171,6 +171,11 @@ struct ptdp_backend {
    * res in one pass.  Optional apart from the family (NULL: the two calls). */
   int (*rmsnorm_backward_add)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
                               float *dx, float *dw, long long rows, int h, const float *res);
+  /* bias_dropout_add then rmsnorm_forward of the result, as bias_dropout_add_layernorm (bit for
+   * bit this backend's two).  Optional apart from the family (NULL: the two calls). */
+  int (*bias_dropout_add_rmsnorm)(ptdp_backend *be, float *y, const float *bias, uint8_t *mask,
+                                  const ptdp_dropout_key *k, const float *res, long long rows, int h, const float *w,
+                                  float *out, float *rstd, float eps);
   int (*rope)(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const float *table, int inverse);
   /* SwiGLU (Shazeer 2020; Megatron's --swiglu), optional as the two above.  x [rows, 2 f] is fc1's
    * output, each row [gate (f) | up (f)] (a TP rank's own slices of the gate and the up

@@ -709,6 +709,14 @@ static int cu_rmsnorm_forward(ptdp_backend *be, const float *x, const float *w, 
   return PTDP_OK;
 }
 
+static int cu_bias_dropout_add_rmsnorm(ptdp_backend *be, float *y, const float *b, uint8_t *mask,
+                                       const ptdp_dropout_key *k, const float *res, long long rows, int h,
+                                       const float *w, float *out, float *rstd, float eps)
+{
+  PTDP_CALL_CUDA(ptdp_cuk_bias_dropout_add_rmsnorm(CTX->stream, CTX->t, y, b, mask, res, rows, h, *k, w, out, rstd, eps));
+  return PTDP_OK;
+}
+
 static int cu_rmsnorm_backward_add(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
                                    float *dx, float *dw, long long rows, int h, const float *res)
 {
@@ -806,6 +814,7 @@ static void fill_table(ptdp_backend *be, ptdp_dtype t)
   be->dropout_backward_to = cu_dropout_backward_to;
   be->layernorm_backward_add = cu_layernorm_backward_add;
   be->rmsnorm_backward_add = cu_rmsnorm_backward_add;
+  be->bias_dropout_add_rmsnorm = cu_bias_dropout_add_rmsnorm;
   if (t != PTDP_F32) {
     be->gemm_wgrad = ptdp_cu_gemm_wgrad;
     be->flash_forward = cu_flash_forward;

@@ -197,6 +197,11 @@ cudaError_t ptdp_cuk_softmax_backward(cudaStream_t st, ptdp_dtype t, const ptdp_
  * rmsnorm_backward: dx per row; dw through partial column sums in part [chunks, h], then added. */
 cudaError_t ptdp_cuk_rmsnorm_forward(cudaStream_t st, ptdp_dtype t, const void *x, const void *w, void *y,
                                      float *rstd, long long rows, int h, float eps);
+/* ptdp_cuk_bias_dropout_add, then ptdp_cuk_rmsnorm_forward of y into out, as
+ * ptdp_cuk_bias_dropout_add_layernorm (one pass where rows fit a warp; the same bits) */
+cudaError_t ptdp_cuk_bias_dropout_add_rmsnorm(cudaStream_t st, ptdp_dtype t, void *y, const void *b, uint8_t *mask,
+                                              const void *res, long long rows, int h, ptdp_dropout_key k, const void *w,
+                                              void *out, float *rstd, float eps);
 /* dw += sum over rows of dy (x - mean) rstd, or dy x rstd where mean is NULL (part: 2 chunks cols) */
 cudaError_t ptdp_cuk_colsum_xhat(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x, const float *mean,
                                  const float *rstd, long long rows, int cols, float *part, int chunks, float *dw);

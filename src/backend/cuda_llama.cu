@@ -15,6 +15,7 @@
 // (deterministic, no atomics) by LayerNorm's column-sum kernels with a zero mean
 // (ptdp_cuk_colsum_xhat).
 // Run on a GPU (NVIDIA H200, 2026-11-26): test_ops and test_cuda_model pass; see ptdp-gpu(7).
+#include "cuda_bda.h"
 #include "cuda_elem.h"
 #include "cuda_internal.h"
 
@@ -74,14 +75,13 @@ template <typename T> static bool rms_rows_vec(int h, const void *a, const void 
   return h <= RMS_WARP_H && h % VEC(T) == 0 && vec_aligned(a) && vec_aligned(b) && vec_aligned(c) && vec_aligned(d);
 }
 
+// row r of the warp-per-row vec16 forward, lane t of 32 over the units t, t + 32, ... of x
 template <typename T>
-__global__ void rms_forward_rows_vec(const T *x, const T *w, T *y, float *rstd, long long rows, int h, float eps)
+__device__ __forceinline__ static void rms_row_forward_vec(const vec16<T> *xr, const vec16<T> *wv, vec16<T> *yr,
+                                                           float *rstd, long long r, int h, float eps, int t)
 {
   constexpr int V = VEC(T);
-  const long long r = (long long)blockIdx.x * RMS_ROWS_PER_BLOCK + (threadIdx.x >> 5);
-  if (r >= rows) return; // the whole warp: its lanes share the row
-  const int t = threadIdx.x & 31, nv = h / V;
-  const vec16<T> *xr = (const vec16<T> *)(x + r * h), *wv = (const vec16<T> *)w;
+  const int nv = h / V;
   double ss = 0;
   for (int i = t; i < nv; i += 32) {
     const vec16<T> a = xr[i];
@@ -91,7 +91,6 @@ __global__ void rms_forward_rows_vec(const T *x, const T *w, T *y, float *rstd, 
     }
   }
   const float rs = 1.0f / sqrtf((float)(warp_sum_d(ss) / h) + eps);
-  vec16<T> *yr = (vec16<T> *)(y + r * h);
   for (int i = t; i < nv; i += 32) {
     const vec16<T> a = xr[i], wa = wv[i];
     vec16<T> o;
@@ -99,6 +98,48 @@ __global__ void rms_forward_rows_vec(const T *x, const T *w, T *y, float *rstd, 
     yr[i] = o;
   }
   if (t == 0) rstd[r] = rs;
+}
+
+template <typename T>
+__global__ void rms_forward_rows_vec(const T *x, const T *w, T *y, float *rstd, long long rows, int h, float eps)
+{
+  const long long r = (long long)blockIdx.x * RMS_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (r >= rows) return; // the whole warp: its lanes share the row
+  rms_row_forward_vec((const vec16<T> *)(x + r * h), (const vec16<T> *)w, (vec16<T> *)(y + r * h), rstd, r, h, eps,
+                      (int)(threadIdx.x & 31));
+}
+
+// bias_dropout_add, then the RMSNorm of its result, a warp per row (ptdp_backend's
+// bias_dropout_add_rmsnorm), as cuda_kernels.cu's LayerNorm fusion: each lane writes its units of
+// y (bda_unit_vec, bias_dropout_add's bits) and reads back only those for the row's RMSNorm
+// (rms_row_forward_vec, rms_forward_rows_vec's bits).
+template <typename T>
+__global__ void bda_rms_rows_vec(T *y, const T *b, uint8_t *mask, const T *res, ptdp_dropout_key k, float keep_scale,
+                                 const T *w, T *out, float *rstd, long long rows, int h, float eps)
+{
+  const long long r = (long long)blockIdx.x * RMS_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  if (r >= rows) return;
+  const int t = (int)(threadIdx.x & 31), nv = h / VEC(T);
+  for (int i = t; i < nv; i += 32)
+    bda_unit_vec(y, b, mask, res, (size_t)r * nv + i, r, (long long)i * VEC(T), k, keep_scale);
+  rms_row_forward_vec((const vec16<T> *)(y + r * h), (const vec16<T> *)w, (vec16<T> *)(out + r * h), rstd, r, h, eps, t);
+}
+
+template <typename T>
+static cudaError_t bda_rms_launch(cudaStream_t st, void *y, const void *b, uint8_t *mask, const void *res,
+                                  long long rows, int h, ptdp_dropout_key k, const void *w, void *out, float *rstd,
+                                  float eps, int *fused)
+{
+  void (*bda_rms_kernel)(T *, const T *, uint8_t *, const T *, ptdp_dropout_key, float, const T *, T *, float *,
+                         long long, int, float) = bda_rms_rows_vec<T>;
+  *fused = rms_rows_vec<T>(h, y, res, w, out) && (!b || vec_aligned(b)) &&
+           (k.p <= 0.0f || ((uintptr_t)mask & (uintptr_t)(VEC(T) - 1)) == 0);
+  if (!*fused || rows <= 0) return cudaGetLastError();
+  const float keep_scale = k.p > 0.0f ? 1.0f / (1.0f - k.p) : 1.0f;
+  bda_rms_kernel<<<rms_row_blocks(rows), 32 * RMS_ROWS_PER_BLOCK, 0, st>>>((T *)y, (const T *)b, mask, (const T *)res,
+                                                                           k, keep_scale, (const T *)w, (T *)out, rstd,
+                                                                           rows, h, eps);
+  return cudaGetLastError();
 }
 
 template <typename T>
@@ -188,6 +229,19 @@ extern "C" cudaError_t ptdp_cuk_rmsnorm_forward(cudaStream_t st, ptdp_dtype t, c
                                                 float *rstd, long long rows, int h, float eps)
 {
   return PTDP_CUK_DISPATCH(t, rms_forward_launch, st, x, w, y, rstd, rows, h, eps);
+}
+
+extern "C" cudaError_t ptdp_cuk_bias_dropout_add_rmsnorm(cudaStream_t st, ptdp_dtype t, void *y, const void *b,
+                                                         uint8_t *mask, const void *res, long long rows, int h,
+                                                         ptdp_dropout_key k, const void *w, void *out, float *rstd,
+                                                         float eps)
+{
+  int fused = 0;
+  const cudaError_t e = PTDP_CUK_DISPATCH(t, bda_rms_launch, st, y, b, mask, res, rows, h, k, w, out, rstd, eps, &fused);
+  if (e != cudaSuccess || fused) return e;
+  const cudaError_t e2 = ptdp_cuk_bias_dropout_add(st, t, y, b, mask, res, rows, h, k); /* the two kernels: the same bits */
+  if (e2 != cudaSuccess) return e2;
+  return ptdp_cuk_rmsnorm_forward(st, t, y, w, out, rstd, rows, h, eps);
 }
 
 template <typename T>

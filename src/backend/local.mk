@@ -7,7 +7,7 @@ libptdp_a_SOURCES += src/backend/mixed.c
 libptdp_a_SOURCES += src/backend/typed.c
 # headers the CUDA sources share; distributed whether or not CUDA is configured
 noinst_HEADERS += src/backend/cuda_internal.h src/backend/cuda_rng.h src/backend/cuda_gemm_map.h
-noinst_HEADERS += src/backend/cuda_elem.h
+noinst_HEADERS += src/backend/cuda_elem.h src/backend/cuda_bda.h
 
 # The CUDA backend: host C (compiled by $(CC) with CUDA_CFLAGS) and kernels (.cu, by nvcc with
 # NVCC_FLAGS from configure: -gencode per --with-cuda-arch, PTX for the last).
@@ -33,8 +33,9 @@ src/backend/cuda_flash.$(OBJEXT): src/backend/cuda_internal.h src/backend/cuda_r
 if PTDP_CUDA
 libptdp_a_SOURCES += src/backend/cuda_llama.cu
 endif
-src/backend/cuda_llama.$(OBJEXT): src/backend/cuda_internal.h src/backend/cuda_elem.h include/ptdp/backend.h
-src/backend/cuda_kernels.$(OBJEXT) src/backend/cuda_softmax.$(OBJEXT): src/backend/cuda_elem.h
+src/backend/cuda_llama.$(OBJEXT): src/backend/cuda_internal.h src/backend/cuda_elem.h include/ptdp/backend.h \
+  src/backend/cuda_bda.h src/backend/cuda_rng.h
+src/backend/cuda_kernels.$(OBJEXT) src/backend/cuda_softmax.$(OBJEXT): src/backend/cuda_elem.h src/backend/cuda_bda.h
 
 # Tests (validation/tests/backend).  test_ops is the conformance suite of every backend (cpu
 # against a double-precision reference, guard and, where a GPU is present, cuda against cpu), in

@@ -200,9 +200,13 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
   PTDP_CALL(be->gemm(be, 0, 1, N, h, hl, 1.0f, a->ctx, hl, w->proj_w, hl, 0.0f, partial_target(p, a->x2), h));
   PTDP_CALL(reduce_partial(m, p, a->x2, h)); /* [Nl, h] */
   ptdp_dropout_key k1 = resid_key(m, PTDP_RNG_ATTN_RESID, layer, p->sample0);
-  if (be->bias_dropout_add_layernorm && m->cfg.arch.norm != PTDP_NORM_RMSNORM) /* the residual into LN2, one pass */
+  const int rms = m->cfg.arch.norm == PTDP_NORM_RMSNORM;
+  if (!rms && be->bias_dropout_add_layernorm) /* the residual into the second norm, one pass */
     PTDP_CALL(be->bias_dropout_add_layernorm(be, a->x2, w->proj_b, a->mask1, &k1, a->x, Nl, h, w->ln2_w, w->ln2_b,
                                              a->ln2_out, a->ln2_mean, a->ln2_rstd, m->cfg.eps));
+  else if (rms && be->bias_dropout_add_rmsnorm)
+    PTDP_CALL(be->bias_dropout_add_rmsnorm(be, a->x2, w->proj_b, a->mask1, &k1, a->x, Nl, h, w->ln2_w, a->ln2_out,
+                                           a->ln2_rstd, m->cfg.eps));
   else {
     PTDP_CALL(bias_dropout_add(be, a->x2, w->proj_b, a->mask1, &k1, a->x, Nl, h));
     PTDP_CALL(ptdp_gpt_norm_forward(m, a->x2, w->ln2_w, w->ln2_b, a->ln2_out, a->ln2_mean, a->ln2_rstd, Nl));

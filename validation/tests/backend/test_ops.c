@@ -716,15 +716,17 @@ static void bias_dropout_add_case(long long rows, int cols, float p, int with_bi
   DROP_ALL(&y, &bias, &res, &mask, &own, &own_mask);
 }
 
-/* bias_dropout_add_layernorm (optional, on the tested side): y and the mask against the
- * reference's bias_forward, dropout_forward and add (bias_dropout_add_case's bounds); out, mean
- * and rstd against the reference's layernorm_forward of its own y in fp32 (layernorm_case's
- * bounds: the two y are within three roundings there; in 16-bit storage they may be a rounding
- * of the type apart, which the LayerNorm scales by rstd w, so there the operation is held to its
- * promise alone); and on the tested side every output bit for bit its own bias_dropout_add then
- * layernorm_forward, in every type (the promise).  h 48 and 1024 take the CUDA backend's one-pass
- * kernel, h 77 (not a multiple of 16 bytes) and 4104 (wider than a warp's row) its two kernels. */
-static void bias_dropout_add_layernorm_case(long long rows, int h, float p, int with_bias)
+/* bias_dropout_add_layernorm and bias_dropout_add_rmsnorm (optional, on the tested side; rms
+ * picks the second): y and the mask against the reference's bias_forward, dropout_forward and
+ * add (bias_dropout_add_case's bounds); out, mean (LayerNorm) and rstd against the reference's
+ * norm of its own y in fp32 (layernorm_case's and rmsnorm_case's bounds: the two y are within
+ * three roundings there; in 16-bit storage they may be a rounding of the type apart, which the
+ * norm scales by rstd w, so there the operation is held to its promise alone); and on the
+ * tested side every output bit for bit its own bias_dropout_add then the norm's forward, in
+ * every type (the promise).  h 48 and 1024 take the CUDA backend's one-pass kernels, h 77 (not
+ * a multiple of 16 bytes) and 4104 (wider than a warp's row) its two kernels. */
+#define BDA_NORM(rms, what) ((rms) ? "bias_dropout_add_rmsnorm " what : "bias_dropout_add_layernorm " what)
+static void bias_dropout_add_norm_case(long long rows, int h, float p, int with_bias, int rms)
 {
   const size_t n = (size_t)rows * h;
   const double u16 = dt == DT_F32 ? 0 : ldexp(1.0, -dtypes[dt].p);
@@ -738,29 +740,39 @@ static void bias_dropout_add_layernorm_case(long long rows, int h, float p, int 
   const float *b1 = with_bias ? F(bias, 1) : NULL, *b0 = with_bias ? F(bias, 0) : NULL;
   if (be[1]->copy(be[1], F(own, 1), F(y, 1), twin_bytes(&y, 1)) || be[1]->copy(be[1], U8(own_mask, 1), U8(mask, 1), n))
     die("copy");
-  RUN(1, bias_dropout_add_layernorm, F(y, 1), b1, U8(mask, 1), &key, F(res, 1), rows, h, F(w, 1), F(nb, 1), F(out, 1),
-      F(mean, 1), F(rstd, 1), 1e-5f);
+  if (rms)
+    RUN(1, bias_dropout_add_rmsnorm, F(y, 1), b1, U8(mask, 1), &key, F(res, 1), rows, h, F(w, 1), F(out, 1), F(rstd, 1),
+        1e-5f);
+  else
+    RUN(1, bias_dropout_add_layernorm, F(y, 1), b1, U8(mask, 1), &key, F(res, 1), rows, h, F(w, 1), F(nb, 1),
+        F(out, 1), F(mean, 1), F(rstd, 1), 1e-5f);
   if (with_bias) RUN(0, bias_forward, F(y, 0), b0, rows, h);
   RUN(0, dropout_forward, F(y, 0), U8(mask, 0), rows, h, &key);
   RUN(0, add, F(y, 0), F(res, 0), n);
-  RUN(0, layernorm_forward, F(y, 0), F(w, 0), F(nb, 0), F(out, 0), F(mean, 0), F(rstd, 0), rows, h, 1e-5f);
   RUN(1, bias_dropout_add, F(own, 1), b1, U8(own_mask, 1), &key, F(res, 1), rows, h);
-  RUN(1, layernorm_forward, F(own, 1), F(w, 1), F(nb, 1), F(own_out, 1), F(own_mean, 1), F(own_rstd, 1), rows, h, 1e-5f);
-  check_s(&y, "bias_dropout_add_layernorm y", bound_elem(3) + 3 * u16);
-  check_exact(&mask, "bias_dropout_add_layernorm mask", 1);
-  if (dt == DT_F32) {
-    check_s(&out, "bias_dropout_add_layernorm out", bound_elem(8));
-    check_f32(&mean, "bias_dropout_add_layernorm mean", bound_elem(4));
-    check_f32(&rstd, "bias_dropout_add_layernorm rstd", bound_elem(4));
+  if (rms) {
+    RUN(0, rmsnorm_forward, F(y, 0), F(w, 0), F(out, 0), F(rstd, 0), rows, h, 1e-5f);
+    RUN(1, rmsnorm_forward, F(own, 1), F(w, 1), F(own_out, 1), F(own_rstd, 1), rows, h, 1e-5f);
+  } else {
+    RUN(0, layernorm_forward, F(y, 0), F(w, 0), F(nb, 0), F(out, 0), F(mean, 0), F(rstd, 0), rows, h, 1e-5f);
+    RUN(1, layernorm_forward, F(own, 1), F(w, 1), F(nb, 1), F(own_out, 1), F(own_mean, 1), F(own_rstd, 1), rows, h,
+        1e-5f);
   }
-  const twin *mine[] = {&y, &mask, &out, &mean, &rstd}, *theirs[] = {&own, &own_mask, &own_out, &own_mean, &own_rstd};
+  check_s(&y, BDA_NORM(rms, "y"), bound_elem(3) + 3 * u16);
+  check_exact(&mask, BDA_NORM(rms, "mask"), 1);
+  if (dt == DT_F32) {
+    check_s(&out, BDA_NORM(rms, "out"), bound_elem(8));
+    if (!rms) check_f32(&mean, BDA_NORM(rms, "mean"), bound_elem(4));
+    check_f32(&rstd, BDA_NORM(rms, "rstd"), bound_elem(4));
+  }
+  const twin *mine[] = {&y, &mask, &out, &rstd, &mean}, *theirs[] = {&own, &own_mask, &own_out, &own_rstd, &own_mean};
   int differ = 0;
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < (rms ? 4 : 5); i++) {
     char *a = fetch_side(mine[i], 1), *o = fetch_side(theirs[i], 1);
     differ += memcmp(a, o, twin_bytes(mine[i], 1)) != 0;
     free(a), free(o);
   }
-  record("bias_dropout_add_layernorm own bits", differ, 0, differ == 0, 1);
+  record(BDA_NORM(rms, "own bits"), differ, 0, differ == 0, 1);
   DROP_ALL(&y, &bias, &res, &mask, &w, &nb, &out, &mean, &rstd, &own, &own_mask, &own_out, &own_mean, &own_rstd);
 }
 
@@ -774,11 +786,13 @@ static void check_dropout(void)
   bias_dropout_add_case(333, 400, 0.3f, 0);
   bias_dropout_add_case(37, 36, 0.1f, 1);
   bias_dropout_add_case(7, 5, 0.0f, 1);
-  if (!be[1]->bias_dropout_add_layernorm) return;
-  bias_dropout_add_layernorm_case(37, 48, 0.3f, 1);
-  bias_dropout_add_layernorm_case(300, 1024, 0.1f, 0);
-  bias_dropout_add_layernorm_case(33, 77, 0.3f, 1);
-  bias_dropout_add_layernorm_case(3, 4104, 0.0f, 1);
+  for (int rms = 0; rms < 2; rms++) {
+    if (rms ? !be[1]->bias_dropout_add_rmsnorm || !be[0]->rmsnorm_forward : !be[1]->bias_dropout_add_layernorm) continue;
+    bias_dropout_add_norm_case(37, 48, 0.3f, 1, rms);
+    bias_dropout_add_norm_case(300, 1024, 0.1f, 0, rms);
+    bias_dropout_add_norm_case(33, 77, 0.3f, 1, rms);
+    bias_dropout_add_norm_case(3, 4104, 0.0f, 1, rms);
+  }
 }
 
 /* Attention forward and backward, with dropout (p > 0) and without (probs_drop aliases probs).

@@ -42,6 +42,7 @@ const test_ops_plant test_ops_plants[] = {
     {"xent_loss", "the last row left out (the mean of the others)", ALL},
     {"bias_dropout_add", "the bias left out", ALL},
     {"bias_dropout_add_layernorm", "the LayerNorm's weight and bias swapped", ALL},
+    {"bias_dropout_add_rmsnorm", "the last row left out", ALL},
     {"xent_fused", "the gradient's scale ignored (taken as 1)", ALL},
     {"xent_stats_local", "the sum halved", ALL},
     {"dropout_backward_to", "the keep scale left out (p taken as 0: a copy)", ALL},
@@ -136,6 +137,13 @@ static int bad_bias_dropout_add_layernorm(ptdp_backend *be, float *y, const floa
                                           float eps)
 {
   return orig.bias_dropout_add_layernorm(be, y, bias, mask, k, res, rows, h, nb, w, out, mean, rstd, eps);
+}
+
+static int bad_bias_dropout_add_rmsnorm(ptdp_backend *be, float *y, const float *bias, uint8_t *mask,
+                                        const ptdp_dropout_key *k, const float *res, long long rows, int h,
+                                        const float *w, float *out, float *rstd, float eps)
+{
+  return orig.bias_dropout_add_rmsnorm(be, y, bias, mask, k, res, rows > 1 ? rows - 1 : rows, h, w, out, rstd, eps);
 }
 
 static int bad_xent_fused(ptdp_backend *be, float *logits, const int32_t *target, long long v0, long long rows, int vl,
@@ -340,6 +348,7 @@ void test_ops_plant_apply(ptdp_backend *be, const ptdp_backend *ref)
   PLANT_IF(be, bias_dropout_add, (be)->bias_dropout_add != NULL); /* against the reference's sequence */
   PLANT_IF(be, xent_fused, (be)->xent_fused != NULL);             /* against its own three */
   PLANT_IF(be, bias_dropout_add_layernorm, (be)->bias_dropout_add_layernorm != NULL);
+  PLANT_IF(be, bias_dropout_add_rmsnorm, (be)->bias_dropout_add_rmsnorm != NULL);
   PLANT_IF(be, dropout_backward_to, (be)->dropout_backward_to != NULL);
   PLANT_IF(be, layernorm_backward_add, (be)->layernorm_backward_add != NULL);
   PLANT_IF(be, rmsnorm_backward_add, (be)->rmsnorm_backward_add != NULL);
