@@ -381,7 +381,6 @@ static int p2p(ptdp_comm *c, int send, void *buf, size_t n, ptdp_dtype t, int pe
   *req = PTDP_COMM_REQ_NULL;
   PTDP_CALL(dev_data(t, what, &d));
   PTDP_CALL(check_use(c, tag, n, what));
-  PTDP_CHECK_INTERNAL(ring >= -1 && ring <= 1, "comm: ring direction %d (want +1 or -1)", ring);
   if (ring) peer = ((c->rank + (send ? ring : -ring)) % c->size + c->size) % c->size;
   PTDP_CHECK_LOCAL(peer >= 0 && peer < c->size, "comm: %s %s rank %d outside the %s group of size %d", what,
                    send ? "to" : "from", peer, ptdp_comm_group_name(c->kind), c->size);

@@ -64,6 +64,8 @@ typedef struct {
 
 /* Ring links: [0] the messages travelling to rank + 1, [1] to rank - 1 (mod size). */
 enum { RING_DIRS = 2 };
+/* The rank a ring link from rank `from` of g reaches, direction index di (0: +1, 1: -1). */
+static int ring_to(int g, int from, int di) { return (from + (di ? g - 1 : 1)) % g; }
 
 typedef struct {
   nccl_link all;                  /* the group's communicator: collectives */
@@ -487,7 +489,7 @@ static void tn_destroy(ptdp_transport *tr)
   const int g = tr->size, r = tr->rank;
   for (int from = 0; from < g; from++)
     for (int di = 0; di < RING_DIRS; di++) {
-      nccl_link **L = from == r ? &x->ring_send[di] : (from + (di ? g - 1 : 1)) % g == r ? &x->ring_recv[di] : NULL;
+      nccl_link **L = from == r ? &x->ring_send[di] : ring_to(g, from, di) == r ? &x->ring_recv[di] : NULL;
       if (!L || !*L) continue;
       link_destroy(*L);
       free(*L);
@@ -568,7 +570,7 @@ static int first_message(nccl_link *L, float *one, int sender)
 static int open_link(ptdp_transport *tr, int from, int di)
 {
   nccl_ctx *x = tr->ctx;
-  const int g = tr->size, to = (from + (di ? g - 1 : 1)) % g, sender = tr->rank == from;
+  const int g = tr->size, to = ring_to(g, from, di), sender = tr->rank == from;
   nccl_link *L;
   PTDP_CALLOC(L, 1, sizeof *L);
   (sender ? x->ring_send : x->ring_recv)[di] = L;
@@ -605,8 +607,7 @@ static int tn_open_ring(ptdp_transport *tr)
   const int g = tr->size, r = tr->rank;
   for (int from = 0; from < g; from++)
     for (int di = 0; di < RING_DIRS; di++) {
-      const int to = (from + (di ? g - 1 : 1)) % g;
-      if (r == from || r == to) PTDP_CALL(open_link(tr, from, di));
+      if (r == from || r == ring_to(g, from, di)) PTDP_CALL(open_link(tr, from, di));
     }
   return PTDP_OK;
 }

@@ -138,19 +138,10 @@ static int needs_recv(const ptdp_pipeline *pl, int it, ptdp_work_dep *dep)
   return ptdp_work_dependency(pl->cfg.p, pl->cfg.v, pl->cfg.stage, pl->sched.items[it], dep);
 }
 
-/* Whether w's output goes to another stage; *to the item that needs it. */
-static int sends(const ptdp_pipeline *pl, ptdp_work w, ptdp_work_dep *to)
+/* Whether w's output goes to another stage (the ring neighbour of its direction). */
+static int sends(const ptdp_pipeline *pl, ptdp_work w)
 {
-  return ptdp_work_consumer(pl->cfg.p, pl->cfg.v, pl->cfg.stage, w, to);
-}
-
-/* w's consumer is the ring neighbour its direction names (schedule.h's rule). */
-static int check_ring(const ptdp_pipeline *pl, ptdp_work w, ptdp_work_dep to)
-{
-  const int p = pl->cfg.p;
-  PTDP_CHECK_INTERNAL(to.stage == ((pl->cfg.stage + ring_dir(w.kind)) % p + p) % p,
-                      "stage %d sends to stage %d, not its ring neighbour", pl->cfg.stage, to.stage);
-  return PTDP_OK;
+  return ptdp_work_consumer(pl->cfg.p, pl->cfg.v, pl->cfg.stage, w, NULL);
 }
 
 /* A free slot of chunk c not reserved by a posted receive; -1 if none. */
@@ -188,10 +179,8 @@ static int post_recv(ptdp_pipeline *pl, int it, posted_recv *r, int *posted)
     pl->next_grad_buf ^= 1;
     buf = pl->grad_recv[r->buf];
   }
-  const int ring = ring_dir(w.kind);
-  PTDP_CHECK_INTERNAL(from.stage == ((pl->cfg.stage - ring) % pl->cfg.p + pl->cfg.p) % pl->cfg.p,
-                      "stage %d receives from stage %d, not its ring neighbour", pl->cfg.stage, from.stage);
-  PTDP_CALL(ptdp_comm_irecv_ring_t(pl->cfg.pp, buf, pl->cfg.msg_elems, pl->cfg.dtype, ring,
+  /* from.stage is the ring neighbour of the direction: check_ring_order at set-up */
+  PTDP_CALL(ptdp_comm_irecv_ring_t(pl->cfg.pp, buf, pl->cfg.msg_elems, pl->cfg.dtype, ring_dir(w.kind),
                                    msg_tag(pl, w.microbatch, from.chunk, w.kind), PTDP_TAG_P2P, &r->req));
   r->valid = 1;
   *posted = 1;
@@ -254,12 +243,9 @@ static int run_forward(ptdp_pipeline *pl, ptdp_work w, posted_recv *cur, ptdp_ba
   PTDP_CALL(batch(ctx, mb, reads ? pl->tokens : NULL, reads ? pl->targets : NULL, &sample0));
   if (cur->valid) PTDP_CALL(wait_recv(pl, cur, ev));
   PTDP_CALL(ptdp_gpt_forward(m, c, slot, emb ? pl->tokens : NULL, head ? pl->targets : NULL, sample0));
-  ptdp_work_dep to;
-  if (sends(pl, w, &to)) {
-    PTDP_CALL(check_ring(pl, w, to));
+  if (sends(pl, w))
     PTDP_CALL(ptdp_comm_isend_ring_t(pp, ptdp_gpt_output(m, c, slot), pl->cfg.msg_elems, pl->cfg.dtype, ring_dir(w.kind),
                                      msg_tag(pl, mb, c, w.kind), PTDP_TAG_P2P, &pl->act_req[c * slots + slot]));
-  }
   if (forward_only) {
     PTDP_CALL(ptdp_comm_wait(pp, &pl->act_req[c * slots + slot]));
     ptdp_gpt_release(m, c, slot);
@@ -283,13 +269,11 @@ static int run_backward(ptdp_pipeline *pl, int it, ptdp_work w, posted_recv *cur
   }
   float *dinput = NULL;
   PTDP_CALL(ptdp_gpt_backward(m, c, slot, dout, loss_scale, it == pl->last_backward[c], &dinput));
-  ptdp_work_dep to;
-  if (sends(pl, w, &to)) {
+  if (sends(pl, w)) {
     ptdp_comm_req *rq = &pl->grad_req[c * slots + slot];
     PTDP_CALL(ptdp_comm_wait(pp, rq));
     float *buf = pl->grad_send[c * slots + slot];
     PTDP_CALL(pl->cfg.be->copy(pl->cfg.be, buf, dinput, pl->cfg.msg_elems * ptdp_dtype_size(pl->cfg.dtype)));
-    PTDP_CALL(check_ring(pl, w, to));
     PTDP_CALL(ptdp_comm_isend_ring_t(pp, buf, pl->cfg.msg_elems, pl->cfg.dtype, ring_dir(w.kind), msg_tag(pl, mb, c, w.kind),
                                      PTDP_TAG_P2P, rq));
   }
