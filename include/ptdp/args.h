@@ -8,6 +8,7 @@
  * simulator (ptdp/sim.h) reads the key table without MPI. */
 #include "ptdp/backend.h"        /* ptdp_backend_kind */
 #include "ptdp/lr_schedule.h"    /* ptdp_lr_decay_style */
+#include "ptdp/model_config.h"   /* ptdp_model_keys */
 #include "ptdp/options.h"
 #include "ptdp/parallel_kinds.h" /* ptdp_grid_order, ptdp_comm_backend */
 #include "ptdp/params.h"         /* ptdp_norm_type, ptdp_position_type */
@@ -23,33 +24,23 @@ typedef enum { PTDP_FLAT_UINT16 = 0, PTDP_FLAT_INT32 = 1 } ptdp_flat_dtype;
 typedef enum { PTDP_EXIT_SIGTERM = 0, PTDP_EXIT_SIGINT, PTDP_EXIT_SIGUSR1, PTDP_EXIT_SIGUSR2 } ptdp_exit_signal;
 
 typedef struct ptdp_args {
-  /* model */
-  long long num_layers, hidden_size, num_attention_heads, ffn_hidden_size, seq_length, max_position_embeddings;
-  long long vocab_size, make_vocab_size_divisible_by;
-  double init_method_std, hidden_dropout, attention_dropout, layernorm_epsilon;
-  /* the architecture (ptdp_arch of ptdp/params.h) */
-  ptdp_norm_type normalization;
-  ptdp_position_type position_embedding_type;
-  double rotary_base, rotary_percent;
-  int rotary_interleaved, disable_bias_linear, untie_embeddings_and_output_weights, swiglu;
-  int group_query_attention;
-  long long num_query_groups, kv_channels;
-  /* batches and iterations */
-  long long micro_batch_size, global_batch_size, train_iters, seed, log_interval, eval_interval, eval_iters;
+  /* The keys that make the model (ptdp/model_config.h): `model` is what the programs hand the
+   * model module, simulator and converters; the anonymous struct names the same fields, so the
+   * key table's offsets and the trainer read them as a->num_layers.  Both members have the one
+   * field list PTDP_MODEL_KEY_FIELDS, so their layouts are the same (C11 6.5.2.3: a union of
+   * structures with a common initial sequence). */
+  union {
+    ptdp_model_keys model;
+    struct {
+      PTDP_MODEL_KEY_FIELDS
+    };
+  };
+  /* iterations */
+  long long train_iters, log_interval, eval_interval, eval_iters;
   /* optimizer and learning rate */
   double lr, min_lr, weight_decay, clip_grad, adam_beta1, adam_beta2, adam_eps;
   long long lr_warmup_iters, lr_decay_iters;
   ptdp_lr_decay_style lr_decay_style;
-  /* parallelism */
-  long long tensor_model_parallel_size, pipeline_model_parallel_size, num_layers_per_virtual_pipeline_stage;
-  ptdp_grid_order parallel_order;
-  ptdp_schedule_kind pipeline_schedule;
-  int sequence_parallel, use_distributed_optimizer;
-  long long ddp_bucket_size;
-  /* recomputation */
-  ptdp_recompute recompute_granularity;
-  ptdp_recompute_method recompute_method;
-  long long recompute_num_layers;
   /* data */
   int mock_data;
   char data_path[PTDP_OPT_STRLEN], split[PTDP_OPT_STRLEN], data_cache_path[PTDP_OPT_STRLEN];
@@ -68,12 +59,10 @@ typedef struct ptdp_args {
   long long timeline_interval;
   double peak_tflops;
   /* precision */
-  int fp16, bf16;
   double loss_scale, initial_loss_scale, min_loss_scale;
   long long loss_scale_window, hysteresis;
   /* device */
   ptdp_backend_kind backend;
-  ptdp_attention_backend attention_backend;
   long long device;
   ptdp_comm_backend comm_backend;
   double distributed_timeout_minutes;
@@ -99,10 +88,6 @@ void ptdp_args_print(const ptdp_options *o, FILE *out);
  * table declares (ptdp_options_warn_unused); a is o's target. */
 void ptdp_args_warn_unused(const ptdp_options *o, const ptdp_args *a, int world, FILE *out);
 
-/* Derived sizes. */
-long long ptdp_args_ffn(const ptdp_args *a);
-/* The architecture the keys describe (ptdp/params.h). */
-ptdp_arch ptdp_args_arch(const ptdp_args *a);
 /* Vocabulary padded to a multiple of make-vocab-size-divisible-by x t (Megatron). */
 long long ptdp_args_padded_vocab(const ptdp_args *a, long long vocab);
 

@@ -1,5 +1,6 @@
 /* Model FLOPs per iteration (Narayanan et al. 2021 eq. 3 without the recomputation pass),
- * generalised to the architecture: per layer and token the forward multiplies
+ * generalised to the architecture and read from the layer's description (ptdp/layer_desc.h: its
+ * GEMMs and attention core at t = 1): per layer and token the forward multiplies
  *   QKV          h (a + 2 g) hd          (g key/value groups: a without grouped-query attention)
  *   attention    2 s a hd                (scores and their product with V, the whole square)
  *   projection   a hd h
@@ -11,8 +12,11 @@
 #ifndef PTDP_FLOPS_H
 #define PTDP_FLOPS_H
 
+#include "ptdp/layer_desc.h"
 #include "ptdp/params.h"
 
 double ptdp_model_flops(long long B, long long s, const ptdp_model_shape *m, long long V);
+/* The same for the layer description d (one micro-batch of s-token sequences at t = 1). */
+double ptdp_model_flops_of(long long B, long long s, const ptdp_model_shape *m, long long V, const ptdp_layer_desc *d);
 
 #endif

@@ -17,6 +17,7 @@
 #include "ptdp/grid.h"
 #include "ptdp/memory.h"
 #include "ptdp/memory_formula.h"
+#include "ptdp/model_config.h"
 #include "ptdp/params.h"
 #include "ptdp/plan.h"
 #include "ptdp/recompute.h"
@@ -26,28 +27,7 @@
 
 #include <stdint.h>
 
-typedef struct {
-  int num_layers, hidden, heads, ffn, seq, max_pos, micro_batch;
-  long long vocab;        /* the real vocabulary; the model pads it (ptdp_padded_vocab) */
-  int vocab_divisible_by; /* make-vocab-size-divisible-by */
-  float eps, hidden_dropout, attn_dropout, init_std;
-  uint64_t seed;
-  int sequence_parallel;
-  int chunks;             /* v: model chunks per pipeline stage (1 unless interleaved) */
-  ptdp_schedule_kind schedule;
-  int m;                  /* micro-batches per iteration per DP rank (the schedule's, for the plan) */
-  ptdp_recompute recompute;
-  ptdp_recompute_method recompute_method;
-  int recompute_num_layers;
-  long long bucket_elems; /* gradient elements per data-parallel bucket (ddp-bucket-size) */
-  int dp_size;            /* d */
-  int distributed_optimizer;
-  int inference;          /* 1: parameters only, no gradient or optimizer buffers (ptdp-generate) */
-  ptdp_dtype dtype;       /* storage type of weights and activations (--bf16, --fp16): be->dtype */
-  ptdp_arch arch;         /* normalisation, biases, tied output, positions (ptdp/params.h; zero: GPT-2) */
-  int flash_attention;    /* 1: the backend's fused attention (flash_forward/backward; the layer keeps
-                             each query row's log-sum-exp, no s x s tensor); 0: the unfused pair */
-} ptdp_gpt_config;
+/* ptdp_gpt_config, what a model is built from: ptdp/model_config.h (ptdp_model_config_of). */
 
 /* Pointers to one layer's parameters (storage type: into wt) or gradients (fp32: into grad). */
 typedef struct {
@@ -176,9 +156,6 @@ void ptdp_gpt_capture_logits(ptdp_gpt *m, float *host);
 
 int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, ptdp_grid *grid);
 void ptdp_gpt_destroy(ptdp_gpt *m);
-/* The plan configuration of this model on a rank at `pos` (what ptdp_gpt_create plans). */
-ptdp_plan_config ptdp_gpt_plan_config(const ptdp_gpt_config *cfg, const ptdp_param_position *pos);
-ptdp_model_shape ptdp_gpt_shape(const ptdp_gpt_config *cfg);
 /* One layer of this rank as the activation-memory formulas see it (ptdp/memory_formula.h). */
 ptdp_layer_shape ptdp_gpt_layer_shape(const ptdp_gpt *m);
 /* Set every parameter from its global-index key (layout independent). */

@@ -24,21 +24,12 @@
 #ifndef PTDP_MEMORY_FORMULA_H
 #define PTDP_MEMORY_FORMULA_H
 
-#include "ptdp/recompute.h"
-#include "ptdp/shape.h"
+#include "ptdp/layer_desc.h"
 
-typedef struct {
-  ptdp_rank_shape r;                     /* the layer's sizes on one rank (ptdp/shape.h) */
-  int hidden_dropout, attention_dropout; /* 1 if > 0 */
-  ptdp_recompute recompute;              /* full: the layer stores its input only; selective: no
-                                            attention core */
-  int bytes;                             /* of one stored element: 4 fp32, 2 bf16/fp16 (0: 4) */
-  int rmsnorm;                           /* RMSNorm: 1/std only, no mean (4 Nl bytes per norm less) */
-  int flash_attention;                   /* the fused attention: no s x s terms; its log-sum-exp
-                                            (4 b a s / t bytes) in their place */
-} ptdp_layer_shape;
+/* ptdp_layer_shape, one layer of one rank: ptdp/layer_desc.h. */
 
-/* ptdp's bytes for one layer of a micro-batch (exactly what the arena allocates). */
+/* ptdp's bytes for one layer of a micro-batch (exactly what the arena allocates): the tensors the
+ * layer's description (ptdp_layer_describe) keeps. */
 double ptdp_layer_bytes_ptdp(const ptdp_layer_shape *l);
 /* The paper's bytes (2-byte activations) for the same setting. */
 double ptdp_layer_bytes_paper(const ptdp_layer_shape *l);

@@ -1,6 +1,6 @@
 /* ptdp-sim: a cost model of one training iteration (time, throughput, memory) for any layout on a
  * described cluster.  Pure: no MPI, no device.  What it shares with ptdp-train rather than
- * re-derives: the option table (ptdp/args.h), the pipeline schedule and its replay
+ * re-derives: the keys and the model they make (ptdp/model_config.h), the pipeline schedule and its replay
  * (ptdp/schedule.h), the memory plan (ptdp/plan.h), the FLOP formula (ptdp_model_flops).
  *
  * The cost model (ptdp(7), THE SIMULATOR'S COST MODEL):
@@ -20,7 +20,8 @@
 #ifndef PTDP_SIM_H
 #define PTDP_SIM_H
 
-#include "ptdp/args.h"
+#include "ptdp/layer_desc.h"
+#include "ptdp/model_config.h"
 #include "ptdp/options.h"
 #include "ptdp/params.h"
 
@@ -126,7 +127,7 @@ int ptdp_sim_options_resolve(const ptdp_options *opt, ptdp_sim_options *o, const
 int ptdp_sim_options_read_hw(const ptdp_options *opt, ptdp_sim_options *o, ptdp_sim_hw *hw);
 /* Whether the modelled run uses the fused (flash) attention: attention-backend flash, or auto with
  * a stack that has it (megatron-core's). */
-int ptdp_sim_flash(const ptdp_args *a, const ptdp_sim_options *o);
+int ptdp_sim_flash(const ptdp_model_keys *a, const ptdp_sim_options *o);
 
 /* Time of one collective over n ranks of S bytes on a link of bandwidth B and step latency a. */
 double ptdp_sim_allreduce_time(ptdp_sim_allreduce algo, int n, double bytes, double bw, double alpha);
@@ -208,13 +209,21 @@ typedef struct {
 } ptdp_sim_dims;
 /* The vocabulary a prediction assumes when the deck gives none: GPT-2's. */
 #define PTDP_SIM_DEFAULT_VOCAB 50257
-ptdp_model_shape ptdp_sim_model_shape(const ptdp_args *a);
-ptdp_sim_dims ptdp_sim_dims_of(const ptdp_args *a);
+/* The model the keys make (ptdp_model_config_of on t p ranks, ptdp-sim's default vocabulary when
+ * none is given) and its shape. */
+ptdp_model_config ptdp_sim_model_config(const ptdp_model_keys *a);
+ptdp_model_shape ptdp_sim_model_shape(const ptdp_model_keys *a);
+ptdp_sim_dims ptdp_sim_dims_of(const ptdp_model_keys *a);
 
 /* What one layer, the embedding and the head cost on one rank for one micro-batch. */
-int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
-int ptdp_sim_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
-int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
+int ptdp_sim_layer_ops(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
+/* The layer the keys describe (ptdp_layer_describe on TP rank 0), and the GPU cost model's
+ * operators for a given description d: one or more per operation, priced by its kind. */
+void ptdp_sim_layer_desc(const ptdp_model_keys *a, const ptdp_sim_options *o, ptdp_layer_desc *d);
+int ptdp_sim_layer_ops_of(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+                          const ptdp_layer_desc *d, ptdp_sim_oplist *ops);
+int ptdp_sim_embedding_ops(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
+int ptdp_sim_head_ops(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
 
 /* The prediction. */
 typedef struct {
@@ -241,9 +250,9 @@ typedef struct {
 } ptdp_sim_result;
 
 /* ptdp's CPU backend (layer_cpu.c, --fusion cpu): the same op lists for the operators it runs. */
-int ptdp_sim_cpu_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
-int ptdp_sim_cpu_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
-int ptdp_sim_cpu_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
+int ptdp_sim_cpu_layer_ops(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
+int ptdp_sim_cpu_embedding_ops(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
+int ptdp_sim_cpu_head_ops(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_oplist *ops);
 /* The optimizer step of a rank updating np parameters (--fusion cpu): np x cpu-optimizer-ns. */
 double ptdp_sim_cpu_optimizer_time(const ptdp_sim_hw *hw, double np);
 /* Ranks sharing a node's cores: max(1, ranks x threads / cores), ranks = min(world, gpus-per-node);
@@ -266,13 +275,13 @@ void ptdp_sim_hw_print_help(FILE *out);
 /* ptdp-sim's own keys: defaults, parse (argv after the deck and train keys are split out). */
 int ptdp_sim_options_init(ptdp_options *opt, ptdp_sim_options *o);
 /* Predict one iteration of a's layout on world ranks of hw. */
-int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r);
+int ptdp_sim_run(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r);
 /* The report lines (ptdp-sim(1), OUTPUT), the --explain tree. */
-void ptdp_sim_print(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_result *r,
+void ptdp_sim_print(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_result *r,
                     FILE *out);
-void ptdp_sim_explain(const ptdp_args *a, const ptdp_sim_options *o, const ptdp_sim_result *r, FILE *out);
+void ptdp_sim_explain(const ptdp_model_keys *a, const ptdp_sim_options *o, const ptdp_sim_result *r, FILE *out);
 /* The run file's layout where it overlaps (/config, /metrics, /memory, /pipeline). */
-int ptdp_sim_write_runfile(const char *path, const ptdp_args *a, ptdp_options *train_opts, const ptdp_sim_hw *hw,
+int ptdp_sim_write_runfile(const char *path, const ptdp_model_keys *a, ptdp_options *train_opts, const ptdp_sim_hw *hw,
                            const ptdp_sim_options *o, const ptdp_sim_result *r);
 
 #endif

@@ -15,7 +15,7 @@
 #ifndef PTDP_SWEEP_H
 #define PTDP_SWEEP_H
 
-#include "ptdp/args.h"
+#include "ptdp/model_config.h"
 #include "ptdp/sim.h"
 
 #include <stdio.h>
@@ -49,16 +49,16 @@ typedef struct {
 
 /* Every layout of base's model (its other keys kept) on o->world_size devices of hw, with
  * global batch gbs (0: base's).  Fills res (ptdp_sweep_free). */
-int ptdp_sweep_run(const ptdp_args *base, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long gbs,
+int ptdp_sweep_run(const ptdp_model_keys *base, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long gbs,
                    ptdp_sweep_result *res);
 void ptdp_sweep_free(ptdp_sweep_result *res);
 /* A lower bound on a rank's bytes of weights, gradients and optimizer state at tensor, pipeline
  * and data parallelism t, p, d (distopt: the distributed optimizer): the sweep leaves out the
  * (t, p, distopt) whose bound exceeds the device, so it must never exceed what ptdp-sim counts
  * (grouped queries, kv-channels and SwiGLU included; validation/tests/sweep/test_sweep_bound.c). */
-double ptdp_sweep_state_bytes_lower(const ptdp_args *a, int t, int p, int d, int distopt);
+double ptdp_sweep_state_bytes_lower(const ptdp_model_keys *a, int t, int p, int d, int distopt);
 /* base with layout L's keys set (what ptdp-train is given to run L). */
-void ptdp_sweep_apply(const ptdp_args *base, const ptdp_sweep_layout *L, long long gbs, ptdp_args *a);
+void ptdp_sweep_apply(const ptdp_model_keys *base, const ptdp_sweep_layout *L, long long gbs, ptdp_model_keys *a);
 
 /* The best k as a table, each with why it is where it is against the best (its largest extra
  * cost: bubble, TP/PP/DP communication, TP across nodes, recomputation, memory). */

@@ -132,14 +132,15 @@ static int copy_tokenizer(const char *dir, const ptdp_args *a, long long *eod)
 
 static hf_model model_of(const ptdp_args *a, ptdp_st_dtype dtype)
 {
-  hf_model hm = {.d = {.layers = a->num_layers, .h = a->hidden_size, .heads = a->num_attention_heads,
-                       .ffn = ptdp_args_ffn(a), .vocab = a->vocab_size,
-                       .max_pos = a->max_position_embeddings ? a->max_position_embeddings : a->seq_length,
-                       .groups = a->group_query_attention ? a->num_query_groups : 0, .head_dim = a->kv_channels,
-                       .untied = a->untie_embeddings_and_output_weights},
+  ptdp_model_config mc;
+  ptdp_model_config_of(&a->model, &(ptdp_model_env){.use = PTDP_MODEL_WEIGHTS, .world = 1}, &mc);
+  const ptdp_gpt_config *g = &mc.gpt;
+  hf_model hm = {.d = {.layers = g->num_layers, .h = g->hidden, .heads = g->heads, .ffn = g->ffn, .vocab = g->vocab,
+                       .max_pos = g->max_pos, .groups = g->arch.query_groups, .head_dim = g->arch.kv_channels,
+                       .untied = g->arch.untie},
                  .eps = a->layernorm_epsilon, .init_std = a->init_method_std, .hidden_dropout = a->hidden_dropout,
                  .attn_dropout = a->attention_dropout, .eod = -1, .dtype = dtype,
-                 .rope_theta = a->position_embedding_type == PTDP_POS_ROPE ? a->rotary_base : 0};
+                 .rope_theta = g->arch.position == PTDP_POS_ROPE ? g->arch.rotary_base : 0};
   hf_dims_complete(&hm.d);
   return hm;
 }

@@ -11,21 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static ptdp_gpt_config model_config(const ptdp_args *a)
-{
-  /* parameters only (inference): one token row, no dropout, one stage, one chunk */
-  ptdp_gpt_config c = {.num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size,
-                       .heads = (int)a->num_attention_heads, .ffn = (int)ptdp_args_ffn(a), .seq = 1,
-                       .max_pos = (int)(a->max_position_embeddings ? a->max_position_embeddings : a->seq_length),
-                       .micro_batch = 1, .vocab = a->vocab_size,
-                       .vocab_divisible_by = (int)a->make_vocab_size_divisible_by, .eps = (float)a->layernorm_epsilon,
-                       .init_std = (float)a->init_method_std, .seed = (uint64_t)a->seed, .chunks = 1,
-                       .schedule = PTDP_SCHED_1F1B, .m = 1, .recompute = PTDP_RECOMPUTE_NONE,
-                       .bucket_elems = a->ddp_bucket_size, .dp_size = 1, .inference = 1,
-                       .arch = ptdp_args_arch(a)};
-  return c;
-}
-
 int hf_session_create(hf_session *s, const ptdp_args *a)
 {
   memset(s, 0, sizeof *s);
@@ -34,8 +19,9 @@ int hf_session_create(hf_session *s, const ptdp_args *a)
   PTDP_CALL(ptdp_grid_create(MPI_COMM_WORLD, 1, 1, PTDP_ORDER_TP_DP_PP, &s->grid));
   s->have_grid = 1;
   PTDP_CALL(ptdp_grid_attach_backend(&s->grid, s->be));
-  const ptdp_gpt_config mc = model_config(a);
-  PTDP_CALL(ptdp_gpt_create(&s->m, &mc, s->be, &s->grid));
+  ptdp_model_config mc; /* the parameters only, on one rank */
+  ptdp_model_config_of(&a->model, &(ptdp_model_env){.use = PTDP_MODEL_WEIGHTS, .world = 1}, &mc);
+  PTDP_CALL(ptdp_gpt_create(&s->m, &mc.gpt, s->be, &s->grid));
   s->have_model = 1;
   return 0;
 }

@@ -150,24 +150,9 @@ static int check_layout(const ptdp_args *a, int t)
   PTDP_CHECK(a->num_attention_heads % t == 0,
              "%d ranks cannot split the model's %lld attention heads: run on a number of ranks that divides them", t,
              a->num_attention_heads);
-  PTDP_CHECK(ptdp_args_ffn(a) % t == 0, "%d ranks cannot split the model's ffn-hidden-size %lld: run on a divisor", t,
-             ptdp_args_ffn(a));
+  PTDP_CHECK(ptdp_model_keys_ffn(&a->model) % t == 0, "%d ranks cannot split the model's ffn-hidden-size %lld: run on a divisor", t,
+             ptdp_model_keys_ffn(&a->model));
   return 0;
-}
-
-static ptdp_gpt_config model_config(const ptdp_args *a)
-{
-  /* one token row per micro-batch: the model only holds the parameters; the generator has its
-   * own buffers.  No dropout, no sequence parallelism, one stage. */
-  ptdp_gpt_config c = {.num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size,
-                       .heads = (int)a->num_attention_heads, .ffn = (int)ptdp_args_ffn(a), .seq = 1,
-                       .max_pos = (int)(a->max_position_embeddings ? a->max_position_embeddings : a->seq_length),
-                       .micro_batch = 1, .vocab = a->vocab_size, .vocab_divisible_by = (int)a->make_vocab_size_divisible_by,
-                       .eps = (float)a->layernorm_epsilon, .init_std = (float)a->init_method_std,
-                       .seed = (uint64_t)a->seed, .chunks = 1, .schedule = PTDP_SCHED_1F1B, .m = 1,
-                       .recompute = PTDP_RECOMPUTE_NONE, .bucket_elems = a->ddp_bucket_size, .dp_size = 1,
-                       .inference = 1, .arch = ptdp_args_arch(a)};
-  return c;
 }
 
 /* ================================================================ THE CHECKPOINT LOAD
@@ -301,20 +286,11 @@ static void session_free(session *s)
 
 static int backend_options(const gen_args *g, int rank, ptdp_backend_options *bopt)
 {
-  MPI_Comm node;
-  int on_node = 1;
-  PTDP_CALL_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
-  PTDP_CALL_MPI(MPI_Comm_size(node, &on_node));
-  PTDP_CALL_MPI(MPI_Comm_free(&node));
-  *bopt = (ptdp_backend_options){.num_threads = (int)g->num_threads, .ranks_on_node = on_node, .report = rank == 0};
-  int threads = ptdp_cpu_threads_count(bopt->num_threads, on_node);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores > 0 && (long)on_node * threads > cores) ptdp_comm_set_wait_sleep(50); /* oversubscribed: waits sleep */
+  char blas[1024];
+  PTDP_CALL(ptdp_node_setup((int)g->num_threads, -1, bopt, blas, sizeof blas));
   if (rank == 0) {
-    char blas[1024];
-    ptdp_blas_describe(threads, blas, sizeof blas);
     int world;
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    PTDP_CALL_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
     fprintf(stderr, "ptdp-generate %s: %d rank(s) (tensor-parallel); %s\n", PACKAGE_VERSION, world, blas);
   }
   return 0;
@@ -330,8 +306,9 @@ static int build(session *s, const gen_args *g, const ptdp_args *a, const ptdp_c
   PTDP_CALL(ptdp_grid_create(MPI_COMM_WORLD, world, 1, PTDP_ORDER_TP_DP_PP, &s->grid));
   s->have_grid = 1;
   PTDP_CALL(ptdp_grid_attach_backend(&s->grid, s->be));
-  const ptdp_gpt_config mc = model_config(a);
-  PTDP_CALL(ptdp_gpt_create(&s->model, &mc, s->be, &s->grid));
+  ptdp_model_config mc; /* the parameters only, tensor-parallel over every rank */
+  ptdp_model_config_of(&a->model, &(ptdp_model_env){.use = PTDP_MODEL_WEIGHTS, .world = world}, &mc);
+  PTDP_CALL(ptdp_gpt_create(&s->model, &mc.gpt, s->be, &s->grid));
   PTDP_CALL(load_weights(ref, &s->model));
   return ptdp_generator_create(&s->gen, &s->model, positions);
 }

@@ -30,9 +30,14 @@ static void analytical_volume(const ptdp_runfile_run *run, double *out)
     fwd_sends += vs < p * v - 1;          /* its output goes on to the next virtual stage */
     bwd_sends += vs > 0;                  /* its input gradient goes back */
   }
-  double factor = 8; /* per layer and micro-batch, in units of b s h (t-1)/t elements */
-  if (m->cfg.sequence_parallel) factor = 10;
-  if (m->cfg.recompute == PTDP_RECOMPUTE_FULL) factor += 4; /* the forward's two collectives again */
+  /* per layer and micro-batch, in units of b s h (t-1)/t elements: the layer's collectives
+   * (ptdp_layer_describe; 8 without sequence parallelism, 10 with it, 4 more under full
+   * recomputation, whose forward runs them again) */
+  const ptdp_layer_shape ls = ptdp_gpt_layer_shape(m);
+  ptdp_layer_desc desc;
+  ptdp_layer_describe(&ls, &desc);
+  const double factor =
+      ptdp_layer_desc_tp_elems(&desc, m->cfg.recompute == PTDP_RECOMPUTE_FULL) / ((double)m->sh.N * m->sh.h);
   const double E = (double)m->es; /* activations move in the storage type; gradients in fp32 */
   out[RF_COMM_TP_LAYERS] = t > 1 ? factor * b * s * h * (t - 1) / t * E * layers * mb : 0;
   out[RF_COMM_TP_OTHER] = t > 1 ? 0.0 / 0.0 : 0;

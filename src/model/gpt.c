@@ -13,32 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-ptdp_model_shape ptdp_gpt_shape(const ptdp_gpt_config *c)
-{
-  ptdp_model_shape s = {.num_layers = c->num_layers, .hidden = c->hidden, .heads = c->heads, .ffn = c->ffn,
-                        .max_pos = c->max_pos, .vocab = c->vocab, .vocab_divisible_by = c->vocab_divisible_by,
-                        .sequence_parallel = c->sequence_parallel, .arch = c->arch};
-  return s;
-}
-
-ptdp_plan_config ptdp_gpt_plan_config(const ptdp_gpt_config *c, const ptdp_param_position *pos)
-{
-  ptdp_plan_config pc = {.shape = ptdp_gpt_shape(c), .pos = *pos, .seq = c->seq, .micro_batch = c->micro_batch,
-                         .hidden_dropout = c->hidden_dropout > 0, .attention_dropout = c->attn_dropout > 0,
-                         .recompute = c->recompute, .recompute_method = c->recompute_method,
-                         .recompute_num_layers = c->recompute_num_layers, .schedule = c->schedule, .m = c->m,
-                         .bucket_elems = c->bucket_elems, .d = c->dp_size,
-                         .distributed_optimizer = c->distributed_optimizer, .inference = c->inference,
-                         .dtype = (int)c->dtype, .flash_attention = c->flash_attention};
-  return pc;
-}
-
 ptdp_layer_shape ptdp_gpt_layer_shape(const ptdp_gpt *m)
 {
   return (ptdp_layer_shape){.r = m->sh, .hidden_dropout = m->cfg.hidden_dropout > 0,
                             .attention_dropout = m->cfg.attn_dropout > 0, .recompute = m->cfg.recompute,
                             .bytes = (int)m->es, .flash_attention = m->cfg.flash_attention,
-                            .rmsnorm = m->cfg.arch.norm == PTDP_NORM_RMSNORM};
+                            .arch = m->cfg.arch};
 }
 
 float *ptdp_gpt_param_data(const ptdp_gpt *m, int i) { return m->param ? m->param + m->layout.offset[i] : NULL; }

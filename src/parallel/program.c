@@ -1,12 +1,14 @@
 /* The main() of every MPI executable of ptdp (ptdp/program.h). */
 #include "ptdp/program.h"
 
+#include "ptdp/comm.h"
 #include "ptdp/cpu_threads.h"
 #include "ptdp/error.h"
 #include "ptdp/options.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* --help or --version anywhere among the arguments: rank 0 answers, and nothing else runs. */
 static int answered(int argc, char **argv, const char *name, void (*usage)(FILE *out))
@@ -38,5 +40,25 @@ int ptdp_main(int argc, char **argv, const char *name, void (*usage)(FILE *out),
     fprintf(stderr, "ptdp: error: MPI_Finalize failed\n");
     return 1;
   }
+  return 0;
+}
+
+int ptdp_node_setup(int num_threads, int device, ptdp_backend_options *bopt, char *blas, size_t n)
+{
+  int rank, on_node = 1, local_rank = 0;
+  MPI_Comm node;
+  PTDP_CALL_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  PTDP_CALL_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  PTDP_CALL_MPI(MPI_Comm_size(node, &on_node));
+  PTDP_CALL_MPI(MPI_Comm_rank(node, &local_rank)); /* the CUDA backend's GPU follows it */
+  PTDP_CALL_MPI(MPI_Comm_free(&node));
+  /* the backend sets the threads up from these (ptdp_backend_create); the count it will choose is
+   * known now, for the first line and the waiting ranks */
+  *bopt = (ptdp_backend_options){.num_threads = num_threads, .ranks_on_node = on_node, .report = rank == 0,
+                                 .local_rank = local_rank, .device = device};
+  const int threads = ptdp_cpu_threads_count(num_threads, on_node);
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && (long)on_node * threads > cores) ptdp_comm_set_wait_sleep(50); /* oversubscribed */
+  if (blas && n) ptdp_blas_describe(threads, blas, n);
   return 0;
 }

@@ -308,7 +308,7 @@ int ptdp_sim_options_read_hw(const ptdp_options *opt, ptdp_sim_options *o, ptdp_
   return ptdp_sim_options_resolve(opt, o, hw); /* the implementation's defaults */
 }
 
-int ptdp_sim_flash(const ptdp_args *a, const ptdp_sim_options *o)
+int ptdp_sim_flash(const ptdp_model_keys *a, const ptdp_sim_options *o)
 {
   return a->attention_backend == PTDP_ATTN_FLASH ||
          (a->attention_backend == PTDP_ATTN_AUTO && o->implementation == PTDP_SIM_IMPL_CORE);

@@ -14,20 +14,25 @@
 #include "ptdp/sim.h"
 
 #include "ptdp/error.h"
+#include "ptdp/layer_desc.h"
 #include "ptdp/shape.h"
 
-ptdp_model_shape ptdp_sim_model_shape(const ptdp_args *a)
+/* The model the keys make (ptdp_model_config_of), as ptdp-train would build it on the layout's
+ * t p ranks, with ptdp-sim's vocabulary when the keys give none. */
+ptdp_model_config ptdp_sim_model_config(const ptdp_model_keys *a)
 {
-  return (ptdp_model_shape){.num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size,
-                            .heads = (int)a->num_attention_heads, .ffn = (int)ptdp_args_ffn(a),
-                            .max_pos = (int)(a->max_position_embeddings ? a->max_position_embeddings : a->seq_length),
-                            .vocab = a->vocab_size > 0 ? a->vocab_size : PTDP_SIM_DEFAULT_VOCAB,
-                            .vocab_divisible_by = (int)a->make_vocab_size_divisible_by,
-                            .sequence_parallel = a->sequence_parallel, .arch = ptdp_args_arch(a)};
+  ptdp_model_config c;
+  const long long vocab = a->vocab_size > 0 ? a->vocab_size : PTDP_SIM_DEFAULT_VOCAB;
+  ptdp_model_config_of(a, &(ptdp_model_env){.use = PTDP_MODEL_TRAIN,
+                                            .world = (int)(a->tensor_model_parallel_size * a->pipeline_model_parallel_size),
+                                            .vocab = vocab}, &c);
+  return c;
 }
 
+ptdp_model_shape ptdp_sim_model_shape(const ptdp_model_keys *a) { return ptdp_sim_model_config(a).shape; }
+
 /* TP rank 0's sizes: every rank of a TP group has the same (the vocabulary slices too, padded). */
-ptdp_sim_dims ptdp_sim_dims_of(const ptdp_args *a)
+ptdp_sim_dims ptdp_sim_dims_of(const ptdp_model_keys *a)
 {
   const ptdp_model_shape m = ptdp_sim_model_shape(a);
   const ptdp_rank_shape r = ptdp_rank_shape_of(&m, (int)a->seq_length, (int)a->micro_batch_size,
@@ -52,7 +57,7 @@ typedef struct {
   ptdp_sim_group tp; /* the TP group: t consecutive ranks, across nodes when t > gpus-per-node */
 } ctx;
 
-static void ctx_init(ctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o)
+static void ctx_init(ctx *c, const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o)
 {
   const int half = a->fp16 || a->bf16;
   c->hw = hw;
@@ -176,9 +181,10 @@ static void column_prologue(const ctx *c, ptdp_sim_oplist *l, const char *name, 
 /* Megatron's attention core, unfused: QK^T [s,hd]x[hd,s] per (sample, local head) with the scale
  * folded in (baddbmm), softmax, dropout, attention over V, the context back to [s, b, hl];
  * selective recomputation runs all of it again. */
-static void attention_unfused(const ctx *c, ptdp_sim_oplist *l)
+static void attention_unfused(const ctx *c, ptdp_sim_oplist *l, const ptdp_layer_op *core)
 {
-  const double N = c->d.N, e = c->e, B = c->d.b * c->d.al, s = c->d.s, hd = c->d.hd;
+  const double e = c->e, B = core->batch, s = core->M, hd = core->K;
+  const double ctxt = B * s * hd; /* the context's elements, N hl */
   const double S2 = B * s * s; /* elements of the local score tensor */
   add(l, "QK^T", PTDP_SIM_ATTENTION, gemm(c, s, s, hd, B), gemm(c, s, hd, s, B) + gemm(c, hd, s, s, B), 1);
   /* softmax: fused scale-mask-softmax reads and writes the scores once; unfused also a masking
@@ -187,7 +193,7 @@ static void attention_unfused(const ctx *c, ptdp_sim_oplist *l)
   if (c->adrop) add(l, "attention dropout", PTDP_SIM_ATTENTION, mem(c, S2 * (2 * e + 1)), mem(c, S2 * (2 * e + 1)), 1);
   add(l, "attention over V", PTDP_SIM_ATTENTION, gemm(c, s, hd, s, B), gemm(c, s, s, hd, B) + gemm(c, s, hd, s, B), 1);
   /* [b, al, s, hd] -> [s, b, hl]: a copy each way; the last step of Megatron's core attention */
-  add(l, "context transpose", PTDP_SIM_MEMBOUND, mem(c, 2 * N * c->d.hl * e), mem(c, 2 * N * c->d.hl * e), 1);
+  add(l, "context transpose", PTDP_SIM_MEMBOUND, mem(c, 2 * ctxt * e), mem(c, 2 * ctxt * e), 1);
 }
 
 /* The fused (flash) attention: one kernel over blocks of queries and keys, the scores never
@@ -198,11 +204,11 @@ static void attention_unfused(const ctx *c, ptdp_sim_oplist *l)
  * writing o (backward: also do, dq, dk, dv).  Nothing is recomputed by selective recomputation
  * (the trainer's rule too): there is nothing s x s to drop.  Transformer Engine takes and gives
  * [s, b, h] itself; without it the context is transposed as before. */
-static void attention_flash(const ctx *c, ptdp_sim_oplist *l)
+static void attention_flash(const ctx *c, ptdp_sim_oplist *l, const ptdp_layer_op *core)
 {
   const ptdp_sim_hw *hw = c->hw;
-  const double R = c->e == 2 ? hw->peak_flops_16 : hw->peak_flops_32, x = c->d.N * c->d.hl * c->e;
-  const double F = 2.0 * c->d.b * c->d.al * c->d.s * c->d.s * c->d.hd;
+  const double R = c->e == 2 ? hw->peak_flops_16 : hw->peak_flops_32, x = core->batch * core->M * core->K * c->e;
+  const double F = 2.0 * core->batch * core->M * core->N * core->K;
   double fwd = F / (R * hw->flash_efficiency_fwd), bwd = 2.5 * F / (R * hw->flash_efficiency_bwd);
   if (fwd < 4 * x / hw->memory_bandwidth) fwd = 4 * x / hw->memory_bandwidth;
   if (bwd < 8 * x / hw->memory_bandwidth) bwd = 8 * x / hw->memory_bandwidth;
@@ -210,61 +216,113 @@ static void attention_flash(const ctx *c, ptdp_sim_oplist *l)
   if (!c->te) add(l, "context transpose", PTDP_SIM_MEMBOUND, mem(c, 2 * x), mem(c, 2 * x), 0);
 }
 
-int ptdp_sim_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+/* The activation after FC1 (M rows of N = fl outputs): bias + GeLU fused, one read and one write;
+ * unfused, two passes.  Backward reads the input and dy, writes dx, and reduces the bias gradient
+ * (one more read of dx).  Transformer Engine does both in FC1's epilogue (bias, GeLU, and the
+ * pre-activation written for the backward) and FC2's input-gradient GEMM's (GeLU's derivative
+ * from it, the bias gradient): what is left is that tensor's one write and one read.  SwiGLU
+ * reads [gate | up] (2 act) and writes act; backward reads both and dy, writes both halves'
+ * gradients (Megatron's bias_swiglu: the bias add in the same pass when fused; no epilogue of
+ * the GEMM's takes it). */
+static void activation(const ctx *c, ptdp_sim_oplist *l, const ptdp_layer_op *op, int swiglu)
+{
+  const double act = op->M * op->N * c->e;
+  const int bias = op->bias >= 0;
+  if (swiglu && bias) add(l, "bias-SwiGLU", PTDP_SIM_MEMBOUND, mem(c, (c->fused ? 3 : 7) * act), mem(c, 7 * act), 0);
+  else if (swiglu) add(l, "SwiGLU", PTDP_SIM_MEMBOUND, mem(c, 3 * act), mem(c, 5 * act), 0);
+  else if (c->te) add(l, "GeLU epilogue (pre-activation)", PTDP_SIM_MEMBOUND, mem(c, act), mem(c, act), 0);
+  else if (bias) add(l, "bias-GeLU", PTDP_SIM_MEMBOUND, mem(c, (c->fused ? 2 : 4) * act), mem(c, 4 * act), 0);
+  else add(l, "GeLU", PTDP_SIM_MEMBOUND, mem(c, 2 * act), mem(c, 3 * act), 0);
+}
+
+/* The nearest GEMM after (step 1) or before (step -1) operation i of d. */
+static const ptdp_layer_op *gemm_near(const ptdp_layer_desc *d, int i, int step)
+{
+  for (int k = i + step; k >= 0 && k < d->n; k += step)
+    if (d->op[k].kind == PTDP_LOP_GEMM) return &d->op[k];
+  return NULL;
+}
+
+/* The layer's operations (ptdp_layer_describe), each priced by its kind. */
+static int layer_ops(const ctx *c, const ptdp_layer_desc *d, ptdp_sim_oplist *l)
+{
+  l->n = 0;
+  for (int i = 0; i < d->n; i++) {
+    const ptdp_layer_op *op = &d->op[i];
+    switch (op->kind) {
+    case PTDP_LOP_NORM: layernorm(c, l, op->name); break;
+    case PTDP_LOP_TP_IN: { /* the collective around the column-parallel GEMM that follows */
+      const ptdp_layer_op *g = gemm_near(d, i, 1);
+      PTDP_CHECK(g, "the layer's description has no GEMM after %s", op->name);
+      column_prologue(c, l, op->name, gemm(c, g->M, g->N, g->K, 1), gemm(c, g->M, g->K, g->N, 1),
+                      gemm(c, g->K, g->N, g->M, 1));
+      break;
+    }
+    case PTDP_LOP_GEMM: add(l, op->name, PTDP_SIM_GEMM, gemm(c, op->M, op->N, op->K, op->batch),
+                            gemm(c, op->M, op->K, op->N, op->batch) + gemm(c, op->K, op->N, op->M, op->batch), 0);
+      break;
+    /* Megatron's column-parallel linear adds its bias after the GEMM (matmul, then + bias: read and
+     * write); backward reduces dy over the tokens for the bias gradient (one read).  Transformer
+     * Engine adds it, and reduces its gradient, in the GEMMs' epilogues. */
+    case PTDP_LOP_BIAS:
+      if (!c->te) add(l, op->name, PTDP_SIM_MEMBOUND, mem(c, 2 * op->M * op->N * c->e), mem(c, op->M * op->N * c->e), 0);
+      break;
+    /* rotary positions: the turned columns read and written in place; the backward turns their
+     * gradients back the same way */
+    case PTDP_LOP_ROPE:
+      add(l, op->name, PTDP_SIM_MEMBOUND, mem(c, 2 * op->M * op->N * c->e), mem(c, 2 * op->M * op->N * c->e), 0);
+      break;
+    case PTDP_LOP_ATTENTION:
+      if (c->flash) attention_flash(c, l, op);
+      else attention_unfused(c, l, op);
+      break;
+    case PTDP_LOP_ACTIVATION: activation(c, l, op, d->shape.arch.swiglu); break;
+    case PTDP_LOP_TP_OUT: { /* with the bias-dropout-add after it, around the row-parallel GEMM before */
+      const ptdp_layer_op *g = gemm_near(d, i, -1);
+      PTDP_CHECK(g && i + 1 < d->n && d->op[i + 1].kind == PTDP_LOP_RESIDUAL,
+                 "the layer's description has no row-parallel GEMM before, or residual after, %s", op->name);
+      row_epilogue(c, l, op->name, d->op[i + 1].name, gemm(c, g->M, g->N, g->K, 1), gemm(c, g->M, g->K, g->N, 1));
+      break;
+    }
+    case PTDP_LOP_RESIDUAL: break; /* with its TP_OUT */
+    default: PTDP_CHECK(0, "ptdp-sim has no cost for the layer's operation %s", op->name);
+    }
+  }
+  return 0;
+}
+
+/* The layer the keys describe, on TP rank 0 (every rank of a TP group has the same sizes). */
+void ptdp_sim_layer_desc(const ptdp_model_keys *a, const ptdp_sim_options *o, ptdp_layer_desc *d)
+{
+  const ptdp_model_shape m = ptdp_sim_model_shape(a);
+  const ptdp_layer_shape ls = {
+    .r = ptdp_rank_shape_of(&m, (int)a->seq_length, (int)a->micro_batch_size, (int)a->tensor_model_parallel_size, 0),
+    .hidden_dropout = a->hidden_dropout > 0, .attention_dropout = a->attention_dropout > 0,
+    .recompute = a->recompute_granularity, .bytes = a->fp16 || a->bf16 ? 2 : 4, .arch = m.arch,
+    .flash_attention = ptdp_sim_flash(a, o)};
+  ptdp_layer_describe(&ls, d);
+}
+
+int ptdp_sim_layer_ops_of(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+                          const ptdp_layer_desc *d, ptdp_sim_oplist *l)
+{
+  ctx c;
+  ctx_init(&c, a, hw, o);
+  return layer_ops(&c, d, l);
+}
+
+int ptdp_sim_layer_ops(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                        ptdp_sim_oplist *l)
 {
   if (o->fusion == PTDP_SIM_FUSION_CPU) return ptdp_sim_cpu_layer_ops(a, hw, o, l); /* layer_cpu.c */
-  ctx c;
-  ctx_init(&c, a, hw, o);
-  l->n = 0;
-  const double N = c.d.N, h = c.d.h, e = c.e, hl = c.d.hl, fl = c.d.fl, qkv = c.d.qkv;
-  layernorm(&c, l, a->normalization == PTDP_NORM_RMSNORM ? "rmsnorm 1" : "layernorm 1");
-  column_prologue(&c, l, "TP f (QKV input)", gemm(&c, N, qkv, h, 1), gemm(&c, N, h, qkv, 1),
-                  gemm(&c, h, qkv, N, 1));
-  linear(&c, l, "QKV GEMM", N, qkv, h);
-  /* Megatron's column-parallel linear adds its bias after the GEMM (matmul, then + bias: read and
-   * write [N, 3hl]); backward reduces dy over the N tokens for the bias gradient (one read).
-   * Transformer Engine adds it, and reduces its gradient, in the GEMMs' epilogues. */
-  if (c.bias && !c.te)
-    add(l, "QKV bias", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * qkv * e), mem(&c, N * qkv * e), 0);
-  /* rotary positions: the queries (hl) and the keys ((qkv - hl) / 2: one head per group; hl
-   * without grouped-query attention) rotated in place, read and written; the backward turns
-   * their gradients back the same way */
-  const double turned = hl + (qkv - hl) / 2;
-  if (c.rope) add(l, "RoPE", PTDP_SIM_MEMBOUND, mem(&c, 2 * N * turned * e), mem(&c, 2 * N * turned * e), 0);
-  if (c.flash) attention_flash(&c, l);
-  else attention_unfused(&c, l);
-  linear(&c, l, "projection GEMM", N, h, hl);
-  row_epilogue(&c, l, c.d.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias-dropout-add 1",
-               gemm(&c, N, h, hl, 1), gemm(&c, N, hl, h, 1));
-  layernorm(&c, l, a->normalization == PTDP_NORM_RMSNORM ? "rmsnorm 2" : "layernorm 2");
-  const double f1 = a->swiglu ? 2 * fl : fl; /* SwiGLU: fc1's rows [gate | up] */
-  column_prologue(&c, l, "TP f (MLP input)", gemm(&c, N, f1, h, 1), gemm(&c, N, h, f1, 1), gemm(&c, h, f1, N, 1));
-  linear(&c, l, "FC1 GEMM", N, f1, h);
-  /* bias + GeLU: fused, one read and one write; unfused, two passes.  Backward reads the input
-   * and dy, writes dx, and reduces the bias gradient (one more read of dx).  Transformer Engine
-   * does both in FC1's epilogue (bias, GeLU, and the pre-activation written for the backward)
-   * and FC2's input-gradient GEMM's (GeLU's derivative from it, the bias gradient): what is
-   * left is that tensor's one write and one read. */
-  const double act = N * fl * e;
-  /* SwiGLU reads [gate | up] (2 act) and writes act; backward reads both and dy, writes both
-   * halves' gradients (Megatron's bias_swiglu: the bias add in the same pass when fused; no
-   * epilogue of the GEMM's takes it) */
-  if (a->swiglu && c.bias)
-    add(l, "bias-SwiGLU", PTDP_SIM_MEMBOUND, mem(&c, (c.fused ? 3 : 7) * act), mem(&c, 7 * act), 0);
-  else if (a->swiglu) add(l, "SwiGLU", PTDP_SIM_MEMBOUND, mem(&c, 3 * act), mem(&c, 5 * act), 0);
-  else if (c.te) add(l, "GeLU epilogue (pre-activation)", PTDP_SIM_MEMBOUND, mem(&c, act), mem(&c, act), 0);
-  else if (c.bias) add(l, "bias-GeLU", PTDP_SIM_MEMBOUND, mem(&c, (c.fused ? 2 : 4) * act), mem(&c, 4 * act), 0);
-  else add(l, "GeLU", PTDP_SIM_MEMBOUND, mem(&c, 2 * act), mem(&c, 3 * act), 0);
-  linear(&c, l, "FC2 GEMM", N, h, fl);
-  row_epilogue(&c, l, c.d.sp ? "TP reduce-scatter (MLP)" : "TP all-reduce (MLP)", "bias-dropout-add 2",
-               gemm(&c, N, h, fl, 1), gemm(&c, N, fl, h, 1));
-  return 0;
+  ptdp_layer_desc d;
+  ptdp_sim_layer_desc(a, o, &d);
+  return ptdp_sim_layer_ops_of(a, hw, o, &d, l);
 }
 
 /* Embedding (first virtual stage): vocabulary-parallel lookup, its all-reduce over TP (SP: a
  * reduce-scatter), position add, dropout.  Backward: scatter-add into the fp32 gradient rows. */
-int ptdp_sim_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+int ptdp_sim_embedding_ops(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                            ptdp_sim_oplist *l)
 {
   if (o->fusion == PTDP_SIM_FUSION_CPU) return ptdp_sim_cpu_embedding_ops(a, hw, o, l); /* layer_cpu.c */
@@ -287,7 +345,7 @@ int ptdp_sim_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp
 /* Head (last virtual stage): final LayerNorm, (SP: all-gather), logits [N,h]x[h,vl], the
  * vocabulary-parallel cross entropy in fp32 (its three [N] all-reduces: max, sum, target
  * logit), and in backward the logits' two GEMMs and the all-reduce of the input gradient. */
-int ptdp_sim_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+int ptdp_sim_head_ops(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                       ptdp_sim_oplist *l)
 {
   if (o->fusion == PTDP_SIM_FUSION_CPU) return ptdp_sim_cpu_head_ops(a, hw, o, l); /* layer_cpu.c */

@@ -39,7 +39,7 @@ int ptdp_sim_hw_is_cpu(const ptdp_sim_hw *hw)
   return 0;
 }
 
-static int cctx_init(cctx *c, const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o)
+static int cctx_init(cctx *c, const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o)
 {
   PTDP_CHECK(ptdp_sim_hw_is_cpu(hw),
              "--fusion cpu: the hardware file %s gives no cpu-*-ns keys (jobs/measure_cpu_hw.sh writes them)",
@@ -168,7 +168,7 @@ static void layernorm(const cctx *c, ptdp_sim_oplist *l, const char *name, int r
       per(c, PTDP_SIM_CPU_LAYERNORM_BWD, x) + (residual ? per(c, PTDP_SIM_CPU_ELEMENTWISE, x) : 0), 0);
 }
 
-int ptdp_sim_cpu_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+int ptdp_sim_cpu_layer_ops(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                            ptdp_sim_oplist *l)
 {
   cctx c;
@@ -208,7 +208,7 @@ int ptdp_sim_cpu_layer_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp
 /* Word lookup [N, h] (rows of this rank's vocabulary slice), its reduction over TP, position
  * lookup and add, dropout; backward: mask, position and word scatter-adds (SP: the gradient
  * all-gathered first) */
-int ptdp_sim_cpu_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+int ptdp_sim_cpu_embedding_ops(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                                ptdp_sim_oplist *l)
 {
   cctx c;
@@ -229,7 +229,7 @@ int ptdp_sim_cpu_embedding_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const 
 /* Final LayerNorm, (SP: all-gather), logits [N, h] x [h, vl], the cross entropy's passes (all in
  * the forward: the gradient is written in place of the logits), its two small all-reduces (max;
  * sum-exp with the target logit); backward the logits' GEMMs and the reduction of dG */
-int ptdp_sim_cpu_head_ops(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+int ptdp_sim_cpu_head_ops(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                           ptdp_sim_oplist *l)
 {
   cctx c;

@@ -6,7 +6,9 @@ bin_PROGRAMS += ptdp-sim
 ptdp_sim_SOURCES = src/sim/ptdp_sim.c
 
 # Unit test (1 rank): every cost term against hand computations, the iteration's assembly
-check_PROGRAMS += validation/tests/sim/test_sim
+check_PROGRAMS += validation/tests/sim/test_sim validation/tests/sim/test_layer_desc
+validation_tests_sim_test_layer_desc_SOURCES = validation/tests/sim/test_layer_desc.c validation/tests/sim/sim_test.h
+TESTS += validation/tests/sim/test_layer_desc
 validation_tests_sim_test_sim_SOURCES = validation/tests/sim/test_sim.c validation/tests/sim/sim_test.h
 TESTS += validation/tests/sim/test_sim
 # Communication by topology (groups on nodes, NCCL's algorithms) and the DP reduction, by hand

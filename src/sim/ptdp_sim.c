@@ -3,6 +3,7 @@
  * Predicts iteration time, throughput, MFU, pipeline bubble and memory per GPU of the layout the
  * deck and keys describe (ptdp-train's keys and ptdp-sim's, on one command line: ptdp_cmdline) on
  * the cluster the hardware file describes.  No MPI: one process, a few milliseconds. */
+#include "ptdp/args.h"
 #include "ptdp/error.h"
 #include "ptdp/sim.h"
 
@@ -37,7 +38,7 @@ static int answered(const ptdp_cmdline *c, int argc, char **argv)
 
 /* The keys from argv; *done when --help or --version answered. Warns about keys without effect
  * for the layout's world size (world-size, or t p when it is 0). */
-static int parse(ptdp_cmdline *c, int argc, char **argv, const ptdp_args *a, const ptdp_sim_options *so, int *done)
+static int parse(ptdp_cmdline *c, int argc, char **argv, const ptdp_model_keys *a, const ptdp_sim_options *so, int *done)
 {
   *done = answered(c, argc - 1, argv + 1);
   if (*done) return 0;
@@ -51,7 +52,7 @@ static int parse(ptdp_cmdline *c, int argc, char **argv, const ptdp_args *a, con
 }
 
 /* Predict, print, and write the run file if asked. */
-static int simulate(const ptdp_args *a, ptdp_options *topt, const ptdp_sim_hw *hw, const ptdp_sim_options *so)
+static int simulate(const ptdp_model_keys *a, ptdp_options *topt, const ptdp_sim_hw *hw, const ptdp_sim_options *so)
 {
   ptdp_sim_result *r = calloc(1, sizeof *r);
   if (!r) return PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
@@ -80,9 +81,9 @@ static int run(int argc, char **argv)
   int done = 0, err = ptdp_sim_options_init(&sopt, &so);
   if (!err) err = ptdp_args_init(&a, &topt);
   sim_cmdline(&c, &sopt, &topt);
-  if (!err) err = parse(&c, argc, argv, &a, &so, &done);
+  if (!err) err = parse(&c, argc, argv, &a.model, &so, &done);
   if (!err && !done) err = ptdp_sim_options_read_hw(&sopt, &so, &hw);
-  if (!err && !done) err = simulate(&a, &topt, &hw, &so);
+  if (!err && !done) err = simulate(&a.model, &topt, &hw, &so);
   ptdp_options_free(&sopt);
   ptdp_options_free(&topt);
   return err;

@@ -35,7 +35,7 @@ static double maxd(double x, double y) { return x > y ? x : y; }
  *   2 or 4), whatever d (Megatron's DistributedDataParallel.allreduce_gradients, d = 1 too).
  * fp32 (the CPU trainer): norm 4 + Adam 28 + zero 4.  With the distributed optimizer every step
  * but the zeroing runs on the rank's 1/d shard. */
-static double optimizer_bytes(const ptdp_args *a, int d)
+static double optimizer_bytes(const ptdp_model_keys *a, int d)
 {
   const int half = a->fp16 || a->bf16;
   const double zero = a->fp16 ? 2 : 4;
@@ -93,7 +93,7 @@ int ptdp_sim_overlaps_grad_reduce(const ptdp_sim_options *o)
 
 /* One stage's DP reduction: exposed and hidden time after its last item; gathered: the
  * distributed optimizer's parameter all-gather's exposed time (after the step). */
-static void dp_reduce(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_group *dg,
+static void dp_reduce(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_group *dg,
                       double np, const ptdp_sim_stage_times *st, double *exposed, double *hidden, double *gathered)
 {
   const int half = a->fp16 || a->bf16, distopt = a->use_distributed_optimizer;
@@ -122,7 +122,7 @@ static void dp_reduce(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_
   }
 }
 
-int ptdp_sim_reductions(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r,
+int ptdp_sim_reductions(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r,
                         const double *params, const ptdp_sim_stage_times *st)
 {
   const int p = r->p, d = r->d, tp_dp_pp = a->parallel_order == PTDP_ORDER_TP_DP_PP;

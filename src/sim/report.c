@@ -7,7 +7,7 @@
 
 #define GB 1e9
 
-void ptdp_sim_print(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_result *r,
+void ptdp_sim_print(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_result *r,
                     FILE *out)
 {
   fprintf(out, "hardware: %s\n", hw->name);
@@ -72,7 +72,7 @@ static void print_ops(const ptdp_sim_oplist *l, double times, const char *indent
   }
 }
 
-void ptdp_sim_explain(const ptdp_args *a, const ptdp_sim_options *o, const ptdp_sim_result *r, FILE *out)
+void ptdp_sim_explain(const ptdp_model_keys *a, const ptdp_sim_options *o, const ptdp_sim_result *r, FILE *out)
 {
   const int nl = (int)(a->num_layers / r->p / r->v);
   fprintf(out, "iteration %.4f s\n", r->iteration);

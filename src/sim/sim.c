@@ -14,7 +14,7 @@
 #include <string.h>
 
 /* The layout from the keys; errors say what to change. */
-static int layout(const ptdp_args *a, const ptdp_sim_options *o, ptdp_sim_result *r, ptdp_schedule_kind *kind)
+static int layout(const ptdp_model_keys *a, const ptdp_sim_options *o, ptdp_sim_result *r, ptdp_schedule_kind *kind)
 {
   r->t = (int)a->tensor_model_parallel_size;
   r->p = (int)a->pipeline_model_parallel_size;
@@ -25,15 +25,7 @@ static int layout(const ptdp_args *a, const ptdp_sim_options *o, ptdp_sim_result
              "tensor-model-parallel-size x pipeline-model-parallel-size = %lld x %lld is more ranks than ptdp-sim "
              "models (at most %d)", a->tensor_model_parallel_size, a->pipeline_model_parallel_size, INT_MAX);
   r->world = o->world_size > 0 ? (int)o->world_size : (int)tp;
-  ptdp_args chk = *a; /* the trainer's checks, without its data and CPU-backend ones */
-  chk.mock_data = 1;
-  chk.data_path[0] = 0;
-  if (chk.vocab_size <= 0) chk.vocab_size = PTDP_SIM_DEFAULT_VOCAB;
-  chk.fp16 = chk.bf16 = 0;
-  chk.save[0] = chk.load[0] = 0;
-  chk.save_interval = chk.keep_checkpoints = chk.no_save_optim = chk.finetune = chk.no_load_optim = 0;
-  chk.use_checkpoint_args = 0;
-  PTDP_CALL(ptdp_args_validate(&chk, r->world));
+  PTDP_CALL(ptdp_model_keys_check(a, r->world)); /* the trainer's checks of the model and its layout */
   PTDP_CHECK(!(a->fp16 && a->bf16), "fp16 and bf16 are both set; choose one");
   r->d = (int)(r->world / tp);
   r->gbs = a->global_batch_size ? a->global_batch_size : a->micro_batch_size * r->d;
@@ -42,7 +34,8 @@ static int layout(const ptdp_args *a, const ptdp_sim_options *o, ptdp_sim_result
   *kind = r->v > 1 ? PTDP_SCHED_INTERLEAVED : a->pipeline_schedule;
   if (r->p == 1) *kind = PTDP_SCHED_1F1B;
   PTDP_CALL(ptdp_schedule_validate(*kind, r->p, r->v, r->m));
-  r->vocab_padded = ptdp_args_padded_vocab(a, a->vocab_size > 0 ? a->vocab_size : PTDP_SIM_DEFAULT_VOCAB);
+  r->vocab_padded = ptdp_padded_vocab(a->vocab_size > 0 ? a->vocab_size : PTDP_SIM_DEFAULT_VOCAB,
+                                      (int)a->make_vocab_size_divisible_by, r->t);
   return 0;
 }
 
@@ -77,7 +70,7 @@ typedef struct {
   double *comp, *hidden, *recompute; /* [p x COMPONENTS], [p x COMPONENTS], [p] */
 } stage_costs;
 
-static int chunk_recomputed_layers(const ptdp_args *a, int nl)
+static int chunk_recomputed_layers(const ptdp_model_keys *a, int nl)
 {
   int n = 0, g0, g1;
   for (int i = 0; i < nl; i++)
@@ -87,7 +80,7 @@ static int chunk_recomputed_layers(const ptdp_args *a, int nl)
 
 /* Each stage's items: every micro-batch costs the same in a chunk, so a chunk's forward and
  * backward are timed (and tallied, x m) once, then laid on the schedule's order. */
-static int stage_durations(const ptdp_args *a, ptdp_schedule_kind kind, ptdp_sim_result *r, stage_costs *sc)
+static int stage_durations(const ptdp_model_keys *a, ptdp_schedule_kind kind, ptdp_sim_result *r, stage_costs *sc)
 {
   const int p = r->p, v = r->v, m = r->m, n = 2 * m * v, nl = (int)(a->num_layers / p / v);
   const int nrec = chunk_recomputed_layers(a, nl), sel = a->recompute_granularity == PTDP_RECOMPUTE_SELECTIVE;
@@ -125,7 +118,7 @@ static int stage_durations(const ptdp_args *a, ptdp_schedule_kind kind, ptdp_sim
  * NIC share and all-gather the rest over NVLink (scatter/gather, or sequence parallelism, whose
  * messages are already [s/t, b, h]), else each sends the whole [b s h].  Every rank of a node
  * sends at once, so a rank has nics-per-node / gpus-per-node adapters (collective.c). */
-static double p2p_time(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_result *r)
+static double p2p_time(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_result *r)
 {
   if (r->p == 1) return 0;
   const double e = a->fp16 || a->bf16 ? 2 : 4;
@@ -151,7 +144,7 @@ static double p2p_time(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim
 
 /* The replay of r's layout (ptdp_sim_run's, done again): for --out's /pipeline/events.  r's op
  * lists must be filled (ptdp_sim_run has run); r itself is not changed. */
-int ptdp_sim_pipeline_replay(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+int ptdp_sim_pipeline_replay(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                              const ptdp_sim_result *r, ptdp_replay *rp)
 {
   ptdp_schedule_kind kind;
@@ -197,7 +190,7 @@ static void stage_times(const ptdp_replay *rp, const double *dur, int s, int n, 
   }
 }
 
-int ptdp_sim_run(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r)
+int ptdp_sim_run(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r)
 {
   memset(r, 0, sizeof *r);
   ptdp_schedule_kind kind;

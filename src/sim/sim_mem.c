@@ -15,22 +15,18 @@ typedef struct {
   double weights, grads, optimizer, activations, other, total, params, plan_act;
 } stage_mem;
 
-/* The storage type modelled (ptdp-sim's --bf16/--fp16 keys, as ptdp-train's). */
-static ptdp_dtype dtype_of(const ptdp_args *a) { return a->bf16 ? PTDP_BF16 : a->fp16 ? PTDP_F16 : PTDP_F32; }
-
-/* The plan ptdp-train would build for one stage of r's layout (ptdp_gpt_plan_config's fields). */
-static ptdp_plan_config plan_config(const ptdp_args *a, const ptdp_sim_options *o, const ptdp_sim_result *r,
+/* The plan ptdp-train would build for one stage of r's layout: the model the keys make on r's
+ * world (ptdp_model_config_of) with the schedule and attention core the simulator models. */
+static ptdp_plan_config plan_config(const ptdp_model_keys *a, const ptdp_sim_options *o, const ptdp_sim_result *r,
                                     ptdp_schedule_kind kind, int stage)
 {
-  ptdp_plan_config pc = {
-    .shape = ptdp_sim_model_shape(a),
-    .pos = {.t = r->t, .tp_rank = 0, .p = r->p, .stage = stage, .v = r->v},
-    .seq = (int)a->seq_length, .micro_batch = (int)a->micro_batch_size, .hidden_dropout = a->hidden_dropout > 0,
-    .attention_dropout = a->attention_dropout > 0, .recompute = a->recompute_granularity,
-    .recompute_method = a->recompute_method, .recompute_num_layers = (int)a->recompute_num_layers, .schedule = kind,
-    .m = r->m, .bucket_elems = a->ddp_bucket_size, .d = r->d, .distributed_optimizer = a->use_distributed_optimizer,
-    .dtype = (int)dtype_of(a), .flash_attention = ptdp_sim_flash(a, o)};
-  return pc;
+  ptdp_model_config c;
+  const long long vocab = a->vocab_size > 0 ? a->vocab_size : PTDP_SIM_DEFAULT_VOCAB;
+  ptdp_model_config_of(a, &(ptdp_model_env){.use = PTDP_MODEL_TRAIN, .world = r->world, .vocab = vocab,
+                                            .flash_attention = ptdp_sim_flash(a, o)}, &c);
+  c.gpt.schedule = kind;
+  const ptdp_param_position pos = {.t = r->t, .tp_rank = 0, .p = r->p, .stage = stage, .v = r->v};
+  return ptdp_gpt_plan_config(&c.gpt, &pos);
 }
 
 /* Bytes of the plan's buffers of one kind. */
@@ -95,7 +91,7 @@ static void ptdp_memory(const ptdp_plan *pl, stage_mem *sm)
  *   - no per-slot send buffers, tokens or pipeline buffers of ptdp's: Megatron frees a slot's
  *     output once sent (Korthikanti et al. App. B); the work space, and one message of b s h
  *     elements in each direction. */
-static int megatron_memory(const ptdp_args *a, const ptdp_plan *pl, stage_mem *sm)
+static int megatron_memory(const ptdp_model_keys *a, const ptdp_plan *pl, stage_mem *sm)
 {
   const double S = (double)ptdp_dtype_size((ptdp_dtype)pl->cfg.dtype);
   const double moment = kind_bytes(pl, PTDP_BUF_ADAM_M), master = kind_bytes(pl, PTDP_BUF_MASTER_PARAMS);
@@ -108,7 +104,7 @@ static int megatron_memory(const ptdp_args *a, const ptdp_plan *pl, stage_mem *s
 }
 
 /* One stage's memory, from the plan in the precision modelled. */
-static int stage_memory(const ptdp_args *a, const ptdp_sim_options *o, const ptdp_sim_result *r,
+static int stage_memory(const ptdp_model_keys *a, const ptdp_sim_options *o, const ptdp_sim_result *r,
                         ptdp_schedule_kind kind, int stage, stage_mem *sm)
 {
   const ptdp_plan_config pc = plan_config(a, o, r, kind, stage);
@@ -127,7 +123,7 @@ static int stage_memory(const ptdp_args *a, const ptdp_sim_options *o, const ptd
 
 /* Stages 0 (most activations in flight), p - 1 (the head) and one in the middle: the others
  * hold what the middle one holds, less activations. */
-int ptdp_sim_memory(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r,
+int ptdp_sim_memory(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r,
                     ptdp_schedule_kind kind, double *params)
 {
   const int p = r->p, pick[3] = {0, p / 2, p - 1};

@@ -69,7 +69,7 @@ static int dataset(hid_t f, const char *path, hid_t type, hsize_t n, const void 
   return datasetn(f, path, type, 1, &n, data);
 }
 
-static int write_config(hid_t f, const ptdp_args *a, ptdp_options *o, const ptdp_sim_result *r)
+static int write_config(hid_t f, const ptdp_model_keys *a, ptdp_options *o, const ptdp_sim_result *r)
 {
   hid_t g = H5Gcreate2(f, "/config", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   PTDP_CHECK_IO(g >= 0, "creating /config");
@@ -95,7 +95,7 @@ static int write_config(hid_t f, const ptdp_args *a, ptdp_options *o, const ptdp
   return err;
 }
 
-static int write_metrics(hid_t f, const ptdp_args *a, const ptdp_sim_result *r, double peak)
+static int write_metrics(hid_t f, const ptdp_model_keys *a, const ptdp_sim_result *r, double peak)
 {
   const long long one = 1, samples = r->gbs, zero = 0, none = -1;
   const double nan = NAN, ms = 1e3 * r->iteration, tok = (double)r->gbs * a->seq_length / r->iteration;
@@ -116,14 +116,14 @@ static int write_metrics(hid_t f, const ptdp_args *a, const ptdp_sim_result *r, 
 }
 
 /* Rank w's pipeline stage (grid order tp-dp-pp: w / (t d); tp-pp-dp: (w / t) % p). */
-static int stage_of(const ptdp_args *a, const ptdp_sim_result *r, int w)
+static int stage_of(const ptdp_model_keys *a, const ptdp_sim_result *r, int w)
 {
   return a->parallel_order == PTDP_ORDER_TP_DP_PP ? w / (r->t * r->d) : (w / r->t) % r->p;
 }
 
 /* Per rank: the stage of world rank w (grid order tp-dp-pp: w / (t d); tp-pp-dp: (w / t) % p)
  * holds what the plan gives its stage (first, middle or last sampled). */
-static int write_memory(hid_t f, const ptdp_args *a, const ptdp_sim_result *r)
+static int write_memory(hid_t f, const ptdp_model_keys *a, const ptdp_sim_result *r)
 {
   static const char *names[] = {"peak_activation_bytes", "weight_bytes", "gradient_bytes", "optimizer_bytes",
                                 "allocated_bytes"};
@@ -145,7 +145,7 @@ static int write_memory(hid_t f, const ptdp_args *a, const ptdp_sim_result *r)
 }
 
 /* Every rank's replayed items: the ranks of a stage run the same list at the same times. */
-static int write_events(hid_t f, const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
+static int write_events(hid_t f, const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                         const ptdp_sim_result *r)
 {
   ptdp_replay rp = {0};
@@ -185,7 +185,7 @@ static int write_events(hid_t f, const ptdp_args *a, const ptdp_sim_hw *hw, cons
   return err;
 }
 
-int ptdp_sim_write_runfile(const char *path, const ptdp_args *a, ptdp_options *o, const ptdp_sim_hw *hw,
+int ptdp_sim_write_runfile(const char *path, const ptdp_model_keys *a, ptdp_options *o, const ptdp_sim_hw *hw,
                            const ptdp_sim_options *so, const ptdp_sim_result *r)
 {
   hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);

@@ -7,6 +7,7 @@
  * the best K as a job array's table (--emit-tsv).  ptdp-train's keys fix everything the sweep
  * does not vary (the model, precision, dropout, ...); ptdp-sim's keys (fusion, train-tokens,
  * memory-margin, ...) are taken as ptdp-sim takes them. */
+#include "ptdp/args.h"
 #include "ptdp/error.h"
 #include "ptdp/sim.h"
 #include "ptdp/sweep.h"
@@ -43,7 +44,7 @@ static void sweep_cmdline(ptdp_cmdline *c, ptdp_options *swopt, ptdp_options *so
   ptdp_cmdline_add(c, topt, "ptdp-train's keys (the model and everything the sweep does not vary):");
 }
 
-static int report(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *so, const sweep_options *sw,
+static int report(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *so, const sweep_options *sw,
                   const ptdp_sweep_result *res)
 {
   printf("ptdp-sweep: %s, n %lld, model: %lld layers, h %lld, a %lld, s %lld; global batch %lld\n", hw->name,
@@ -90,7 +91,7 @@ static int parse(ptdp_cmdline *c, int argc, char **argv, const ptdp_sim_options 
 }
 
 /* Every layout, the report, and the files asked for. */
-static int sweep(const ptdp_args *a, const ptdp_sim_hw *hw, const ptdp_sim_options *so, const sweep_options *sw)
+static int sweep(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *so, const sweep_options *sw)
 {
   ptdp_sweep_result res = {0};
   int err = ptdp_sweep_run(a, hw, so, a->global_batch_size, &res);
@@ -120,7 +121,7 @@ static int run(int argc, char **argv)
   sweep_cmdline(&c, &swopt, &sopt, &topt);
   if (!err) err = parse(&c, argc, argv, &so, &done);
   if (!err && !done) err = ptdp_sim_options_read_hw(&sopt, &so, &hw);
-  if (!err && !done) err = sweep(&a, &hw, &so, &sw);
+  if (!err && !done) err = sweep(&a.model, &hw, &so, &sw);
   ptdp_options_free(&swopt);
   ptdp_options_free(&sopt);
   ptdp_options_free(&topt);

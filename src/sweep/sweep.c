@@ -21,7 +21,7 @@
 #include <time.h>
 
 typedef struct {
-  const ptdp_args *base;
+  const ptdp_model_keys *base;
   const ptdp_sim_hw *hw;
   const ptdp_sim_options *o;
   long long gbs;
@@ -29,7 +29,7 @@ typedef struct {
   ptdp_sim_result *r; /* scratch for one prediction */
 } sweep_ctx;
 
-double ptdp_sweep_state_bytes_lower(const ptdp_args *a, int t, int p, int d, int distopt)
+double ptdp_sweep_state_bytes_lower(const ptdp_model_keys *a, int t, int p, int d, int distopt)
 {
   /* a layer's matrices on one TP rank (biases and norms left out: a lower bound), from the rank
    * shape the model itself uses: linear_qkv [qkv, h], linear_proj [h, hl], the MLP's fc1 [fc1, h]
@@ -43,7 +43,7 @@ double ptdp_sweep_state_bytes_lower(const ptdp_args *a, int t, int p, int d, int
   return params * per;
 }
 
-void ptdp_sweep_apply(const ptdp_args *base, const ptdp_sweep_layout *L, long long gbs, ptdp_args *a)
+void ptdp_sweep_apply(const ptdp_model_keys *base, const ptdp_sweep_layout *L, long long gbs, ptdp_model_keys *a)
 {
   *a = *base;
   a->tensor_model_parallel_size = L->t;
@@ -61,7 +61,7 @@ void ptdp_sweep_apply(const ptdp_args *base, const ptdp_sweep_layout *L, long lo
 /* Predict L; 1 when it fits, 0 when not, -1 when the keys are refused (error cleared). */
 static int predict(sweep_ctx *c, ptdp_sweep_layout *L)
 {
-  ptdp_args a;
+  ptdp_model_keys a;
   ptdp_sweep_apply(c->base, L, c->gbs, &a);
   c->res->simulated++;
   if (ptdp_sim_run(&a, c->hw, c->o, c->r)) {
@@ -184,7 +184,7 @@ static int cmp_time(const void *x, const void *y)
   return (a->iteration > b->iteration) - (a->iteration < b->iteration);
 }
 
-int ptdp_sweep_run(const ptdp_args *base, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long gbs,
+int ptdp_sweep_run(const ptdp_model_keys *base, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long gbs,
                    ptdp_sweep_result *res)
 {
   memset(res, 0, sizeof *res);

@@ -327,24 +327,6 @@ void ptdp_args_print(const ptdp_options *o, FILE *out)
   fprintf(out, "-------------------- end of arguments ---------------------\n");
 }
 
-ptdp_arch ptdp_args_arch(const ptdp_args *a)
-{
-  return (ptdp_arch){.norm = a->normalization, .no_linear_bias = a->disable_bias_linear,
-                     .untie = a->untie_embeddings_and_output_weights, .position = a->position_embedding_type,
-                     .rotary_base = a->rotary_base, .rotary_percent = a->rotary_percent,
-                     .rotary_interleaved = a->rotary_interleaved,
-                     .query_groups = a->group_query_attention ? (int)a->num_query_groups : 0,
-                     .kv_channels = (int)a->kv_channels, .swiglu = a->swiglu};
-}
-
-/* Megatron's default: 4 h, or with SwiGLU two thirds of it (three matrices instead of two), floored
- * to a multiple of 64 (int(4 h 2/3 / 64) * 64). */
-long long ptdp_args_ffn(const ptdp_args *a)
-{
-  if (a->ffn_hidden_size) return a->ffn_hidden_size;
-  return a->swiglu ? 8 * a->hidden_size / 192 * 64 : 4 * a->hidden_size;
-}
-
 long long ptdp_args_padded_vocab(const ptdp_args *a, long long vocab)
 {
   return ptdp_padded_vocab(vocab, (int)a->make_vocab_size_divisible_by, (int)a->tensor_model_parallel_size);
@@ -366,48 +348,7 @@ static int validate_checkpoint_keys(const ptdp_args *a)
 
 int ptdp_args_validate(const ptdp_args *a, int world)
 {
-  long long t = a->tensor_model_parallel_size, p = a->pipeline_model_parallel_size;
-  PTDP_CHECK(a->kv_channels > 0 || a->hidden_size % a->num_attention_heads == 0,
-             "hidden-size %lld is not divisible by num-attention-heads %lld", a->hidden_size, a->num_attention_heads);
-  long long maxpos = a->max_position_embeddings ? a->max_position_embeddings : a->seq_length;
-  PTDP_CHECK(a->seq_length <= maxpos, "seq-length %lld is longer than max-position-embeddings %lld", a->seq_length,
-             maxpos);
-  PTDP_CHECK(world % (t * p) == 0,
-             "the world size %d is not divisible by tensor-model-parallel-size x pipeline-model-parallel-size = %lld x %lld",
-             world, t, p);
-  long long d = world / (t * p);
-  PTDP_CHECK(a->num_attention_heads % t == 0, "num-attention-heads %lld is not divisible by tensor-model-parallel-size %lld",
-             a->num_attention_heads, t);
-  PTDP_CHECK(!a->group_query_attention || a->num_attention_heads % a->num_query_groups == 0,
-             "num-attention-heads %lld is not divisible by num-query-groups %lld", a->num_attention_heads,
-             a->num_query_groups);
-  PTDP_CHECK(!a->group_query_attention || a->num_query_groups % t == 0,
-             "num-query-groups %lld is not divisible by tensor-model-parallel-size %lld (each rank holds whole groups, "
-             "as Megatron requires)", a->num_query_groups, t);
-  PTDP_CHECK(ptdp_args_ffn(a) > 0, "swiglu: hidden-size %lld gives ffn-hidden-size 0 by Megatron's rule "
-             "int(8 hidden-size / 3 / 64) * 64; give ffn-hidden-size", a->hidden_size);
-  PTDP_CHECK(ptdp_args_ffn(a) % t == 0, "ffn-hidden-size %lld is not divisible by tensor-model-parallel-size %lld",
-             ptdp_args_ffn(a), t);
-  PTDP_CHECK(!a->sequence_parallel || a->seq_length % t == 0,
-             "with sequence-parallel, seq-length %lld must be divisible by tensor-model-parallel-size %lld", a->seq_length, t);
-  long long gbs = a->global_batch_size ? a->global_batch_size : a->micro_batch_size * d;
-  PTDP_CHECK(gbs % (a->micro_batch_size * d) == 0,
-             "global-batch-size %lld is not divisible by micro-batch-size x data-parallel size = %lld x %lld", gbs,
-             a->micro_batch_size, d);
-  PTDP_CHECK(gbs / (a->micro_batch_size * d) <= 1000000,
-             "global-batch-size %lld gives %lld micro-batches per iteration (micro-batch-size %lld x data-parallel size "
-             "%lld per micro-batch); at most 1000000 are supported",
-             gbs, gbs / (a->micro_batch_size * d), a->micro_batch_size, d);
-  PTDP_CHECK(a->num_layers % p == 0, "num-layers %lld is not divisible by pipeline-model-parallel-size %lld",
-             a->num_layers, p);
-  if (a->num_layers_per_virtual_pipeline_stage) {
-    long long lps = a->num_layers / p;
-    PTDP_CHECK(p > 1, "num-layers-per-virtual-pipeline-stage needs pipeline-model-parallel-size > 1");
-    PTDP_CHECK(lps % a->num_layers_per_virtual_pipeline_stage == 0,
-               "layers per pipeline stage (%lld = num-layers %lld / pipeline-model-parallel-size %lld) are not divisible "
-               "by num-layers-per-virtual-pipeline-stage %lld",
-               lps, a->num_layers, p, a->num_layers_per_virtual_pipeline_stage);
-  }
+  PTDP_CALL(ptdp_model_keys_check(&a->model, world));
   PTDP_CHECK(a->min_lr <= a->lr, "min-lr %g is larger than lr %g", a->min_lr, a->lr);
   long long decay = a->lr_decay_iters ? a->lr_decay_iters : a->train_iters;
   PTDP_CHECK(a->lr_warmup_iters <= decay || a->train_iters == 0,

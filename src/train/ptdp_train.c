@@ -62,23 +62,10 @@ static int run(int argc, char **argv)
     ptdp_options_free(&o);
     return err;
   }
-  MPI_Comm node;
-  int on_node = 1, local_rank = 0;
-  PTDP_CALL_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
-  PTDP_CALL_MPI(MPI_Comm_size(node, &on_node));
-  PTDP_CALL_MPI(MPI_Comm_rank(node, &local_rank)); /* the CUDA backend's GPU follows it */
-  PTDP_CALL_MPI(MPI_Comm_free(&node));
-  /* The trainer's backend sets the threads up from these (ptdp_backend_create); the count it
-   * will choose is known now, for the first line and the waiting ranks. */
-  const ptdp_backend_options bopt = {.num_threads = (int)a.num_threads, .ranks_on_node = on_node, .report = rank == 0,
-                                     .local_rank = local_rank, .device = (int)a.device};
-  int threads = ptdp_cpu_threads_count(bopt.num_threads, bopt.ranks_on_node);
-  /* more ranks x threads than cores on this node: waiting ranks sleep instead of polling */
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores > 0 && (long)on_node * threads > cores) ptdp_comm_set_wait_sleep(50);
+  ptdp_backend_options bopt;
+  char blas[1024];
+  PTDP_CALL(ptdp_node_setup((int)a.num_threads, (int)a.device, &bopt, blas, sizeof blas));
   if (rank == 0) {
-    char blas[1024];
-    ptdp_blas_describe(threads, blas, sizeof blas);
     printf("ptdp-train %s: %d rank(s); %s\n", PACKAGE_VERSION, world, blas);
     ptdp_args_print(&o, stdout);
     ptdp_cmdline_warn_unused(&c, world, stderr);

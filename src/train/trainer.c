@@ -147,23 +147,22 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
   PTDP_CALL(ptdp_trainer_install_signal(tr));
   int world;
   PTDP_CALL_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world));
-  ptdp_schedule_kind sk = a->pipeline_schedule;
-  int v = 1;
-  if (a->num_layers_per_virtual_pipeline_stage) {
-    sk = PTDP_SCHED_INTERLEAVED; /* as Megatron: chunks imply the interleaved schedule */
-    v = (int)(a->num_layers / a->pipeline_model_parallel_size / a->num_layers_per_virtual_pipeline_stage);
-  }
+  ptdp_model_config mc; /* the vocabulary and the attention core are settled below */
+  ptdp_model_config_of(&a->model, &(ptdp_model_env){.use = PTDP_MODEL_TRAIN, .world = world}, &mc);
+  const ptdp_model_layout lay = mc.layout;
+  const ptdp_schedule_kind sk = lay.schedule;
+  const int v = lay.v;
   PTDP_CHECK(sk != PTDP_SCHED_INTERLEAVED || v > 1 || a->pipeline_model_parallel_size > 1,
              "pipeline-schedule = interleaved needs num-layers-per-virtual-pipeline-stage");
-  const long long t = a->tensor_model_parallel_size, p = a->pipeline_model_parallel_size, d = world / (t * p);
-  tr->gbs = a->global_batch_size ? a->global_batch_size : a->micro_batch_size * d;
+  const long long t = lay.t, p = lay.p;
+  tr->gbs = lay.global_batch;
   tr->args.global_batch_size = tr->gbs;
-  tr->m = (int)(tr->gbs / (a->micro_batch_size * d));
+  tr->m = lay.m;
   PTDP_CALL(ptdp_schedule_validate(sk, (int)p, v, tr->m));
   PTDP_CALL(resolve_vocab(a, &tr->vocab));
   PTDP_CALL(ptdp_grid_create(MPI_COMM_WORLD, (int)t, (int)p, a->parallel_order, &tr->grid));
   PTDP_CALL(ptdp_batch_open(&tr->data, &tr->args, tr->vocab, MPI_COMM_WORLD));
-  const ptdp_dtype dt = a->bf16 ? PTDP_BF16 : a->fp16 ? PTDP_F16 : PTDP_F32;
+  const ptdp_dtype dt = ptdp_model_keys_dtype(&a->model);
   int native = 1; /* bf16/fp16 natively (cuda) or through the mixed-precision wrapper (cpu, guard) */
   PTDP_CALL(ptdp_backend_create_typed(a->backend, bopt, dt, &tr->be, &native));
   if (dt != PTDP_F32 && tr->grid.world_rank == 0)
@@ -173,30 +172,18 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
   PTDP_CALL(ptdp_grid_attach_backend(&tr->grid, tr->be)); /* float messages are backend memory */
   PTDP_CALL(choose_transport(tr, a, bopt));
   int flash;
-  const int heads = (int)a->num_attention_heads, groups = a->group_query_attention ? (int)a->num_query_groups : heads;
-  const ptdp_attn_desc attn = {.b = (int)a->micro_batch_size, .s = (int)a->seq_length, .al = heads / (int)t,
-                               .groups = groups / (int)t,
-                               .hd = a->kv_channels ? (int)a->kv_channels : (int)(a->hidden_size / a->num_attention_heads)};
+  const ptdp_rank_shape rs = ptdp_rank_shape_of(&mc.shape, mc.gpt.seq, mc.gpt.micro_batch, (int)t, 0);
+  const ptdp_attn_desc attn = {.b = (int)rs.b, .s = (int)rs.s, .al = rs.al, .groups = rs.gl, .hd = rs.hd};
   PTDP_CALL(ptdp_backend_use_flash(tr->be, a->attention_backend, &attn, &flash));
-
-  ptdp_gpt_config mc = {
-    .num_layers = (int)a->num_layers, .hidden = (int)a->hidden_size, .heads = (int)a->num_attention_heads,
-    .ffn = (int)ptdp_args_ffn(a), .seq = (int)a->seq_length,
-    .max_pos = (int)(a->max_position_embeddings ? a->max_position_embeddings : a->seq_length),
-    .micro_batch = (int)a->micro_batch_size, .vocab = tr->vocab,
-    .vocab_divisible_by = (int)a->make_vocab_size_divisible_by, .eps = (float)a->layernorm_epsilon,
-    .hidden_dropout = (float)a->hidden_dropout, .attn_dropout = (float)a->attention_dropout,
-    .init_std = (float)a->init_method_std, .seed = (uint64_t)a->seed, .sequence_parallel = a->sequence_parallel && t > 1,
-    .chunks = v, .schedule = sk, .m = tr->m,
-    .recompute = a->recompute_granularity, .recompute_method = a->recompute_method,
-    .recompute_num_layers = (int)a->recompute_num_layers, .bucket_elems = a->ddp_bucket_size, .dp_size = (int)d,
-    .distributed_optimizer = a->use_distributed_optimizer, .dtype = dt, .flash_attention = flash,
-    .arch = ptdp_args_arch(a)};
+  ptdp_model_config_of(&a->model,
+                       &(ptdp_model_env){.use = PTDP_MODEL_TRAIN, .world = world, .vocab = tr->vocab,
+                                         .flash_attention = flash},
+                       &mc);
   /* the resolved model shape is what checkpoints record (use-checkpoint-args reads it back) */
   tr->args.vocab_size = tr->vocab;
-  tr->args.ffn_hidden_size = mc.ffn;
-  tr->args.max_position_embeddings = mc.max_pos;
-  PTDP_CALL(ptdp_gpt_create(&tr->model, &mc, tr->be, &tr->grid));
+  tr->args.ffn_hidden_size = mc.gpt.ffn;
+  tr->args.max_position_embeddings = mc.gpt.max_pos;
+  PTDP_CALL(ptdp_gpt_create(&tr->model, &mc.gpt, tr->be, &tr->grid));
   PTDP_CALL(ptdp_gpt_init_params(&tr->model));
   PTDP_CALL(ptdp_ddp_create(&tr->ddp, &tr->model, a->use_distributed_optimizer));
   ptdp_optim_config oc = {

@@ -48,7 +48,7 @@ static void simulate(const ptdp_args *a, const ptdp_sim_hw *hw, long long world)
   ptdp_sim_result *r = calloc(1, sizeof *r);
   if (!r) return;
   ptdp_error_clear();
-  (void)ptdp_sim_run(a, hw, &so, r);
+  (void)ptdp_sim_run(&a->model, hw, &so, r);
   free(r);
 }
 

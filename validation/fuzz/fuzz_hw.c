@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       ptdp_sim_result *r = calloc(1, sizeof *r);
       if (!r) return 0;
       ptdp_error_clear();
-      (void)ptdp_sim_run(&a, &hw, &so, r);
+      (void)ptdp_sim_run(&a.model, &hw, &so, r);
       free(r);
     }
   }

@@ -4,6 +4,7 @@
 #ifndef PTDP_SIM_TEST_H
 #define PTDP_SIM_TEST_H
 
+#include "ptdp/args.h"
 #include "ptdp/sim.h"
 
 #include <math.h>

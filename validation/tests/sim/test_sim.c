@@ -76,14 +76,14 @@ static void check_iteration(void)
   ptdp_options_free(&sopt);
   EXPECT(parse(&a, &o, "") == 0, "parse");
   ptdp_options_free(&o);
-  EXPECT(ptdp_sim_run(&a, &hw, &so, &r) == 0, "run p 1");
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, &r) == 0, "run p 1");
   EXPECT(r.m == 8 && r.p == 1 && r.d == 1, "layout m %d", r.m);
   EXPECT(near(r.iteration, 8 * (r.stage_fwd[0] + r.stage_bwd[0]) + r.comp[PTDP_SIM_OPTIMIZER], 1e-12),
          "p 1: m (forward + backward) + optimizer: %g", r.iteration);
   EXPECT(r.bubble == 0, "no bubble with p 1");
   EXPECT(parse(&a, &o, "--recompute-granularity full") == 0, "parse");
   ptdp_options_free(&o);
-  EXPECT(ptdp_sim_run(&a, &hw, &so, &rf) == 0, "run full recompute");
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, &rf) == 0, "run full recompute");
   double Lf = 0;
   for (int i = 0; i < r.layer.n; i++) Lf += r.layer.op[i].fwd;
   EXPECT(near(rf.iteration - r.iteration, 8 * 4 * Lf, 1e-9), "full recomputation: one more forward of each layer");
@@ -93,7 +93,7 @@ static void check_iteration(void)
   EXPECT(parse(&a, &o, "--bf16 false") == 0, "parse");
   ptdp_options_free(&o);
   hw.peak_flops_16 = 0;
-  EXPECT(ptdp_sim_run(&a, &hw, &so, &r) == 0, "run fp32");
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, &r) == 0, "run fp32");
   EXPECT(r.mem_grads == r.mem_weights && r.mem_optimizer == 2 * r.mem_weights, "fp32 Adam: moments = 2 x weights");
   hw = gpu();
 
@@ -101,14 +101,14 @@ static void check_iteration(void)
   EXPECT(parse(&a, &o, "--pipeline-model-parallel-size 4 --micro-batch-size 1 --global-batch-size 8 --vocab-size 128") == 0,
          "parse");
   ptdp_options_free(&o);
-  EXPECT(ptdp_sim_run(&a, &hw, &so, &r) == 0, "run p 4");
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, &r) == 0, "run p 4");
   EXPECT(r.bubble >= 3.0 / 8 - 1e-9 && r.bubble < 3.0 / 8 * 1.5, "bubble %g vs (p-1)/m = 0.375", r.bubble);
 
   so.world_size = 6;
   EXPECT(parse(&a, &o, "--tensor-model-parallel-size 4") == 0, "parse");
   ptdp_options_free(&o);
   ptdp_error_set_quiet(1);
-  EXPECT(ptdp_sim_run(&a, &hw, &so, &r) != 0, "world 6 with t 4 must fail");
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, &r) != 0, "world 6 with t 4 must fail");
   ptdp_error_clear();
   /* issue 22: t = p = 65536 (each in range) with world-size 0 made t p = 2^32 wrap to 0 in an
    * int, refused as a world size "not divisible"; the product is named instead */
@@ -116,7 +116,7 @@ static void check_iteration(void)
   EXPECT(parse(&a, &o, "--tensor-model-parallel-size 65536 --pipeline-model-parallel-size 65536 "
                        "--num-attention-heads 65536 --hidden-size 65536") == 0, "parse t = p = 65536");
   ptdp_options_free(&o);
-  EXPECT(ptdp_sim_run(&a, &hw, &so, &r) != 0 && strstr(ptdp_error_message(), "65536 x 65536 is more ranks"),
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, &r) != 0 && strstr(ptdp_error_message(), "65536 x 65536 is more ranks"),
          "t = p = 65536: refused naming the product, got '%s'", ptdp_error_message());
   ptdp_error_clear();
   ptdp_error_set_quiet(0);
@@ -136,9 +136,9 @@ static void check_async_tp(void)
   EXPECT(parse(&a, &o, "--tensor-model-parallel-size 2") == 0, "parse");
   ptdp_options_free(&o);
   so.async_tp_allreduce = 1;
-  ptdp_sim_layer_ops(&a, &hw, &so, &on);
+  ptdp_sim_layer_ops(&a.model, &hw, &so, &on);
   so.async_tp_allreduce = 0;
-  ptdp_sim_layer_ops(&a, &hw, &so, &off);
+  ptdp_sim_layer_ops(&a.model, &hw, &so, &off);
   const double N = 2.0 * 512, h = 1024, wgrad = ptdp_sim_gemm_time(&hw, hw.peak_flops_16, h, 3 * h / 2, N, 1, 2);
   const double ar = ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, 2, N * h * 2, hw.intra_bandwidth, hw.intra_latency);
   EXPECT(off.op[1].hidden == 0 && near(off.op[1].bwd, ar, 1e-12), "no overlap: the all-reduce shows whole");
@@ -160,8 +160,8 @@ static void check_megatron_ops(void)
   ptdp_options_free(&sopt);
   EXPECT(parse(&a, &o, "--tensor-model-parallel-size 2") == 0, "parse");
   ptdp_options_free(&o);
-  ptdp_sim_layer_ops(&a, &hw, &so, &layer);
-  ptdp_sim_head_ops(&a, &hw, &so, &head);
+  ptdp_sim_layer_ops(&a.model, &hw, &so, &layer);
+  ptdp_sim_head_ops(&a.model, &hw, &so, &head);
   /* QKV bias: forward reads and writes [N, 3h/t] = [1024, 1536] in 2 B (6.29 MB); backward
    * reads it once for the bias gradient */
   const double qkv = 1024.0 * 1536 * 2;
@@ -183,7 +183,7 @@ static void check_megatron_ops(void)
   EXPECT(bda && near(bda->bwd, (6 * x + mask) / 1e12 + 1e-6, 1e-12), "bias-dropout-add backward: 6 x + mask");
   /* ptdp-train's own cross entropy (fusion none): e + 16 forward, 4 + e backward */
   so.fusion = PTDP_SIM_FUSION_NONE;
-  ptdp_sim_head_ops(&a, &hw, &so, &head);
+  ptdp_sim_head_ops(&a.model, &hw, &so, &head);
   ce = find_op(&head, "cross entropy");
   EXPECT(ce && near(ce->fwd, 18 * z / 1e12 + 1e-6, 1e-12) && near(ce->bwd, 6 * z / 1e12 + 1e-6, 1e-12),
          "cross entropy, fusion none: 18 and 6 bytes per logit");
@@ -192,7 +192,7 @@ static void check_megatron_ops(void)
   /* a hidden collective holds 27 of the 108 SMs: hiding x costs the GEMM x / 4 */
   so.async_tp_allreduce = 1;
   hw.collective_sms = 27;
-  ptdp_sim_layer_ops(&a, &hw, &so, &layer);
+  ptdp_sim_layer_ops(&a.model, &hw, &so, &layer);
   const double N = 2.0 * 512, h = 1024, wgrad = ptdp_sim_gemm_time(&hw, hw.peak_flops_16, h, 3 * h / 2, N, 1, 2);
   const double ar = ptdp_sim_allreduce_time(PTDP_SIM_ALLREDUCE_RING, 2, N * h * 2, hw.intra_bandwidth, hw.intra_latency);
   const ptdp_sim_op *f = find_op(&layer, "TP f (QKV input)");
@@ -203,7 +203,7 @@ static void check_megatron_ops(void)
 
   /* p 1, bf16: the optimizer step moves 50 B per parameter held (norm 4, Adam 28, copy 6, zero
    * 4, the gradient buffer divided by d 8); weights are 2 B each */
-  EXPECT(ptdp_sim_run(&a, &hw, &so, r) == 0, "run t 2");
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, r) == 0, "run t 2");
   EXPECT(near(r->comp[PTDP_SIM_OPTIMIZER], r->mem_weights / 2 * 50 / 1e12 + 1e-6, 1e-9),
          "optimizer: 50 B per parameter, %g s", r->comp[PTDP_SIM_OPTIMIZER]);
   free(r);
@@ -221,9 +221,9 @@ static void check_events(void)
   ptdp_options_free(&sopt);
   EXPECT(parse(&a, &o, "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1") == 0, "parse");
   so.world_size = 4;
-  EXPECT(ptdp_sim_run(&a, &hw, &so, r) == 0, "run p 2 v 2 d 2");
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, r) == 0, "run p 2 v 2 d 2");
   const char *path = "test_sim_out.h5";
-  EXPECT(ptdp_sim_write_runfile(path, &a, &o, &hw, &so, r) == 0, "write the run file");
+  EXPECT(ptdp_sim_write_runfile(path, &a.model, &o, &hw, &so, r) == 0, "write the run file");
   ptdp_options_free(&o);
   hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), ds = H5Dopen2(f, "/pipeline/events", H5P_DEFAULT);
   hid_t sp = H5Dget_space(ds);

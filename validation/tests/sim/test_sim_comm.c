@@ -128,7 +128,7 @@ static void check_tp_across_nodes(void)
   ptdp_options_free(&sopt);
   EXPECT(parse(&a, &o, "--tensor-model-parallel-size 16") == 0, "parse t 16");
   ptdp_options_free(&o);
-  EXPECT(ptdp_sim_layer_ops(&a, &hw, &so, &layer) == 0, "layer ops t 16");
+  EXPECT(ptdp_sim_layer_ops(&a.model, &hw, &so, &layer) == 0, "layer ops t 16");
   const double S = 1024.0 * 1024 * 2, want = 2 * S / 160e9 + 2 * (7 * 2e-6 + 5e-6);
   const ptdp_sim_op *op = find_op(&layer, "TP all-reduce (attention)");
   EXPECT(op && near(op->fwd, want, 1e-12), "t 16 attention all-reduce %g, by hand %g", op ? op->fwd : -1, want);
@@ -177,32 +177,32 @@ static void check_dp_in_run(void)
   so.world_size = 2;
   EXPECT(parse(&a, &o, "--ddp-bucket-size 1000000") == 0, "parse d 2");
   ptdp_options_free(&o);
-  EXPECT(ptdp_sim_run(&a, &hw, &so, r) == 0, "run d 2");
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, r) == 0, "run d 2");
   const double np = r->mem_weights / 2;
   const ptdp_sim_group g = ptdp_sim_group_of(&hw, 2, 1);
   const double ar = ptdp_sim_collective_time(&hw, &g, PTDP_SIM_COLL_ALLREDUCE, PTDP_SIM_ALLREDUCE_AUTO, np * 4, NULL);
   EXPECT(near(r->comp[PTDP_SIM_DP], ar, 1e-12) && r->hidden[PTDP_SIM_DP] == 0, "not overlapped: one all-reduce, %g s",
          r->comp[PTDP_SIM_DP]);
   so.overlap_grad_reduce = 1;
-  EXPECT(ptdp_sim_run(&a, &hw, &so, ro) == 0, "run d 2 overlapped");
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, ro) == 0, "run d 2 overlapped");
   EXPECT(ro->comp[PTDP_SIM_DP] < r->comp[PTDP_SIM_DP] && ro->hidden[PTDP_SIM_DP] > 0 &&
              near(ro->iteration - ro->comp[PTDP_SIM_DP], r->iteration - r->comp[PTDP_SIM_DP], 1e-12),
          "overlapped: %g exposed, %g hidden (was %g)", ro->comp[PTDP_SIM_DP], ro->hidden[PTDP_SIM_DP],
          r->comp[PTDP_SIM_DP]);
   so.fusion = PTDP_SIM_FUSION_NONE; /* ptdp-train's own implementation overlaps whatever the key */
   so.overlap_grad_reduce = 0;
-  EXPECT(ptdp_sim_run(&a, &hw, &so, ro) == 0 && ro->hidden[PTDP_SIM_DP] > 0, "ptdp-train's implementation overlaps");
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, ro) == 0 && ro->hidden[PTDP_SIM_DP] > 0, "ptdp-train's implementation overlaps");
   so.fusion = PTDP_SIM_FUSION_MEGATRON;
   EXPECT(parse(&a, &o, "--use-distributed-optimizer") == 0, "parse distributed optimizer");
   ptdp_options_free(&o);
-  EXPECT(ptdp_sim_run(&a, &hw, &so, r) == 0, "run d 2 distributed optimizer");
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, r) == 0, "run d 2 distributed optimizer");
   const double rs =
       ptdp_sim_collective_time(&hw, &g, PTDP_SIM_COLL_REDUCE_SCATTER, PTDP_SIM_ALLREDUCE_AUTO, np * 4, NULL);
   const double ag = ptdp_sim_collective_time(&hw, &g, PTDP_SIM_COLL_ALLGATHER, PTDP_SIM_ALLREDUCE_AUTO, np * 2, NULL);
   EXPECT(near(r->comp[PTDP_SIM_DP], rs + ag, 1e-12), "distributed optimizer: reduce-scatter + all-gather, %g s",
          r->comp[PTDP_SIM_DP]);
   so.overlap_param_gather = 1;
-  EXPECT(ptdp_sim_run(&a, &hw, &so, ro) == 0 && ro->comp[PTDP_SIM_DP] < r->comp[PTDP_SIM_DP],
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, ro) == 0 && ro->comp[PTDP_SIM_DP] < r->comp[PTDP_SIM_DP],
          "overlap-param-gather hides part of the gather: %g < %g", ro->comp[PTDP_SIM_DP], r->comp[PTDP_SIM_DP]);
   free(r);
   free(ro);

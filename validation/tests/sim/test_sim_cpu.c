@@ -112,7 +112,7 @@ static void check_ops(void)
   ptdp_options_free(&sopt);
   so.fusion = PTDP_SIM_FUSION_CPU;
   EXPECT(parse(&a, "") == 0, "parse");
-  EXPECT(ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0, "layer ops");
+  EXPECT(ptdp_sim_layer_ops(&a.model, &hw, &so, &l) == 0, "layer ops");
   const double N = 512, h = 256, fl = 1024, scores = 4 * 8 * 128 * 128.0, causal = 4 * 8 * 128 * 129 / 2.0;
   const ptdp_sim_op *op = find(&l, "layernorm 1");
   EXPECT(op && near(op->fwd, N * h * 1e-9, 1e-12) && near(op->bwd, N * h * 3.1e-9, 1e-12),
@@ -135,13 +135,13 @@ static void check_ops(void)
          "bias, dropout, add: 2 passes + a mask drawn; backward copy, mask, bias gradient");
   EXPECT(find(&l, "TP f (QKV input)") == NULL, "t 1: no collectives");
 
-  EXPECT(ptdp_sim_head_ops(&a, &hw, &so, &l) == 0, "head ops");
+  EXPECT(ptdp_sim_head_ops(&a.model, &hw, &so, &l) == 0, "head ops");
   op = find(&l, "cross entropy");
   EXPECT(op && near(op->fwd, N * 512 * 0.55e-9, 1e-12) && op->bwd == 0, "cross entropy: all its passes in the forward");
 
   /* t 2: the all-reduce of [N, h] fp32 (ring over 2: S / B + 2 alpha) and the copy out */
   EXPECT(parse(&a, "--tensor-model-parallel-size 2") == 0, "parse t 2");
-  EXPECT(ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0, "layer ops t 2");
+  EXPECT(ptdp_sim_layer_ops(&a.model, &hw, &so, &l) == 0, "layer ops t 2");
   op = find(&l, "TP all-reduce (MLP)");
   const double ar = N * h * 4 / 5e9 + 2e-6 + N * h * 0.1e-9;
   EXPECT(op && near(op->fwd, ar, 1e-12) && op->bwd == 0, "TP all-reduce %g vs %g", op ? op->fwd : -1, ar);
@@ -153,7 +153,7 @@ static void check_ops(void)
   hw.intra_reduce_scatter_bandwidth = 1e9;
   hw.intra_allgather_bandwidth = 10e9;
   EXPECT(parse(&a, "--tensor-model-parallel-size 2 --sequence-parallel") == 0, "parse t 2 SP");
-  EXPECT(ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0, "layer ops t 2 SP");
+  EXPECT(ptdp_sim_layer_ops(&a.model, &hw, &so, &l) == 0, "layer ops t 2 SP");
   const double rs = N * h * 4 / 2 / 1e9 + 1e-6, ag = N * h * 4 / 2 / 10e9 + 1e-6;
   op = find(&l, "TP reduce-scatter (MLP)");
   EXPECT(op && near(op->fwd, rs, 1e-12) && near(op->bwd, ag, 1e-12), "SP row output: reduce-scatter, all-gather back");
@@ -165,7 +165,7 @@ static void check_ops(void)
   /* one rank: the iteration is m (forward + backward) + the optimizer of every parameter */
   ptdp_sim_result *r = calloc(1, sizeof *r);
   EXPECT(parse(&a, "") == 0, "parse");
-  EXPECT(ptdp_sim_run(&a, &hw, &so, r) == 0, "run");
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, r) == 0, "run");
   const double params = 12 * 4 * h * h + 13 * 4 * h + (512 + 128) * h + 2 * h;
   EXPECT(near(r->comp[PTDP_SIM_OPTIMIZER], params * 4e-9, 1e-12), "optimizer %g", r->comp[PTDP_SIM_OPTIMIZER]);
   EXPECT(near(r->iteration, 4 * (r->stage_fwd[0] + r->stage_bwd[0]) + params * 4e-9, 1e-12), "iteration");
@@ -177,7 +177,7 @@ static void check_ops(void)
   memset(gpu.cpu_op, 0, sizeof gpu.cpu_op);
   EXPECT(ptdp_sim_hw_is_cpu(&hw) && !ptdp_sim_hw_is_cpu(&gpu), "a CPU file is one with cpu-*-ns keys");
   ptdp_error_set_quiet(1);
-  EXPECT(ptdp_sim_layer_ops(&a, &gpu, &so, &l) != 0, "--fusion cpu needs the cpu-*-ns keys");
+  EXPECT(ptdp_sim_layer_ops(&a.model, &gpu, &so, &l) != 0, "--fusion cpu needs the cpu-*-ns keys");
   ptdp_error_clear();
   ptdp_error_set_quiet(0);
 }

@@ -88,10 +88,10 @@ static void check_implementation(void)
          "implementation keys: the keys' defaults as before, whatever the file");
   ptdp_args a;
   EXPECT(parse(&a, "") == 0 && a.attention_backend == PTDP_ATTN_AUTO, "attention-backend auto by default");
-  EXPECT(!ptdp_sim_flash(&a, &so), "auto without megatron-core: unfused");
+  EXPECT(!ptdp_sim_flash(&a.model, &so), "auto without megatron-core: unfused");
   so.implementation = PTDP_SIM_IMPL_CORE;
-  EXPECT(ptdp_sim_flash(&a, &so), "auto with megatron-core: flash");
-  EXPECT(parse(&a, "--attention-backend unfused") == 0 && !ptdp_sim_flash(&a, &so), "unfused asked for");
+  EXPECT(ptdp_sim_flash(&a.model, &so), "auto with megatron-core: flash");
+  EXPECT(parse(&a, "--attention-backend unfused") == 0 && !ptdp_sim_flash(&a.model, &so), "unfused asked for");
 }
 
 static void check_flash(void)
@@ -102,7 +102,7 @@ static void check_flash(void)
   ptdp_sim_oplist l;
   EXPECT(sim_keys(&so, &hw, "") == 0, "keys");
   EXPECT(parse(&a, "--attention-backend flash") == 0, "parse flash");
-  EXPECT(ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0, "layer ops flash");
+  EXPECT(ptdp_sim_layer_ops(&a.model, &hw, &so, &l) == 0, "layer ops flash");
   /* b 2, al 16, s 512, hd 64: F = 2 x 2 x 16 x 512^2 x 64 = 1.0737e9 FLOPs forward */
   const double F = 2.0 * 2 * 16 * 512 * 512 * 64;
   const ptdp_sim_op *fa = find_op(&l, "flash attention");
@@ -112,14 +112,14 @@ static void check_flash(void)
   /* selective recomputation recomputes nothing with flash */
   ptdp_sim_result *r = calloc(1, sizeof *r), *u = calloc(1, sizeof *u);
   EXPECT(parse(&a, "--attention-backend flash --recompute-granularity selective") == 0, "parse");
-  EXPECT(ptdp_sim_run(&a, &hw, &so, r) == 0 && r->recompute == 0, "selective with flash: nothing recomputed (%g s)",
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, r) == 0 && r->recompute == 0, "selective with flash: nothing recomputed (%g s)",
          r->recompute);
   /* memory: fp32, fusion none (the plan as ptdp-train builds it), p 1, no dropout: each layer's
    * held s x s tensor is the softmax output, 4 b a s^2 bytes, replaced by the lse's 4 b a s */
   so.fusion = PTDP_SIM_FUSION_NONE;
-  EXPECT(parse(&a, "--bf16 false --attention-backend flash") == 0 && ptdp_sim_run(&a, &hw, &so, r) == 0,
+  EXPECT(parse(&a, "--bf16 false --attention-backend flash") == 0 && ptdp_sim_run(&a.model, &hw, &so, r) == 0,
          "run flash fp32");
-  EXPECT(parse(&a, "--bf16 false --attention-backend unfused") == 0 && ptdp_sim_run(&a, &hw, &so, u) == 0,
+  EXPECT(parse(&a, "--bf16 false --attention-backend unfused") == 0 && ptdp_sim_run(&a.model, &hw, &so, u) == 0,
          "run unfused");
   const double drop = 4 * (4.0 * 2 * 16 * 512 * 512 - 4.0 * 2 * 16 * 512);
   EXPECT(near(u->plan_peak_activations - r->plan_peak_activations, drop, 1e-12),
@@ -128,8 +128,8 @@ static void check_flash(void)
   /* a file without the kernel's efficiencies cannot model it */
   hw.flash_efficiency_fwd = 0;
   ptdp_error_set_quiet(1);
-  EXPECT(ptdp_sim_run(&a, &hw, &so, u) == 0, "unfused needs no flash efficiency");
-  EXPECT(parse(&a, "--attention-backend flash") == 0 && ptdp_sim_run(&a, &hw, &so, r) != 0 &&
+  EXPECT(ptdp_sim_run(&a.model, &hw, &so, u) == 0, "unfused needs no flash efficiency");
+  EXPECT(parse(&a, "--attention-backend flash") == 0 && ptdp_sim_run(&a.model, &hw, &so, r) != 0 &&
              strstr(ptdp_error_message(), "flash-attention-efficiency"),
          "flash without the file's efficiency: refused");
   ptdp_error_clear();
@@ -147,7 +147,7 @@ static void check_te_and_ub(void)
   EXPECT(sim_keys(&so, &hw, "--implementation megatron-core") == 0, "keys core");
   EXPECT(parse(&a, "--attention-backend flash --tensor-model-parallel-size 2 --sequence-parallel") == 0,
          "parse t 2 sp");
-  EXPECT(ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0, "layer ops core");
+  EXPECT(ptdp_sim_layer_ops(&a.model, &hw, &so, &l) == 0, "layer ops core");
   EXPECT(!find_op(&l, "QKV bias") && !find_op(&l, "bias-GeLU") && !find_op(&l, "context transpose"),
          "TE: bias, GeLU in the epilogues, no transpose");
   /* the pre-activation [N, f/t] = [1024, 2048] in 2 B written and read once: 4.19 MB / 1 TB/s + 1 us */
@@ -159,13 +159,13 @@ static void check_te_and_ub(void)
   /* tp-comm-overlap: the MLP's reduce-scatter of [N, h] = 2 MB beside FC2's forward GEMM
    * [1024, 1024] x [1024, 2048]... ([N, f/t] x [f/t, h]) */
   so.tp_comm_overlap = 1;
-  EXPECT(ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0, "layer ops tp-comm-overlap");
+  EXPECT(ptdp_sim_layer_ops(&a.model, &hw, &so, &l) == 0, "layer ops tp-comm-overlap");
   const ptdp_sim_op *rs = find_op(&l, "TP reduce-scatter (MLP)");
   const double G = ptdp_sim_gemm_time(&hw, hw.peak_flops_16 * so.software_efficiency, 1024, 1024, 2048, 1, 2);
   EXPECT(rs && near(rs->fwd, fmax(rs_plain / 2, rs_plain - G), 1e-12) && rs->hidden > 0,
          "overlapped reduce-scatter shows max(x / t, x - G) = %g of %g (G %g)", rs ? rs->fwd : -1, rs_plain, G);
   EXPECT(parse(&a, "--attention-backend flash --tensor-model-parallel-size 2") == 0 &&
-             ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0 && find_op(&l, "TP all-reduce (MLP)")->hidden == 0,
+             ptdp_sim_layer_ops(&a.model, &hw, &so, &l) == 0 && find_op(&l, "TP all-reduce (MLP)")->hidden == 0,
          "tp-comm-overlap without sequence parallelism: nothing overlapped (Megatron needs SP)");
 }
 
@@ -185,7 +185,7 @@ static void check_llama(void)
   EXPECT(parse(&a, "--normalization RMSNorm --position-embedding-type rope --disable-bias-linear "
                    "--untie-embeddings-and-output-weights --tensor-model-parallel-size 2") == 0,
          "parse Llama-like");
-  EXPECT(ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0 && ptdp_sim_embedding_ops(&a, &hw, &so, &e) == 0, "ops");
+  EXPECT(ptdp_sim_layer_ops(&a.model, &hw, &so, &l) == 0 && ptdp_sim_embedding_ops(&a.model, &hw, &so, &e) == 0, "ops");
   const double N = 1024, hl = 512, x = N * 1024 * 2, act = N * 2048 * 2;
   const ptdp_sim_op *rope = find_op(&l, "RoPE"), *gelu = find_op(&l, "GeLU"), *bda = find_op(&l, "bias-dropout-add 1");
   EXPECT(!find_op(&l, "QKV bias") && !find_op(&l, "bias-GeLU") && find_op(&l, "rmsnorm 1"), "no bias passes, RMSNorm");
@@ -198,7 +198,7 @@ static void check_llama(void)
   /* grouped-query attention, 16 heads in 4 groups on t 2: QKV [N, (8 + 2 x 2) 64] = [N, 768] instead
    * of [N, 1536]; RoPE turns the 8 query heads and 2 key heads (640 columns) */
   EXPECT(parse(&a, "--position-embedding-type rope --group-query-attention --num-query-groups 4 "
-                   "--tensor-model-parallel-size 2") == 0 && ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0,
+                   "--tensor-model-parallel-size 2") == 0 && ptdp_sim_layer_ops(&a.model, &hw, &so, &l) == 0,
          "parse and time GQA");
   const ptdp_sim_op *qkv = find_op(&l, "QKV GEMM"), *rope_g = find_op(&l, "RoPE");
   const double R = hw.peak_flops_16 * so.software_efficiency;
@@ -209,7 +209,7 @@ static void check_llama(void)
    * activation reads both halves and writes fl (3 act), its backward reads both and dy and writes
    * both gradients (5 act); FC2 stays [N, 2048] x [2048, 1024] */
   EXPECT(parse(&a, "--swiglu --ffn-hidden-size 4096 --disable-bias-linear --tensor-model-parallel-size 2") == 0 &&
-             ptdp_sim_layer_ops(&a, &hw, &so, &l) == 0,
+             ptdp_sim_layer_ops(&a.model, &hw, &so, &l) == 0,
          "parse and time SwiGLU");
   const ptdp_sim_op *fc1 = find_op(&l, "FC1 GEMM"), *fc2 = find_op(&l, "FC2 GEMM"), *glu = find_op(&l, "SwiGLU");
   EXPECT(fc1 && near(fc1->fwd, ptdp_sim_gemm_time(&hw, R, N, 4096, 1024, 1, 2), 1e-12),
@@ -222,9 +222,9 @@ static void check_llama(void)
   so.world_size = 4;
   EXPECT(parse(&a, "--normalization RMSNorm --position-embedding-type rope --disable-bias-linear "
                    "--untie-embeddings-and-output-weights --pipeline-model-parallel-size 2") == 0 &&
-             ptdp_sim_run(&a, &hw, &so, r) == 0 && r->comp[PTDP_SIM_EMBEDDING_AR] == 0,
+             ptdp_sim_run(&a.model, &hw, &so, r) == 0 && r->comp[PTDP_SIM_EMBEDDING_AR] == 0,
          "untied: no embedding all-reduce between the stages");
-  EXPECT(parse(&a, "--pipeline-model-parallel-size 2") == 0 && ptdp_sim_run(&a, &hw, &so, r) == 0 &&
+  EXPECT(parse(&a, "--pipeline-model-parallel-size 2") == 0 && ptdp_sim_run(&a.model, &hw, &so, r) == 0 &&
              r->comp[PTDP_SIM_EMBEDDING_AR] > 0,
          "tied: the all-reduce is there");
   free(r);

@@ -34,7 +34,7 @@ static int parse(ptdp_args *a, const char *model, int t, int p, int bf16)
 /* the old bound: 4 h^2 + 2 h f a layer whatever the architecture */
 static double old_bound(const ptdp_args *a, int t, int p, int d, int distopt)
 {
-  const double h = (double)a->hidden_size, f = (double)ptdp_args_ffn(a);
+  const double h = (double)a->hidden_size, f = (double)ptdp_model_keys_ffn(&a->model);
   const double params = (double)a->num_layers / p * (4 * h * h + 2 * h * f) / t;
   const int half = a->bf16;
   return params * ((half ? 2 + 2 : 4 + 4) + (half ? 12.0 : 8.0) / (distopt ? d : 1));
@@ -75,9 +75,9 @@ int main(void)
               a.use_distributed_optimizer = distopt;
               a.global_batch_size = 8 * d;
               so.world_size = (long long)t * p * d;
-              if (err || ptdp_sim_run(&a, &hw, &so, r) != 0) continue;
+              if (err || ptdp_sim_run(&a.model, &hw, &so, r) != 0) continue;
               const double state = r->mem_weights + r->mem_grads + r->mem_optimizer;
-              const double lower = ptdp_sweep_state_bytes_lower(&a, t, p, d, distopt);
+              const double lower = ptdp_sweep_state_bytes_lower(&a.model, t, p, d, distopt);
               worst_over = fmax(worst_over, lower / state);
               worst_slack = fmax(worst_slack, 1 - lower / state);
               old_over = fmax(old_over, old_bound(&a, t, p, d, distopt) / state);
