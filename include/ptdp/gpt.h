@@ -101,15 +101,39 @@ typedef struct {
   float *debug_logits;    /* host [N, vocab slice]; cleared once filled */
 } ptdp_gpt_hooks;
 
+struct ptdp_gpt;
+/* The passes of a layer whose kernels depend on the family (LayerNorm or RMSNorm) and on which
+ * fused operations the backend has, chosen once by ptdp_gpt_create (src/model/layer_passes.c). */
+typedef struct {
+  /* the normalisation over rows of h (RMSNorm: mean and bias unused) */
+  int (*norm_forward)(struct ptdp_gpt *m, const float *x, const float *w, const float *b, float *y, float *mean,
+                      float *rstd, long long rows);
+  int (*norm_backward)(struct ptdp_gpt *m, const float *dy, const float *x, const float *w, const float *mean,
+                       const float *rstd, float *dx, float *dw, float *db, long long rows);
+  /* dx = the norm's backward of dy, plus res (the residual stream's gradient) */
+  int (*norm_backward_add)(struct ptdp_gpt *m, const float *dy, const float *x, const float *w, const float *mean,
+                           const float *rstd, float *dx, float *dw, float *db, long long rows, const float *res);
+  /* y = dropout(y + b) + res over rows of h (b NULL: no bias) */
+  int (*residual)(struct ptdp_gpt *m, float *y, const float *b, uint8_t *mask, const ptdp_dropout_key *k,
+                  const float *res, long long rows);
+  /* the same, then out = norm(y) with weights nw, nb and its statistics */
+  int (*residual_norm)(struct ptdp_gpt *m, float *y, const float *b, uint8_t *mask, const ptdp_dropout_key *k,
+                       const float *res, long long rows, const float *nw, const float *nb, float *out, float *mean,
+                       float *rstd);
+  /* dst = the hidden dropout's backward of src, n elements (src kept) */
+  int (*dropout_backward_to)(struct ptdp_gpt *m, float *dst, const float *src, const uint8_t *mask, size_t n);
+} ptdp_layer_passes;
+
 /* One rank's model.  Read-only after ptdp_gpt_create for everyone but the model itself, except
  * the flat buffers param/wt/grad/master (the optimizer, the data-parallel module and checkpoints
  * write them), the hooks (through their setters) and, during an evaluation, cfg's dropout
  * probabilities (ptdp_trainer_evaluate turns them off and back on). */
-typedef struct {
+typedef struct ptdp_gpt {
   /* what it is and where it runs */
   ptdp_gpt_config cfg;
   ptdp_backend *be;
   ptdp_grid *grid;
+  ptdp_layer_passes passes; /* the family's and the backend's passes, chosen at creation */
   int t, tp_rank, p, stage;
   ptdp_rank_shape sh;     /* this rank's sizes: local heads and widths, vocabulary slice, token rows */
   /* its parameters */

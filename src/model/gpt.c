@@ -203,6 +203,7 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
   PTDP_CHECK(!cfg->arch.swiglu || (be->swiglu_forward && be->swiglu_backward),
              "swiglu: the %s backend has no SwiGLU yet (the cpu and guard backends have it)", be->name);
   m->es = ptdp_dtype_size(cfg->dtype);
+  ptdp_layer_passes_choose(be, cfg->arch.norm, &m->passes);
   m->master_sharded = cfg->dtype != PTDP_F32 && !cfg->inference && cfg->distributed_optimizer && cfg->dp_size > 1;
   const int groups = cfg->arch.query_groups > 0 ? cfg->arch.query_groups : cfg->heads;
   PTDP_CHECK(cfg->heads % m->t == 0 && (cfg->arch.kv_channels > 0 || cfg->hidden % cfg->heads == 0) &&

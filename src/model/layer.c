@@ -48,49 +48,6 @@ ptdp_attn_desc ptdp_layer_attn_desc(const ptdp_gpt *m, int layer, long long samp
   return d;
 }
 
-int ptdp_gpt_norm_forward(ptdp_gpt *m, const float *x, const float *w, const float *b, float *y, float *mean, float *rstd,
-                      long long rows)
-{
-  ptdp_backend *be = m->be;
-  if (m->cfg.arch.norm == PTDP_NORM_RMSNORM)
-    return be->rmsnorm_forward(be, x, w, y, rstd, rows, m->cfg.hidden, m->cfg.eps);
-  return be->layernorm_forward(be, x, w, b, y, mean, rstd, rows, m->cfg.hidden, m->cfg.eps);
-}
-
-int ptdp_gpt_norm_backward(ptdp_gpt *m, const float *dy, const float *x, const float *w, const float *mean,
-                       const float *rstd, float *dx, float *dw, float *db, long long rows)
-{
-  ptdp_backend *be = m->be;
-  if (m->cfg.arch.norm == PTDP_NORM_RMSNORM)
-    return be->rmsnorm_backward(be, dy, x, w, rstd, dx, dw, rows, m->cfg.hidden);
-  return be->layernorm_backward(be, dy, x, w, mean, rstd, dx, dw, db, rows, m->cfg.hidden);
-}
-
-/* The backward's residual joins: dx = norm'(dy) + res, in one pass where the backend has
- * layernorm_backward_add or rmsnorm_backward_add, else the norm's backward then add. */
-static int norm_backward_add(ptdp_gpt *m, const float *dy, const float *x, const float *w, const float *mean,
-                             const float *rstd, float *dx, float *dw, float *db, long long rows, const float *res)
-{
-  ptdp_backend *be = m->be;
-  const int rms = m->cfg.arch.norm == PTDP_NORM_RMSNORM;
-  if (!rms && be->layernorm_backward_add)
-    return be->layernorm_backward_add(be, dy, x, w, mean, rstd, dx, dw, db, rows, m->cfg.hidden, res);
-  if (rms && be->rmsnorm_backward_add)
-    return be->rmsnorm_backward_add(be, dy, x, w, rstd, dx, dw, rows, m->cfg.hidden, res);
-  PTDP_CALL(ptdp_gpt_norm_backward(m, dy, x, w, mean, rstd, dx, dw, db, rows));
-  return be->add(be, dx, res, (size_t)rows * m->cfg.hidden);
-}
-
-/* dst = the dropout's backward of src (src kept: the residual's gradient reads it again), in one
- * pass where the backend has dropout_backward_to. */
-static int dropout_backward_to(ptdp_gpt *m, float *dst, const float *src, const uint8_t *mask, size_t n)
-{
-  ptdp_backend *be = m->be;
-  if (be->dropout_backward_to) return be->dropout_backward_to(be, dst, src, mask, n, m->cfg.hidden_dropout);
-  PTDP_CALL(be->copy(be, dst, src, n * m->es));
-  return be->dropout_backward(be, dst, mask, n, m->cfg.hidden_dropout);
-}
-
 /* y += b, and its gradient db += sum of dy's rows, where the layer has a bias (disable-bias-linear
  * takes them away). */
 static int bias_fwd(ptdp_backend *be, float *y, const float *b, long long rows, int cols)
@@ -100,17 +57,6 @@ static int bias_fwd(ptdp_backend *be, float *y, const float *b, long long rows, 
 static int bias_bwd(ptdp_backend *be, const float *dy, float *db, long long rows, int cols)
 {
   return db ? be->bias_backward(be, dy, db, rows, cols) : 0;
-}
-
-/* The residual branch's end: y = dropout(y + b) + res, in one pass where the backend has
- * bias_dropout_add, else bias, dropout and add. */
-static int bias_dropout_add(ptdp_backend *be, float *y, const float *b, uint8_t *mask, const ptdp_dropout_key *k,
-                            const float *res, long long rows, int cols)
-{
-  if (be->bias_dropout_add) return be->bias_dropout_add(be, y, b, mask, k, res, rows, cols);
-  PTDP_CALL(bias_fwd(be, y, b, rows, cols));
-  PTDP_CALL(be->dropout_forward(be, y, mask, rows, cols, k));
-  return be->add(be, y, res, (size_t)rows * cols);
 }
 
 /* The rotary embedding of the query and key heads of qkv rows [rows, 3 hl] at positions
@@ -187,7 +133,7 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
   const float *in;
 
   /* attention block */
-  PTDP_CALL(ptdp_gpt_norm_forward(m, a->x, w->ln1_w, w->ln1_b, a->ln1_out, a->ln1_mean, a->ln1_rstd, Nl));
+  PTDP_CALL(m->passes.norm_forward(m, a->x, w->ln1_w, w->ln1_b, a->ln1_out, a->ln1_mean, a->ln1_rstd, Nl));
   PTDP_CALL(gathered_input(m, p, a->ln1_out, h, &in));
   if (be->gemm_bias && w->qkv_b) /* the bias in the GEMM's epilogue (cuBLASLt BIAS) */
     PTDP_CALL(be->gemm_bias(be, 0, 1, N, qkv, h, in, h, w->qkv_w, h, w->qkv_b, a->qkv));
@@ -200,17 +146,9 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
   PTDP_CALL(be->gemm(be, 0, 1, N, h, hl, 1.0f, a->ctx, hl, w->proj_w, hl, 0.0f, partial_target(p, a->x2), h));
   PTDP_CALL(reduce_partial(m, p, a->x2, h)); /* [Nl, h] */
   ptdp_dropout_key k1 = resid_key(m, PTDP_RNG_ATTN_RESID, layer, p->sample0);
-  const int rms = m->cfg.arch.norm == PTDP_NORM_RMSNORM;
-  if (!rms && be->bias_dropout_add_layernorm) /* the residual into the second norm, one pass */
-    PTDP_CALL(be->bias_dropout_add_layernorm(be, a->x2, w->proj_b, a->mask1, &k1, a->x, Nl, h, w->ln2_w, w->ln2_b,
-                                             a->ln2_out, a->ln2_mean, a->ln2_rstd, m->cfg.eps));
-  else if (rms && be->bias_dropout_add_rmsnorm)
-    PTDP_CALL(be->bias_dropout_add_rmsnorm(be, a->x2, w->proj_b, a->mask1, &k1, a->x, Nl, h, w->ln2_w, a->ln2_out,
-                                           a->ln2_rstd, m->cfg.eps));
-  else {
-    PTDP_CALL(bias_dropout_add(be, a->x2, w->proj_b, a->mask1, &k1, a->x, Nl, h));
-    PTDP_CALL(ptdp_gpt_norm_forward(m, a->x2, w->ln2_w, w->ln2_b, a->ln2_out, a->ln2_mean, a->ln2_rstd, Nl));
-  }
+  /* the residual into the second norm (one pass where the backend fuses them) */
+  PTDP_CALL(m->passes.residual_norm(m, a->x2, w->proj_b, a->mask1, &k1, a->x, Nl, w->ln2_w, w->ln2_b, a->ln2_out,
+                                    a->ln2_mean, a->ln2_rstd));
 
   /* MLP block */
   PTDP_CALL(gathered_input(m, p, a->ln2_out, h, &in));
@@ -218,7 +156,7 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
   PTDP_CALL(be->gemm(be, 0, 1, N, h, fl, 1.0f, a->gelu, fl, w->fc2_w, fl, 0.0f, partial_target(p, out), h));
   PTDP_CALL(reduce_partial(m, p, out, h));
   ptdp_dropout_key k2 = resid_key(m, PTDP_RNG_MLP_RESID, layer, p->sample0);
-  PTDP_CALL(bias_dropout_add(be, out, w->fc2_b, a->mask2, &k2, a->x2, Nl, h));
+  PTDP_CALL(m->passes.residual(m, out, w->fc2_b, a->mask2, &k2, a->x2, Nl));
   return 0;
 }
 
@@ -250,7 +188,7 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   const size_t nlh = (size_t)Nl * h;
 
   /* MLP block: out = x2 + dropout(fc2(gelu(fc1(LN2(x2)))) + b2) */
-  PTDP_CALL(dropout_backward_to(m, dz, dout, a->mask2, nlh));
+  PTDP_CALL(m->passes.dropout_backward_to(m, dz, dout, a->mask2, nlh));
   PTDP_CALL(bias_bwd(be, dz, g.fc2_b, Nl, h));
   const float *dT = dz; /* gradient of the row-parallel output, full rows */
   if (sp) {
@@ -268,10 +206,10 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, f1, h, N, 1.0f, m->work.dfc, f1, in, h, g.fc1_w, h)); /* dW1 += dF^T in */
   PTDP_CALL(be->gemm(be, 0, 0, N, h, f1, 1.0f, m->work.dfc, f1, w.fc1_w, h, 0.0f, fa, h)); /* partial dIn */
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
-  PTDP_CALL(norm_backward_add(m, dln, a->x2, w.ln2_w, a->ln2_mean, a->ln2_rstd, dx2, g.ln2_w, g.ln2_b, Nl, dout));
+  PTDP_CALL(m->passes.norm_backward_add(m, dln, a->x2, w.ln2_w, a->ln2_mean, a->ln2_rstd, dx2, g.ln2_w, g.ln2_b, Nl, dout));
 
   /* attention block: x2 = x + dropout(proj(attn(QKV(LN1(x)))) + bp) */
-  PTDP_CALL(dropout_backward_to(m, dz, dx2, a->mask1, nlh));
+  PTDP_CALL(m->passes.dropout_backward_to(m, dz, dx2, a->mask1, nlh));
   PTDP_CALL(bias_bwd(be, dz, g.proj_b, Nl, h));
   dT = dz;
   if (sp) {
@@ -305,6 +243,6 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, m->sh.qkv, h, N, 1.0f, m->work.dqkv, m->sh.qkv, in, h, g.qkv_w, h));
   PTDP_CALL(be->gemm(be, 0, 0, N, h, m->sh.qkv, 1.0f, m->work.dqkv, m->sh.qkv, w.qkv_w, h, 0.0f, fa, h));
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
-  PTDP_CALL(norm_backward_add(m, dln, a->x, w.ln1_w, a->ln1_mean, a->ln1_rstd, dx, g.ln1_w, g.ln1_b, Nl, dx2));
+  PTDP_CALL(m->passes.norm_backward_add(m, dln, a->x, w.ln1_w, a->ln1_mean, a->ln1_rstd, dx, g.ln1_w, g.ln1_b, Nl, dx2));
   return 0;
 }

@@ -4,6 +4,8 @@
 
 #include "ptdp/gpt.h"
 
+/* The layer's passes for the family's normalisation on backend be (layer_passes.c). */
+void ptdp_layer_passes_choose(const ptdp_backend *be, ptdp_norm_type norm, ptdp_layer_passes *p);
 /* Bind the allocations of the plan to the model's fields (gpt_bind.c). */
 int ptdp_gpt_bind(ptdp_gpt *m);
 /* Layer i of chunk c: in a full-recomputation group [g0, g1)? (ptdp/recompute.h) */

@@ -168,41 +168,82 @@ static void layernorm(const cctx *c, ptdp_sim_oplist *l, const char *name, int r
       per(c, PTDP_SIM_CPU_LAYERNORM_BWD, x) + (residual ? per(c, PTDP_SIM_CPU_ELEMENTWISE, x) : 0), 0);
 }
 
+/* The names this model gives the operations it prices together: a column-parallel GEMM with the
+ * bias pass after it (priced whether or not the layer has a bias), the residual's bias, dropout
+ * and add. */
+static const char *cpu_name(const ptdp_layer_op *op)
+{
+  static const char *const names[][2] = {{"QKV GEMM", "QKV GEMM + bias"}, {"FC1 GEMM", "FC1 GEMM + bias"},
+                                         {"bias-dropout-add 1", "bias, dropout, add 1"},
+                                         {"bias-dropout-add 2", "bias, dropout, add 2"}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(op->name, names[i][0])) return names[i][1];
+  return op->name;
+}
+
+/* The layer's operations (ptdp_layer_describe) as ptdp's CPU backend runs them. */
+static int cpu_layer(const cctx *c, const ptdp_layer_desc *d, ptdp_sim_oplist *l)
+{
+  l->n = 0;
+  for (int i = 0; i < d->n; i++) {
+    const ptdp_layer_op *op = &d->op[i];
+    switch (op->kind) {
+    case PTDP_LOP_NORM: layernorm(c, l, op->name, 1); break; /* RMSNorm at LayerNorm's measured cost */
+    case PTDP_LOP_TP_IN: column_input(c, l, op->name); break;
+    case PTDP_LOP_GEMM:
+      if (op->row_parallel) {
+        add(l, op->name, PTDP_SIM_GEMM, op->batch * gemm(c, op->M, op->N, op->K),
+            op->batch * (gemm(c, op->M, op->K, op->N) + gemm(c, op->K, op->N, op->M)), 0);
+      } else { /* with its bias add; backward with the bias gradient over [M, N] */
+        const double n = op->M * op->N;
+        add(l, cpu_name(op), PTDP_SIM_GEMM, op->batch * gemm(c, op->M, op->N, op->K) + per(c, PTDP_SIM_CPU_ELEMENTWISE, n),
+            op->batch * (gemm(c, op->M, op->K, op->N) + gemm(c, op->K, op->N, op->M)) + per(c, PTDP_SIM_CPU_BIAS_GRAD, n),
+            0);
+      }
+      break;
+    case PTDP_LOP_BIAS: break; /* in its GEMM's entry */
+    case PTDP_LOP_ROPE: break; /* not in this model: the hardware file measures no rotary kernel */
+    case PTDP_LOP_ATTENTION: {
+      /* one kernel per (sample, head): QK^T, causal softmax, dropout, PV */
+      const double pairs = op->batch, s = op->M;
+      const double S2 = pairs * s * s, causal = pairs * s * (s + 1) / 2; /* scores; those with key <= query */
+      double ff, fb;
+      ptdp_sim_cpu_attention_flops(s, op->K, &ff, &fb);
+      add(l, "attention GEMMs (QK^T, PV)", PTDP_SIM_ATTENTION, pairs * ff / c->R, pairs * fb / c->R, 1);
+      add(l, "causal softmax", PTDP_SIM_ATTENTION, per(c, PTDP_SIM_CPU_SOFTMAX_FWD, S2),
+          per(c, PTDP_SIM_CPU_SOFTMAX_BWD, S2), 1);
+      /* the mask is drawn for keys <= query only; backward applies it */
+      if (c->adrop)
+        add(l, "attention dropout", PTDP_SIM_ATTENTION, per(c, PTDP_SIM_CPU_DROPOUT, causal),
+            per(c, PTDP_SIM_CPU_ELEMENTWISE, causal), 1);
+      break;
+    }
+    /* SwiGLU: one exponential per output element as GELU, timed with GELU's measured costs */
+    case PTDP_LOP_ACTIVATION: {
+      const double act = op->M * op->N;
+      add(l, op->name, PTDP_SIM_MEMBOUND, per(c, PTDP_SIM_CPU_GELU_FWD, act), per(c, PTDP_SIM_CPU_GELU_BWD, act), 0);
+      break;
+    }
+    case PTDP_LOP_TP_OUT:
+      PTDP_CHECK(i + 1 < d->n && d->op[i + 1].kind == PTDP_LOP_RESIDUAL,
+                 "the layer's description has no residual after %s", op->name);
+      row_output(c, l, op->name, cpu_name(&d->op[i + 1]));
+      break;
+    case PTDP_LOP_RESIDUAL: break; /* with its TP_OUT */
+    default: PTDP_CHECK(0, "ptdp-sim's CPU model has no cost for the layer's operation %s", op->name);
+    }
+  }
+  return 0;
+}
+
 int ptdp_sim_cpu_layer_ops(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                            ptdp_sim_oplist *l)
 {
   cctx c;
   PTDP_CALL(cctx_init(&c, a, hw, o));
-  l->n = 0;
-  const double N = c.d.N, h = c.d.h, pairs = c.d.b * c.d.al;
-  const double S2 = pairs * c.d.s * c.d.s, causal = pairs * c.d.s * (c.d.s + 1) / 2; /* scores; those with key <= query */
-  layernorm(&c, l, "layernorm 1", 1);
-  column_input(&c, l, "TP f (QKV input)");
-  /* QKV with its bias add; backward with the bias gradient over [N, 3 hl] */
-  add(l, "QKV GEMM + bias", PTDP_SIM_GEMM, gemm(&c, N, c.d.qkv, h) + per(&c, PTDP_SIM_CPU_ELEMENTWISE, N * c.d.qkv),
-      gemm(&c, N, h, c.d.qkv) + gemm(&c, h, c.d.qkv, N) + per(&c, PTDP_SIM_CPU_BIAS_GRAD, N * c.d.qkv), 0);
-  double ff, fb;
-  ptdp_sim_cpu_attention_flops(c.d.s, c.d.hd, &ff, &fb);
-  add(l, "attention GEMMs (QK^T, PV)", PTDP_SIM_ATTENTION, pairs * ff / c.R, pairs * fb / c.R, 1);
-  add(l, "causal softmax", PTDP_SIM_ATTENTION, per(&c, PTDP_SIM_CPU_SOFTMAX_FWD, S2),
-      per(&c, PTDP_SIM_CPU_SOFTMAX_BWD, S2), 1);
-  /* the mask is drawn for keys <= query only; backward applies it */
-  if (c.adrop)
-    add(l, "attention dropout", PTDP_SIM_ATTENTION, per(&c, PTDP_SIM_CPU_DROPOUT, causal),
-        per(&c, PTDP_SIM_CPU_ELEMENTWISE, causal), 1);
-  linear(&c, l, "projection GEMM", N, h, c.d.hl);
-  row_output(&c, l, c.d.sp ? "TP reduce-scatter (attention)" : "TP all-reduce (attention)", "bias, dropout, add 1");
-  layernorm(&c, l, "layernorm 2", 1);
-  column_input(&c, l, "TP f (MLP input)");
-  const double act = N * c.d.fl, f1 = a->swiglu ? 2.0 * c.d.fl : c.d.fl, a1 = N * f1; /* SwiGLU: [gate | up] */
-  add(l, "FC1 GEMM + bias", PTDP_SIM_GEMM, gemm(&c, N, f1, h) + per(&c, PTDP_SIM_CPU_ELEMENTWISE, a1),
-      gemm(&c, N, h, f1) + gemm(&c, h, f1, N) + per(&c, PTDP_SIM_CPU_BIAS_GRAD, a1), 0);
-  /* SwiGLU: one exponential per output element as GELU, timed with GELU's measured costs */
-  add(l, a->swiglu ? "SwiGLU" : "GeLU", PTDP_SIM_MEMBOUND, per(&c, PTDP_SIM_CPU_GELU_FWD, act),
-      per(&c, PTDP_SIM_CPU_GELU_BWD, act), 0);
-  linear(&c, l, "FC2 GEMM", N, h, c.d.fl);
-  row_output(&c, l, c.d.sp ? "TP reduce-scatter (MLP)" : "TP all-reduce (MLP)", "bias, dropout, add 2");
-  return 0;
+  ptdp_layer_desc d;
+  ptdp_sim_layer_desc(a, o, &d);
+  return cpu_layer(&c, &d, l);
 }
 
 /* Word lookup [N, h] (rows of this rank's vocabulary slice), its reduction over TP, position
