@@ -1,4 +1,4 @@
-/* Checked integer arithmetic for sizes a user or a file chose (issue 22, item 6), and the growth of an array.
+/* Checked integer arithmetic for sizes a user or a file chose, and the growth of an array.
  *
  * Products of sizes that are each in range (t = p = 65536, a vocabulary times a hidden size,
  * a sample count times a sequence length) can overflow.  Signed overflow is undefined
@@ -23,7 +23,7 @@ int ptdp_mul_size(size_t a, size_t b, size_t *out);
 /* a * b, also refused when the product exceeds limit (e.g. INT_MAX for a count kept in an int). */
 int ptdp_mul_ll_max(long long a, long long b, long long limit, long long *out);
 
-/* A growing array's room (issue 21: the doubling written once): buf holding *cap elements of size bytes, grown
+/* A growing array's room (the doubling written once, for every caller): buf holding *cap elements of size bytes, grown
  * to hold need, doubling from *cap (first when empty).  Returns the array (buf itself when it already has room,
  * *cap updated when it moved), or NULL when memory or size_t runs out: buf and *cap are then unchanged and the
  * caller still owns buf.  A push:  int32_t *v = ptdp_grow(b->v, &b->cap, b->n + 1, sizeof *v, 1024);

@@ -8,7 +8,7 @@ libptdp_a_SOURCES += src/core/checked.c
 # default): test_options, the option parser and ptdp-train's key table (src/train/args.c);
 # test_half, the fp32 <-> bf16 / fp16 conversions (ptdp/half.h): every 16-bit pattern both ways
 # and every rounding midpoint with its neighbours, against values computed with ldexp;
-# test_checked, the checked integer arithmetic and the array growth (ptdp/checked.h, issue 22).
+# test_checked, the checked integer arithmetic and the array growth (ptdp/checked.h).
 CORE_UNIT_TESTS = validation/tests/core/test_options validation/tests/core/test_half validation/tests/core/test_checked
 check_PROGRAMS += $(CORE_UNIT_TESTS)
 TESTS += $(CORE_UNIT_TESTS)

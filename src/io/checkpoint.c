@@ -171,7 +171,7 @@ uint64_t ckpt_checksum(const ptdp_param_info *p, const float *x, long long lo, l
 }
 
 /* Whether the dataset's elements, from the address its header states, lie inside the file: a
- * damaged or hostile header must not send a direct read outside it (issue 22, item 1).  A file
+ * damaged or hostile header must not send a direct read outside it.  A file
  * open for writing is one this save is making: its datasets are ptdp's own, and MPI-IO knows no
  * size while it writes (H5Fget_filesize fails, and would print HDF5's error stack at every
  * dataset; the spans are the save's write-back advice, checkpoint_stream.c). */

@@ -41,7 +41,7 @@ int ckpt_fapl(MPI_Comm comm, hid_t *fapl)
   PTDP_CALL_HDF5(H5Pset_alignment(*fapl, 4096, 4096));
   /* the 1.10 file format at least: object headers, B-trees and heaps carry checksums, so a
    * damaged metadata byte is an HDF5 error ("incorrect metadata checksum") when the file is read
-   * instead of a structure HDF5 would parse (issue 22, item 7); tensors carry our own checksums */
+   * instead of a structure HDF5 would parse; tensors carry our own checksums */
   PTDP_CALL_HDF5(H5Pset_libver_bounds(*fapl, H5F_LIBVER_V110, H5F_LIBVER_LATEST));
   return 0;
 }

@@ -89,7 +89,7 @@ int rf_create(hid_t loc, const char *name, hid_t type, int rank, const hsize_t *
 
 /* A file appended to may be damaged or another program's: a dataset whose rank is outside
  * [lo, hi] would overflow dims[4] below, or be given fewer start and count entries than HDF5 reads
- * (issue 22; fuzz_runfile found the first).  Refused, naming the file and the dataset. */
+ * (fuzz_runfile found the first).  Refused, naming the file and the dataset. */
 static int check_rank(hid_t file, const char *path, hid_t fs, int lo, int hi)
 {
   const int nd = H5Sget_simple_extent_ndims(fs);

@@ -81,7 +81,7 @@ EOF
     ok $? "t1 and $other dumps hold the same tokens and initial weights"
   done
 fi
-# the Llama family's architecture (issue 24): RMSNorm, rotary positions, no linear biases, the
+# the Llama family's architecture: RMSNorm, rotary positions, no linear biases, the
 # output layer untied; rotate-half and interleaved rotations, a partial rotary dimension and
 # Llama 3's base; one rank, and t2 with sequence parallelism (the rotation of each rank's heads)
 LLAMA="--normalization RMSNorm --position-embedding-type rope --disable-bias-linear --untie-embeddings-and-output-weights"

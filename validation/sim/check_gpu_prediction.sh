@@ -1,5 +1,5 @@
 #!/bin/sh
-# ptdp-sim against ptdp's own step times on the GPU at hand (issue 25): measure the GPU
+# ptdp-sim against ptdp's own step times on the GPU at hand: measure the GPU
 # (jobs/measure_gpu_hw.sh writes OUT/gpu.hw), train the 125M and 1.3B configs of
 # validation/bench/bench_gpu.sh on one rank of the CUDA backend (bf16, mock data, no dropout, no
 # recomputation; the mean step of iterations 3..ITERS), predict each with ptdp-sim on that file

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""How each term of issue 25 moves which kind of layout: ptdp-sim's iteration time for four
+"""How each term (collectives by topology, the DP reduction's overlaps, the stacks of
+--implementation, flash attention) moves which kind of layout: ptdp-sim's iteration time for four
 kinds of layout, with one term changed at a time against a base, as a change in percent.
 
 usage: sensitivity.py PTDP_SIM HW_DIR [--before OLD_PTDP_SIM OLD_HW_DIR]
@@ -18,7 +19,7 @@ Terms (each alone over the base): the all-reduce algorithm fixed to the ring (wh
 the tree); overlap-grad-reduce; overlap-param-gather (with it); flash attention; megatron-core
 (flash attention, Transformer Engine's epilogues, its GEMM rate); tp-comm-overlap (with
 megatron-core).  --before: the same base layouts on an older ptdp-sim (its own defaults; keys it
-does not know left out) and its hardware files, the change of every term of the issue together.
+does not know left out) and its hardware files, the change of every term together.
 """
 import os, subprocess, sys
 
@@ -92,7 +93,7 @@ def main():
             t, m = run(before[0], os.path.join(before[1], hw), dict(COMMON, **keys, **{"async-tp-allreduce": "true",
                                                                               "software-efficiency": 1.055}))
             cells.append("%.3f s -> %+.1f%%" % (t, 100 * (base[n][0] - t) / t) if t else m)
-        print("| before issue 25 (same keys; older ptdp-sim, its H100 file) -> now | %s |" % " | ".join(cells))
+        print("| before these terms (same keys; older ptdp-sim, its H100 file) -> now | %s |" % " | ".join(cells))
     return 0
 
 

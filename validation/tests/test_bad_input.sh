@@ -2,7 +2,7 @@
 # Bad input to ptdp-train: malformed decks and flags, inconsistent settings and broken data files.
 # Each case must end the run with a non-zero exit status within 30 s (no hang, no core dump),
 # print a message naming the problem (the key, the value, the range), and print it once: set-up
-# is collective, so only rank 0 reports, however many ranks run (issue 2, "Errors").  Last, keys
+# is collective, so only rank 0 reports, however many ranks run.  Last, keys
 # given without effect: those runs succeed, with one warning line that says why.
 . "$top_srcdir/validation/tests/common.sh"
 
@@ -110,7 +110,7 @@ bad fractional-integer 1 "invalid value '2.5' for micro-batch-size (command line
   "$BASE" --micro-batch-size 2.5
 bad integer-overflow 1 "invalid value '99999999999999999999999' for train-iters (command line): expected an integer" \
   "$BASE" --train-iters 99999999999999999999999
-# integers are read as integers, never through a double (issue 22, item 4: 1e22 and 1e232 were
+# integers are read as integers, never through a double (1e22 and 1e232 were once
 # converted to long long before the range check, which is undefined behaviour)
 bad int-exponent-huge 1 "invalid value '1e22' for device (command line): expected an integer in [-1, 1024] (an integer key takes digits, not an exponent or a fraction)" \
   "$BASE" --device 1e22

@@ -1,5 +1,5 @@
 #!/bin/sh
-# bf16 tracks fp32 on the real corpus (issue 20 section 3): inputs/gpt-tiny.in, the default job's
+# bf16 tracks fp32 on the real corpus: inputs/gpt-tiny.in, the default job's
 # model and data (with micro-batch 4 and global batch 8, half the default job's, to keep the
 # test near 3 minutes: bf16 on the CPU converts every operand), trained 100 iterations in fp32
 # and in bf16 from the same seed on 2 ranks (t=2, so the bf16 tensor-parallel collectives are in

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Every layout equals one rank for the Llama family's architecture (issue 24): RMSNorm, rotary
+# Every layout equals one rank for the Llama family's architecture: RMSNorm, rotary
 # positions, no linear biases, the output layer untied from the word embedding, grouped-query
 # attention (4 heads in 2 key/value groups: at t = 2 each rank holds one group of two queries),
 # the SwiGLU MLP (ffn-hidden-size by Megatron's default, int(8 h / 3 / 64) * 64 = 128: at t = 2

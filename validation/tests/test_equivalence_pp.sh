@@ -1,6 +1,6 @@
 #!/bin/sh
 # Equivalence of pipeline parallelism, its schedules and activation recomputation with one rank
-# (issue 4, "Tests").  An 8-layer model trained 20 iterations with dropout on, from the same seed,
+# (the layout must not change the numbers).  An 8-layer model trained 20 iterations with dropout on, from the same seed,
 # must match t=p=d=1 in every layout below: the loss of every iteration within 1e-5 relative,
 # every parameter after the last step within max|a-b|/max|b| <= 1e-4 (see Tolerances), and the gradients of the
 # first step within 1e-5.  Layouts: p=2; p=4; p=2 v=2; p=4 v=2; t=2 p=2; t=2 p=2 d=2 with

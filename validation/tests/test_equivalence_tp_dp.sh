@@ -1,5 +1,5 @@
 #!/bin/sh
-# Equivalence of tensor, sequence and data parallelism with one rank (issue 3, "Tests").
+# Equivalence of tensor, sequence and data parallelism with one rank.
 # A small model trained 20 iterations with dropout on, from the same seed, in every layout of
 # {t=2; t=4; t=2 sequence-parallel; d=2; d=4; t=2 d=2; t=2 d=2 sequence-parallel + distributed
 # optimizer}, must match t=d=1: the loss of every iteration within 1e-5 relative, every parameter
@@ -38,7 +38,7 @@ t2_d2     4 ref_v256 --tensor-model-parallel-size 2
 t2_d2_sp_do 4 ref_v256 --tensor-model-parallel-size 2 --sequence-parallel --use-distributed-optimizer
 EOF
 
-# The issue asks t=2 to match plain t=1 with the default padding (384 rows at t=1, 512 at t=2).
+# t=2 must match plain t=1 with the default padding (384 rows at t=1, 512 at t=2).
 # That holds because ptdp keeps padded logits out of the softmax (src/model/head.c).
 compare t2 ref final,init
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The fused (flash) attention against the unfused one (issue 23, "Correctness"), on the CPU
+# The fused (flash) attention against the unfused one, on the CPU
 # backend whose flash_forward/backward are the reference of the GPU kernel:
 #  1. One rank, fp32, dropout on (attention and hidden 0.1): --attention-backend flash trains as
 #     unfused does: every iteration's loss, the initial weights, the first step's gradients and

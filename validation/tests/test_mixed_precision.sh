@@ -1,5 +1,5 @@
 #!/bin/sh
-# Mixed precision (bf16, fp16) on the CPU backend: what issue 20 section 3 asks of it.
+# Mixed precision (bf16, fp16) on the CPU backend.
 #  1. Every layout in bf16 gives one rank's bf16 run: t2, t2 + SP, d2, p2 (1F1B), p2 interleaved,
 #     t2 d2 + SP + distributed optimizer, against one rank in bf16: the loss of every iteration,
 #     the initial weights (exactly) and the first step's fp32 main gradients.  And bf16 is not

@@ -18,7 +18,7 @@ padded at its end with spaces (0x20); then the data.  Each key but "__metadata__
 offsets relative to the start of the data, tensors row-major little-endian; "__metadata__" maps
 strings to strings.  A valid file's tensors, sorted by offset, cover the data exactly with no hole
 or overlap, and END - BEGIN is the product of the shape times the element size.  As the
-reference writer does (and issue 24 asks), ptdp pads the header so that the data starts at a
+reference writer does, ptdp pads the header so that the data starts at a
 multiple of 8 bytes: checked here too (the reader alone would accept an unpadded file).
 """
 import json

@@ -1,5 +1,5 @@
 #!/bin/sh
-# ptdp-convert (issue 24): ptdp checkpoints to Hugging Face's GPT2LMHeadModel directories and back.
+# ptdp-convert: ptdp checkpoints to Hugging Face's GPT2LMHeadModel directories and back.
 #  - a tiny GPT trained by ptdp-train (t = 1, the GPT-2 tokenizer's files of a small vocabulary)
 #    converted out in fp32 and back is bit for bit the original (every /model dataset), and the
 #    two train to the same losses on another layout (t = 2, p = 2, finetune);

@@ -1,5 +1,5 @@
 #!/bin/sh
-# ptdp-convert for the Llama family (issue 24): ptdp checkpoints of RMSNorm, rotary positions
+# ptdp-convert for the Llama family: ptdp checkpoints of RMSNorm, rotary positions
 # (rotate-half, Llama 3's base), SwiGLU, no linear biases, grouped-query attention and an untied
 # output layer to Hugging Face's LlamaForCausalLM directories and back.
 #  - a tiny Llama trained and saved at t = 2 (SwiGLU's fc1 in two row blocks per rank) converted

@@ -1,6 +1,6 @@
 /* Unit test of the checked integer arithmetic (ptdp/checked.h): products and sums at the edges
- * of each type give the exact value or report overflow, never a wrapped value; the sizes of
- * issue 22 (t = p = 65536) are the worked case.  And ptdp_grow, the growth of an array. */
+ * of each type give the exact value or report overflow, never a wrapped value; t = p = 65536
+ * (each in range, their product 2^32) is the worked case.  And ptdp_grow, the growth of an array. */
 #include "ptdp/checked.h"
 
 #include <limits.h>

@@ -6,7 +6,7 @@
  *   module enums (schedule, grid order, recompute, lr decay, flat dtype, tokenizer, backend);
  *   the "given but has no effect" warnings come from the table: only for keys given, only when
  *   the effect does not apply, with the reason;
- *   integers are read as integers (issue 22, item 4): Python int()'s spellings (sign, '_' between
+ *   integers are read as integers, never through a double: Python int()'s spellings (sign, '_' between
  *   digits) are taken, the ends of long long exactly, one past them refused, and an exponent or
  *   a fraction refused with a message naming the key (1e22 and 1e232 went through a double);
  *   a program's command line (ptdp_cmdline) sends each key to the table that has it, reads a
@@ -154,7 +154,7 @@ static void check_integers(void)
   /* 2^64 + 1 wraps to 1 in 64-bit arithmetic: the digits must be checked as they accumulate */
   EXPECT(try_set(&o, "big", "18446744073709551617", m, sizeof m) == PTDP_ERR_INPUT && strstr(m, "beyond 64 bits"),
          "2^64 + 1 refused as beyond 64 bits, not wrapped to 1: '%s'", m);
-  /* the inputs of issue 22: a double's range, then the hint for a whole number written with an exponent */
+  /* inputs once read through a double: a double's range, then the hint for a whole number written with an exponent */
   EXPECT(try_set(&o, "count", "1e22", m, sizeof m) == PTDP_ERR_INPUT &&
              strstr(m, "invalid value '1e22' for count (d.in line 1): expected an integer in [0, 10] (an integer key "
                        "takes digits, not an exponent or a fraction)"),

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Damaged and hostile checkpoints (issue 22, items 1, 2 and 7): each one must be refused with a
-# message that names what is wrong, a non-zero exit, no signal and no hang.
+# Damaged and hostile checkpoints: each one must be refused with a message that names what is
+# wrong, a non-zero exit, no signal and no hang.
 #   attributes rewritten with the wrong shape or class (h5py): iteration as an array of 4,
 #   format_version as an array, a model key (hidden_size) as an array, iteration as a real, the
 #   optimizer's step as a string, an /args value as an array of strings (read with

@@ -110,7 +110,7 @@ static void check_iteration(void)
   ptdp_error_set_quiet(1);
   EXPECT(ptdp_sim_run(&a.model, &hw, &so, &r) != 0, "world 6 with t 4 must fail");
   ptdp_error_clear();
-  /* issue 22: t = p = 65536 (each in range) with world-size 0 made t p = 2^32 wrap to 0 in an
+  /* t = p = 65536 (each in range) with world-size 0 made t p = 2^32 wrap to 0 in an
    * int, refused as a world size "not divisible"; the product is named instead */
   so.world_size = 0;
   EXPECT(parse(&a, &o, "--tensor-model-parallel-size 65536 --pipeline-model-parallel-size 65536 "
