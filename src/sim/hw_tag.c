@@ -96,9 +96,9 @@ static int parse_tag(const char *c, const char *path, int line, const char *key,
     t->kind = PTDP_SIM_PROV_MEASURED;
     int rc = next_field(&p, t->machine, sizeof t->machine, &quoted);
     PTDP_CHECK(rc == 1 && !quoted && !is_date(t->machine),
-               "%s:%d: the MEASURED tag of %s names no machine (a word such as h200, then the date, the command in "
-               "double quotes and the figure: %s)",
-               path, line, key, TAG_FORMS);
+               "%s:%d: the MEASURED tag of %s names no machine (# MEASURED machine YYYY-MM-DD \"command\" figure: "
+               "a word such as h200 first)",
+               path, line, key);
     rc = next_field(&p, t->date, sizeof t->date, &quoted);
     PTDP_CHECK(rc == 1 && !quoted && is_date(t->date),
                "%s:%d: the MEASURED tag of %s names no date (YYYY-MM-DD after the machine %s)", path, line, key,

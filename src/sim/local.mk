@@ -22,6 +22,11 @@ TESTS += validation/tests/sim/test_sim_stack
 check_PROGRAMS += validation/tests/sim/test_sim_cpu
 validation_tests_sim_test_sim_cpu_SOURCES = validation/tests/sim/test_sim_cpu.c
 TESTS += validation/tests/sim/test_sim_cpu
+# Every value of every inputs/hw file tagged MEASURED, DERIVED or ASSUMED (ptdp-hardware(5),
+# PROVENANCE); the reader's refusals of untagged values and malformed tags, with FILE:LINE
+check_PROGRAMS += validation/tests/sim/test_sim_hw_provenance
+validation_tests_sim_test_sim_hw_provenance_SOURCES = validation/tests/sim/test_sim_hw_provenance.c
+TESTS += validation/tests/sim/test_sim_hw_provenance
 # ptdp-sim's memory against ptdp-train's [memory] plan lines (bf16, fp16, fp32), exact
 TESTS += validation/tests/sim/test_sim_plan.sh
 dist_noinst_SCRIPTS += validation/tests/sim/test_sim_plan.sh
