@@ -46,6 +46,32 @@ typedef enum {
   PTDP_SIM_CPU_OPS
 } ptdp_sim_cpu_op;
 
+/* Where a hardware file's value comes from (ptdp-hardware(5), PROVENANCE): the tag at the end of
+ * its line, "key = value  # KIND ...".  A later uncertainty band widens for DERIVED and ASSUMED
+ * values; none is computed yet. */
+typedef enum {
+  PTDP_SIM_PROV_DEFAULT = 0, /* not in the file: the key's default */
+  PTDP_SIM_PROV_UNTAGGED,    /* in a file written before the tags (none on any line): read with a warning */
+  PTDP_SIM_PROV_MEASURED,    /* on a machine of ours: machine, date, command, the figure */
+  PTDP_SIM_PROV_DERIVED,     /* from measured values by a stated rule */
+  PTDP_SIM_PROV_ASSUMED      /* a datasheet or a published figure, with its source */
+} ptdp_sim_prov;
+
+#define PTDP_SIM_HW_KEYS 38 /* keys of the hardware file (ptdp_sim_hw_print_help) */
+
+/* One value's provenance, as its tag says.  MEASURED: machine, date, basis = the command,
+ * detail = the figure.  DERIVED: basis = the values it comes from, detail = the rule.  ASSUMED:
+ * detail = the source. */
+typedef struct {
+  ptdp_sim_prov kind;
+  int line;          /* of the file; 0: not given */
+  char value[64];    /* the value as the file writes it (file units) */
+  char machine[64];
+  char date[32];
+  char basis[384];
+  char detail[640];
+} ptdp_sim_hw_tag;
+
 /* A cluster: one device kind, nodes of gpus-per-node devices (inputs/hw/NAME.hw; units in the
  * field names' comments are those of the file; the struct holds SI units after reading). */
 typedef struct {
@@ -82,6 +108,10 @@ typedef struct {
   double collective_sms;      /* SMs a running collective's kernel holds (one CTA per NCCL channel):
                                * a GEMM it overlaps runs on the others, so hiding comm of time x
                                * costs the GEMM x collective_sms / sm_count */
+  /* each key's provenance, in the order of the key table (ptdp_sim_hw_key, ptdp_sim_hw_tag_of);
+   * untagged: how many values a file without tags gave (ptdp-sim warns) */
+  ptdp_sim_hw_tag tag[PTDP_SIM_HW_KEYS];
+  int untagged;
 } ptdp_sim_hw;
 
 /* The implementation modelled: which operators are fused, whether DP overlaps backward. */
@@ -269,9 +299,19 @@ int ptdp_sim_hw_is_cpu(const ptdp_sim_hw *hw);
 /* The hardware-file key of a CPU operator (cpu-layernorm-forward-ns, ...). */
 const char *ptdp_sim_cpu_op_key(ptdp_sim_cpu_op op);
 
-/* Read a hardware file (key = value, # comments; keys: ptdp_sim_hw_print_help). */
+/* Read a hardware file (key = value  # PROVENANCE; keys: ptdp_sim_hw_print_help; tags:
+ * ptdp-hardware(5)).  A file with a tag on any line must tag every value but name; a malformed
+ * tag is an error naming FILE:LINE.  A file with no tag at all (written before the tags) is
+ * read, its values UNTAGGED and counted in hw->untagged. */
 int ptdp_sim_hw_read(const char *path, ptdp_sim_hw *hw);
 void ptdp_sim_hw_print_help(FILE *out);
+/* The name of key i of the file (0 <= i < PTDP_SIM_HW_KEYS), and the provenance of a key (NULL:
+ * no such key). */
+const char *ptdp_sim_hw_key(int i);
+const ptdp_sim_hw_tag *ptdp_sim_hw_tag_of(const ptdp_sim_hw *hw, const char *key);
+const char *ptdp_sim_prov_name(ptdp_sim_prov kind);
+/* --explain's hardware part: every key with its value and provenance. */
+void ptdp_sim_hw_explain(const ptdp_sim_hw *hw, FILE *out);
 /* ptdp-sim's own keys: defaults, parse (argv after the deck and train keys are split out). */
 int ptdp_sim_options_init(ptdp_options *opt, ptdp_sim_options *o);
 /* Predict one iteration of a's layout on world ranks of hw. */

@@ -5,6 +5,8 @@
 #include "ptdp/backend.h"
 #include "ptdp/error.h"
 
+#include "sim_internal.h"
+
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -164,13 +166,20 @@ void ptdp_sim_hw_print_help(FILE *out)
   ptdp_options_print_help(&o, out);
 }
 
+_Static_assert(NHW == PTDP_SIM_HW_KEYS, "PTDP_SIM_HW_KEYS (ptdp/sim.h) counts the hardware file's keys");
+
+const char *ptdp_sim_hw_key(int i) { return i >= 0 && i < NHW ? hw_table[i].name : "?"; }
+const char *ptdp_sim_hw_default(int i) { return i >= 0 && i < NHW ? hw_table[i].deflt : "?"; }
+
 int ptdp_sim_hw_read(const char *path, ptdp_sim_hw *hw)
 {
   hw_file f;
   ptdp_options o;
   memset(&f, 0, sizeof f);
+  memset(hw, 0, sizeof *hw);
   PTDP_CALL(ptdp_options_init(&o, hw_table, NHW, &f));
   int err = ptdp_options_read_deck(&o, path);
+  if (!err) err = ptdp_sim_hw_tags_read(path, &o, hw); /* each value's provenance (hw_tag.c) */
   ptdp_options_free(&o);
   PTDP_CALL(err);
   PTDP_CHECK(f.peak16 > 0 || f.peak32 > 0, "hardware file %s: give peak-tflops-16 or peak-tflops-32", path);
@@ -178,7 +187,6 @@ int ptdp_sim_hw_read(const char *path, ptdp_sim_hw *hw)
   PTDP_CHECK(f.mem_gb > 0, "hardware file %s: memory-gb is missing", path);
   PTDP_CHECK(f.intra_bw > 0, "hardware file %s: intra-node-bandwidth-gbs is missing", path);
   PTDP_CHECK(f.inter_bw > 0 || f.gpn >= 1e5, "hardware file %s: inter-node-bandwidth-gbs is missing", path);
-  memset(hw, 0, sizeof *hw);
   snprintf(hw->name, sizeof hw->name, "%s", f.name[0] ? f.name : path);
   hw->peak_flops_16 = f.peak16 * 1e12;
   hw->peak_flops_32 = f.peak32 * 1e12;
@@ -303,6 +311,12 @@ int ptdp_sim_options_resolve(const ptdp_options *opt, ptdp_sim_options *o, const
 int ptdp_sim_options_read_hw(const ptdp_options *opt, ptdp_sim_options *o, ptdp_sim_hw *hw)
 {
   PTDP_CALL(ptdp_sim_hw_read(o->hardware, hw));
+  if (hw->untagged)
+    fprintf(stderr,
+            "ptdp: warning: hardware file %s has no provenance tags (written before them?): its %d values are read "
+            "as UNTAGGED; end each value's line with # MEASURED, # DERIVED or # ASSUMED (ptdp-hardware(5), "
+            "PROVENANCE)\n",
+            o->hardware, hw->untagged);
   /* a CPU node's file (jobs/measure_cpu_hw.sh) describes ptdp's CPU backend: model it unless told otherwise */
   if (!ptdp_options_given(opt, "fusion") && ptdp_sim_hw_is_cpu(hw)) o->fusion = PTDP_SIM_FUSION_CPU;
   return ptdp_sim_options_resolve(opt, o, hw); /* the implementation's defaults */

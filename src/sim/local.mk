@@ -1,7 +1,8 @@
 # src/sim: ptdp-sim, the performance and memory simulator (a cost model over the shared schedule,
 # replay and memory plan)
 libptdp_a_SOURCES += src/sim/cost.c src/sim/collective.c src/sim/layer.c src/sim/layer_cpu.c src/sim/sim.c \
-                     src/sim/sim_mem.c src/sim/reduce.c src/sim/report.c src/sim/sim_out.c src/sim/sim_internal.h
+                     src/sim/sim_mem.c src/sim/reduce.c src/sim/report.c src/sim/sim_out.c src/sim/hw_tag.c \
+                     src/sim/sim_internal.h
 bin_PROGRAMS += ptdp-sim
 ptdp_sim_SOURCES = src/sim/ptdp_sim.c
 
@@ -23,6 +24,11 @@ TESTS += validation/tests/sim/test_sim_stack
 check_PROGRAMS += validation/tests/sim/test_sim_cpu
 validation_tests_sim_test_sim_cpu_SOURCES = validation/tests/sim/test_sim_cpu.c
 TESTS += validation/tests/sim/test_sim_cpu
+# Every value of every inputs/hw file tagged MEASURED, DERIVED or ASSUMED (ptdp-hardware(5),
+# PROVENANCE); the reader's refusals of untagged values and malformed tags, with FILE:LINE
+check_PROGRAMS += validation/tests/sim/test_sim_hw_provenance
+validation_tests_sim_test_sim_hw_provenance_SOURCES = validation/tests/sim/test_sim_hw_provenance.c
+TESTS += validation/tests/sim/test_sim_hw_provenance
 # ptdp-sim's memory against ptdp-train's [memory] plan lines (bf16, fp16, fp32), exact
 TESTS += validation/tests/sim/test_sim_plan.sh
 dist_noinst_SCRIPTS += validation/tests/sim/test_sim_plan.sh

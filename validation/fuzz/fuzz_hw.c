@@ -1,8 +1,12 @@
 /* Harness: ptdp-sim's hardware files (ptdp_sim_hw_read, src/sim/cost.c, over the option
- * reader of src/core/options.c), then one prediction with what was read.
+ * reader of src/core/options.c, and the provenance tags' reader, src/sim/hw_tag.c), then one
+ * prediction with what was read.
  *
- * Input: a hardware file (key = value lines, # comments).  The reader must accept or refuse
- * it without crashing; when it accepts, ptdp-sim predicts a small fixed layout (t 2, p 2, d 2,
+ * Input: a hardware file (key = value lines, each value's line ending with its provenance tag,
+ * # MEASURED machine date "command" figure, # DERIVED "values" rule or # ASSUMED source; other
+ * # comments).  The reader must accept or refuse it without crashing (a tag's fields, quotes
+ * and lengths included); when it accepts, every value it gives has a tag (or none has: a file
+ * from before the tags), and ptdp-sim predicts a small fixed layout (t 2, p 2, d 2,
  * 4 micro-batches) on it with each fusion model, which must not crash or trip UBSan whatever
  * the numbers (zeros, huge values) are.  A prediction may refuse (memory too small, ...). */
 #include "fuzz.h"
@@ -43,6 +47,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if (fuzz_file("hw", data, size, path)) return 0;
   ptdp_sim_hw hw;
   if (ptdp_sim_hw_read(path, &hw) == 0) {
+    int tagged = 0, untagged = 0;
+    for (int i = 0; i < PTDP_SIM_HW_KEYS; i++) {
+      if (hw.tag[i].kind >= PTDP_SIM_PROV_MEASURED) tagged++;
+      if (hw.tag[i].kind == PTDP_SIM_PROV_UNTAGGED && strcmp(ptdp_sim_hw_key(i), "name") != 0) untagged++;
+    }
+    if (tagged && untagged) fuzz_fail("a file with tags was accepted with an untagged value");
+    if (untagged != hw.untagged) fuzz_fail("hw.untagged does not count the untagged values");
     for (int fusion = PTDP_SIM_FUSION_NONE; fusion <= PTDP_SIM_FUSION_CPU; fusion++) {
       ptdp_options so_opt;
       ptdp_sim_options so;

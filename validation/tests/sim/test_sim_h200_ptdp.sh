@@ -1,5 +1,5 @@
 #!/bin/sh
-# ptdp-sim against ptdp's own steps measured on an NVIDIA H200 (issue 25): inputs/hw/h200-ptdp.hw
+# ptdp-sim against ptdp's own steps measured on an NVIDIA H200: inputs/hw/h200-ptdp.hw
 # is what jobs/measure_gpu_hw.sh measured there, its fused-attention lines what
 # bench_flash_gpu.sh measured of the kernels of d85dfcf in the call that measured the steps below
 # with bench_gpu.sh (validation/bench/README.md, GPU third session): GPT 125M at micro-batch 16
@@ -32,7 +32,9 @@ for run in 125M:16:36.5 1.3B:16:580.7; do
   ok $? "$name mb $mb: predicted $p ms against the H200's measured $measured ms (within $TOL%)"
 done
 # the plant: the attention twice as slow
-awk -F ' = ' '/^flash-attention-efficiency-/ { printf "%s = %.4f\n", $1, $2 / 2; next } { print }' "$HW" > "$TMPD/half.hw"
+# (each value's line ends with its provenance tag: the halved ones say what they are)
+awk -F ' = ' '/^flash-attention-efficiency-/ { printf "%s = %.4f  # ASSUMED planted: the measured value halved\n", $1, $2 / 2; next }
+  { print }' "$HW" > "$TMPD/half.hw"
 grep -q '^flash-attention-efficiency-forward = 0.0870' "$TMPD/half.hw"
 ok $? "planted: the hardware file's flash efficiencies halved ($(grep -m 1 '^flash-attention-efficiency-forward' "$TMPD/half.hw"))"
 p=$(predict "$TMPD/half.hw" 125M 16)
