@@ -11,11 +11,12 @@ ptdpinclude_HEADERS += include/ptdp/backend.h
 ptdpinclude_HEADERS += include/ptdp/comm.h include/ptdp/grid.h include/ptdp/parallel_kinds.h include/ptdp/program.h
 ptdpinclude_HEADERS += include/ptdp/params.h include/ptdp/schedule.h include/ptdp/grad_buffer.h include/ptdp/shard_map.h
 ptdpinclude_HEADERS += include/ptdp/gpt.h include/ptdp/shape.h include/ptdp/plan.h include/ptdp/memory.h \
-                       include/ptdp/recompute.h include/ptdp/flops.h include/ptdp/memory_formula.h
+                       include/ptdp/recompute.h include/ptdp/flops.h include/ptdp/memory_formula.h \
+                       include/ptdp/model_config.h include/ptdp/layer_desc.h
 ptdpinclude_HEADERS += include/ptdp/ddp.h
 ptdpinclude_HEADERS += include/ptdp/optimizer.h include/ptdp/lr_schedule.h include/ptdp/grad_scaler.h
 ptdpinclude_HEADERS += include/ptdp/checkpoint.h
-ptdpinclude_HEADERS += include/ptdp/args.h include/ptdp/generate.h include/ptdp/sim.h include/ptdp/tokenizer.h
+ptdpinclude_HEADERS += include/ptdp/args.h include/ptdp/generate.h include/ptdp/sim.h include/ptdp/sim_cost.h include/ptdp/tokenizer.h
 noinst_HEADERS = include/ptdp/config_emu.h include/ptdp/error_gpu.h include/ptdp/checked.h include/ptdp/rng.h include/ptdp/cpu_threads.h \
                  include/ptdp/cuda.h include/ptdp/events.h include/ptdp/pipeline.h include/ptdp/runfile.h \
                  include/ptdp/trainer.h include/ptdp/batch.h include/ptdp/indexed_dataset.h include/ptdp/gpt_dataset.h \

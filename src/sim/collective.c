@@ -31,7 +31,7 @@
  *                         the node has NVLink SHARP (NCCL's tuner picks the algorithm of least
  *                         predicted time for the message size: the tree wins small messages on
  *                         many nodes, where the ring's 2 (n - 1) latencies dominate). */
-#include "ptdp/sim.h"
+#include "ptdp/sim_cost.h"
 
 #include <math.h>
 

@@ -1,11 +1,11 @@
 /* The cost terms of ptdp-sim (ptdp/sim.h): GEMMs, memory-bound operators, collectives; the
  * hardware file and ptdp-sim's own keys. */
-#include "ptdp/sim.h"
+#include "ptdp/sim_cost.h"
 
 #include "ptdp/backend.h"
 #include "ptdp/error.h"
 
-#include "sim_internal.h"
+#include "sim_hw.h"
 
 #include <math.h>
 #include <stddef.h>

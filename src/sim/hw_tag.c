@@ -9,9 +9,9 @@
  * Fields are words or "double-quoted text"; the last field is the rest of the line.  Only a
  * comment on a value's own line is a tag; comment lines are prose. */
 #include "ptdp/error.h"
-#include "ptdp/sim.h"
+#include "ptdp/sim_cost.h"
 
-#include "sim_internal.h"
+#include "sim_hw.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -11,7 +11,7 @@
  *   [N,fl]x[fl,h] -> all-reduce (SP: reduce-scatter) -> bias-dropout-add.
  * Backward: every GEMM twice (input gradient, weight gradient); the conjugate collectives; the
  * memory-bound operators read what they saved and the incoming gradient and write theirs. */
-#include "ptdp/sim.h"
+#include "ptdp/sim_cost.h"
 
 #include "ptdp/error.h"
 #include "ptdp/layer_desc.h"

@@ -15,7 +15,7 @@
  *    no transposes; its products are blocked by 128 queries and skip the keys after the block;
  *  - collectives are blocking MPI calls over shared memory: nothing hides behind compute;
  *  - ranks beyond the cores share them (ptdp_sim_core_bound, after the replay). */
-#include "ptdp/sim.h"
+#include "ptdp/sim_cost.h"
 
 #include "ptdp/error.h"
 
@@ -63,18 +63,6 @@ static int cctx_init(cctx *c, const ptdp_model_keys *a, const ptdp_sim_hw *hw, c
  * and gives its core away, so the replayed pipeline keeps its length until the cores are the
  * bottleneck: a node then needs at least the work of all its ranks over its cores, i.e. the
  * mean rank's work (its items, the optimizer, the reductions) x ranks x threads / cores. */
-void ptdp_sim_core_bound(const ptdp_sim_hw *hw, const double *busy, ptdp_sim_result *r)
-{
-  const double share = ptdp_sim_core_sharing(hw, r->world);
-  r->cores_bound = 0;
-  if (share <= 1) return;
-  double work = 0;
-  for (int s = 0; s < r->p; s++) work += busy[s] / r->p;
-  work += r->comp[PTDP_SIM_OPTIMIZER] + r->comp[PTDP_SIM_DP] + r->hidden[PTDP_SIM_DP] + r->comp[PTDP_SIM_EMBEDDING_AR];
-  r->cores_bound = work * share;
-  if (r->cores_bound > r->iteration) r->iteration = r->cores_bound;
-}
-
 double ptdp_sim_core_sharing(const ptdp_sim_hw *hw, int world)
 {
   if (hw->cores_per_node <= 0) return 1;

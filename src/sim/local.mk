@@ -2,7 +2,7 @@
 # replay and memory plan)
 libptdp_a_SOURCES += src/sim/cost.c src/sim/collective.c src/sim/layer.c src/sim/layer_cpu.c src/sim/sim.c \
                      src/sim/sim_mem.c src/sim/reduce.c src/sim/report.c src/sim/sim_out.c src/sim/hw_tag.c \
-                     src/sim/sim_internal.h
+                     src/sim/sim_internal.h src/sim/sim_hw.h
 bin_PROGRAMS += ptdp-sim
 ptdp_sim_SOURCES = src/sim/ptdp_sim.c
 

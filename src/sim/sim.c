@@ -13,6 +13,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Ranks beyond a CPU node's cores share them: the iteration is at least the node's work over its
+ * cores (busy[p]: each stage's replayed work). */
+void ptdp_sim_core_bound(const ptdp_sim_hw *hw, const double *busy, ptdp_sim_result *r)
+{
+  const double share = ptdp_sim_core_sharing(hw, r->world);
+  r->cores_bound = 0;
+  if (share <= 1) return;
+  double work = 0;
+  for (int s = 0; s < r->p; s++) work += busy[s] / r->p;
+  work += r->comp[PTDP_SIM_OPTIMIZER] + r->comp[PTDP_SIM_DP] + r->hidden[PTDP_SIM_DP] + r->comp[PTDP_SIM_EMBEDDING_AR];
+  r->cores_bound = work * share;
+  if (r->cores_bound > r->iteration) r->iteration = r->cores_bound;
+}
+
 /* The layout from the keys; errors say what to change. */
 static int layout(const ptdp_model_keys *a, const ptdp_sim_options *o, ptdp_sim_result *r, ptdp_schedule_kind *kind)
 {

@@ -20,11 +20,4 @@ int ptdp_sim_overlaps_grad_reduce(const ptdp_sim_options *o);
 int ptdp_sim_pipeline_replay(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o,
                              const ptdp_sim_result *r, ptdp_replay *rp);
 
-/* The hardware file's provenance tags (hw_tag.c): path's lines again, each value's tag into
- * hw->tag[] by its key's index in o (the file's key table, read already); the rules of
- * ptdp_sim_hw_read. */
-int ptdp_sim_hw_tags_read(const char *path, const ptdp_options *o, ptdp_sim_hw *hw);
-/* The default of key i of the hardware file, as text (cost.c). */
-const char *ptdp_sim_hw_default(int i);
-
 #endif

@@ -54,6 +54,7 @@ HEADER_HOME = {
     "cuda.h": "backend",
     "pipeline.h": "pipeline",   # src/pipeline/driver.c
     "recompute.h": "model",
+    "sim_cost.h": "sim",        # the cost model under ptdp/sim.h: cost.c, collective.c, layer.c, layer_cpu.c
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')

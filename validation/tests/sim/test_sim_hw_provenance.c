@@ -1,5 +1,5 @@
 /* Every hardware file of the repository says where each value comes from (ptdp-hardware(5),
- * PROVENANCE): each inputs/hw/*.hw is read, and every value it gives (name aside) must carry a
+ * PROVENANCE): each inputs/hw/NAME.hw is read, and every value it gives (name aside) must carry a
  * MEASURED tag (machine, date, command, figure), a DERIVED tag (the values, the rule) or an
  * ASSUMED tag (the source).  The reader already refuses a file that tags some values and not
  * others, and a MEASURED tag without a machine, date, command or figure; this check is strict
