@@ -25,21 +25,21 @@ dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_gpt2.sh validation/t
                        validation/tests/data/test_mmidx_files.sh validation/tests/data/test_gpt_dataset.sh \
                        validation/tests/data/read_mmidx.py validation/tests/data/write_mmidx.py
 EXTRA_DIST += validation/tests/data/js_encode.js
-# the word cache's bound and constant cost per word (issue 9)
+# the word cache's bound and constant cost per word
 TESTS += validation/tests/data/test_tokenizer_cache.sh
 dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_cache.sh
-# issue 9: list-valued JSON fields (Megatron's pre-split sentences)
+# list-valued JSON fields (Megatron's pre-split sentences)
 TESTS += validation/tests/data/test_preprocess_lists.sh
 dist_noinst_SCRIPTS += validation/tests/data/test_preprocess_lists.sh
-# issue 22: crafted tokenizer files with one defect each (duplicated id, gap, byte alphabet, merges)
+# crafted tokenizer files with one defect each (duplicated id, gap, byte alphabet, merges)
 TESTS += validation/tests/data/test_tokenizer_files.sh
 dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_files.sh validation/tests/data/write_vocab.py
-# issue 24: Hugging Face tokenizer.json, id for id against JavaScript implementations, and crafted files
+# Hugging Face tokenizer.json, id for id against JavaScript implementations, and crafted files
 TESTS += validation/tests/data/test_tokenizer_hf.sh validation/tests/data/test_tokenizer_hf_files.sh
 dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_hf.sh validation/tests/data/test_tokenizer_hf_files.sh \
                        validation/tests/data/fetch_tokenizers.sh
 EXTRA_DIST += validation/tests/data/make_tokenizer_json.js validation/tests/data/hf_encode.js \
               validation/tests/data/gen_multilingual.js
-# issue 22: hostile split strings and sample counts reach the GPT dataset as clear errors
+# hostile split strings and sample counts reach the GPT dataset as clear errors
 TESTS += validation/tests/data/test_data_hostile.sh
 dist_noinst_SCRIPTS += validation/tests/data/test_data_hostile.sh

@@ -273,7 +273,7 @@ static int first_missing_id(const ptdp_strmap *vocab, size_t n, int64_t *missing
 
 /* Ids must be a permutation of 0..n-1: checked before sizing the id tables by the largest id,
  * so a tiny file with id 2^30 - 1 is refused instead of allocating 12 GB; a duplicated id made
- * one token unreachable and another decode wrongly (issue 22: "abba cab" encoded as a's). */
+ * one token unreachable and another decode wrongly ("abba cab" was once encoded as a's). */
 int ptdp_bpe_fill_id_tables(bpe_tables *t, const char *vocab_file, const ptdp_strmap *v, int32_t max_id,
                             int allow_holes)
 {

@@ -2,11 +2,11 @@
  * ptdp-train's checks and a ptdp-sim prediction of the layout the deck describes.
  *
  * Input: a deck (key = value lines, # comments), read as `ptdp-train DECK` reads it.  Reading
- * must accept or refuse without crashing or undefined behaviour (issue 22: "device = 1e22"
+ * must accept or refuse without crashing or undefined behaviour ("device = 1e22"
  * converted a double to long long out of range).  When it accepts, ptdp_args_validate runs
  * for the world size t p (and t p 2), and, when the layout is small enough to replay quickly
  * (p <= 16, at most 256 micro-batches, 64 layers), ptdp-sim predicts it on a DGX A100 file
- * (t p overflowing an int was issue 22's sim finding). */
+ * (t p overflowing an int was one of its findings in the simulator). */
 #include "fuzz.h"
 
 #include "ptdp/args.h"

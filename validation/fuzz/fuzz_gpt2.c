@@ -4,7 +4,7 @@
  * a text.  Files the loader refuses end the input (the refusal is the expected outcome).
  * Promises checked when it accepts them: every id of the text's encoding is below the
  * vocabulary size, and decode(encode(text)) == text, byte for byte (any bytes, not only
- * UTF-8: include/ptdp/tokenizer.h promises it; a duplicated id broke it, issue 22). */
+ * UTF-8: include/ptdp/tokenizer.h promises it; a duplicated id once broke it). */
 #include "fuzz.h"
 
 #include "ptdp/error.h"

@@ -8,7 +8,7 @@ FUZZ_H5 = validation/fuzz/fuzz_h5.h validation/fuzz/fuzz_h5edit.c validation/fuz
 check_PROGRAMS += validation/fuzz/fuzz_json validation/fuzz/fuzz_gpt2 validation/fuzz/fuzz_mmidx \
                   validation/fuzz/fuzz_hw validation/fuzz/fuzz_deck validation/fuzz/fuzz_ckpt validation/fuzz/fuzz_runfile
 check_PROGRAMS += validation/fuzz/fuzz_safetensors
-# issue 24: Hugging Face tokenizer.json
+# Hugging Face tokenizer.json
 check_PROGRAMS += validation/fuzz/fuzz_hf
 validation_fuzz_fuzz_hf_SOURCES = validation/fuzz/fuzz_hf.c $(FUZZ_COMMON)
 validation_fuzz_fuzz_hf_LDFLAGS = $(AM_LDFLAGS) $(PTDP_FUZZ_LDFLAGS)

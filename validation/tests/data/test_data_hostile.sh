@@ -1,5 +1,5 @@
 #!/bin/sh
-# Hostile data settings reach the GPT dataset as clear errors (issue 22 items 5 and 6): a split
+# Hostile data settings reach the GPT dataset as clear errors: a split
 # with an infinite weight (1e999 was accepted as 100/0/0), strtod's forms Megatron does not
 # read (exponent, hex), and sample counts beyond what the index can hold.  Each must exit
 # non-zero without a signal, with a message naming the split or the count.

@@ -259,7 +259,7 @@ static void test_split(void)
   /* Megatron's forms: ',' or '/' between weights, decimals, fewer than three weights */
   EXPECT(ptdp_split_bounds("98/2/0", 100, b, err, 200) == 0 && b[1] == 98 && b[2] == 100 && b[3] == 100, "98/2/0");
   EXPECT(ptdp_split_bounds("0.5, .25,0.25", 100, b, err, 200) == 0 && b[1] == 50 && b[2] == 75, "decimals");
-  /* issue 22 item 5: strtod's exponents, hex, inf and nan are not weights; 1e999 was 100/0/0 */
+  /* strtod's exponents, hex, inf and nan are not weights; 1e999 was 100/0/0 */
   const char *bad[] = {"1e999", "1e2,1", "0x10,1", "inf", "nan", "1.2.3", ".", "1,2,3,4", "-1,2", "1,+2"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     err[0] = 0;
@@ -289,7 +289,7 @@ static void test_plan(void)
   EXPECT(ptdp_gpt_plan_make(&p, 100, 27, 10) == 0 && p.num_epochs == 3 && !p.separate_final_epoch,
          "3 epochs, last one supplies 8 >= 7: not separate");
   EXPECT(ptdp_gpt_plan_make(&p, 1, 1, 10) != 0, "one token cannot make a sample");
-  /* issue 22 item 6: num_samples s overflowing 64 bits is refused (it wrapped), and a count of
+  /* num_samples s overflowing 64 bits is refused (it wrapped), and a count of
    * epochs far beyond the split is found by division at once (counting took need/T steps) */
   EXPECT(ptdp_gpt_plan_make(&p, 100, INT64_MAX / 2, 4) == -2, "num_samples x s overflows: -2");
   EXPECT(ptdp_gpt_plan_make(&p, 2, INT64_C(1) << 40, 1 << 20) == 0 && p.num_epochs == (INT64_C(1) << 59) + 1,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The BPE word cache stays bounded and keeps its cost per word constant (issue 9's cliff):
+# The BPE word cache stays bounded and keeps its cost per word constant (no cliff when it fills):
 # 300,000 distinct generated words through a 4 MiB cache, which holds about 33,000 of them.
 # Work is counted, not timed.  Before the fix the cache compared its allocated size (which
 # emptying never shrinks) with the limit, so after the first time it filled it was emptied at

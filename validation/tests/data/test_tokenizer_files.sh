@@ -1,5 +1,5 @@
 #!/bin/sh
-# Hostile GPT-2 tokenizer files (issue 22 item 3): small crafted vocabularies and merge files
+# Hostile GPT-2 tokenizer files: small crafted vocabularies and merge files
 # (write_vocab.py), each with one defect, must be refused with a message naming the file and
 # the token or id, a non-zero exit and no signal; the well-formed one encodes "abba cab" as BPE
 # should and round-trips.  The real GPT-2 files pass the same checks (test_tokenizer_gpt2.sh).

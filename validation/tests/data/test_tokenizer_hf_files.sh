@@ -1,5 +1,5 @@
 #!/bin/sh
-# Crafted tokenizer.json files (as issue 22 did for vocab.json): a small valid byte-level file
+# Crafted tokenizer.json files (as for vocab.json): a small valid byte-level file
 # and a small SentencePiece-style one encode as expected, and each file with one defect is
 # refused with a message naming it (duplicated token or id, a merge naming an unknown token or
 # making one, an incomplete byte alphabet, WordPiece and Unigram models, an unsupported

@@ -8,7 +8,7 @@ The vocabulary is GPT-2's layout in miniature: the 256 one-byte tokens first, in
 then <|endoftext|>.  Kinds (one defect each):
   good        ids 0..260, every merge's parts and result are tokens
   dup_id      'b' also has id 64, and nothing has 65: largest id + 1 == count still holds
-              (issue 22: "abba cab" encoded as [64 64 64 64 220 66 64 64])
+              (a duplicated id once had "abba cab" encoded as [64 64 64 64 220 66 64 64])
   gap         <|endoftext|> is 300: ids 0..259 then 300
   huge_id     <|endoftext|> is 2^30 - 1 (a table sized by it would be 12 GB)
   no_byte     byte 0x00's token is missing (its id given to a new token "zz")
