@@ -53,3 +53,6 @@ dist_noinst_SCRIPTS += validation/tests/sim/test_sim_h200_ptdp.sh
 check_PROGRAMS += validation/tests/sim/test_sim_calibrate
 validation_tests_sim_test_sim_calibrate_SOURCES = validation/tests/sim/test_sim_calibrate.c validation/tests/sim/sim_test.h
 TESTS += validation/tests/sim/test_sim_calibrate
+# ptdp-sim --calibrate on this CPU: jobs/calibrate.sh's four runs, five held-out layouts predicted
+TESTS += validation/tests/sim/test_sim_calibrate_cpu.sh
+dist_noinst_SCRIPTS += validation/tests/sim/test_sim_calibrate_cpu.sh jobs/calibrate.sh
