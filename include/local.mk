@@ -20,4 +20,4 @@ ptdpinclude_HEADERS += include/ptdp/args.h include/ptdp/generate.h include/ptdp/
 noinst_HEADERS = include/ptdp/config_emu.h include/ptdp/error_gpu.h include/ptdp/checked.h include/ptdp/rng.h include/ptdp/cpu_threads.h \
                  include/ptdp/cuda.h include/ptdp/events.h include/ptdp/pipeline.h include/ptdp/runfile.h \
                  include/ptdp/trainer.h include/ptdp/batch.h include/ptdp/indexed_dataset.h include/ptdp/gpt_dataset.h \
-                 include/ptdp/sweep.h
+                 include/ptdp/sweep.h include/ptdp/calibrate.h

@@ -132,6 +132,7 @@ typedef struct {
   char hardware[PTDP_OPT_STRLEN];
   long long world_size;
   char out[PTDP_OPT_STRLEN];
+  char calibrate[PTDP_OPT_STRLEN]; /* run files to fit the hardware file to (ptdp/calibrate.h), space-separated */
   int explain;
   ptdp_sim_fusion fusion;
   int scatter_gather;        /* Narayanan et al. Sec. 4.1: p2p of b s h / t per rank + NVLink all-gather */

@@ -226,6 +226,30 @@ const char *ptdp_sim_cpu_op_key(ptdp_sim_cpu_op op)
   return "?";
 }
 
+double *ptdp_sim_hw_field(ptdp_sim_hw *hw, const char *key)
+{
+  static const struct {
+    const char *key;
+    size_t off;
+  } f[] = {
+#define F(k, field) {k, offsetof(ptdp_sim_hw, field)}
+    F("peak-tflops-16", peak_flops_16), F("peak-tflops-32", peak_flops_32), F("gemm-efficiency", gemm_efficiency),
+    F("gemm-k0", gemm_k0), F("kernel-launch-us", kernel_launch), F("memory-bandwidth-gbs", memory_bandwidth),
+    F("intra-node-bandwidth-gbs", intra_bandwidth), F("intra-node-latency-us", intra_latency),
+    F("inter-node-bandwidth-gbs", inter_bandwidth), F("inter-node-latency-us", inter_latency),
+    F("intra-node-allgather-bandwidth-gbs", intra_allgather_bandwidth),
+    F("intra-node-reduce-scatter-bandwidth-gbs", intra_reduce_scatter_bandwidth),
+    F("flash-attention-efficiency-forward", flash_efficiency_fwd),
+    F("flash-attention-efficiency-backward", flash_efficiency_bwd), F("collective-sms", collective_sms),
+#undef F
+  };
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if (!strcmp(f[i].key, key)) return (double *)((char *)hw + f[i].off);
+  for (int op = 0; op < PTDP_SIM_CPU_OPS; op++)
+    if (!strcmp(ptdp_sim_cpu_op_key((ptdp_sim_cpu_op)op), key)) return &hw->cpu_op[op];
+  return NULL;
+}
+
 /* ---- ptdp-sim's own keys ---- */
 
 #define SOFF(f) offsetof(ptdp_sim_options, f)
@@ -234,6 +258,10 @@ static const ptdp_option sim_table[] = {
   {"world-size", PTDP_OPT_INT, SOFF(world_size), "0", 0, 1e9, NULL,
    "devices (ranks) n = t p d; 0 means tensor x pipeline size (d = 1)", NULL},
   {"out", PTDP_OPT_STRING, SOFF(out), "", 0, 0, NULL, "write the prediction as a run file (HDF5) here", NULL},
+  {"calibrate", PTDP_OPT_LIST, SOFF(calibrate), "", 0, 0, NULL,
+   "run files of short ptdp-train runs: fit the hardware file's efficiency and bandwidth keys to them and write "
+   "the calibrated file to --out (ptdp-sim(1), CALIBRATION); no deck",
+   NULL},
   {"explain", PTDP_OPT_BOOL, SOFF(explain), "false", 0, 0, NULL,
    "print one iteration as a tree: stage, layer, operator, collective", NULL},
   {"fusion", PTDP_OPT_ENUM, SOFF(fusion), "megatron", 0, 0, "none|megatron|cpu",

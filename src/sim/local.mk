@@ -2,6 +2,7 @@
 # replay and memory plan)
 libptdp_a_SOURCES += src/sim/cost.c src/sim/collective.c src/sim/layer.c src/sim/layer_cpu.c src/sim/sim.c \
                      src/sim/sim_mem.c src/sim/reduce.c src/sim/report.c src/sim/sim_out.c src/sim/hw_tag.c \
+                     src/sim/calibrate.c src/sim/cal_runfile.c src/sim/cal_write.c \
                      src/sim/sim_internal.h src/sim/sim_hw.h
 bin_PROGRAMS += ptdp-sim
 ptdp_sim_SOURCES = src/sim/ptdp_sim.c
@@ -48,3 +49,10 @@ dist_noinst_SCRIPTS += validation/tests/sim/test_measure_gpu_hw.sh
 # ptdp-sim against ptdp's own steps measured on an H200 (inputs/hw/h200-ptdp.hw), with a plant
 TESTS += validation/tests/sim/test_sim_h200_ptdp.sh
 dist_noinst_SCRIPTS += validation/tests/sim/test_sim_h200_ptdp.sh
+# ptdp-sim --calibrate's fit on synthetic runs of known constants (exact recovery) and MINE.hw's tags
+check_PROGRAMS += validation/tests/sim/test_sim_calibrate
+validation_tests_sim_test_sim_calibrate_SOURCES = validation/tests/sim/test_sim_calibrate.c validation/tests/sim/sim_test.h
+TESTS += validation/tests/sim/test_sim_calibrate
+# ptdp-sim --calibrate on this CPU: jobs/calibrate.sh's four runs, five held-out layouts predicted
+TESTS += validation/tests/sim/test_sim_calibrate_cpu.sh
+dist_noinst_SCRIPTS += validation/tests/sim/test_sim_calibrate_cpu.sh jobs/calibrate.sh

@@ -2,8 +2,14 @@
  *
  * Predicts iteration time, throughput, MFU, pipeline bubble and memory per GPU of the layout the
  * deck and keys describe (ptdp-train's keys and ptdp-sim's, on one command line: ptdp_cmdline) on
- * the cluster the hardware file describes.  No MPI: one process, a few milliseconds. */
+ * the cluster the hardware file describes.  No MPI: one process, a few milliseconds.
+ *
+ * ptdp-sim --calibrate RUN.h5 [RUN.h5 ...] --hardware BASE.hw --out MINE.hw
+ *
+ * fits BASE's efficiency and bandwidth keys to short runs' run files (ptdp/calibrate.h) and writes
+ * MINE.hw with the fitted values tagged MEASURED. */
 #include "ptdp/args.h"
+#include "ptdp/calibrate.h"
 #include "ptdp/error.h"
 #include "ptdp/sim.h"
 
@@ -14,6 +20,7 @@
 
 static const char synopsis[] =
   "usage: ptdp-sim DECK [--key value ...] --hardware FILE [--world-size N] [--out FILE.h5] [--explain]\n"
+  "       ptdp-sim --calibrate RUN.h5 [RUN.h5 ...] --hardware BASE.hw --out MINE.hw [--key value ...]\n"
   "       ptdp-sim --help | --version\n\n"
   "DECK is a file of 'key = value' lines of any key below; --key value overrides it.\n";
 
@@ -72,6 +79,34 @@ static int simulate(const ptdp_model_keys *a, ptdp_options *topt, const ptdp_sim
   return err;
 }
 
+/* --calibrate: the runs read, the fit, its report, MINE.hw. */
+static int calibrate(int argc, char **argv, const ptdp_options *sopt, const ptdp_sim_options *so, const ptdp_sim_hw *hw)
+{
+  PTDP_CHECK(so->out[0], "--calibrate: give --out MINE.hw, the calibrated hardware file to write");
+  char list[PTDP_OPT_STRLEN], cmd[2048] = "ptdp-sim";
+  snprintf(list, sizeof list, "%s", so->calibrate);
+  for (int i = 1; i < argc; i++) { /* the command, each run file by its base name */
+    const char *w = strrchr(argv[i], '/') && strstr(argv[i], ".h5") ? strrchr(argv[i], '/') + 1 : argv[i];
+    if (strlen(cmd) + strlen(w) + 2 < sizeof cmd) snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " %s", w);
+  }
+  ptdp_sim_cal_run *runs = calloc(64, sizeof *runs);
+  ptdp_sim_hw *fitted = malloc(sizeof *fitted);
+  ptdp_sim_cal_fit *fit = malloc(sizeof *fit);
+  int n = 0, err = runs && fitted && fit ? 0 : PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
+  for (char *p = strtok(list, " "); !err && p; p = strtok(NULL, " ")) {
+    if (n == 64) err = PTDP_FAIL(PTDP_ERR_INPUT, "--calibrate: at most 64 run files");
+    if (!err) err = ptdp_sim_cal_read_run(p, &runs[n++]);
+  }
+  if (!err) err = ptdp_sim_cal_fit_runs(runs, n, hw, sopt, so, fitted, fit);
+  if (!err) ptdp_sim_cal_print(runs, n, fit, stdout);
+  if (!err) err = ptdp_sim_cal_write(so->hardware, so->out, hw, runs, n, fit, cmd);
+  if (!err) printf("[hardware file] %s\n", so->out);
+  free(runs);
+  free(fitted);
+  free(fit);
+  return err;
+}
+
 static int run(int argc, char **argv)
 {
   ptdp_sim_options so;
@@ -84,7 +119,7 @@ static int run(int argc, char **argv)
   sim_cmdline(&c, &sopt, &topt);
   if (!err) err = parse(&c, argc, argv, &a.model, &so, &done);
   if (!err && !done) err = ptdp_sim_options_read_hw(&sopt, &so, &hw);
-  if (!err && !done) err = simulate(&a.model, &topt, &hw, &so);
+  if (!err && !done) err = so.calibrate[0] ? calibrate(argc, argv, &sopt, &so, &hw) : simulate(&a.model, &topt, &hw, &so);
   ptdp_options_free(&sopt);
   ptdp_options_free(&topt);
   return err;

@@ -11,5 +11,9 @@
 int ptdp_sim_hw_tags_read(const char *path, const ptdp_options *o, ptdp_sim_hw *hw);
 /* The default of key i of the hardware file, as text (cost.c). */
 const char *ptdp_sim_hw_default(int i);
+/* The value of a hardware-file key that prices time continuously (a rate, a bandwidth, a
+ * latency, an efficiency, a time per element: what calibration fits and the uncertainty band
+ * moves), in hw's SI units; NULL for the others (counts, sizes, switches, the name). */
+double *ptdp_sim_hw_field(ptdp_sim_hw *hw, const char *key);
 
 #endif
