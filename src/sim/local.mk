@@ -43,9 +43,14 @@ EXTRA_DIST += validation/sim/narayanan2021_table1.csv validation/sim/korthikanti
 EXTRA_DIST += inputs/hw/dgx-a100-80gb.hw inputs/hw/dgx-h100.hw inputs/hw/dgx-h200.hw inputs/hw/dgx2h-v100.hw \
               inputs/hw/cpu-local.hw inputs/hw/h200-ptdp.hw
 dist_noinst_SCRIPTS += jobs/measure_cpu_hw.sh jobs/measure_gpu_hw.sh
-# measure_gpu_hw.sh's arguments and its clear failure without a GPU (with a planted mistake)
+# measure_gpu_hw.sh's arguments, its clear failure without a GPU, and the file it writes with a
+# mock probe, every value tagged (with planted mistakes)
 TESTS += validation/tests/sim/test_measure_gpu_hw.sh
 dist_noinst_SCRIPTS += validation/tests/sim/test_measure_gpu_hw.sh
+# measure_cpu_hw.sh at its smallest settings: the file it writes, every value tagged (planted)
+TESTS += validation/tests/sim/test_measure_cpu_hw.sh
+dist_noinst_SCRIPTS += validation/tests/sim/test_measure_cpu_hw.sh
+EXTRA_DIST += validation/tests/sim/hw_tags.sh
 # ptdp-sim against ptdp's own steps measured on an H200 (inputs/hw/h200-ptdp.hw), with a plant
 TESTS += validation/tests/sim/test_sim_h200_ptdp.sh
 dist_noinst_SCRIPTS += validation/tests/sim/test_sim_h200_ptdp.sh
