@@ -16,6 +16,35 @@
 
 #include <stdio.h>
 
+/* The iteration time's range from the hardware file's provenance (uncertainty.c; ptdp-sim(1),
+ * UNCERTAINTY): each value that prices time continuously (a rate, an efficiency, a bandwidth, a
+ * latency, a time per element; never a count or a size) is moved to each end of its band,
+ * value x (1 -+ band), one at a time, and the iteration predicted again.  The bands by tag
+ * (relative half-widths; why these: ptdp-sim(1)); a calibrated MEASURED value (its figure says
+ * "standard error X%") takes 2 X%, the fit's own 95% interval.  DEFAULT and UNTAGGED values are
+ * ASSUMED ones: nothing says where they come from. */
+#define PTDP_SIM_BAND_MEASURED 0.05
+#define PTDP_SIM_BAND_DERIVED 0.10
+#define PTDP_SIM_BAND_ASSUMED 0.20
+#define PTDP_SIM_BAND_MAX 0.9 /* a calibrated band is capped here: the value stays positive */
+
+/* One value's one-at-a-time change. */
+typedef struct {
+  int key;            /* the hardware file's key (ptdp_sim_hw_key) */
+  int band_key;       /* the key whose tag set the band: key, or the peak an efficiency is a fraction of */
+  ptdp_sim_prov kind; /* band_key's tag */
+  int calibrated;     /* the band is 2 standard errors of a --calibrate fit */
+  double band;        /* relative half-width */
+  double at_lo, at_hi; /* iteration (s) with the value at x (1 - band), x (1 + band) */
+} ptdp_sim_sensitivity;
+
+typedef struct {
+  int n; /* values banded */
+  ptdp_sim_sensitivity v[PTDP_SIM_HW_KEYS];
+  double lo, hi;             /* iteration (s): the central one -+ the root sum of squares of the changes */
+  double worst_lo, worst_hi; /* -+ their sum: every value at its worse end at once */
+} ptdp_sim_range;
+
 /* The prediction. */
 typedef struct {
   int t, p, d, v, m, world;
@@ -38,6 +67,8 @@ typedef struct {
   double plan_peak_activations;     /* the plan's held activations at peak, in the precision modelled, stage 0 */
   double train_days_sim, train_days_eq4; /* for o.train_tokens */
   ptdp_sim_oplist layer, embedding, head;
+  int ranged;                       /* range below filled (ptdp_sim_range_run) */
+  ptdp_sim_range range;
 } ptdp_sim_result;
 
 /* After the reductions: the iteration is at least the node's work over its cores (sets
@@ -45,6 +76,16 @@ typedef struct {
 void ptdp_sim_core_bound(const ptdp_sim_hw *hw, const double *busy, ptdp_sim_result *r);
 /* Predict one iteration of a's layout on world ranks of hw. */
 int ptdp_sim_run(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r);
+/* The band of a value by its tag (PTDP_SIM_BAND_*; *calibrated: from the fit's standard error). */
+double ptdp_sim_band_of(const ptdp_sim_hw_tag *t, int *calibrated);
+/* r's range (r->range, r->ranged): every banded value of hw at its band's two ends, a, o and
+ * everything else as r was predicted (ptdp_sim_run first); r's central figures are not touched.
+ * Two predictions per value: ptdp-sweep asks only for the rows it prints. */
+int ptdp_sim_range_run(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, ptdp_sim_result *r);
+/* The report's line "iteration time range (s): LO .. HI (...)"; --explain's top values by the
+ * change across their band. */
+void ptdp_sim_range_print(const ptdp_sim_result *r, FILE *out);
+void ptdp_sim_range_explain(const ptdp_sim_hw *hw, const ptdp_sim_result *r, int top, FILE *out);
 /* The report lines (ptdp-sim(1), OUTPUT), the --explain tree. */
 void ptdp_sim_print(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim_options *o, const ptdp_sim_result *r,
                     FILE *out);

@@ -45,8 +45,8 @@ typedef enum {
 } ptdp_sim_cpu_op;
 
 /* Where a hardware file's value comes from (ptdp-hardware(5), PROVENANCE): the tag at the end of
- * its line, "key = value  # KIND ...".  A later uncertainty band widens for DERIVED and ASSUMED
- * values; none is computed yet. */
+ * its line, "key = value  # KIND ...".  The kind sets the value's uncertainty band (ptdp/sim.h,
+ * PTDP_SIM_BAND_*): small for MEASURED, wider for DERIVED, widest for ASSUMED. */
 typedef enum {
   PTDP_SIM_PROV_DEFAULT = 0, /* not in the file: the key's default */
   PTDP_SIM_PROV_UNTAGGED,    /* in a file written before the tags (none on any line): read with a warning */

@@ -35,6 +35,7 @@ typedef struct {
   double pipeline_idle;    /* s: pipeline time - busiest stage's work, the bubble's cost */
   int tp_crosses_nodes;    /* t > GPUs per node */
   double train_days_sim, train_days_eq4;
+  double range_lo, range_hi; /* s: the iteration's range from the provenance bands (ptdp_sweep_ranges); NaN if not computed */
 } ptdp_sweep_layout;
 
 typedef struct {
@@ -45,6 +46,8 @@ typedef struct {
   long long dropped_memory;   /* valid layouts that fit with no recomputation */
   long long bounded;          /* (t, p, distributed optimizer) left out by the weights-and-state bound */
   double seconds;             /* wall time of the sweep */
+  int ranged;                 /* layouts 0 .. ranged - 1 have their range */
+  double range_seconds;       /* wall time of the ranges */
 } ptdp_sweep_result;
 
 /* Every layout of base's model (its other keys kept) on o->world_size devices of hw, with
@@ -57,11 +60,20 @@ void ptdp_sweep_free(ptdp_sweep_result *res);
  * (t, p, distopt) whose bound exceeds the device, so it must never exceed what ptdp-sim counts
  * (grouped queries, kv-channels and SwiGLU included; validation/tests/sweep/test_sweep_bound.c). */
 double ptdp_sweep_state_bytes_lower(const ptdp_model_keys *a, int t, int p, int d, int distopt);
+/* The ranges (ptdp_sim_range_run) of the best k layouts and of the one after them (to say whether
+ * the k-th can be told from it): only what the table prints, each range costing two predictions
+ * per banded hardware value.  The ranking stays the central prediction's. */
+int ptdp_sweep_ranges(const ptdp_model_keys *base, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long gbs,
+                      ptdp_sweep_result *res, int k);
+/* Whether the provenance bands cannot separate layout i from layout i + 1 (both ranged): their
+ * ranges overlap, i's high end at or above i + 1's low end. */
+int ptdp_sweep_inseparable(const ptdp_sweep_result *res, int i);
 /* base with layout L's keys set (what ptdp-train is given to run L). */
 void ptdp_sweep_apply(const ptdp_model_keys *base, const ptdp_sweep_layout *L, long long gbs, ptdp_model_keys *a);
 
 /* The best k as a table, each with why it is where it is against the best (its largest extra
- * cost: bubble, TP/PP/DP communication, TP across nodes, recomputation, memory). */
+ * cost: bubble, TP/PP/DP communication, TP across nodes, recomputation, memory), its range and a
+ * mark '~' where the band cannot separate it from the next row, then a line naming those pairs. */
 void ptdp_sweep_print(const ptdp_sweep_result *res, const ptdp_sim_hw *hw, int k, FILE *out);
 /* One-line reason for layout i (relative to layout 0) into buf. */
 void ptdp_sweep_reason(const ptdp_sweep_result *res, const ptdp_sim_hw *hw, int i, char *buf, size_t n);

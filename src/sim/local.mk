@@ -2,7 +2,7 @@
 # replay and memory plan)
 libptdp_a_SOURCES += src/sim/cost.c src/sim/collective.c src/sim/layer.c src/sim/layer_cpu.c src/sim/sim.c \
                      src/sim/sim_mem.c src/sim/reduce.c src/sim/report.c src/sim/sim_out.c src/sim/hw_tag.c \
-                     src/sim/calibrate.c src/sim/cal_runfile.c src/sim/cal_write.c \
+                     src/sim/calibrate.c src/sim/cal_runfile.c src/sim/cal_write.c src/sim/uncertainty.c \
                      src/sim/sim_internal.h src/sim/sim_hw.h
 bin_PROGRAMS += ptdp-sim
 ptdp_sim_SOURCES = src/sim/ptdp_sim.c
@@ -61,3 +61,8 @@ TESTS += validation/tests/sim/test_sim_calibrate
 # ptdp-sim --calibrate on this CPU: jobs/calibrate.sh's four runs, five held-out layouts predicted
 TESTS += validation/tests/sim/test_sim_calibrate_cpu.sh
 dist_noinst_SCRIPTS += validation/tests/sim/test_sim_calibrate_cpu.sh jobs/calibrate.sh
+# The iteration time's range from the hardware file's provenance bands, by hand (one value, two,
+# the tags' widths, the central figures untouched, what is banded)
+check_PROGRAMS += validation/tests/sim/test_sim_range
+validation_tests_sim_test_sim_range_SOURCES = validation/tests/sim/test_sim_range.c validation/tests/sim/sim_test.h
+TESTS += validation/tests/sim/test_sim_range

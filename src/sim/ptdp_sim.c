@@ -67,10 +67,12 @@ static int simulate(const ptdp_model_keys *a, ptdp_options *topt, const ptdp_sim
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int err = ptdp_sim_run(a, hw, so, r);
   clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (!err) err = ptdp_sim_range_run(a, hw, so, r); /* the range from the file's provenance */
   if (!err) {
     ptdp_sim_print(a, hw, so, r, stdout);
     printf("simulated in (ms): %.3f\n", 1e3 * (t1.tv_sec - t0.tv_sec) + 1e-6 * (t1.tv_nsec - t0.tv_nsec));
     if (so->explain) ptdp_sim_explain(a, so, r, stdout);
+    if (so->explain) ptdp_sim_range_explain(hw, r, 5, stdout);
     if (so->explain) ptdp_sim_hw_explain(hw, stdout);
     if (so->out[0]) err = ptdp_sim_write_runfile(so->out, a, topt, hw, so, r);
     if (!err && so->out[0]) printf("[run file] %s\n", so->out);

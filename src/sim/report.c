@@ -28,6 +28,7 @@ void ptdp_sim_print(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_
           a->use_distributed_optimizer && o->overlap_param_gather ? ", parameter gather overlapped" : "",
           o->tp_comm_overlap ? ", tp-comm-overlap" : "");
   fprintf(out, "iteration time (s): %.6g\n", r->iteration);
+  ptdp_sim_range_print(r, out);
   fprintf(out, "throughput per GPU (TFLOP/s/GPU): %.6g\n", r->tflops_per_gpu);
   fprintf(out, "aggregate throughput (PFLOP/s): %.6g\n", r->tflops_per_gpu * r->world / 1e3);
   fprintf(out, "MFU (%%): %.4g\n", 100 * r->mfu);

@@ -10,7 +10,10 @@
  *                 its input; end), kind, microbatch, chunk; /pipeline/bubble_measured [1, W]: the
  *                 replay's idle / busy per rank; /pipeline/bubble_replayed [1], attribute
  *                 bubble_formula
- *   /sim/components  names [C], exposed_seconds [C], hidden_seconds [C]: what the run file has not */
+ *   /sim/components  names [C], exposed_seconds [C], hidden_seconds [C]: what the run file has not
+ *   /sim/range       iteration_seconds [3] low, central, high (root sum of squares),
+ *                    worst_case_seconds [2]; keys [K], band [K], seconds_at_band_ends [K, 2]: each
+ *                    banded value's one-at-a-time predictions (ptdp-sim(1), UNCERTAINTY) */
 #include "ptdp/error.h"
 #include "ptdp/sim.h"
 #include "ptdp/runfile.h"
@@ -185,6 +188,32 @@ static int write_events(hid_t f, const ptdp_model_keys *a, const ptdp_sim_hw *hw
   return err;
 }
 
+/* The range from the provenance bands and each value's two predictions. */
+static int write_range(hid_t f, const ptdp_sim_result *r)
+{
+  const ptdp_sim_range *rg = &r->range;
+  const double c[3] = {rg->lo, r->iteration, rg->hi}, w[2] = {rg->worst_lo, rg->worst_hi};
+  char keys[PTDP_SIM_HW_KEYS][48];
+  double band[PTDP_SIM_HW_KEYS], ends[PTDP_SIM_HW_KEYS][2];
+  for (int i = 0; i < rg->n; i++) {
+    snprintf(keys[i], sizeof keys[i], "%s", ptdp_sim_hw_key(rg->v[i].key));
+    band[i] = rg->v[i].band;
+    ends[i][0] = rg->v[i].at_lo;
+    ends[i][1] = rg->v[i].at_hi;
+  }
+  PTDP_CALL(dataset(f, "/sim/range/iteration_seconds", H5T_NATIVE_DOUBLE, 3, c));
+  PTDP_CALL(dataset(f, "/sim/range/worst_case_seconds", H5T_NATIVE_DOUBLE, 2, w));
+  if (rg->n == 0) return 0;
+  hid_t st = H5Tcopy(H5T_C_S1);
+  H5Tset_size(st, sizeof keys[0]);
+  int err = dataset(f, "/sim/range/keys", st, (hsize_t)rg->n, keys);
+  H5Tclose(st);
+  const hsize_t d2[2] = {(hsize_t)rg->n, 2};
+  if (!err) err = dataset(f, "/sim/range/band", H5T_NATIVE_DOUBLE, (hsize_t)rg->n, band);
+  if (!err) err = datasetn(f, "/sim/range/seconds_at_band_ends", H5T_NATIVE_DOUBLE, 2, d2, ends);
+  return err;
+}
+
 int ptdp_sim_write_runfile(const char *path, const ptdp_model_keys *a, ptdp_options *o, const ptdp_sim_hw *hw,
                            const ptdp_sim_options *so, const ptdp_sim_result *r)
 {
@@ -222,6 +251,7 @@ int ptdp_sim_write_runfile(const char *path, const ptdp_model_keys *a, ptdp_opti
   }
   if (!err) err = dataset(f, "/sim/components/exposed_seconds", H5T_NATIVE_DOUBLE, PTDP_SIM_COMPONENTS, r->comp);
   if (!err) err = dataset(f, "/sim/components/hidden_seconds", H5T_NATIVE_DOUBLE, PTDP_SIM_COMPONENTS, r->hidden);
+  if (!err && r->ranged) err = write_range(f, r);
   H5Fclose(f);
   return err;
 }

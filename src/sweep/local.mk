@@ -9,3 +9,7 @@ dist_noinst_SCRIPTS += validation/tests/sweep/test_sweep.sh
 check_PROGRAMS += validation/tests/sweep/test_sweep_bound
 validation_tests_sweep_test_sweep_bound_SOURCES = validation/tests/sweep/test_sweep_bound.c
 TESTS += validation/tests/sweep/test_sweep_bound
+# the "cannot separate" mark: overlapping ranges marked, separate ones not; the ranges of a real sweep
+check_PROGRAMS += validation/tests/sweep/test_sweep_range
+validation_tests_sweep_test_sweep_range_SOURCES = validation/tests/sweep/test_sweep_range.c
+TESTS += validation/tests/sweep/test_sweep_range

@@ -56,6 +56,9 @@ static int report(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_si
   PTDP_CHECK(res->n > 0, "no layout of this model fits in %g GB per device on %lld devices: more devices, a smaller "
              "global batch, or 16-bit (bf16) would help", hw->memory_bytes / 1e9, so->world_size);
   ptdp_sweep_print(res, hw, (int)sw->top, stdout);
+  printf("ranges: each printed row's iteration time with every continuous hardware value at its provenance band's "
+         "two ends, one at a time, root sum of squares (ptdp-sim(1), UNCERTAINTY); %d rows in %.3f s\n",
+         res->ranged, res->range_seconds);
   const ptdp_sweep_layout *B = &res->layouts[0];
   char name[96];
   ptdp_sweep_name(B, name, sizeof name);
@@ -95,6 +98,7 @@ static int sweep(const ptdp_model_keys *a, const ptdp_sim_hw *hw, const ptdp_sim
 {
   ptdp_sweep_result res = {0};
   int err = ptdp_sweep_run(a, hw, so, a->global_batch_size, &res);
+  if (!err) err = ptdp_sweep_ranges(a, hw, so, a->global_batch_size, &res, (int)sw->top); /* the rows printed */
   if (!err) err = report(a, hw, so, sw, &res);
   if (!err && so->out[0]) err = ptdp_sweep_write_h5(so->out, &res, hw, a->global_batch_size);
   if (!err && so->out[0]) printf("[sweep file] %s: %d predictions under /sweep\n", so->out, res.n);

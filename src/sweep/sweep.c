@@ -87,6 +87,7 @@ static int predict(sweep_ctx *c, ptdp_sweep_layout *L)
   L->tp_crosses_nodes = L->t > c->hw->gpus_per_node;
   L->train_days_sim = r->train_days_sim;
   L->train_days_eq4 = r->train_days_eq4;
+  L->range_lo = L->range_hi = NAN;
   return r->fits ? 1 : 0;
 }
 
@@ -224,6 +225,40 @@ int ptdp_sweep_run(const ptdp_model_keys *base, const ptdp_sim_hw *hw, const ptd
   clock_gettime(CLOCK_MONOTONIC, &t1);
   res->seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   return 0;
+}
+
+int ptdp_sweep_ranges(const ptdp_model_keys *base, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long gbs,
+                      ptdp_sweep_result *res, int k)
+{
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (!gbs) gbs = base->global_batch_size;
+  const int n = k + 1 < res->n ? k + 1 : res->n;
+  ptdp_sim_result *r = calloc(1, sizeof *r);
+  int err = r ? 0 : PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
+  for (int i = res->ranged; !err && i < n; i++) {
+    ptdp_sweep_layout *L = &res->layouts[i];
+    ptdp_model_keys a;
+    ptdp_sweep_apply(base, L, gbs, &a);
+    err = ptdp_sim_run(&a, hw, o, r);
+    if (!err) err = ptdp_sim_range_run(&a, hw, o, r);
+    if (!err) {
+      L->range_lo = r->range.lo;
+      L->range_hi = r->range.hi;
+      res->ranged = i + 1;
+    }
+  }
+  free(r);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  res->range_seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  PTDP_CALL(err);
+  return 0;
+}
+
+int ptdp_sweep_inseparable(const ptdp_sweep_result *res, int i)
+{
+  if (i < 0 || i + 1 >= res->ranged) return 0;
+  return res->layouts[i].range_hi >= res->layouts[i + 1].range_lo;
 }
 
 void ptdp_sweep_free(ptdp_sweep_result *res)

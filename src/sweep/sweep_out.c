@@ -71,16 +71,33 @@ void ptdp_sweep_reason(const ptdp_sweep_result *res, const ptdp_sim_hw *hw, int 
 void ptdp_sweep_print(const ptdp_sweep_result *res, const ptdp_sim_hw *hw, int k, FILE *out)
 {
   if (k > res->n) k = res->n;
-  fprintf(out, "%4s  %-34s %10s %9s %6s %7s %8s  %s\n", "rank", "layout", "iter (s)", "TFLOP/s", "MFU %", "bubble",
-          "mem (GB)", "why here");
+  fprintf(out, "%4s  %-34s %10s %-21s %9s %6s %7s %8s  %s\n", "rank", "layout", "iter (s)", "range (s)", "TFLOP/s",
+          "MFU %", "bubble", "mem (GB)", "why here");
+  char pairs[512] = "";
+  int inseparable = 0, len = 0;
   for (int i = 0; i < k; i++) {
     const ptdp_sweep_layout *L = &res->layouts[i];
-    char name[96], why[256];
+    char name[96], why[256], range[32] = "-";
     ptdp_sweep_name(L, name, sizeof name);
     ptdp_sweep_reason(res, hw, i, why, sizeof why);
-    fprintf(out, "%4d  %-34s %10.4g %9.4g %6.1f %7.3f %8.4g  %s\n", i + 1, name, L->iteration, L->tflops_per_gpu,
-            100 * L->mfu, L->bubble, L->memory / 1e9, why);
+    if (i < res->ranged) snprintf(range, sizeof range, "%.4g .. %.4g", L->range_lo, L->range_hi);
+    const int mark = ptdp_sweep_inseparable(res, i);
+    fprintf(out, "%4d  %-34s %10.4g %-19s %c %9.4g %6.1f %7.3f %8.4g  %s\n", i + 1, name, L->iteration, range,
+            mark ? '~' : ' ', L->tflops_per_gpu, 100 * L->mfu, L->bubble, L->memory / 1e9, why);
+    if (mark && len >= 0 && (size_t)len < sizeof pairs)
+      len += snprintf(pairs + len, sizeof pairs - (size_t)len, "%s%d-%d", inseparable ? ", " : "", i + 1, i + 2);
+    inseparable += mark;
   }
+  const int compared = k < res->ranged ? k : res->ranged - 1; /* pairs (i, i + 1) with both ranged */
+  if (compared <= 0) return;
+  if (inseparable)
+    fprintf(out, "ranking: the provenance bands cannot separate %d of the %d neighbouring pairs (~: the row's range "
+                 "overlaps the next row's): %s\n",
+            inseparable, compared, pairs);
+  else
+    fprintf(out, "ranking: the provenance bands separate every neighbouring pair of the %d rows (no range overlaps the "
+                 "next row's)\n",
+            k);
 }
 
 static int column(hid_t g, const char *name, hid_t type, hsize_t n, const void *data)
@@ -134,7 +151,9 @@ int ptdp_sweep_write_h5(const char *path, const ptdp_sweep_result *res, const pt
       {"recompute_seconds", offsetof(ptdp_sweep_layout, recompute_time)},
       {"tp_seconds", offsetof(ptdp_sweep_layout, comp) + PTDP_SIM_TP * sizeof(double)},
       {"pp_seconds", offsetof(ptdp_sweep_layout, comp) + PTDP_SIM_PP * sizeof(double)},
-      {"dp_seconds", offsetof(ptdp_sweep_layout, comp) + PTDP_SIM_DP * sizeof(double)}};
+      {"dp_seconds", offsetof(ptdp_sweep_layout, comp) + PTDP_SIM_DP * sizeof(double)},
+      {"range_low_seconds", offsetof(ptdp_sweep_layout, range_lo)},
+      {"range_high_seconds", offsetof(ptdp_sweep_layout, range_hi)}};
   for (size_t i = 0; !err && i < sizeof ints / sizeof ints[0]; i++) err = int_column(g, ints[i].name, res, ints[i].off);
   for (size_t i = 0; !err && i < sizeof reals / sizeof reals[0]; i++) err = real_column(g, reals[i].name, res, reals[i].off);
   if (!err) { /* the layout as text, and the sweep's own numbers */
