@@ -71,7 +71,7 @@ void ptdp_sweep_reason(const ptdp_sweep_result *res, const ptdp_sim_hw *hw, int 
 void ptdp_sweep_print(const ptdp_sweep_result *res, const ptdp_sim_hw *hw, int k, FILE *out)
 {
   if (k > res->n) k = res->n;
-  fprintf(out, "%4s  %-34s %10s %-21s %9s %6s %7s %8s  %s\n", "rank", "layout", "iter (s)", "range (s)", "TFLOP/s",
+  fprintf(out, "%4s  %-34s %10s %-22s %1s %9s %6s %7s %8s  %s\n", "rank", "layout", "iter (s)", "range (s)", "", "TFLOP/s",
           "MFU %", "bubble", "mem (GB)", "why here");
   char pairs[512] = "";
   int inseparable = 0, len = 0;
@@ -82,7 +82,7 @@ void ptdp_sweep_print(const ptdp_sweep_result *res, const ptdp_sim_hw *hw, int k
     ptdp_sweep_reason(res, hw, i, why, sizeof why);
     if (i < res->ranged) snprintf(range, sizeof range, "%.4g .. %.4g", L->range_lo, L->range_hi);
     const int mark = ptdp_sweep_inseparable(res, i);
-    fprintf(out, "%4d  %-34s %10.4g %-19s %c %9.4g %6.1f %7.3f %8.4g  %s\n", i + 1, name, L->iteration, range,
+    fprintf(out, "%4d  %-34s %10.4g %-22s %c %9.4g %6.1f %7.3f %8.4g  %s\n", i + 1, name, L->iteration, range,
             mark ? '~' : ' ', L->tflops_per_gpu, 100 * L->mfu, L->bubble, L->memory / 1e9, why);
     if (mark && len >= 0 && (size_t)len < sizeof pairs)
       len += snprintf(pairs + len, sizeof pairs - (size_t)len, "%s%d-%d", inseparable ? ", " : "", i + 1, i + 2);
