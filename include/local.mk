@@ -10,10 +10,11 @@ ptdpinclude_HEADERS += include/ptdp/error.h include/ptdp/options.h include/ptdp/
 ptdpinclude_HEADERS += include/ptdp/backend.h
 ptdpinclude_HEADERS += include/ptdp/comm.h include/ptdp/grid.h include/ptdp/parallel_kinds.h include/ptdp/program.h
 ptdpinclude_HEADERS += include/ptdp/params.h include/ptdp/schedule.h include/ptdp/grad_buffer.h include/ptdp/shard_map.h
-ptdpinclude_HEADERS += include/ptdp/gpt.h include/ptdp/shape.h include/ptdp/plan.h include/ptdp/memory.h \
-                       include/ptdp/recompute.h include/ptdp/flops.h include/ptdp/memory_formula.h \
-                       include/ptdp/model_config.h include/ptdp/layer_desc.h
-ptdpinclude_HEADERS += include/ptdp/ddp.h
+ptdpinclude_HEADERS += include/ptdp/gpt.h include/ptdp/gpt_params.h include/ptdp/loss.h include/ptdp/gpt_hooks.h \
+                       include/ptdp/shape.h include/ptdp/plan.h include/ptdp/memory.h include/ptdp/recompute.h \
+                       include/ptdp/flops.h include/ptdp/memory_formula.h include/ptdp/model_config.h \
+                       include/ptdp/layer_desc.h
+ptdpinclude_HEADERS += include/ptdp/ddp.h include/ptdp/master.h
 ptdpinclude_HEADERS += include/ptdp/optimizer.h include/ptdp/lr_schedule.h include/ptdp/grad_scaler.h
 ptdpinclude_HEADERS += include/ptdp/checkpoint.h
 ptdpinclude_HEADERS += include/ptdp/args.h include/ptdp/generate.h include/ptdp/sim.h include/ptdp/sim_cost.h include/ptdp/tokenizer.h

@@ -16,6 +16,7 @@
 #define PTDP_CHECKPOINT_H
 
 #include "ptdp/gpt.h"
+#include "ptdp/master.h"
 #include "ptdp/optimizer.h"
 #include "ptdp/options.h"
 
@@ -51,14 +52,17 @@ typedef struct {
 } ptdp_checkpoint_stats;
 
 /* Save the model (and with opt, the optimizer state) as SAVE/iter_NNNNNNN, then point the
- * tracker at it and delete checkpoints beyond info->keep.  Collective over the model's world. */
-int ptdp_checkpoint_save(const char *save_dir, const ptdp_checkpoint_info *info, ptdp_gpt *m,
+ * tracker at it and delete checkpoints beyond info->keep.  Collective over the model's world.
+ * master: the owner of the fp32 weights in training (the distributed optimizer may shard them,
+ * ptdp/master.h); NULL: the model's own (params.fp32: one rank's copy, as in ptdp-convert). */
+int ptdp_checkpoint_save(const char *save_dir, const ptdp_checkpoint_info *info, ptdp_gpt *m, ptdp_master *master,
                          const ptdp_optimizer *opt, ptdp_checkpoint_stats *stats);
 
 /* Load the model (and with opt non-NULL, the optimizer state, which must be there) from ref on
- * this run's layout; info (may be NULL) receives iteration, samples consumed and the AdamW step.
- * Shapes and checksums are checked; every failure is an error all ranks return.  Collective. */
-int ptdp_checkpoint_load(const ptdp_checkpoint_ref *ref, ptdp_gpt *m, ptdp_optimizer *opt,
+ * this run's layout; info (may be NULL) receives iteration, samples consumed and the AdamW step;
+ * master as for ptdp_checkpoint_save (with it, the 16-bit weights are made from the fp32 ones read:
+ * ptdp_master_sync_all).  Shapes and checksums are checked; every failure is an error all ranks return.  Collective. */
+int ptdp_checkpoint_load(const ptdp_checkpoint_ref *ref, ptdp_gpt *m, ptdp_master *master, ptdp_optimizer *opt,
                          ptdp_checkpoint_info *info, ptdp_checkpoint_stats *stats);
 
 /* Find the checkpoint the tracker in load_dir names.  *found = 0 (and 0 returned) when load_dir

@@ -13,8 +13,10 @@
 #define PTDP_GPT_H
 
 #include "ptdp/backend.h"
-#include "ptdp/grad_buffer.h"
+#include "ptdp/gpt_hooks.h"
+#include "ptdp/gpt_params.h"
 #include "ptdp/grid.h"
+#include "ptdp/loss.h"
 #include "ptdp/memory.h"
 #include "ptdp/memory_formula.h"
 #include "ptdp/model_config.h"
@@ -23,7 +25,6 @@
 #include "ptdp/recompute.h"
 #include "ptdp/schedule.h"
 #include "ptdp/shape.h"
-#include "ptdp/shard_map.h"
 
 #include <stdint.h>
 
@@ -91,16 +92,6 @@ typedef struct {
   float *w, *g;
 } ptdp_gpt_param_ref;
 
-/* What the layers above the model hear from it, set through ptdp_gpt_on_grads_ready and
- * ptdp_gpt_capture_logits only: the data-parallel module is told when a parameter's gradient is
- * final (the chunk's last backward of an iteration); the debug dump asks for the logits of the
- * next head forward. */
-typedef struct {
-  int (*grads_ready)(void *ctx, int param);
-  void *grads_ready_ctx;
-  float *debug_logits;    /* host [N, vocab slice]; cleared once filled */
-} ptdp_gpt_hooks;
-
 struct ptdp_gpt;
 /* The passes of a layer whose kernels depend on the family (LayerNorm or RMSNorm) and on which
  * fused operations the backend has, chosen once by ptdp_gpt_create (src/model/layer_passes.c). */
@@ -125,8 +116,8 @@ typedef struct {
 } ptdp_layer_passes;
 
 /* One rank's model.  Read-only after ptdp_gpt_create for everyone but the model itself, except
- * the flat buffers param/wt/grad/master (the optimizer, the data-parallel module and checkpoints
- * write them), the hooks (through their setters) and, during an evaluation, cfg's dropout
+ * the flat buffers of params (the optimizer, the data-parallel module and checkpoints write
+ * them), the hooks (through their setters) and, during an evaluation, cfg's dropout
  * probabilities (ptdp_trainer_evaluate turns them off and back on). */
 typedef struct ptdp_gpt {
   /* what it is and where it runs */
@@ -136,22 +127,9 @@ typedef struct ptdp_gpt {
   ptdp_layer_passes passes; /* the family's and the backend's passes, chosen at creation */
   int t, tp_rank, p, stage;
   ptdp_rank_shape sh;     /* this rank's sizes: local heads and widths, vocabulary slice, token rows */
-  /* its parameters */
-  int nparams;
-  ptdp_param_info *params; /* the parameter table (ptdp/params.h) */
-  ptdp_grad_layout layout; /* where they sit in param and grad; buckets (ptdp/grad_buffer.h) */
-  /* Flat buffers of layout.total elements.  param: the fp32 weights the optimizer updates and
-   * checkpoints save (the master weights in bf16/fp16); wt: the weights the layers compute with,
-   * in the storage type (wt == param in fp32; in bf16/fp16 each is the rounding of its master,
-   * ptdp_gpt_sync_weights); grad: fp32 (Megatron's main_grad). */
-  float *param, *grad;
-  void *wt;
-  size_t es;               /* bytes per element of the storage type */
-  /* bf16/fp16 with the distributed optimizer (d > 1): the fp32 master weights are sharded as the
-   * moments are (ptdp_shard_of, distributed), this rank's shard of bucket b at master + s.state;
-   * param is then NULL: no rank holds the whole fp32 copy (ptdp_gpt_gather_master makes one). */
-  int master_sharded;
-  float *master;
+  size_t es;              /* bytes per element of the storage type */
+  /* its parameters: the table and the flat buffers (ptdp/gpt_params.h) */
+  ptdp_gpt_params params;
   ptdp_gpt_param_ref wte, output, wpe, lnf_w, lnf_b; /* output: the output layer (the last stage's copy of
                                                          the tied embedding, or untied its own) */
   /* its activations and work space */
@@ -160,57 +138,14 @@ typedef struct ptdp_gpt {
   ptdp_gpt_work work;
   ptdp_plan plan;          /* every buffer of this rank (ptdp/plan.h) */
   ptdp_memory mem;         /* the allocations of the plan, recorded */
-  float *host_xent;        /* [3 N] host copy of the loss statistics (a backend without xent_loss) */
-  /* The losses of the micro-batches whose head forward ran since ptdp_gpt_take_losses: with the
-   * backend's xent_loss the newest loss_pending of them wait in work.losses on the device. */
-  double loss_sum;          /* the others, summed in forward order */
-  int loss_count;           /* all of them */
-  int loss_pending, loss_cap; /* loss_cap = max(cfg.m, 1) device slots */
-  long long *loss_sample0;  /* [loss_cap] each pending micro-batch's first sample */
-  float *host_losses;       /* [loss_cap] their host copy */
-  /* what the layers above hear, and the state of the backward pass running */
-  ptdp_gpt_hooks hooks;
-  int grads_final;        /* within ptdp_gpt_backward: its `last` argument */
+  ptdp_gpt_losses loss;    /* the losses not yet taken (ptdp/loss.h) */
+  ptdp_gpt_hooks hooks;    /* what the layers above hear (ptdp/gpt_hooks.h) */
 } ptdp_gpt;
-
-/* fn(ctx, i) for each parameter i whose gradient is final; fn NULL: nobody listens. */
-void ptdp_gpt_on_grads_ready(ptdp_gpt *m, int (*fn)(void *ctx, int param), void *ctx);
-/* The next head forward copies its logits [N, this rank's vocabulary columns] to host (fp32). */
-void ptdp_gpt_capture_logits(ptdp_gpt *m, float *host);
 
 int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, ptdp_grid *grid);
 void ptdp_gpt_destroy(ptdp_gpt *m);
 /* One layer of this rank as the activation-memory formulas see it (ptdp/memory_formula.h). */
 ptdp_layer_shape ptdp_gpt_layer_shape(const ptdp_gpt *m);
-/* Set every parameter from its global-index key (layout independent). */
-int ptdp_gpt_init_params(ptdp_gpt *m);
-/* Device pointers to parameter i's local buffer (ptdp_param_info lrows x lcols): fp32 (the
- * master weights in bf16/fp16), its gradient (fp32), and its weights in the storage type. */
-float *ptdp_gpt_param_data(const ptdp_gpt *m, int i);
-float *ptdp_gpt_grad_data(const ptdp_gpt *m, int i);
-void *ptdp_gpt_weight_data(const ptdp_gpt *m, int i);
-/* wt[lo, hi) = param[lo, hi) rounded to the storage type (flat offsets; a no-op in fp32):
- * after anything writes param (initialisation, a checkpoint, an optimizer step).  Not with
- * master_sharded (use ptdp_gpt_sync_shard). */
-int ptdp_gpt_sync_weights(ptdp_gpt *m, long long lo, long long hi);
-/* The same for this rank's shard s of a bucket (ptdp_shard_of, distributed) where the master is
- * sharded: wt[s.lo, s.hi) = master[s.state ...] rounded, then the bucket's weights all-gathered
- * over DP in the storage type.  Collective over DP. */
-int ptdp_gpt_sync_shard(ptdp_gpt *m, int bucket);
-/* Its second half alone: the bucket's weights all-gathered over DP from each rank's wt[s.lo, s.hi)
- * (for a shard whose 16-bit weights the optimizer wrote itself, adamw_many's copy back). */
-int ptdp_gpt_gather_shard(ptdp_gpt *m, int bucket);
-/* Every weight from its master: ptdp_gpt_sync_weights over everything, or ptdp_gpt_sync_shard
- * over every bucket (collective over DP then). */
-int ptdp_gpt_sync_all(ptdp_gpt *m);
-/* This rank's shard of bucket b of the sharded master weights (ptdp_shard_of, distributed): its
- * master elements are master[s.state ...) for flat offsets [s.lo, s.hi). */
-void ptdp_gpt_master_shard(const ptdp_gpt *m, int bucket, ptdp_shard *s);
-/* The fp32 weights whole in flat (device memory of layout.total floats): a copy of param, or
- * with master_sharded the shards all-gathered over DP (collective then). */
-int ptdp_gpt_gather_master(ptdp_gpt *m, float *flat);
-/* Elements of the largest local parameter buffer (host staging for copies). */
-long long ptdp_gpt_max_param_elems(const ptdp_gpt *m);
 /* Number of real-vocabulary columns of this rank's logits (its slice of the vocabulary). */
 int ptdp_gpt_vocab_columns(const ptdp_gpt *m);
 
@@ -266,13 +201,6 @@ const ptdp_gpt_param_ref *ptdp_gpt_output_layer(const ptdp_gpt *m);
 /* What the pipeline driver may ask of the model (it never reads the slots themselves). */
 int ptdp_gpt_num_slots(const ptdp_gpt *m);                 /* activation slots per chunk */
 int ptdp_gpt_slot_busy(const ptdp_gpt *m, int c, int slot); /* between its forward and backward */
-/* The sum of the mean losses of the micro-batches whose head forward ran since the last call (or
- * ptdp_gpt_drop_losses), in forward order, and their count; 0 and 0 on a rank without the head.
- * On a backend with xent_loss the losses stayed on the device: here the host reads them, in one
- * copy and one wait (the per-micro-batch wait it replaces kept the host from queueing work
- * ahead).  A non-finite loss is an error naming its micro-batch's first sample. */
-int ptdp_gpt_take_losses(ptdp_gpt *m, double *sum, int *count);
-void ptdp_gpt_drop_losses(ptdp_gpt *m); /* forget them (a run that failed part way) */
 int ptdp_gpt_chunk_has_embedding(const ptdp_gpt *m, int c);
 int ptdp_gpt_chunk_has_head(const ptdp_gpt *m, int c);
 

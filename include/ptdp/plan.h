@@ -157,6 +157,10 @@ int ptdp_plan_build(const ptdp_plan_config *cfg, ptdp_plan *plan);
 void ptdp_plan_free(ptdp_plan *plan);
 const char *ptdp_buffer_kind_name(ptdp_buffer_kind k);
 ptdp_mem_class ptdp_buffer_class(const ptdp_buffer *b);
+/* Whether the fp32 master weights (master_params: bf16/fp16 training) are sharded over the d
+ * data-parallel ranks like the moments (the distributed optimizer and d > 1: total / d elements,
+ * ptdp/shard_map.h) rather than whole (total elements). */
+int ptdp_plan_master_sharded(const ptdp_plan_config *cfg);
 /* Held bytes of one chunk's slot (all slots of a chunk are alike). */
 size_t ptdp_plan_held_per_slot(const ptdp_plan *plan, int chunk);
 /* Held bytes of one layer in one slot (for the per-layer report). */

@@ -11,6 +11,7 @@
 #include "ptdp/flops.h"
 #include "ptdp/gpt.h"
 #include "ptdp/grid.h"
+#include "ptdp/master.h"
 #include "ptdp/optimizer.h"
 #include "ptdp/pipeline.h"
 
@@ -23,6 +24,7 @@ typedef struct {
   ptdp_backend *be;
   ptdp_gpt model;
   ptdp_ddp ddp;
+  ptdp_master master;     /* the fp32 weights the optimizer updates (sharded by the distributed optimizer) */
   ptdp_optimizer opt;
   ptdp_pipeline pipe;
   ptdp_batch_source *data;

@@ -346,7 +346,7 @@ static int save(const char *save_dir, ptdp_args *a, const hf_tensor *mc, hf_sess
   ptdp_args_view(a, &view);
   const ptdp_checkpoint_info info = {.iteration = 0, .keys = &view, .keep = 0};
   ptdp_checkpoint_stats st;
-  return ptdp_checkpoint_save(save_dir, &info, &s->m, NULL, &st);
+  return ptdp_checkpoint_save(save_dir, &info, &s->m, NULL, NULL, &st);
 }
 
 static int convert(weights *w, const hf_model *hm, ptdp_args *a, const char *save_dir)
@@ -359,7 +359,7 @@ static int convert(weights *w, const hf_model *hm, ptdp_args *a, const char *sav
   if (!rc) rc = hf_map_import(w->arch, &hm->d, mc, nmc, get_tensor, w);
   const hf_tensor *wte = NULL;
   for (int i = 0; i < nmc; i++)
-    if (s.m.params[i].role == PTDP_PARAM_WORD_EMBEDDING) wte = &mc[i];
+    if (s.m.params.table[i].role == PTDP_PARAM_WORD_EMBEDDING) wte = &mc[i];
   if (!rc) rc = wte ? check_extra(w, &hm->d, wte) : PTDP_FAIL(PTDP_ERR_INTERNAL, "no word embedding");
   if (!rc) rc = save(save_dir, a, mc, &s);
   hf_tensors_free(mc, nmc);

@@ -39,11 +39,11 @@ int hf_session_tensors(const hf_session *s, hf_tensor **mc, int *n)
 {
   const ptdp_gpt *m = &s->m;
   hf_tensor *t;
-  PTDP_CALLOC(t, (size_t)m->nparams + 1, sizeof *t);
+  PTDP_CALLOC(t, (size_t)m->params.n + 1, sizeof *t);
   *mc = t;
-  *n = m->nparams;
-  for (int i = 0; i < m->nparams; i++) {
-    const ptdp_param_info *p = &m->params[i];
+  *n = m->params.n;
+  for (int i = 0; i < m->params.n; i++) {
+    const ptdp_param_info *p = &m->params.table[i];
     PTDP_CHECK_INTERNAL(!p->tied_copy && p->rows == p->grows && p->cols == p->gcols,
                         "parameter %s is not whole on one rank", p->name);
     snprintf(t[i].name, sizeof t[i].name, "%s", p->name);
@@ -58,7 +58,7 @@ int hf_session_tensors(const hf_session *s, hf_tensor **mc, int *n)
 int hf_session_get(hf_session *s, hf_tensor *mc)
 {
   ptdp_gpt *m = &s->m;
-  for (int i = 0; i < m->nparams; i++) { /* the slice is the buffer's first rows: padding rows follow */
+  for (int i = 0; i < m->params.n; i++) { /* the slice is the buffer's first rows: padding rows follow */
     const size_t bytes = sizeof(float) * (size_t)(mc[i].rows * mc[i].cols);
     PTDP_CALL(s->be->to_host(s->be, mc[i].data, ptdp_gpt_param_data(m, i), bytes));
   }
@@ -68,12 +68,12 @@ int hf_session_get(hf_session *s, hf_tensor *mc)
 int hf_session_set(hf_session *s, const hf_tensor *mc)
 {
   ptdp_gpt *m = &s->m;
-  for (int i = 0; i < m->nparams; i++) {
-    const ptdp_param_info *p = &m->params[i];
+  for (int i = 0; i < m->params.n; i++) {
+    const ptdp_param_info *p = &m->params.table[i];
     float *dst = ptdp_gpt_param_data(m, i);
     PTDP_CALL(s->be->memset0(s->be, dst, sizeof(float) * (size_t)ptdp_param_local_elems(p))); /* padding rows: 0 */
     PTDP_CALL(s->be->to_device(s->be, dst, mc[i].data, sizeof(float) * (size_t)(mc[i].rows * mc[i].cols)));
   }
   PTDP_CALL(s->be->synchronize(s->be));
-  return ptdp_gpt_sync_weights(m, 0, m->layout.total);
+  return ptdp_gpt_sync_weights(m, 0, m->params.layout.total);
 }

@@ -160,7 +160,7 @@ static int check_layout(const ptdp_args *a, int t)
 static int load_weights(const ptdp_checkpoint_ref *ref, ptdp_gpt *m)
 {
   ptdp_checkpoint_stats st;
-  PTDP_CALL(ptdp_checkpoint_load(ref, m, NULL, NULL, &st));
+  PTDP_CALL(ptdp_checkpoint_load(ref, m, NULL, NULL, NULL, &st));
   if (m->grid->world_rank == 0)
     fprintf(stderr, "[checkpoint] loaded iteration %lld from %s: %.3f GB in %.3f s (%.3f GB/s), %.0f%% by direct I/O\n",
             ref->iteration, ref->dir, st.bytes / 1e9, st.seconds, st.seconds > 0 ? st.bytes / 1e9 / st.seconds : 0.0,

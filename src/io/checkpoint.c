@@ -68,12 +68,12 @@ static int shard_parts(ckpt_io *io, int distributed, ckpt_part *out)
   ptdp_gpt *m = io->m;
   const ptdp_grid *g = m->grid;
   ptdp_shard_piece *pc;
-  PTDP_ALLOC(pc, sizeof *pc * (size_t)m->nparams);
-  memset(out, 0, sizeof *out * (size_t)m->nparams);
-  for (int b = 0; b < m->layout.nbuckets; b++) {
+  PTDP_ALLOC(pc, sizeof *pc * (size_t)m->params.n);
+  memset(out, 0, sizeof *out * (size_t)m->params.n);
+  for (int b = 0; b < m->params.layout.nbuckets; b++) {
     ptdp_shard s;
-    ptdp_shard_of(&m->layout, b, distributed, g->dp.size, g->dp.rank, &s);
-    int n = ptdp_shard_pieces(&m->layout, m->params, &s, pc, m->nparams);
+    ptdp_shard_of(&m->params.layout, b, distributed, g->dp.size, g->dp.rank, &s);
+    int n = ptdp_shard_pieces(&m->params.layout, m->params.table, &s, pc, m->params.n);
     if (n < 0) free(pc);
     PTDP_CHECK_INTERNAL(n >= 0, "more shard pieces than parameters");
     for (int k = 0; k < n; k++) {
@@ -88,12 +88,15 @@ static int shard_parts(ckpt_io *io, int distributed, ckpt_part *out)
   return 0;
 }
 
-int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st_m, const float *st_v)
+int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, ptdp_master *master, const ptdp_ddp *ddp, const float *st_m,
+                  const float *st_v)
 {
   memset(io, 0, sizeof *io);
   io->file = -1;
   io->stream.fd = -1;
+  PTDP_CHECK_INTERNAL(master || m->params.fp32, "a checkpoint of sharded master weights without their owner");
   io->m = m;
+  io->master = master;
   io->ddp = ddp;
   io->st_m = (float *)st_m;
   io->st_v = (float *)st_v;
@@ -102,29 +105,29 @@ int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st
   io->nglobal = ptdp_params_count(&sh, &one);
   PTDP_CALLOC(io->global, (size_t)io->nglobal, sizeof *io->global);
   PTDP_CHECK_INTERNAL(ptdp_params_list(&sh, &one, io->global, io->nglobal) == io->nglobal, "parameter table");
-  PTDP_CALLOC(io->gidx, (size_t)m->nparams, sizeof *io->gidx);
-  for (int i = 0; i < m->nparams; i++) {
-    const ptdp_param_info *p = &m->params[i];
+  PTDP_CALLOC(io->gidx, (size_t)m->params.n, sizeof *io->gidx);
+  for (int i = 0; i < m->params.n; i++) {
+    const ptdp_param_info *p = &m->params.table[i];
     io->gidx[i] = -1;
     for (int g = 0; g < io->nglobal && io->gidx[i] < 0; g++)
       if (p->tied_copy ? io->global[g].role == PTDP_PARAM_WORD_EMBEDDING : !strcmp(p->name, io->global[g].name))
         io->gidx[i] = g;
     PTDP_CHECK_INTERNAL(io->gidx[i] >= 0, "parameter %s has no global tensor", p->name);
   }
-  PTDP_CALLOC(io->wpart, (size_t)m->nparams, sizeof *io->wpart);
-  PTDP_CALLOC(io->spart, (size_t)m->nparams, sizeof *io->spart);
+  PTDP_CALLOC(io->wpart, (size_t)m->params.n, sizeof *io->wpart);
+  PTDP_CALLOC(io->spart, (size_t)m->params.n, sizeof *io->spart);
   PTDP_CALL(shard_parts(io, 1, io->wpart));
   if (m->grid->dp.size > 1) {
-    PTDP_CALLOC(io->dpart, (size_t)m->nparams, sizeof *io->dpart);
-    memcpy(io->dpart, io->wpart, sizeof *io->dpart * (size_t)m->nparams);
+    PTDP_CALLOC(io->dpart, (size_t)m->params.n, sizeof *io->dpart);
+    memcpy(io->dpart, io->wpart, sizeof *io->dpart * (size_t)m->params.n);
   }
-  for (int i = 0; i < m->nparams; i++) {
-    const ptdp_param_info *p = &m->params[i];
+  for (int i = 0; i < m->params.n; i++) {
+    const ptdp_param_info *p = &m->params.table[i];
     if (p->tied_copy || (p->tp_replicated && i % m->t != m->tp_rank)) io->wpart[i] = (ckpt_part){0};
   }
   if (ddp && ddp->distributed) PTDP_CALL(shard_parts(io, 1, io->spart));
   else
-    for (int i = 0; i < m->nparams; i++) io->spart[i] = ckpt_whole_slice(&m->params[i]);
+    for (int i = 0; i < m->params.n; i++) io->spart[i] = ckpt_whole_slice(&m->params.table[i]);
   PTDP_CALLOC(io->sum, (size_t)NKINDS * io->nglobal, sizeof *io->sum);
   /* the environment's PTDP_CHECKPOINT_CHUNK (elements) replaces the run length: tests use short
    * runs to cross rows and tensors; the file is the same whatever the length */
@@ -258,17 +261,13 @@ int ckpt_transfer_chunk(hid_t ds, const ptdp_param_info *p, long long c0, long l
 float *ckpt_element(const ckpt_io *io, int kind, int i, long long k)
 {
   const ptdp_gpt *m = io->m;
-  const long long flat = m->layout.offset[i] + k;
-  if (kind == KIND_MODEL && m->master_sharded) { /* this rank's master shard: only its own pieces move */
-    ptdp_shard s;
-    ptdp_gpt_master_shard(m, m->layout.bucket[i], &s);
-    return m->master + s.state + (flat - s.lo);
-  }
-  if (kind == KIND_MODEL) return m->param + flat;
+  const long long flat = m->params.layout.offset[i] + k;
+  if (kind == KIND_MODEL) /* sharded master weights: this rank's shard, only its own pieces move */
+    return io->master ? ptdp_master_element(io->master, i, k) : m->params.fp32 + flat;
   long long at = flat; /* without the distributed optimizer the state mirrors the flat buffers */
   if (io->ddp->distributed) {
     ptdp_shard s;
-    ptdp_ddp_shard(io->ddp, io->m->layout.bucket[i], &s);
+    ptdp_ddp_shard(io->ddp, io->m->params.layout.bucket[i], &s);
     at = s.state + (flat - s.lo);
   }
   return (kind == KIND_EXP_AVG ? io->st_m : io->st_v) + at;
@@ -279,7 +278,7 @@ float *ckpt_element(const ckpt_io *io, int kind, int i, long long k)
 /* The local parameter this rank writes of global tensor g (or -1). */
 static int writer_of(const ckpt_io *io, int g)
 {
-  for (int i = 0; i < io->m->nparams; i++)
+  for (int i = 0; i < io->m->params.n; i++)
     if (io->gidx[i] == g && io->wpart[i].nrects > 0) return i;
   return -1;
 }
@@ -296,7 +295,7 @@ static int create_dataset(ckpt_io *io, int kind, int g, hid_t *ds)
 static int save_dataset(ckpt_io *io, int kind, int g, hid_t ds)
 {
   int i = writer_of(io, g);
-  const ptdp_param_info *p = i >= 0 ? &io->m->params[i] : NULL;
+  const ptdp_param_info *p = i >= 0 ? &io->m->params.table[i] : NULL;
   if (!p) return 0;
   const ckpt_part *w = &io->wpart[i];
   const long long hi = w->hi < p->rows * p->lcols ? w->hi : p->rows * p->lcols; /* padding rows: not saved */
@@ -427,8 +426,8 @@ static int save_all(ckpt_io *io, const ptdp_checkpoint_info *info, const char *p
   PTDP_CALL(ckpt_stream_open(&io->stream, path, CKPT_STREAM_WINDOW));
   if (io->m->t > 1) { /* the full rows of a swapped run: a run's floats, and a row for an uneven split */
     long long row = 1;
-    for (int i = 0; i < io->m->nparams; i++)
-      if (io->m->params[i].gcols > row) row = io->m->params[i].gcols;
+    for (int i = 0; i < io->m->params.n; i++)
+      if (io->m->params.table[i].gcols > row) row = io->m->params.table[i].gcols;
     PTDP_ALLOC(io->wide, sizeof(float) * (size_t)(io->stage_elems + row));
   }
   const int nk = io->ddp ? NKINDS : 1, nds = nk * io->nglobal;
@@ -477,7 +476,7 @@ static int save_all(ckpt_io *io, const ptdp_checkpoint_info *info, const char *p
   return 0;
 }
 
-int ptdp_checkpoint_save(const char *save_dir, const ptdp_checkpoint_info *info, ptdp_gpt *m,
+int ptdp_checkpoint_save(const char *save_dir, const ptdp_checkpoint_info *info, ptdp_gpt *m, ptdp_master *master,
                          const ptdp_optimizer *opt, ptdp_checkpoint_stats *stats)
 {
   MPI_Comm comm = m->grid->world.comm;
@@ -489,7 +488,7 @@ int ptdp_checkpoint_save(const char *save_dir, const ptdp_checkpoint_info *info,
   PTDP_CALL_MPI(MPI_Bcast(tmp, sizeof tmp, MPI_CHAR, 0, comm));
   snprintf(path, sizeof path, "%s/%s", tmp, PTDP_CHECKPOINT_FILE);
   ckpt_io io;
-  int rc = ckpt_io_setup(&io, m, opt ? opt->ddp : NULL, opt ? opt->m : NULL, opt ? opt->v : NULL);
+  int rc = ckpt_io_setup(&io, m, master, opt ? opt->ddp : NULL, opt ? opt->m : NULL, opt ? opt->v : NULL);
   if (!rc) rc = save_all(&io, info, path, comm);
   long long bytes = io.bytes;
   ckpt_io_free(&io);

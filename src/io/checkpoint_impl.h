@@ -110,14 +110,15 @@ typedef struct {
 typedef struct {
   hid_t file;
   ptdp_gpt *m;
+  ptdp_master *master;   /* the fp32 weights (ptdp/master.h); NULL: the model's own (params.fp32) */
   const ptdp_ddp *ddp;   /* NULL: no optimizer state */
   float *st_m, *st_v;    /* Adam moments (device) */
   int nglobal;
   ptdp_param_info *global;
-  int *gidx;             /* [m->nparams] global index */
-  ckpt_part *wpart;           /* [m->nparams] what this rank writes / verifies */
-  ckpt_part *spart;           /* [m->nparams] the optimizer shard it holds (whole buffer unless distributed) */
-  ckpt_part *dpart;           /* [m->nparams] its data-parallel shard's pieces (d > 1 only): what it
+  int *gidx;             /* [m->params.n] global index */
+  ckpt_part *wpart;           /* [m->params.n] what this rank writes / verifies */
+  ckpt_part *spart;           /* [m->params.n] the optimizer shard it holds (whole buffer unless distributed) */
+  ckpt_part *dpart;           /* [m->params.n] its data-parallel shard's pieces (d > 1 only): what it
                                * reads of what every replica holds, the rest coming by all-gather */
   uint64_t *sum;         /* [NKINDS nglobal] checksum partial sums */
   long long chunk;       /* elements moved at a time: CKPT_CHUNK_ELEMS */
@@ -136,7 +137,8 @@ void ckpt_dataset_path(const ckpt_io *io, int kind, int g, char *out, size_t n);
 ckpt_part ckpt_whole_slice(const ptdp_param_info *p);
 
 /* st_m, st_v: the Adam moments, or NULL with ddp NULL (no optimizer state). */
-int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, const ptdp_ddp *ddp, const float *st_m, const float *st_v);
+int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, ptdp_master *master, const ptdp_ddp *ddp, const float *st_m,
+                  const float *st_v);
 void ckpt_io_free(ckpt_io *io);
 /* Checksum of local elements [lo, hi) of p; x[k - lo] holds element k. */
 uint64_t ckpt_checksum(const ptdp_param_info *p, const float *x, long long lo, long long hi);

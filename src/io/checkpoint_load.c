@@ -38,10 +38,10 @@ static void read_part(const ckpt_io *io, int kind, int g, int *i, long long *lo,
 {
   *i = -1;
   *lo = *hi = 0;
-  for (int j = 0; j < io->m->nparams; j++)
+  for (int j = 0; j < io->m->params.n; j++)
     if (io->gidx[j] == g) *i = j;
   if (*i < 0) return;
-  const ptdp_param_info *p = &io->m->params[*i];
+  const ptdp_param_info *p = &io->m->params.table[*i];
   const ckpt_part pt = replicated(io, kind) ? io->dpart[*i] : kind == KIND_MODEL ? ckpt_whole_slice(p) : io->spart[*i];
   *lo = pt.lo;
   *hi = pt.hi < p->rows * p->lcols ? pt.hi : p->rows * p->lcols; /* padding rows: not in the file */
@@ -69,7 +69,7 @@ static int open_dataset(ckpt_io *io, int kind, int g, const char *file, hid_t *o
              (unsigned long long)dims[0], nd == 2 ? ", " : "", nd == 2 ? (unsigned long long)dims[1] : 0ull, gp->grows,
              gp->ndim == 2 ? ", " : "", gp->ndim == 2 ? gp->gcols : 0ll);
   int n = 0;
-  for (int j = 0; j < io->m->nparams; j++) n += io->gidx[j] == g;
+  for (int j = 0; j < io->m->params.n; j++) n += io->gidx[j] == g;
   PTDP_CHECK_INTERNAL(n <= 1, "two local parameters hold %s", path);
   return 0;
 }
@@ -136,8 +136,8 @@ static int plan_reads(ckpt_io *io, int nk, const hid_t *ds)
       read_part(io, k, g, &i, &lo, &hi);
       for (long long c0 = lo, c1; i >= 0 && c0 < hi; c0 = c1) {
         long long off, len;
-        c1 = ckpt_run_end(io, &io->m->params[i], c0, hi);
-        if (run_mode(io, ds[k * io->nglobal + g], &io->m->params[i], c0, c1, &off, &len) != READ_HDF5)
+        c1 = ckpt_run_end(io, &io->m->params.table[i], c0, hi);
+        if (run_mode(io, ds[k * io->nglobal + g], &io->m->params.table[i], c0, c1, &off, &len) != READ_HDF5)
           PTDP_CALL(ckpt_reader_plan(io->reader, off, len));
         else PTDP_CALL(ckpt_stream_plan(&io->stream, off, len));
       }
@@ -154,7 +154,7 @@ static int load_dataset(ckpt_io *io, int kind, int g, hid_t ds)
   read_part(io, kind, g, &i, &lo, &hi);
   if (i < 0) return 0;
   /* the verified part (the writing partition, computed on this layout) lies within what is read */
-  const ptdp_param_info *p = &io->m->params[i];
+  const ptdp_param_info *p = &io->m->params.table[i];
   const ckpt_part *w = &io->wpart[i];
   ptdp_backend *be = io->m->be;
   for (long long c0 = lo, c1; c0 < hi; c0 = c1) {
@@ -190,13 +190,10 @@ static int gather_replicated(ckpt_io *io, int nk)
   ptdp_gpt *m = io->m;
   ptdp_comm *dp = &m->grid->dp;
   for (int k = 0; k < nk; k++) {
-    if (!replicated(io, k) || (k == KIND_MODEL && m->master_sharded)) continue; /* ptdp_gpt_sync_all gathers */
-    float *base = k == KIND_MODEL ? m->param : k == KIND_EXP_AVG ? io->st_m : io->st_v; /* the state mirrors the flat buffers */
-    for (int b = 0; b < m->layout.nbuckets; b++) {
-      ptdp_shard s;
-      ptdp_shard_of(&m->layout, b, 1, dp->size, dp->rank, &s);
-      PTDP_CALL(ptdp_comm_allgather(dp, base + s.lo, base + m->layout.buckets[b].lo, (size_t)(s.hi - s.lo), PTDP_TAG_PARAM));
-    }
+    if (!replicated(io, k) || (k == KIND_MODEL && io->master && io->master->sharded))
+      continue; /* ptdp_master_sync_all gathers */
+    float *base = k == KIND_MODEL ? m->params.fp32 : k == KIND_EXP_AVG ? io->st_m : io->st_v; /* the state mirrors the flat buffers */
+    for (int b = 0; b < m->params.layout.nbuckets; b++) PTDP_CALL(ptdp_master_allgather_bucket(dp, &m->params.layout, b, base));
   }
   return 0;
 }
@@ -371,21 +368,22 @@ static int load_all(ckpt_io *io, const ptdp_checkpoint_ref *ref, ptdp_optimizer 
     opt->step = in.opt_step;
     in.scaler = opt->scaler;
   }
-  PTDP_CALL(ptdp_gpt_sync_all(io->m)); /* bf16/fp16: the weights are the rounding of the master weights */
+  /* bf16/fp16: the weights are the rounding of the master weights */
+  PTDP_CALL(io->master ? ptdp_master_sync_all(io->master) : ptdp_gpt_sync_weights(io->m, 0, io->m->params.layout.total));
   if (info) *info = in;
   PTDP_CALL_HDF5(H5Fclose(io->file));
   io->file = -1;
   return 0;
 }
 
-int ptdp_checkpoint_load(const ptdp_checkpoint_ref *ref, ptdp_gpt *m, ptdp_optimizer *opt, ptdp_checkpoint_info *info,
-                         ptdp_checkpoint_stats *stats)
+int ptdp_checkpoint_load(const ptdp_checkpoint_ref *ref, ptdp_gpt *m, ptdp_master *master, ptdp_optimizer *opt,
+                         ptdp_checkpoint_info *info, ptdp_checkpoint_stats *stats)
 {
   MPI_Comm comm = m->grid->world.comm;
   PTDP_CALL_MPI(MPI_Barrier(comm));
   const double t0 = MPI_Wtime();
   ckpt_io io;
-  int rc = ckpt_io_setup(&io, m, opt ? opt->ddp : NULL, opt ? opt->m : NULL, opt ? opt->v : NULL);
+  int rc = ckpt_io_setup(&io, m, master, opt ? opt->ddp : NULL, opt ? opt->m : NULL, opt ? opt->v : NULL);
   if (!rc) rc = load_all(&io, ref, opt, info, comm);
   /* closing is collective (MPI-IO): not after one rank's own failure, which ends the run with
    * MPI_Abort while the others may still be waiting for it elsewhere */
@@ -404,7 +402,7 @@ int ptdp_checkpoint_load(const ptdp_checkpoint_ref *ref, ptdp_gpt *m, ptdp_optim
 
 int ptdp_checkpoint_load_model(const ptdp_checkpoint_ref *ref, ptdp_gpt *m)
 {
-  return ptdp_checkpoint_load(ref, m, NULL, NULL, NULL);
+  return ptdp_checkpoint_load(ref, m, NULL, NULL, NULL, NULL);
 }
 
 /* ---------------------------------------------------------------- locate, keys */

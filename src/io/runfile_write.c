@@ -42,11 +42,11 @@ static void analytical_volume(const ptdp_runfile_run *run, double *out)
   out[RF_COMM_TP_LAYERS] = t > 1 ? factor * b * s * h * (t - 1) / t * E * layers * mb : 0;
   out[RF_COMM_TP_OTHER] = t > 1 ? 0.0 / 0.0 : 0;
   out[RF_COMM_PP] = (fwd_sends + bwd_sends) * mb * (double)m->sh.Nl * h * E;
-  out[RF_COMM_DP] = d > 1 ? 2 * (d - 1) / d * (double)m->layout.total * 4 : 0;
+  out[RF_COMM_DP] = d > 1 ? 2 * (d - 1) / d * (double)m->params.layout.total * 4 : 0;
   double emb = 0; /* the tied embedding's gradient, summed by its two holders */
   if (p * v > 1 && !m->cfg.arch.untie)
-    for (int i = 0; i < m->nparams; i++)
-      if (m->params[i].embedding) emb = (double)ptdp_param_local_elems(&m->params[i]) * 4;
+    for (int i = 0; i < m->params.n; i++)
+      if (m->params.table[i].embedding) emb = (double)ptdp_param_local_elems(&m->params.table[i]) * 4;
   out[RF_COMM_EMB] = emb;
 }
 

@@ -11,15 +11,7 @@
 
 #include <string.h>
 
-/* Tell the owner of the gradient buckets that params [first, end) of the table are final. */
-static int ready(ptdp_gpt *m, int first, int end)
-{
-  if (!m->grads_final || !m->hooks.grads_ready || first < 0) return 0;
-  for (int i = first; i < end; i++) PTDP_CALL(m->hooks.grads_ready(m->hooks.grads_ready_ctx, i));
-  return 0;
-}
-
-static int ready_one(ptdp_gpt *m, const ptdp_gpt_param_ref *r) { return ready(m, r->index, r->index + 1); }
+static int ready_one(ptdp_gpt *m, const ptdp_gpt_param_ref *r) { return ptdp_gpt_grads_ready(m, r->index, r->index + 1); }
 
 /* The activation set layer i of chunk c uses for this slot: stored buffers, or scratch. */
 static ptdp_layer_acts resolve(ptdp_gpt *m, int c, int slot, int i)
@@ -83,17 +75,11 @@ static int recompute_group(ptdp_gpt *m, int c, int slot, int g0, int g1)
   return 0;
 }
 
-void ptdp_gpt_on_grads_ready(ptdp_gpt *m, int (*fn)(void *ctx, int param), void *ctx)
-{
-  m->hooks.grads_ready = fn;
-  m->hooks.grads_ready_ctx = ctx;
-}
-
 int ptdp_gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float loss_scale, int last, float **dinput)
 {
-  m->grads_final = last;
+  m->hooks.grads_final = last;
   int err = gpt_backward(m, c, slot, dout, loss_scale, dinput);
-  m->grads_final = 0;
+  m->hooks.grads_final = 0;
   return err;
 }
 
@@ -124,7 +110,7 @@ static int gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float l
       PTDP_CALL(be->attention_forward(be, &d, a.qkv, a.probs, a.attn_mask, a.probs_drop, m->work.dctx));
     }
     PTDP_CALL(ptdp_layer_backward(m, c, i, &a, dcur, dnext, sl->sample0));
-    PTDP_CALL(ready(m, ch->layers[i].param_first, ch->layers[i].param_end));
+    PTDP_CALL(ptdp_gpt_grads_ready(m, ch->layers[i].param_first, ch->layers[i].param_end));
     float *t = dcur;
     dcur = dnext;
     dnext = t;

@@ -1,15 +1,13 @@
-/* GPT model: set-up from the parameter table, the flat-buffer layout and the memory plan;
- * initialisation.  Forward and backward live in chunk.c, layer.c (transformer layers) and head.c
- * (embedding, final LayerNorm, output layer, loss); binding planned buffers to fields in
- * gpt_bind.c. */
+/* GPT model: set-up from the parameter table, the flat-buffer layout and the memory plan.
+ * The parameter table, the flat buffers and their initialisation live in gpt_params.c; forward
+ * and backward in chunk.c, layer.c (transformer layers) and head.c (embedding, final LayerNorm,
+ * output layer, loss); the loss bookkeeping in loss.c; the hooks in gpt_hooks.c; binding planned
+ * buffers to fields in gpt_bind.c. */
 #include "ptdp/gpt.h"
 
 #include "ptdp/error.h"
-#include "ptdp/rng.h"
-#include "ptdp/shard_map.h"
 #include "model_internal.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,142 +19,10 @@ ptdp_layer_shape ptdp_gpt_layer_shape(const ptdp_gpt *m)
                             .arch = m->cfg.arch};
 }
 
-float *ptdp_gpt_param_data(const ptdp_gpt *m, int i) { return m->param ? m->param + m->layout.offset[i] : NULL; }
-float *ptdp_gpt_grad_data(const ptdp_gpt *m, int i) { return m->grad ? m->grad + m->layout.offset[i] : NULL; }
-void *ptdp_gpt_weight_data(const ptdp_gpt *m, int i) { return (char *)m->wt + (size_t)m->layout.offset[i] * m->es; }
-
-int ptdp_gpt_sync_weights(ptdp_gpt *m, long long lo, long long hi)
-{
-  PTDP_CHECK_INTERNAL(!m->master_sharded, "ptdp_gpt_sync_weights on sharded master weights");
-  if (m->wt == (void *)m->param || hi <= lo) return 0;
-  return m->be->convert(m->be, (char *)m->wt + (size_t)lo * m->es, m->cfg.dtype, m->param + lo, PTDP_F32,
-                        (size_t)(hi - lo));
-}
-
-long long ptdp_gpt_max_param_elems(const ptdp_gpt *m)
-{
-  long long most = 1;
-  for (int i = 0; i < m->nparams; i++)
-    most = ptdp_param_local_elems(&m->params[i]) > most ? ptdp_param_local_elems(&m->params[i]) : most;
-  return most;
-}
-
 int ptdp_gpt_vocab_columns(const ptdp_gpt *m)
 {
   long long vv = m->cfg.vocab - m->sh.v0;
   return (int)(vv < 0 ? 0 : vv > m->sh.vl ? m->sh.vl : vv);
-}
-
-/* The parameter table of this rank and where each entry sits in the flat buffers. */
-static int build_params(ptdp_gpt *m, const ptdp_param_position *pos)
-{
-  const ptdp_model_shape shape = ptdp_gpt_shape(&m->cfg);
-  m->nparams = ptdp_params_count(&shape, pos);
-  PTDP_CALLOC(m->params, m->nparams > 0 ? m->nparams : 1, sizeof *m->params);
-  ptdp_params_list(&shape, pos, m->params, m->nparams);
-  return ptdp_grad_layout_build(m->params, m->nparams, m->cfg.bucket_elems, m->cfg.dp_size, &m->layout);
-}
-
-/* Values of one parameter's local buffer on the host: zeros, ones, or normal draws keyed by
- * (tensor key, global row, global column), padding rows included (keyed by their row in the
- * padded vocabulary), so every layout holds the same numbers. */
-static void init_values(const ptdp_gpt *m, const ptdp_param_info *p, float *w)
-{
-  const long long n = ptdp_param_local_elems(p);
-  if (p->init == PTDP_INIT_ZEROS || p->init == PTDP_INIT_ONES) {
-    for (long long k = 0; k < n; k++) w[k] = p->init == PTDP_INIT_ONES ? 1.0f : 0.0f;
-    return;
-  }
-  const float sd = p->init == PTDP_INIT_NORMAL_SCALED ? m->cfg.init_std / sqrtf(2.0f * (float)m->cfg.num_layers)
-                                                      : m->cfg.init_std;
-#pragma omp parallel for schedule(static)
-  for (long long r = 0; r < p->lrows; r++) {
-    uint64_t rh = ptdp_rng_row(m->cfg.seed, PTDP_RNG_INIT, p->init_key, 0, (uint64_t)ptdp_param_global_row(p, r));
-    for (long long c = 0; c < p->lcols; c++)
-      w[r * p->lcols + c] = sd * (float)ptdp_rng_normal(ptdp_rng_at(rh, (uint64_t)(p->col0 + c)));
-  }
-}
-
-void ptdp_gpt_master_shard(const ptdp_gpt *m, int bucket, ptdp_shard *s)
-{
-  ptdp_shard_of(&m->layout, bucket, 1, m->grid->dp.size, m->grid->dp.rank, s);
-}
-
-int ptdp_gpt_sync_shard(ptdp_gpt *m, int bucket)
-{
-  ptdp_shard s;
-  ptdp_gpt_master_shard(m, bucket, &s);
-  char *wt = m->wt;
-  PTDP_CALL(m->be->convert(m->be, wt + (size_t)s.lo * m->es, m->cfg.dtype, m->master + s.state, PTDP_F32,
-                           (size_t)(s.hi - s.lo)));
-  return ptdp_gpt_gather_shard(m, bucket);
-}
-
-int ptdp_gpt_gather_shard(ptdp_gpt *m, int bucket)
-{
-  ptdp_shard s;
-  ptdp_gpt_master_shard(m, bucket, &s);
-  const ptdp_bucket_range *bk = &m->layout.buckets[bucket];
-  char *wt = m->wt;
-  return ptdp_comm_allgather_t(&m->grid->dp, wt + (size_t)s.lo * m->es, wt + (size_t)bk->lo * m->es,
-                               (size_t)(s.hi - s.lo), m->cfg.dtype, PTDP_TAG_PARAM);
-}
-
-int ptdp_gpt_sync_all(ptdp_gpt *m)
-{
-  if (!m->master_sharded) return ptdp_gpt_sync_weights(m, 0, m->layout.total);
-  for (int b = 0; b < m->layout.nbuckets; b++) PTDP_CALL(ptdp_gpt_sync_shard(m, b));
-  return 0;
-}
-
-int ptdp_gpt_gather_master(ptdp_gpt *m, float *flat)
-{
-  if (!m->master_sharded) return m->be->copy(m->be, flat, m->param, (size_t)m->layout.total * sizeof(float));
-  for (int b = 0; b < m->layout.nbuckets; b++) {
-    ptdp_shard s;
-    ptdp_gpt_master_shard(m, b, &s);
-    PTDP_CALL(m->be->copy(m->be, flat + s.lo, m->master + s.state, (size_t)(s.hi - s.lo) * sizeof(float)));
-    PTDP_CALL(ptdp_comm_allgather(&m->grid->dp, flat + s.lo, flat + m->layout.buckets[b].lo, (size_t)(s.hi - s.lo),
-                                  PTDP_TAG_PARAM));
-  }
-  return 0;
-}
-
-/* Parameter i's initial values (host, fp32) into this rank's master shards: the pieces of it
- * inside each shard of its bucket that this rank owns. */
-static int init_master_shard(ptdp_gpt *m, int i, const float *host)
-{
-  ptdp_shard s;
-  ptdp_gpt_master_shard(m, m->layout.bucket[i], &s);
-  const long long off = m->layout.offset[i], n = ptdp_param_local_elems(&m->params[i]);
-  const long long a = off > s.lo ? off : s.lo, b = off + n < s.hi ? off + n : s.hi;
-  if (b <= a) return 0;
-  return m->be->to_device(m->be, m->master + s.state + (a - s.lo), host + (a - off), (size_t)(b - a) * sizeof(float));
-}
-
-int ptdp_gpt_init_params(ptdp_gpt *m)
-{
-  if (m->master_sharded) { /* each rank sets its master shards; the weights come from them */
-    float *host;
-    PTDP_ALLOC(host, (size_t)ptdp_gpt_max_param_elems(m) * sizeof(float));
-    int err = 0;
-    for (int i = 0; i < m->nparams && !err; i++) {
-      init_values(m, &m->params[i], host);
-      err = init_master_shard(m, i, host);
-    }
-    free(host);
-    return err ? err : ptdp_gpt_sync_all(m);
-  }
-  float *host;
-  PTDP_ALLOC(host, (size_t)ptdp_gpt_max_param_elems(m) * sizeof(float));
-  int err = 0;
-  for (int i = 0; i < m->nparams && !err; i++) {
-    init_values(m, &m->params[i], host);
-    err = m->be->to_device(m->be, ptdp_gpt_param_data(m, i), host,
-                           (size_t)ptdp_param_local_elems(&m->params[i]) * sizeof(float));
-  }
-  free(host);
-  return err ? err : ptdp_gpt_sync_weights(m, 0, m->layout.total);
 }
 
 /* Chunk c of this stage holds virtual stage c p + stage: layers [k L/(p v), (k+1) L/(p v)). */
@@ -204,7 +70,6 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
              "swiglu: the %s backend has no SwiGLU yet (the cpu and guard backends have it)", be->name);
   m->es = ptdp_dtype_size(cfg->dtype);
   ptdp_layer_passes_choose(be, cfg->arch.norm, &m->passes);
-  m->master_sharded = cfg->dtype != PTDP_F32 && !cfg->inference && cfg->distributed_optimizer && cfg->dp_size > 1;
   const int groups = cfg->arch.query_groups > 0 ? cfg->arch.query_groups : cfg->heads;
   PTDP_CHECK(cfg->heads % m->t == 0 && (cfg->arch.kv_channels > 0 || cfg->hidden % cfg->heads == 0) &&
                  cfg->heads % groups == 0 && groups % m->t == 0 && cfg->ffn % m->t == 0 &&
@@ -214,15 +79,12 @@ int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, p
   m->sh = ptdp_rank_shape_of(&shape, cfg->seq, cfg->micro_batch, m->t, m->tp_rank);
   const ptdp_param_position pos = {.t = m->t, .tp_rank = m->tp_rank, .p = m->p, .stage = m->stage, .v = cfg->chunks};
   PTDP_CALL(build_chunks(m, &pos));
-  PTDP_CALL(build_params(m, &pos));
+  PTDP_CALL(ptdp_gpt_params_build(m, &pos));
   const ptdp_plan_config pc = ptdp_gpt_plan_config(cfg, &pos);
   PTDP_CALL(ptdp_plan_build(&pc, &m->plan));
   PTDP_CALL(ptdp_memory_allocate_plan(&m->mem, be, &m->plan));
   PTDP_CALL(ptdp_gpt_bind(m));
-  PTDP_ALLOC(m->host_xent, sizeof(float) * 3 * (size_t)m->sh.N);
-  m->loss_cap = cfg->m > 0 ? cfg->m : 1; /* the plan's work_losses */
-  PTDP_ALLOC(m->loss_sample0, sizeof(long long) * (size_t)m->loss_cap);
-  PTDP_ALLOC(m->host_losses, sizeof(float) * (size_t)m->loss_cap);
+  PTDP_CALL(ptdp_gpt_losses_create(&m->loss, cfg->m, m->sh.N)); /* cfg->m: the plan's work_losses */
   return 0;
 }
 
@@ -237,11 +99,8 @@ void ptdp_gpt_destroy(ptdp_gpt *m)
   }
   free(m->chunks);
   free(m->work.recomp);
-  free(m->params);
-  free(m->host_xent);
-  free(m->loss_sample0);
-  free(m->host_losses);
-  ptdp_grad_layout_free(&m->layout);
+  ptdp_gpt_params_free(m);
+  ptdp_gpt_losses_free(&m->loss);
   ptdp_plan_free(&m->plan);
   memset(m, 0, sizeof *m);
 }

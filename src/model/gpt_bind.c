@@ -87,8 +87,8 @@ static void bind_params(ptdp_gpt *m)
 {
   ptdp_gpt_param_ref none = {.index = -1};
   m->wte = m->output = m->wpe = m->lnf_w = m->lnf_b = none;
-  for (int i = 0; i < m->nparams; i++) {
-    const ptdp_param_info *p = &m->params[i];
+  for (int i = 0; i < m->params.n; i++) {
+    const ptdp_param_info *p = &m->params.table[i];
     ptdp_gpt_param_ref ref = {.index = i, .w = ptdp_gpt_weight_data(m, i), .g = ptdp_gpt_grad_data(m, i)};
     if (p->layer >= 0) {
       ptdp_chunk *ch = &m->chunks[p->chunk];
@@ -154,9 +154,10 @@ static int bind_record(ptdp_gpt *m, const ptdp_mem_record *r)
   }
   if (b->chunk < 0 && (int)b->kind < PTDP_BUF_LAYER_KINDS) return bind_act(&m->work.recomp[b->index], b->kind, r->ptr);
   if (bind_work(&m->work, b->kind, r->ptr)) return 1;
-  if (b->kind == PTDP_BUF_PARAMS) m->wt = r->ptr;
-  if (b->kind == PTDP_BUF_MASTER_PARAMS) m->master = r->ptr;
-  if (b->kind == PTDP_BUF_GRADS) m->grad = r->ptr;
+  if (b->kind == PTDP_BUF_PARAMS) m->params.wt = r->ptr;
+  /* the fp32 master weights when whole; sharded, they are the distributed optimizer's (ptdp/master.h) */
+  if (b->kind == PTDP_BUF_MASTER_PARAMS && !ptdp_plan_master_sharded(&m->plan.cfg)) m->params.fp32 = r->ptr;
+  if (b->kind == PTDP_BUF_GRADS) m->params.grad = r->ptr;
   return 1; /* p2p and optimizer buffers: found by their users (ptdp_memory_find) */
 }
 
@@ -184,9 +185,10 @@ int ptdp_gpt_bind(ptdp_gpt *m)
       }
   for (int j = 0; j < nrec; j++)
     if (m->work.recomp[j].probs && !m->work.recomp[j].probs_drop) m->work.recomp[j].probs_drop = m->work.recomp[j].probs;
-  if (m->cfg.dtype == PTDP_F32) m->param = m->wt; /* fp32: the weights are their own master */
-  else if (!m->master_sharded) m->param = m->master; /* whole; sharded: no rank holds it whole */
-  PTDP_CHECK_INTERNAL((m->param || m->master) && (m->grad || m->cfg.inference), "the plan has no parameter or gradient buffer");
+  if (m->cfg.dtype == PTDP_F32) m->params.fp32 = m->params.wt; /* fp32: the weights are their own master */
+  PTDP_CHECK_INTERNAL((m->params.fp32 || ptdp_plan_master_sharded(&m->plan.cfg)) &&
+                          (m->params.grad || m->cfg.inference),
+                      "the plan has no parameter or gradient buffer");
   bind_params(m);
   PTDP_CALL(set_rope_table(m));
   return set_positions(m);

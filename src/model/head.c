@@ -63,86 +63,6 @@ int ptdp_embedding_backward(ptdp_gpt *m, ptdp_chunk_slot *sl, float *dx)
   return be->embedding_backward(be, dE, sl->tokens, m->sh.v0, m->sh.vl, m->wte.g, m->sh.N, h);
 }
 
-void ptdp_gpt_capture_logits(ptdp_gpt *m, float *host) { m->hooks.debug_logits = host; }
-
-/* The logits to m->hooks.debug_logits (host fp32), widened from the storage type; then clears it. */
-static int copy_debug_logits(ptdp_gpt *m, const float *logits, size_t n)
-{
-  ptdp_backend *be = m->be;
-  void *host = m->hooks.debug_logits;
-  if (m->es != sizeof(float)) PTDP_ALLOC(host, n * m->es > 0 ? n * m->es : 1);
-  int err = be->to_host(be, host, logits, n * m->es);
-  if (!err) err = be->synchronize(be);
-  for (size_t i = 0; !err && host != m->hooks.debug_logits && i < n; i++)
-    m->hooks.debug_logits[i] = ptdp_half_load(host, m->cfg.dtype, i);
-  if (host != m->hooks.debug_logits) free(host);
-  m->hooks.debug_logits = NULL;
-  return err;
-}
-
-static int check_loss(double loss, long long sample0)
-{
-  PTDP_CHECK_LOCAL(isfinite(loss), "the loss is not finite (%g) at micro-batch starting at sample %lld", loss,
-                   sample0);
-  return 0;
-}
-
-/* The pending losses to the host (one copy, one wait), checked and added in forward order. */
-static int read_pending(ptdp_gpt *m)
-{
-  ptdp_backend *be = m->be;
-  const int n = m->loss_pending;
-  if (n == 0) return 0;
-  m->loss_pending = 0;
-  PTDP_CALL(be->to_host(be, m->host_losses, m->work.losses, sizeof(float) * (size_t)n));
-  PTDP_CALL(be->synchronize(be));
-  for (int i = 0; i < n; i++) {
-    PTDP_CALL(check_loss(m->host_losses[i], m->loss_sample0[i]));
-    m->loss_sum += m->host_losses[i];
-  }
-  return 0;
-}
-
-/* The micro-batch's mean loss from the reduced statistics: left on the device by xent_loss (read
- * at the run's end, or here when its slots are full), else computed on the host from a copy of
- * the statistics [3 N], which waits for the device. */
-static int record_loss(ptdp_gpt *m, const ptdp_chunk_slot *sl, const float *mx, const float *se, const float *tg)
-{
-  ptdp_backend *be = m->be;
-  const int N = m->sh.N;
-  m->loss_count++;
-  if (be->xent_loss) {
-    if (m->loss_pending == m->loss_cap) PTDP_CALL(read_pending(m));
-    PTDP_CALL(be->xent_loss(be, mx, se, tg, N, m->work.losses + m->loss_pending));
-    m->loss_sample0[m->loss_pending++] = sl->sample0;
-    return 0;
-  }
-  float *hx = m->host_xent;
-  PTDP_CALL(be->to_host(be, hx, mx, sizeof(float) * 3 * (size_t)N));
-  PTDP_CALL(be->synchronize(be));
-  double loss = 0;
-  for (int r = 0; r < N; r++) loss += log((double)hx[N + r]) + hx[r] - hx[2 * N + r];
-  const float l = (float)(loss / N);
-  PTDP_CALL(check_loss(l, sl->sample0));
-  m->loss_sum += l;
-  return 0;
-}
-
-int ptdp_gpt_take_losses(ptdp_gpt *m, double *sum, int *count)
-{
-  const int err = read_pending(m);
-  *sum = err ? 0.0 : m->loss_sum;
-  if (count) *count = err ? 0 : m->loss_count;
-  ptdp_gpt_drop_losses(m);
-  return err;
-}
-
-void ptdp_gpt_drop_losses(ptdp_gpt *m)
-{
-  m->loss_sum = 0;
-  m->loss_count = m->loss_pending = 0;
-}
-
 int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
 {
   ptdp_backend *be = m->be;
@@ -154,11 +74,11 @@ int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
     G = m->work.full_a;
   }
   PTDP_CALL(be->gemm(be, 0, 1, N, vl, h, 1.0f, G, h, ptdp_gpt_output_layer(m)->w, h, 0.0f, sl->logits, vl > 0 ? vl : 1)); /* [N, vv] */
-  if (m->hooks.debug_logits) PTDP_CALL(copy_debug_logits(m, sl->logits, (size_t)N * vl));
+  if (m->hooks.debug_logits) PTDP_CALL(ptdp_gpt_hook_logits(m, sl->logits, (size_t)N * vl));
   float *mx = m->work.xent, *se = mx + N, *tg = mx + 2 * N;
   if (m->t == 1 && be->xent_fused) { /* no reductions between the passes: one call */
     PTDP_CALL(be->xent_fused(be, sl->logits, sl->targets, m->sh.v0, N, vl, mx, se, tg, 1.0f));
-    return record_loss(m, sl, mx, se, tg);
+    return ptdp_gpt_record_loss(m, sl, mx, se, tg);
   }
   if (m->t > 1 && be->xent_stats_local && be->xent_rescale) { /* one read for the statistics */
     float *lmax = mx + 3 * N;
@@ -172,7 +92,7 @@ int ptdp_head_forward(ptdp_gpt *m, ptdp_chunk_slot *sl)
     PTDP_CALL(be->xent_sumexp(be, sl->logits, mx, N, vl, se));
   }
   PTDP_CALL(ptdp_comm_allreduce_sum(&m->grid->tp, se, (size_t)2 * N, PTDP_TAG_LOSS)); /* sum-exp and target logit */
-  PTDP_CALL(record_loss(m, sl, mx, se, tg));
+  PTDP_CALL(ptdp_gpt_record_loss(m, sl, mx, se, tg));
   return be->xent_grad(be, sl->logits, sl->targets, m->sh.v0, mx, se, N, vl, 1.0f); /* softmax - onehot */
 }
 

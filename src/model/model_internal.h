@@ -8,6 +8,20 @@
 void ptdp_layer_passes_choose(const ptdp_backend *be, ptdp_norm_type norm, ptdp_layer_passes *p);
 /* Bind the allocations of the plan to the model's fields (gpt_bind.c). */
 int ptdp_gpt_bind(ptdp_gpt *m);
+/* The parameter table and the flat-buffer layout of this rank at pos (gpt_params.c); freed by
+ * ptdp_gpt_params_free. */
+int ptdp_gpt_params_build(ptdp_gpt *m, const ptdp_param_position *pos);
+void ptdp_gpt_params_free(ptdp_gpt *m);
+/* The loss bookkeeping for cap micro-batches of N token rows (loss.c). */
+int ptdp_gpt_losses_create(ptdp_gpt_losses *l, int cap, long long N);
+void ptdp_gpt_losses_free(ptdp_gpt_losses *l);
+/* Record the loss of slot sl's micro-batch from its reduced statistics mx, se, tg [N] each (loss.c). */
+int ptdp_gpt_record_loss(ptdp_gpt *m, const ptdp_chunk_slot *sl, const float *mx, const float *se, const float *tg);
+/* Tell grads_ready that params [first, end) of the table are final, within a last backward
+ * (gpt_hooks.c). */
+int ptdp_gpt_grads_ready(ptdp_gpt *m, int first, int end);
+/* The logits [n] to the host buffer capture_logits asked for, widened to fp32; then forget it. */
+int ptdp_gpt_hook_logits(ptdp_gpt *m, const float *logits, size_t n);
 /* Layer i of chunk c: in a full-recomputation group [g0, g1)? (ptdp/recompute.h) */
 static inline int ptdp_gpt_recompute_group(const ptdp_gpt *m, int c, int i, int *g0, int *g1)
 {

@@ -162,6 +162,11 @@ static int add_work(ptdp_plan *pl)
 }
 
 /* Parameters, gradients and optimizer state: sizes from the flat-buffer layout. */
+int ptdp_plan_master_sharded(const ptdp_plan_config *c)
+{
+  return c->dtype != PTDP_F32 && !c->inference && c->distributed_optimizer && c->d > 1;
+}
+
 static int add_state(ptdp_plan *pl)
 {
   const ptdp_plan_config *c = &pl->cfg;
@@ -177,7 +182,7 @@ static int add_state(ptdp_plan *pl)
   const int dist = c->distributed_optimizer && c->d > 1;
   const size_t state = (size_t)ptdp_shard_state_elems(&L, dist, c->d) * sizeof(float);
   /* bf16/fp16: the fp32 master weights, sharded like the moments by the distributed optimizer */
-  const size_t master = dist ? state : flat;
+  const size_t master = ptdp_plan_master_sharded(c) ? state : flat;
   ptdp_grad_layout_free(&L);
   PTDP_CALL(add(pl, PTDP_BUF_PARAMS, none, none, none, 0, 0, wt)); /* the model's weights */
   if (c->inference) return 0;

@@ -7,24 +7,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ptdp_optimizer_create(ptdp_optimizer *o, const ptdp_optim_config *cfg, ptdp_gpt *model, ptdp_ddp *ddp)
+int ptdp_optimizer_create(ptdp_optimizer *o, const ptdp_optim_config *cfg, ptdp_gpt *model, ptdp_ddp *ddp,
+                          ptdp_master *master)
 {
   memset(o, 0, sizeof *o);
   o->cfg = *cfg;
   o->model = model;
   o->ddp = ddp;
+  o->master = master;
   const int none = PTDP_PLAN_NONE;
   o->m = ptdp_memory_find(&model->mem, PTDP_BUF_ADAM_M, none, none, none, 0);
   o->v = ptdp_memory_find(&model->mem, PTDP_BUF_ADAM_V, none, none, none, 0);
   PTDP_CHECK_INTERNAL(o->m && o->v, "the memory plan has no optimizer state");
-  o->state_bytes = 2 * (size_t)ptdp_shard_state_elems(&model->layout, ddp->distributed, model->grid->dp.size) *
+  o->state_bytes = 2 * (size_t)ptdp_shard_state_elems(&model->params.layout, ddp->distributed, model->grid->dp.size) *
                    sizeof(float);
   if (model->cfg.dtype != PTDP_F32) /* the master weights: sharded like the moments, or whole */
-    o->state_bytes += model->master_sharded ? o->state_bytes / 2 : (size_t)model->layout.total * sizeof(float);
+    o->state_bytes += master->sharded ? o->state_bytes / 2 : (size_t)model->params.layout.total * sizeof(float);
   ptdp_grad_scaler_none(&o->scaler);
-  if (model->be->adamw_many && model->nparams > 0) {
-    o->ranges = malloc((size_t)model->nparams * sizeof *o->ranges);
-    if (!o->ranges) return PTDP_FAIL(PTDP_ERR_MEM, "the optimizer's table of %d tensors: out of memory", model->nparams);
+  if (model->be->adamw_many && model->params.n > 0) {
+    o->ranges = malloc((size_t)model->params.n * sizeof *o->ranges);
+    if (!o->ranges) return PTDP_FAIL(PTDP_ERR_MEM, "the optimizer's table of %d tensors: out of memory", model->params.n);
   }
   return 0;
 }
@@ -41,13 +43,13 @@ static int counted_ranges(const ptdp_optimizer *o, const ptdp_shard *s, const fl
 {
   const ptdp_gpt *m = o->model;
   const int k0 = k;
-  for (int i = 0; i < m->nparams; i++) {
-    const ptdp_param_info *p = &m->params[i];
+  for (int i = 0; i < m->params.n; i++) {
+    const ptdp_param_info *p = &m->params.table[i];
     if (p->tied_copy || (p->tp_replicated && m->tp_rank != 0)) continue;
-    const long long off = m->layout.offset[i];
+    const long long off = m->params.layout.offset[i];
     long long a = off > s->lo ? off : s->lo, b = off + ptdp_param_local_elems(p);
     b = b < s->hi ? b : s->hi;
-    if (b > a) x[k] = m->grad + a, n[k++] = (size_t)(b - a);
+    if (b > a) x[k] = m->params.grad + a, n[k++] = (size_t)(b - a);
   }
   return k - k0;
 }
@@ -58,7 +60,7 @@ static int counted_ranges(const ptdp_optimizer *o, const ptdp_shard *s, const fl
 static int counted_sumsq(const ptdp_optimizer *o, int nb, double *ss)
 {
   ptdp_backend *be = o->model->be;
-  const size_t most = (size_t)nb * (size_t)o->model->nparams + 1;
+  const size_t most = (size_t)nb * (size_t)o->model->params.n + 1;
   const float **x = malloc(most * sizeof *x);
   size_t *n = malloc(most * sizeof *n);
   int *per = malloc(((size_t)nb + 1) * sizeof *per);
@@ -103,25 +105,25 @@ static int adam_shard(ptdp_optimizer *o, const ptdp_shard *s, double lr, float c
   ptdp_gpt *m = o->model;
   const ptdp_optim_config *c = &o->cfg;
   const int many = m->be->adamw_many && o->ranges;
-  const int copy16 = many && m->wt != (void *)m->param && (m->master_sharded || !o->ddp->distributed);
+  const int copy16 = many && m->params.wt != (void *)m->params.fp32 && (o->master->sharded || !o->ddp->distributed);
   int k = 0;
   *copied = copy16;
-  if (!many && coeff < 1.0f) PTDP_CALL(m->be->scale(m->be, m->grad + s->lo, coeff, (size_t)(s->hi - s->lo)));
-  for (int i = 0; i < m->nparams; i++) {
-    const ptdp_param_info *p = &m->params[i];
-    const long long off = m->layout.offset[i];
+  if (!many && coeff < 1.0f) PTDP_CALL(m->be->scale(m->be, m->params.grad + s->lo, coeff, (size_t)(s->hi - s->lo)));
+  for (int i = 0; i < m->params.n; i++) {
+    const ptdp_param_info *p = &m->params.table[i];
+    const long long off = m->params.layout.offset[i];
     long long a = off > s->lo ? off : s->lo, b = off + ptdp_param_local_elems(p);
     b = b < s->hi ? b : s->hi;
     if (b <= a) continue;
     const long long st = s->state + (a - s->lo);
-    float *w = m->master_sharded ? m->master + st : m->param + a; /* fp32: the weights, else their master */
+    float *w = o->master->sharded ? o->master->shards + st : m->params.fp32 + a; /* fp32: the weights, else their master */
     const float wd = p->weight_decay ? (float)c->wd : 0.0f;
     if (many) {
-      const ptdp_adamw_range r = {w, m->grad + a, o->m + st, o->v + st, (size_t)(b - a), wd,
-                                  copy16 ? (char *)m->wt + (size_t)a * m->es : NULL};
+      const ptdp_adamw_range r = {w, m->params.grad + a, o->m + st, o->v + st, (size_t)(b - a), wd,
+                                  copy16 ? (char *)m->params.wt + (size_t)a * m->es : NULL};
       o->ranges[k++] = r;
     } else {
-      PTDP_CALL(m->be->adamw(m->be, w, m->grad + a, o->m + st, o->v + st, (size_t)(b - a), (float)lr,
+      PTDP_CALL(m->be->adamw(m->be, w, m->params.grad + a, o->m + st, o->v + st, (size_t)(b - a), (float)lr,
                              (float)c->beta1, (float)c->beta2, (float)c->eps, wd, o->step));
     }
   }
@@ -139,11 +141,11 @@ static int unscale_and_check(ptdp_optimizer *o, int *found)
   ptdp_grid *g = m->grid;
   const float inv = (float)(1.0 / o->scaler.scale);
   double any = 0;
-  for (int b = 0; b < m->layout.nbuckets; b++) {
+  for (int b = 0; b < m->params.layout.nbuckets; b++) {
     ptdp_shard s;
     ptdp_ddp_shard(o->ddp, b, &s);
     int f = 0;
-    PTDP_CALL(m->be->unscale_check(m->be, m->grad + s.lo, (size_t)(s.hi - s.lo), inv, &f));
+    PTDP_CALL(m->be->unscale_check(m->be, m->params.grad + s.lo, (size_t)(s.hi - s.lo), inv, &f));
     any = f ? 1 : any;
   }
   /* over DP too, also where the replicas hold the same reduced gradients: one double buys the
@@ -159,7 +161,7 @@ int ptdp_optimizer_update(ptdp_optimizer *o, double lr, double *grad_norm, int *
 {
   ptdp_gpt *m = o->model;
   ptdp_grid *g = m->grid;
-  const int nb = m->layout.nbuckets;
+  const int nb = m->params.layout.nbuckets;
   *skipped = 0;
   if (ptdp_grad_scaler_active(&o->scaler)) {
     int found = 0;
@@ -186,15 +188,7 @@ int ptdp_optimizer_update(ptdp_optimizer *o, double lr, double *grad_norm, int *
     ptdp_ddp_shard(o->ddp, b, &s);
     int copied = 0;
     PTDP_CALL(adam_shard(o, &s, lr, coeff, &copied));
-    const ptdp_bucket_range *bk = &m->layout.buckets[b];
-    if (m->master_sharded) { /* the 16-bit weights of the shard, all-gathered (Megatron's way) */
-      PTDP_CALL(copied ? ptdp_gpt_gather_shard(m, b) : ptdp_gpt_sync_shard(m, b));
-    } else if (o->ddp->distributed) { /* in place: this rank's shard sits at its block of the bucket */
-      PTDP_CALL(ptdp_comm_allgather(&g->dp, m->param + s.lo, m->param + bk->lo, (size_t)(s.hi - s.lo), PTDP_TAG_PARAM));
-      PTDP_CALL(ptdp_gpt_sync_weights(m, bk->lo, bk->hi));
-    } else if (!copied) {
-      PTDP_CALL(ptdp_gpt_sync_weights(m, s.lo, s.hi));
-    }
+    PTDP_CALL(ptdp_master_step_done(o->master, b, copied)); /* every replica's weights of the bucket */
   }
   return 0;
 }

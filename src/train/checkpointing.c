@@ -65,7 +65,7 @@ int ptdp_trainer_resume(ptdp_trainer *tr)
   const int weights_only = a->finetune || a->no_load_optim;
   ptdp_checkpoint_info info;
   ptdp_checkpoint_stats st;
-  PTDP_CALL(ptdp_checkpoint_load(&ref, &tr->model, weights_only ? NULL : &tr->opt, &info, &st));
+  PTDP_CALL(ptdp_checkpoint_load(&ref, &tr->model, &tr->master, weights_only ? NULL : &tr->opt, &info, &st));
   if (!a->finetune) {
     tr->iteration = info.iteration;
     tr->consumed = info.consumed_train;
@@ -95,7 +95,7 @@ int ptdp_trainer_save(ptdp_trainer *tr)
                                .keys = &keys, .keep = (int)a->keep_checkpoints};
   ptdp_checkpoint_stats st;
   PTDP_CALL(ptdp_events_begin(tr->events, tr->ev.checkpoint));
-  PTDP_CALL(ptdp_checkpoint_save(a->save, &info, &tr->model, a->no_save_optim ? NULL : &tr->opt, &st));
+  PTDP_CALL(ptdp_checkpoint_save(a->save, &info, &tr->model, &tr->master, a->no_save_optim ? NULL : &tr->opt, &st));
   PTDP_CALL(ptdp_events_end(tr->events, tr->ev.checkpoint));
   tr->saved_iteration = tr->iteration;
   if (tr->grid.world_rank == 0) {

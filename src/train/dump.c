@@ -96,8 +96,8 @@ static int write_rows(hid_t ds, const ptdp_param_info *p, const float *host, lon
  * write its slice into dataset ds. */
 static int write_slice(hid_t ds, ptdp_gpt *m, int i, const float *base, float *host)
 {
-  const ptdp_param_info *p = &m->params[i];
-  const float *dev = base + m->layout.offset[i];
+  const ptdp_param_info *p = &m->params.table[i];
+  const float *dev = base + m->params.layout.offset[i];
   PTDP_CALL(m->be->to_host(m->be, host, dev, (size_t)(p->rows * p->lcols) * sizeof(float)));
   PTDP_CALL(m->be->synchronize(m->be));
   if (p->rows == 0) return 0;
@@ -118,8 +118,8 @@ static int write_global(ptdp_dump *d, const char *group, int g, const float *bas
   hid_t ds;
   snprintf(path, sizeof path, "%s/%s", group, gp->name);
   PTDP_CALL(create_dataset(d->file, path, H5T_NATIVE_FLOAT, gp->ndim, dims, &ds));
-  for (int i = 0; i < m->nparams; i++) {
-    const ptdp_param_info *p = &m->params[i];
+  for (int i = 0; i < m->params.n; i++) {
+    const ptdp_param_info *p = &m->params.table[i];
     if (strcmp(p->name, gp->name) != 0 || p->tied_copy || d->run.grid->me.dp != 0) continue;
     if (p->tp_replicated && m->tp_rank != 0) continue;
     PTDP_CALL(write_slice(ds, m, i, base, host));
@@ -131,11 +131,11 @@ static int write_global(ptdp_dump *d, const char *group, int g, const float *bas
 static int write_params(ptdp_dump *d, const char *group, int grads)
 {
   ptdp_gpt *m = d->run.model;
-  const float *base = grads ? m->grad : m->param;
+  const float *base = grads ? m->params.grad : m->params.fp32;
   float *gathered = NULL; /* sharded master weights: gathered whole for the dump (collective) */
-  if (!grads && m->master_sharded) {
-    PTDP_CALL(m->be->alloc(m->be, (void **)&gathered, (size_t)m->layout.total * sizeof(float) + sizeof(float)));
-    int err = ptdp_gpt_gather_master(m, gathered);
+  if (!grads && d->run.master->sharded) {
+    PTDP_CALL(m->be->alloc(m->be, (void **)&gathered, (size_t)m->params.layout.total * sizeof(float) + sizeof(float)));
+    int err = ptdp_master_gather(d->run.master, gathered);
     if (err) m->be->free(m->be, gathered);
     PTDP_CALL(err);
     base = gathered;

@@ -6,12 +6,14 @@
 #include "ptdp/batch.h"
 #include "ptdp/gpt.h"
 #include "ptdp/grid.h"
+#include "ptdp/master.h"
 
 typedef struct ptdp_dump ptdp_dump;
 
 /* What the dump reads of a run (the trainer fills it; the pointers stay valid until close). */
 typedef struct {
   ptdp_gpt *model;           /* parameters and gradients; it keeps the first micro-batch's logits */
+  ptdp_master *master;       /* the fp32 weights (sharded by the distributed optimizer) */
   const ptdp_grid *grid;     /* which rank writes which slice */
   ptdp_batch_source *data;   /* every training sample of the run, for /tokens */
   const ptdp_args *args;     /* the settings written as attributes */

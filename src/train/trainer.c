@@ -184,14 +184,15 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
   tr->args.ffn_hidden_size = mc.gpt.ffn;
   tr->args.max_position_embeddings = mc.gpt.max_pos;
   PTDP_CALL(ptdp_gpt_create(&tr->model, &mc.gpt, tr->be, &tr->grid));
-  PTDP_CALL(ptdp_gpt_init_params(&tr->model));
+  PTDP_CALL(ptdp_master_create(&tr->master, &tr->model, a->use_distributed_optimizer));
+  PTDP_CALL(ptdp_master_init(&tr->master));
   PTDP_CALL(ptdp_ddp_create(&tr->ddp, &tr->model, a->use_distributed_optimizer));
   ptdp_optim_config oc = {
     .wd = a->weight_decay, .clip = a->clip_grad, .beta1 = a->adam_beta1, .beta2 = a->adam_beta2, .eps = a->adam_eps,
     .lr = {.lr = a->lr, .min_lr = a->min_lr, .warmup = a->lr_warmup_iters,
            .decay_iters = a->lr_decay_iters ? a->lr_decay_iters : a->train_iters,
            .style = a->lr_decay_style}};
-  PTDP_CALL(ptdp_optimizer_create(&tr->opt, &oc, &tr->model, &tr->ddp));
+  PTDP_CALL(ptdp_optimizer_create(&tr->opt, &oc, &tr->model, &tr->ddp, &tr->master));
   set_scaler(&tr->opt.scaler, a);
   PTDP_CALL(ptdp_pipeline_create(&tr->pipe, &tr->model, sk, tr->m));
   PTDP_CALL(register_timers(tr));
@@ -203,7 +204,7 @@ int ptdp_trainer_setup(ptdp_trainer *tr, const ptdp_args *a, const ptdp_backend_
   if (tr->runfile && tr->grid.world_rank == 0) printf("[run file] %s %s\n", tr->resumed ? "appending to" : "writing",
                                                       ptdp_runfile_path(tr->runfile));
   if (a->debug_dump[0]) {
-    const ptdp_dump_run dr = {.model = &tr->model, .grid = &tr->grid, .data = tr->data, .args = &tr->args,
+    const ptdp_dump_run dr = {.model = &tr->model, .master = &tr->master, .grid = &tr->grid, .data = tr->data, .args = &tr->args,
                               .global_batch = tr->gbs};
     PTDP_CALL(ptdp_dump_open(&tr->dump, &dr, a->debug_dump));
   }
@@ -225,15 +226,15 @@ static int global_loss(ptdp_trainer *tr, double *loss)
 static int inject_inf(ptdp_trainer *tr)
 {
   ptdp_gpt *m = &tr->model;
-  if (tr->grid.world_rank != 0 || m->layout.total == 0) return 0;
+  if (tr->grid.world_rank != 0 || m->params.layout.total == 0) return 0;
   const float inf = INFINITY;
-  return m->be->to_device(m->be, m->grad, &inf, sizeof inf);
+  return m->be->to_device(m->be, m->params.grad, &inf, sizeof inf);
 }
 
 int ptdp_trainer_step(ptdp_trainer *tr, double *loss, double *grad_norm, double *lr)
 {
   ptdp_gpt *m = &tr->model;
-  PTDP_CALL(m->be->memset0(m->be, m->grad, (size_t)m->layout.total * sizeof(float)));
+  PTDP_CALL(m->be->memset0(m->be, m->params.grad, (size_t)m->params.layout.total * sizeof(float)));
   tr->split = PTDP_SPLIT_TRAIN;
   tr->batch_first = tr->consumed;
   /* the last iteration of each log interval is sampled: its pipeline timeline is kept */
@@ -565,6 +566,7 @@ void ptdp_trainer_destroy(ptdp_trainer *tr)
   ptdp_events_destroy(&tr->events);
   ptdp_optimizer_destroy(&tr->opt);
   ptdp_ddp_destroy(&tr->ddp);
+  ptdp_master_destroy(&tr->master);
   ptdp_gpt_destroy(&tr->model);
   ptdp_batch_close(&tr->data);
   ptdp_backend_destroy(&tr->be);

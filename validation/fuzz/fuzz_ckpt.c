@@ -36,7 +36,7 @@ static int make_base(ptdp_trainer *tr)
   ptdp_args_view(&tr->args, &keys);
   const ptdp_checkpoint_info info = {.iteration = 1, .consumed_train = 1, .opt_step = 1, .scaler = tr->opt.scaler,
                                      .lr = 1e-3, .keys = &keys};
-  int rc = ptdp_checkpoint_save(dir, &info, &tr->model, &tr->opt, NULL);
+  int rc = ptdp_checkpoint_save(dir, &info, &tr->model, &tr->master, &tr->opt, NULL);
   snprintf(file, sizeof file, "%s/iter_0000001/%s", dir, PTDP_CHECKPOINT_FILE);
   if (!rc) base = fuzz_slurp(file, &base_len);
   if (!rc && base) rc = fuzz_h5_base(file);
@@ -67,10 +67,10 @@ static void check_loaded(const ptdp_trainer *tr, const char *path)
   hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) fuzz_fail("HDF5 alone cannot open a checkpoint that loaded");
   for (int k = 0; k < 3; k++)
-    for (int i = 0; i < m->nparams; i++) {
-      const ptdp_param_info *p = &m->params[i];
+    for (int i = 0; i < m->params.n; i++) {
+      const ptdp_param_info *p = &m->params.table[i];
       const long long n = p->rows * p->cols;
-      const float *got = (k == 0 ? m->param : k == 1 ? tr->opt.m : tr->opt.v) + m->layout.offset[i];
+      const float *got = (k == 0 ? m->params.fp32 : k == 1 ? tr->opt.m : tr->opt.v) + m->params.layout.offset[i];
       char ds_path[256];
       dataset_path(k, p, ds_path, sizeof ds_path);
       float *want = malloc(sizeof(float) * (size_t)(n ? n : 1));
@@ -121,12 +121,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   snprintf(ref.dir, sizeof ref.dir, "%s", ref.file);
   choose_reader(data, size);
   ptdp_gpt *m = &tr->model;
-  poison(m->param, m->layout.total);
-  poison(tr->opt.m, m->layout.total);
-  poison(tr->opt.v, m->layout.total);
+  poison(m->params.fp32, m->params.layout.total);
+  poison(tr->opt.m, m->params.layout.total);
+  poison(tr->opt.v, m->params.layout.total);
   ptdp_checkpoint_info info;
   ptdp_error_set_collective(1);
-  const int rc = ptdp_checkpoint_load(&ref, m, &tr->opt, &info, NULL);
+  const int rc = ptdp_checkpoint_load(&ref, m, &tr->master, &tr->opt, &info, NULL);
   fuzz_h5_close_all(); /* a failed load leaves its file open: one rank's failure ends a real run */
   if (rc == 0) check_loaded(tr, ref.file);
   fuzz_verdict("load", rc);

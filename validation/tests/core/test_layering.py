@@ -27,11 +27,15 @@ LEVELS = [
     ("parallel", "the rank grid, its communicators and the transports (MPI, NCCL); the named events, "
                  "reduced over ranks; ptdp_main, the start and end of every MPI executable"),
     ("layout", "pure functions of the model's shape and the parallel layout: the parameter table, the "
-               "gradient buffer and its shards, the pipeline schedules and their replay (no MPI, no device)"),
+               "flat buffers' offsets and buckets and the bounds of each rank's shard (below the model, which "
+               "lays out its flat buffers by them), the pipeline schedules and their replay (no MPI, no device)"),
     ("data", "tokenizer, indexed datasets, sample indices, ptdp-preprocess"),
-    ("model", "the GPT model: plan, memory, layers, forward and backward of one micro-batch, FLOPs and "
-              "memory formulas"),
-    ("distributed", "data parallelism over the model's gradients (buckets, reduce, ZeRO-1 shards)"),
+    ("model", "the GPT model: its parameter table and flat buffers, plan, memory, layers, forward and "
+              "backward of one micro-batch, loss bookkeeping, hooks, FLOPs and memory formulas (who shards "
+              "the optimizer's copy of its weights is distributed's)"),
+    ("distributed", "data parallelism over the model's flat buffers: the gradient buckets' reduce overlapping "
+                    "the backward (ddp), the distributed optimizer's sharded fp32 master weights (master) and "
+                    "its all-gathers over DP (master_gather): ZeRO-1"),
     ("pipeline", "the pipeline driver: runs a schedule's work items on the model, point-to-point"),
     ("optim", "AdamW, learning-rate schedules, loss scaling"),
     ("io", "checkpoints and the run file (HDF5), handed what they write"),

@@ -53,9 +53,9 @@ int main(int argc, char **argv)
   ptdp_gpt m;
   if (ptdp_gpt_create(&m, &c, be, &grid) || ptdp_gpt_init_params(&m)) return 2;
   /* LayerNorm weights and biases start at 1 and 0: move them so their gradients are generic */
-  for (int i = 0; i < m.nparams; i++)
-    if (!m.params[i].weight_decay)
-      for (long long k = 0; k < ptdp_param_local_elems(&m.params[i]); k++)
+  for (int i = 0; i < m.params.n; i++)
+    if (!m.params.table[i].weight_decay)
+      for (long long k = 0; k < ptdp_param_local_elems(&m.params.table[i]); k++)
         ptdp_gpt_param_data(&m, i)[k] += 0.1f * (float)ptdp_rng_normal(ptdp_rng_row(3, 9, (uint32_t)i, 0, (uint64_t)k));
   const int N = c.seq * c.micro_batch;
   int32_t tok[64], tgt[64];
@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     tok[r] = (int32_t)(ptdp_rng_mix(100 + r) % 37);
     tgt[r] = (int32_t)(ptdp_rng_mix(200 + r) % 37);
   }
-  memset(m.grad, 0, sizeof(float) * (size_t)m.layout.total);
+  memset(m.params.grad, 0, sizeof(float) * (size_t)m.params.layout.total);
   double L0;
   if (ptdp_gpt_forward(&m, 0, 0, tok, tgt, 0) || ptdp_gpt_take_losses(&m, &L0, NULL)) return 2;
   float *dinput;
@@ -72,8 +72,8 @@ int main(int argc, char **argv)
   const double eps = 1e-2, rtol = 2e-2, atol = 4 * 6e-8 * fabs(L0) / (2 * eps);
   printf("gradcheck (recompute %s%s): loss %.6f, atol %.2e, rtol %.0e\n", rc, c.arch.swiglu ? ", SwiGLU" : "", L0,
          atol, rtol);
-  for (int i = 0; i < m.nparams; i++) {
-    const ptdp_param_info *p = &m.params[i];
+  for (int i = 0; i < m.params.n; i++) {
+    const ptdp_param_info *p = &m.params.table[i];
     long long n = ptdp_param_local_elems(p);
     float *w = ptdp_gpt_param_data(&m, i), *g = ptdp_gpt_grad_data(&m, i);
     float *w0 = malloc(sizeof(float) * (size_t)n), *u = malloc(sizeof(float) * (size_t)n);

@@ -13,6 +13,7 @@
  * (printed, not asserted: timings are for benchmarks). */
 #include "ptdp/backend.h"
 #include "ptdp/ddp.h"
+#include "ptdp/master.h"
 #include "ptdp/gpt.h"
 #include "ptdp/grid.h"
 #include "ptdp/optimizer.h"
@@ -78,12 +79,14 @@ static int run(const layout *L, ptdp_backend *be)
   in_use = 0;
   ptdp_gpt m;
   ptdp_ddp ddp;
+  ptdp_master master;
   ptdp_optimizer opt;
   ptdp_pipeline pl;
   ptdp_optim_config oc = {.wd = 0.01, .clip = 1.0, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
                           .lr = {.lr = 1e-3, .decay_iters = 10, .style = PTDP_LR_CONSTANT}};
-  if (ptdp_gpt_create(&m, &c, be, &g) || ptdp_gpt_init_params(&m) || ptdp_ddp_create(&ddp, &m, L->distopt) ||
-      ptdp_optimizer_create(&opt, &oc, &m, &ddp) || ptdp_pipeline_create(&pl, &m, L->sched, L->m))
+  if (ptdp_gpt_create(&m, &c, be, &g) || ptdp_master_create(&master, &m, L->distopt) || ptdp_master_init(&master) ||
+      ptdp_ddp_create(&ddp, &m, L->distopt) || ptdp_optimizer_create(&opt, &oc, &m, &ddp, &master) ||
+      ptdp_pipeline_create(&pl, &m, L->sched, L->m))
     return 1;
   check(in_use == (long long)m.plan.allocated, L->name, "bytes allocated through the backend vs the plan", in_use,
         (long long)m.plan.allocated);
@@ -113,6 +116,7 @@ static int run(const layout *L, ptdp_backend *be)
   ptdp_pipeline_destroy(&pl);
   ptdp_optimizer_destroy(&opt);
   ptdp_ddp_destroy(&ddp);
+  ptdp_master_destroy(&master);
   ptdp_gpt_destroy(&m);
   ptdp_grid_destroy(&g);
   return 0;

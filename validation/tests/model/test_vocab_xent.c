@@ -47,7 +47,7 @@ static int run(int t, double *loss, float *wte_grad)
   if (ptdp_gpt_forward(&m, 0, 0, tok, tgt, 0) || ptdp_gpt_take_losses(&m, loss, NULL)) return 1;
   float *din;
   if (ptdp_gpt_backward(&m, 0, 0, NULL, 1.0f, 1, &din)) return 1;
-  const ptdp_param_info *p = &m.params[m.wte.index];
+  const ptdp_param_info *p = &m.params.table[m.wte.index];
   if (ptdp_comm_allgather(&g.tp, m.wte.g, wte_grad, (size_t)ptdp_param_local_elems(p), PTDP_TAG_MISC)) return 1;
   ptdp_gpt_destroy(&m);
   ptdp_backend_destroy(&be);
