@@ -93,6 +93,13 @@ struct ptdp_backend {
   /* The CUDA stream (a cudaStream_t) every operation is issued on, in order; NULL on the CPU
    * backends.  The NCCL transport orders its own stream after it (events), not the host. */
   void *stream;
+
+  /* ==================================================================== required operations
+   * Every backend fills these (PTDP_BACKEND_OPS below lists them; PTDP_BACKEND_FILL sets them,
+   * so a backend lacking one fails to compile, and ptdp_backend_check_ops refuses, at creation,
+   * a table without one, naming it).  They are enough to train a GPT model in any layout. */
+
+  /* ---- memory and streams */
   int (*alloc)(ptdp_backend *be, void **p, size_t bytes); /* zeroed */
   void (*free)(ptdp_backend *be, void *p);
   int (*memset0)(ptdp_backend *be, void *p, size_t bytes);
@@ -104,22 +111,22 @@ struct ptdp_backend {
   int (*synchronize)(ptdp_backend *be);
   /* Release the backend's own state (not the table itself; ptdp_backend_destroy does that). */
   void (*destroy)(ptdp_backend *be);
+
+  /* ---- GEMM */
   /* C[M,N] = alpha op(A) op(B) + beta C; op(A) is [M,K], op(B) [K,N]; ld* are row strides.
    * A, B, C (S). */
   int (*gemm)(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
               int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+  /* ---- norms */
   /* y = LN(x) w + b per row of h; saves mean and 1/std per row (fp32).  x, w, bias, y (S). */
   int (*layernorm_forward)(ptdp_backend *be, const float *x, const float *w, const float *bias, float *y,
                            float *mean, float *rstd, long long rows, int h, float eps);
   /* dx = dLN/dx (overwrites), dw += , db += .  dy, x, w, dx (S); dw, db fp32. */
   int (*layernorm_backward)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *mean,
                             const float *rstd, float *dx, float *dw, float *db, long long rows, int h);
-  /* layernorm_backward with the residual's gradient added: dx = dLN/dx + res, in one pass over dx
-   * (bit for bit layernorm_backward then add in fp32; a 16-bit dx rounded once where the two round
-   * twice).  res (S), not dx.  Optional (NULL: the two calls). */
-  int (*layernorm_backward_add)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *mean,
-                                const float *rstd, float *dx, float *dw, float *db, long long rows, int h,
-                                const float *res);
+
+  /* ---- element-wise, bias, dropout */
   /* x, y, dy, dx (S). */
   int (*gelu_forward)(ptdp_backend *be, const float *x, float *y, size_t n);
   int (*gelu_backward)(ptdp_backend *be, const float *x, const float *dy, float *dx, size_t n); /* dx = dy gelu'(x) */
@@ -131,23 +138,8 @@ struct ptdp_backend {
    * x, dx (S). */
   int (*dropout_forward)(ptdp_backend *be, float *x, uint8_t *mask, long long rows, int cols, const ptdp_dropout_key *k);
   int (*dropout_backward)(ptdp_backend *be, float *dx, const uint8_t *mask, size_t n, float p);
-  /* dst = dropout_backward of src, src left as it was: copy then dropout_backward in one pass,
-   * their bits (p 0: the copy).  dst, src (S).  Optional (NULL: the two calls). */
-  int (*dropout_backward_to)(ptdp_backend *be, float *dst, const float *src, const uint8_t *mask, size_t n, float p);
-  /* y [rows, cols] = dropout(y + bias) + res in one pass, mask filled from key k as
-   * dropout_forward fills it: bias_forward (where bias is not NULL), dropout_forward and add in
-   * one, bit for bit in fp32 (each product and sum rounded on its own), a 16-bit y rounded once
-   * where the three round three times.  y, bias, res (S).  Optional (NULL: the model calls the
-   * three); a GPU's three passes over the residual stream were two too many. */
-  int (*bias_dropout_add)(ptdp_backend *be, float *y, const float *bias, uint8_t *mask, const ptdp_dropout_key *k,
-                          const float *res, long long rows, int cols);
-  /* bias_dropout_add on y [rows, h], then layernorm_forward of the result: out = LN(y) w + nb,
-   * mean and rstd saved; bit for bit this backend's bias_dropout_add then layernorm_forward (y
-   * written once and read back from the cache where the two passes read it from memory again).
-   * y, bias, res, w, nb, out (S).  Optional (NULL: the model calls the two). */
-  int (*bias_dropout_add_layernorm)(ptdp_backend *be, float *y, const float *bias, uint8_t *mask,
-                                    const ptdp_dropout_key *k, const float *res, long long rows, int h,
-                                    const float *w, const float *nb, float *out, float *mean, float *rstd, float eps);
+
+  /* ---- attention (the softmax kept in full: the reference) */
   /* probs [b, al, s, s] softmax output; mask, probs_drop the dropout (may alias probs when p = 0);
    * ctx [N, al hd].  qkv, probs, probs_drop, ctx (S). */
   int (*attention_forward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *probs,
@@ -158,50 +150,15 @@ struct ptdp_backend {
   int (*attention_backward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *probs,
                             const uint8_t *mask, const float *probs_drop, const float *dctx, float *dqkv,
                             float *scratch);
-  /* The Llama family's operations, optional (NULL: the backend has none; the model refuses an
-   * architecture that needs them).  RMSNorm: y = x rstd w, rstd = 1 / sqrt(mean(x^2) + eps) per
-   * row (fp32); backward dx = rstd (g - x rstd^2 mean(g x)), g = dy w, dw += sum_rows dy x rstd.
-   * x, w, y, dy, dx (S); rstd, dw fp32.  rope: the rotation of ptdp_rope_desc in place on qkv
-   * (S); inverse 1 turns the other way (the backward of a rotation is its inverse). */
-  int (*rmsnorm_forward)(ptdp_backend *be, const float *x, const float *w, float *y, float *rstd, long long rows,
-                         int h, float eps);
-  int (*rmsnorm_backward)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
-                          float *dx, float *dw, long long rows, int h);
-  /* rmsnorm_backward with the residual's gradient added, as layernorm_backward_add: dx = dRMS/dx +
-   * res in one pass.  Optional apart from the family (NULL: the two calls). */
-  int (*rmsnorm_backward_add)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
-                              float *dx, float *dw, long long rows, int h, const float *res);
-  /* bias_dropout_add then rmsnorm_forward of the result, as bias_dropout_add_layernorm (bit for
-   * bit this backend's two).  Optional apart from the family (NULL: the two calls). */
-  int (*bias_dropout_add_rmsnorm)(ptdp_backend *be, float *y, const float *bias, uint8_t *mask,
-                                  const ptdp_dropout_key *k, const float *res, long long rows, int h, const float *w,
-                                  float *out, float *rstd, float eps);
-  int (*rope)(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const float *table, int inverse);
-  /* SwiGLU (Shazeer 2020; Megatron's --swiglu), optional as the two above.  x [rows, 2 f] is fc1's
-   * output, each row [gate (f) | up (f)] (a TP rank's own slices of the gate and the up
-   * projection: Megatron's chunk of linear_fc1's output in two); y [rows, f] = silu(gate) up,
-   * silu(g) = g sigmoid(g).  Backward overwrites dx [rows, 2 f] from dy [rows, f]:
-   * dgate = dy up sigmoid(g) (1 + g (1 - sigmoid(g))), dup = dy silu(g).  x, y, dy, dx (S). */
-  int (*swiglu_forward)(ptdp_backend *be, const float *x, float *y, long long rows, int f);
-  int (*swiglu_backward)(ptdp_backend *be, const float *x, const float *dy, float *dx, long long rows, int f);
-  /* Fused (flash) attention, optional (NULL: the backend has none; --attention-backend auto then
-   * takes attention_forward/backward).  The same function as those two (causal softmax of
-   * Q K^T / sqrt(hd), dropout with the same mask bits from d->drop, times V) without keeping the
-   * s x s probabilities: forward writes ctx [N, al hd] and lse [b, al, s], each query row's
-   * log-sum-exp of its scaled causal scores (fp32: the softmax is exp(S - lse)); backward
-   * recomputes the probabilities from qkv and lse, takes D = rowsum(dctx * ctx) from the saved
-   * ctx, and overwrites dqkv [N, 3 hl].  Equal to the unfused pair to rounding (their order of
-   * sums differs).  qkv, ctx, dctx, dqkv (S); lse fp32. */
-  int (*flash_forward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse);
-  /* Whether the fused kernels take attention d (head size, counts); NULL: every shape. */
-  int (*flash_supports)(const ptdp_backend *be, const ptdp_attn_desc *d);
-  int (*flash_backward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *ctx,
-                        const float *lse, const float *dctx, float *dqkv);
+
+  /* ---- embedding */
   /* out[r] = wte[tok[r] - v0] for tokens in [v0, v0 + vl), else 0.  wte, out, dout (S); dwte fp32. */
   int (*embedding_forward)(ptdp_backend *be, const float *wte, const int32_t *tok, long long v0, long long vl,
                            float *out, long long rows, int h);
   int (*embedding_backward)(ptdp_backend *be, const float *dout, const int32_t *tok, long long v0, long long vl,
                             float *dwte, long long rows, int h);
+
+  /* ---- cross entropy */
   /* Vocab-parallel cross entropy, in three steps around the TP reductions:
    * stats: rowmax[r] = max_j logits, tgt[r] = logit of target if it is local else 0;
    * sumexp: se[r] = sum_j exp(logits - gmax[r]);
@@ -212,54 +169,31 @@ struct ptdp_backend {
   int (*xent_sumexp)(ptdp_backend *be, const float *logits, const float *gmax, long long rows, int vl, float *se);
   int (*xent_grad)(ptdp_backend *be, float *logits, const int32_t *target, long long v0, const float *gmax,
                    const float *se, long long rows, int vl, float scale);
-  /* Under tensor parallelism, the statistics of one read of the logits: lmax[r] = the slice's row
-   * max, lsum[r] = sum_j exp(logits - lmax[r]) (its own max: no reduction needed first), tgt as
-   * xent_stats; then, once gmax is lmax's MAX over TP, xent_rescale: lsum[r] *= exp(lmax[r] -
-   * gmax[r]) in place (0 where lmax[r] is -inf: a slice of padding columns only), whose SUM over TP is xent_sumexp's se to rounding.  Two reads of the logits
-   * (this and xent_grad) where stats and sumexp make three.  All fp32 but logits (S); optional
-   * (both or neither; NULL: xent_stats and xent_sumexp). */
-  int (*xent_stats_local)(ptdp_backend *be, const float *logits, const int32_t *target, long long v0, long long rows,
-                          int vl, float *lmax, float *lsum, float *tgt);
-  int (*xent_rescale)(ptdp_backend *be, float *lsum, const float *lmax, const float *gmax, long long rows);
-  /* Where one rank holds every column of the logits (t = 1, so gmax is rowmax): stats, sumexp
-   * and grad in one call, their outputs bit for bit (rowmax, se, tgt; logits <- (softmax -
-   * onehot) scale).  Optional (NULL: the three calls); a GPU reads the logits once instead of
-   * three times where a row fits in registers. */
-  int (*xent_fused)(ptdp_backend *be, float *logits, const int32_t *target, long long v0, long long rows, int vl,
-                    float *rowmax, float *se, float *tgt, float scale);
-  /* The micro-batch's mean loss from the statistics above (after their TP reductions), left where
-   * the backend keeps its data: *loss = (float)(sum_r (log(se[r]) + gmax[r] - tgt[r]) / rows), the
-   * terms and their sum in double (the CPU's in row order; a GPU's in a fixed tree order, the same
-   * bits on every run).  gmax, se, tgt, loss fp32.  Optional (NULL: the model copies the statistics
-   * to the host and sums there, so the host waits for the device once per micro-batch; with it
-   * the host reads the losses once per pipeline run, ptdp_gpt_take_losses). */
-  int (*xent_loss)(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
-                   float *loss);
+
+  /* ---- optimizer */
   /* AdamW on n elements (Loshchilov & Hutter): decay applied as p -= lr wd p.  All fp32 (master). */
   int (*adamw)(ptdp_backend *be, float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
                float beta2, float eps, float wd, long long step);
-  /* adamw over count ranges at once, from gradients times gscale (the clipping factor, 1 for
-   * none): each element bit for bit what scale(g, gscale) and then adamw on its range give (one
-   * fp32 multiply, then the same arithmetic), g itself left as it was; and a range's w16 (t16:
-   * bf16 or fp16) bit for bit what convert(w16, t16, p, fp32, n) gives after it (the copy back to
-   * the stored weights, in the same pass).  Optional (NULL: the caller scales, calls adamw per
-   * range and converts); a GPU's one launch per tensor was 148 launches a step of GPT 125M and 292
-   * of 1.3B. */
-  int (*adamw_many)(ptdp_backend *be, const ptdp_adamw_range *r, int count, ptdp_dtype t16, float gscale, float lr,
-                    float beta1, float beta2, float eps, long long step);
   double (*sumsq)(ptdp_backend *be, const float *x, size_t n); /* in double */
-  /* out[i] = sumsq(x[i], n[i]) bit for bit, i < count, with one wait for all of them (a GPU's
-   * gradient norm is one sum per tensor: one host synchronisation per tensor was 148 waits per
-   * step of GPT 125M).  Optional (NULL: the caller calls sumsq per array). */
-  int (*sumsq_many)(ptdp_backend *be, const float *const *x, const size_t *n, int count, double *out);
-  /* Used by mixed precision (issue 20 section 3), not yet by the model.
-   * convert: dst[i] = src[i] from type st to type dt, n elements, rounded to nearest even as
+
+  /* ---- conversions and the loss scaler */
+  /* convert: dst[i] = src[i] from type st to type dt, n elements, rounded to nearest even as
    * ptdp/half.h defines it bit for bit (a same-type convert is a copy); dst and src do not
-   * overlap.  unscale_check: x *= inv_scale in place (one fp32 multiply per element), and the
-   * host int *found = 1 if any x[i] was inf or NaN before scaling, else 0 (Megatron's
-   * _amp_foreach_non_finite_check_and_unscale_); it returns once *found is known (a GPU waits). */
+   * overlap.  The model's copy of its fp32 master weights into the stored 16-bit weights
+   * (ptdp_gpt_sync_weights, ptdp_gpt_sync_shard).  unscale_check: x *= inv_scale in place (one
+   * fp32 multiply per element), and the host int *found = 1 if any x[i] was inf or NaN before
+   * scaling, else 0 (Megatron's _amp_foreach_non_finite_check_and_unscale_); it returns once
+   * *found is known (a GPU waits).  The optimizer's unscaling of fp16 gradients under the
+   * dynamic loss scaler (src/optim/optimizer.c). */
   int (*convert)(ptdp_backend *be, void *dst, ptdp_dtype dt, const void *src, ptdp_dtype st, size_t n);
   int (*unscale_check)(ptdp_backend *be, float *x, size_t n, float inv_scale, int *found);
+
+  /* ==================================================================== optional operations
+   * NULL where a backend lacks one; each says what the model does then.  Most are fusions of
+   * required operations, bit for bit or to rounding as each says; the Llama family's are new
+   * arithmetic, without which the model refuses an architecture that needs them. */
+
+  /* ---- GEMM: the 16-bit weight gradient and fused epilogues */
   /* C += alpha op(A) op(B) (beta 1) with A, B (S) and C fp32: a weight's gradient accumulated
    * into its main gradient.  NULL where it is gemm (dtype PTDP_F32); call it through
    * ptdp_backend_gemm_wgrad.  A 16-bit table sets it (the wrapper's, or the cuda backend's
@@ -267,8 +201,7 @@ struct ptdp_backend {
   int (*gemm_wgrad)(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                     int lda, const float *B, int ldb, float *C, int ldc);
   /* GEMMs with their epilogue fused (cuda: cuBLASLt's BIAS, GELU_AUX_BIAS and DGELU, db by its
-   * fp32 column sums), optional (NULL: the backend has none; the model runs gemm and the
-   * kernels).  C [M, N] dense (ld N) =
+   * fp32 column sums); NULL: the model runs gemm and the kernels.  C [M, N] dense (ld N) =
    * op(A) op(B) (alpha 1, beta 0, lda and ldb as gemm's), then
    *   gemm_bias:        C += bias (bias [N] added to every row: gemm, then bias_forward)
    *   gemm_bias_gelu:   pre = C + bias, C = gelu(pre), pre [M, N] kept for the backward (gemm
@@ -283,10 +216,119 @@ struct ptdp_backend {
                         const float *B, int ldb, const float *bias, float *pre, float *C);
   int (*gemm_dgelu_bgrad)(ptdp_backend *be, int trans_a, int trans_b, int M, int N, int K, const float *A, int lda,
                           const float *B, int ldb, const float *pre, float *C, float *db);
+
+  /* ---- the residual stream's fusions (NULL: the model makes the separate calls) */
+  /* layernorm_backward with the residual's gradient added: dx = dLN/dx + res, in one pass over dx
+   * (bit for bit layernorm_backward then add in fp32; a 16-bit dx rounded once where the two round
+   * twice).  res (S), not dx.  NULL: the two calls. */
+  int (*layernorm_backward_add)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *mean,
+                                const float *rstd, float *dx, float *dw, float *db, long long rows, int h,
+                                const float *res);
+  /* dst = dropout_backward of src, src left as it was: copy then dropout_backward in one pass,
+   * their bits (p 0: the copy).  dst, src (S).  NULL: the two calls. */
+  int (*dropout_backward_to)(ptdp_backend *be, float *dst, const float *src, const uint8_t *mask, size_t n, float p);
+  /* y [rows, cols] = dropout(y + bias) + res in one pass, mask filled from key k as
+   * dropout_forward fills it: bias_forward (where bias is not NULL), dropout_forward and add in
+   * one, bit for bit in fp32 (each product and sum rounded on its own), a 16-bit y rounded once
+   * where the three round three times.  y, bias, res (S).  NULL: the model calls the three; a
+   * GPU's three passes over the residual stream were two too many. */
+  int (*bias_dropout_add)(ptdp_backend *be, float *y, const float *bias, uint8_t *mask, const ptdp_dropout_key *k,
+                          const float *res, long long rows, int cols);
+  /* bias_dropout_add on y [rows, h], then layernorm_forward of the result: out = LN(y) w + nb,
+   * mean and rstd saved; bit for bit this backend's bias_dropout_add then layernorm_forward (y
+   * written once and read back from the cache where the two passes read it from memory again).
+   * y, bias, res, w, nb, out (S).  NULL: the model calls the two. */
+  int (*bias_dropout_add_layernorm)(ptdp_backend *be, float *y, const float *bias, uint8_t *mask,
+                                    const ptdp_dropout_key *k, const float *res, long long rows, int h,
+                                    const float *w, const float *nb, float *out, float *mean, float *rstd, float eps);
+
+  /* ---- the Llama family (NULL: the backend has none; the model refuses an architecture that
+   * needs them, by the operation's name).  PTDP_BACKEND_LLAMA_OPS lists the five a backend fills
+   * together; the two fusions after them are optional apart. */
+  /* RMSNorm: y = x rstd w, rstd = 1 / sqrt(mean(x^2) + eps) per row (fp32); backward
+   * dx = rstd (g - x rstd^2 mean(g x)), g = dy w, dw += sum_rows dy x rstd.  x, w, y, dy, dx (S);
+   * rstd, dw fp32.  rope: the rotation of ptdp_rope_desc in place on qkv (S); inverse 1 turns the
+   * other way (the backward of a rotation is its inverse). */
+  int (*rmsnorm_forward)(ptdp_backend *be, const float *x, const float *w, float *y, float *rstd, long long rows,
+                         int h, float eps);
+  int (*rmsnorm_backward)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
+                          float *dx, float *dw, long long rows, int h);
+  int (*rope)(ptdp_backend *be, float *qkv, const ptdp_rope_desc *d, const float *table, int inverse);
+  /* SwiGLU (Shazeer 2020; Megatron's --swiglu).  x [rows, 2 f] is fc1's output, each row
+   * [gate (f) | up (f)] (a TP rank's own slices of the gate and the up projection: Megatron's
+   * chunk of linear_fc1's output in two); y [rows, f] = silu(gate) up, silu(g) = g sigmoid(g).
+   * Backward overwrites dx [rows, 2 f] from dy [rows, f]:
+   * dgate = dy up sigmoid(g) (1 + g (1 - sigmoid(g))), dup = dy silu(g).  x, y, dy, dx (S). */
+  int (*swiglu_forward)(ptdp_backend *be, const float *x, float *y, long long rows, int f);
+  int (*swiglu_backward)(ptdp_backend *be, const float *x, const float *dy, float *dx, long long rows, int f);
+  /* rmsnorm_backward with the residual's gradient added, as layernorm_backward_add: dx = dRMS/dx +
+   * res in one pass.  NULL: the two calls. */
+  int (*rmsnorm_backward_add)(ptdp_backend *be, const float *dy, const float *x, const float *w, const float *rstd,
+                              float *dx, float *dw, long long rows, int h, const float *res);
+  /* bias_dropout_add then rmsnorm_forward of the result, as bias_dropout_add_layernorm (bit for
+   * bit this backend's two).  NULL: the two calls. */
+  int (*bias_dropout_add_rmsnorm)(ptdp_backend *be, float *y, const float *bias, uint8_t *mask,
+                                  const ptdp_dropout_key *k, const float *res, long long rows, int h, const float *w,
+                                  float *out, float *rstd, float eps);
+
+  /* ---- fused (flash) attention (NULL: the backend has none; --attention-backend auto then takes
+   * attention_forward/backward).  The same function as those two (causal softmax of
+   * Q K^T / sqrt(hd), dropout with the same mask bits from d->drop, times V) without keeping the
+   * s x s probabilities: forward writes ctx [N, al hd] and lse [b, al, s], each query row's
+   * log-sum-exp of its scaled causal scores (fp32: the softmax is exp(S - lse)); backward
+   * recomputes the probabilities from qkv and lse, takes D = rowsum(dctx * ctx) from the saved
+   * ctx, and overwrites dqkv [N, 3 hl].  Equal to the unfused pair to rounding (their order of
+   * sums differs).  qkv, ctx, dctx, dqkv (S); lse fp32.  Forward and backward both or neither. */
+  int (*flash_forward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, float *ctx, float *lse);
+  /* Whether the fused kernels take attention d (head size, counts); NULL: every shape. */
+  int (*flash_supports)(const ptdp_backend *be, const ptdp_attn_desc *d);
+  int (*flash_backward)(ptdp_backend *be, const ptdp_attn_desc *d, const float *qkv, const float *ctx,
+                        const float *lse, const float *dctx, float *dqkv);
+
+  /* ---- cross entropy with fewer reads of the logits, and the loss on the device */
+  /* Under tensor parallelism, the statistics of one read of the logits: lmax[r] = the slice's row
+   * max, lsum[r] = sum_j exp(logits - lmax[r]) (its own max: no reduction needed first), tgt as
+   * xent_stats; then, once gmax is lmax's MAX over TP, xent_rescale: lsum[r] *= exp(lmax[r] -
+   * gmax[r]) in place (0 where lmax[r] is -inf: a slice of padding columns only), whose SUM over
+   * TP is xent_sumexp's se to rounding.  Two reads of the logits (this and xent_grad) where stats
+   * and sumexp make three.  All fp32 but logits (S); both or neither (NULL: xent_stats and
+   * xent_sumexp). */
+  int (*xent_stats_local)(ptdp_backend *be, const float *logits, const int32_t *target, long long v0, long long rows,
+                          int vl, float *lmax, float *lsum, float *tgt);
+  int (*xent_rescale)(ptdp_backend *be, float *lsum, const float *lmax, const float *gmax, long long rows);
+  /* Where one rank holds every column of the logits (t = 1, so gmax is rowmax): stats, sumexp
+   * and grad in one call, their outputs bit for bit (rowmax, se, tgt; logits <- (softmax -
+   * onehot) scale).  NULL: the three calls; a GPU reads the logits once instead of three times
+   * where a row fits in registers. */
+  int (*xent_fused)(ptdp_backend *be, float *logits, const int32_t *target, long long v0, long long rows, int vl,
+                    float *rowmax, float *se, float *tgt, float scale);
+  /* The micro-batch's mean loss from the statistics above (after their TP reductions), left where
+   * the backend keeps its data: *loss = (float)(sum_r (log(se[r]) + gmax[r] - tgt[r]) / rows), the
+   * terms and their sum in double (the CPU's in row order; a GPU's in a fixed tree order, the same
+   * bits on every run).  gmax, se, tgt, loss fp32.  NULL: the model copies the statistics to the
+   * host and sums there, so the host waits for the device once per micro-batch; with it the host
+   * reads the losses once per pipeline run, ptdp_gpt_take_losses. */
+  int (*xent_loss)(ptdp_backend *be, const float *gmax, const float *se, const float *tgt, long long rows,
+                   float *loss);
+
+  /* ---- the optimizer over every tensor at once */
+  /* adamw over count ranges at once, from gradients times gscale (the clipping factor, 1 for
+   * none): each element bit for bit what scale(g, gscale) and then adamw on its range give (one
+   * fp32 multiply, then the same arithmetic), g itself left as it was; and a range's w16 (t16:
+   * bf16 or fp16) bit for bit what convert(w16, t16, p, fp32, n) gives after it (the copy back to
+   * the stored weights, in the same pass).  NULL: the caller scales, calls adamw per range and
+   * converts; a GPU's one launch per tensor was 148 launches a step of GPT 125M and 292 of
+   * 1.3B. */
+  int (*adamw_many)(ptdp_backend *be, const ptdp_adamw_range *r, int count, ptdp_dtype t16, float gscale, float lr,
+                    float beta1, float beta2, float eps, long long step);
+  /* out[i] = sumsq(x[i], n[i]) bit for bit, i < count, with one wait for all of them (a GPU's
+   * gradient norm is one sum per tensor: one host synchronisation per tensor was 148 waits per
+   * step of GPT 125M).  NULL: the caller calls sumsq per array. */
+  int (*sumsq_many)(ptdp_backend *be, const float *const *x, const size_t *n, int count, double *out);
 };
 
-/* Every operation of the table above, listed once (gemm_wgrad, optional, apart).  A backend fills
- * its table with PTDP_BACKEND_FILL(be, prefix): be->op = prefix_op for each op, so a backend that
+/* The required operations of the table above, listed once, in its order.  A backend fills its
+ * table with PTDP_BACKEND_FILL(be, prefix): be->op = prefix_op for each op, so a backend that
  * lacks a function fails to compile; ptdp_backend_check_ops checks a table at creation. */
 #define PTDP_BACKEND_OPS(X, P)                                                                            \
   X(P, alloc) X(P, free) X(P, memset0) X(P, copy) X(P, to_device) X(P, to_host) X(P, synchronize)           \
@@ -311,7 +353,10 @@ struct ptdp_backend {
     ptdp_backend *be_ = (be);                                                                             \
     PTDP_BACKEND_LLAMA_OPS(PTDP_BACKEND_SET_OP_, P)                                                       \
   } while (0)
-/* PTDP_ERR_INTERNAL naming the first operation a backend's table lacks. */
+/* PTDP_ERR_INTERNAL naming the first required operation a backend's table lacks, or an optional
+ * one it has without its partner (both or neither: flash_forward and flash_backward,
+ * xent_stats_local and xent_rescale, rmsnorm_forward and rmsnorm_backward, swiglu_forward and
+ * swiglu_backward). */
 int ptdp_backend_check_ops(const ptdp_backend *be);
 
 /* be->gemm_wgrad, or be->gemm with beta 1 where it is NULL. */

@@ -68,6 +68,16 @@ int ptdp_backend_check_ops(const ptdp_backend *be)
 #define CHECK_OP(P, op) PTDP_CHECK_INTERNAL(be->op, "the %s backend has no operation %s", be->name, #op);
   PTDP_BACKEND_OPS(CHECK_OP, unused)
 #undef CHECK_OP
+  /* optional operations that are used only as pairs: a table with one alone is a backend's
+   * mistake the model would not report (it would take the fallback, or refuse the architecture) */
+#define CHECK_WITH(a, b)                                                                                 \
+  PTDP_CHECK_INTERNAL(!be->a == !be->b, "the %s backend has the operation %s without %s", be->name,     \
+                      be->a ? #a : #b, be->a ? #b : #a);
+  CHECK_WITH(flash_forward, flash_backward)
+  CHECK_WITH(xent_stats_local, xent_rescale)
+  CHECK_WITH(rmsnorm_forward, rmsnorm_backward)
+  CHECK_WITH(swiglu_forward, swiglu_backward)
+#undef CHECK_WITH
   return 0;
 }
 

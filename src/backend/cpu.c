@@ -529,8 +529,9 @@ static double cpu_sumsq(ptdp_backend *be, const float *x, size_t n)
   return s;
 }
 
-/* Used by mixed precision (issue 20 section 3), not yet by the model: ptdp/half.h's rounding. */
-/* One loop per pair that mixed precision uses every step (the conversions inline: they
+/* convert, with ptdp/half.h's rounding: the mixed-precision wrapper widens and narrows its (S)
+ * operands with it, and the model copies its fp32 master weights into the 16-bit stored weights
+ * (src/model/gpt.c).  One loop per pair that mixed precision uses every step (the conversions inline: they
  * vectorise), the general load/store loop for the others. */
 #define CONVERT_LOOP(DT, ST, EXPR)                                  \
   do {                                                              \

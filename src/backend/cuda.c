@@ -11,9 +11,11 @@
  * is stream-ordered, cudaMallocAsync and cudaFreeAsync on the stream: cudaMalloc and cudaFree
  * wait for the whole device, so during a step they could wait for a collective or pipeline
  * message of another stream that never completes, with no timeout (ptdp_cu_scratch).  Their
- * pinned host copies (first optimizer step only) come after a polled wait for the device.  Kernels live in cuda_kernels.cu,
- * cuda_softmax.cu and cuda_llama.cu (RMSNorm, RoPE, SwiGLU), GEMMs in cuda_gemm.c, the attention in
- * cuda_attention.c, the fused attention (16-bit tables) in cuda_flash.cu.
+ * pinned host copies (first optimizer step only) come after a polled wait for the device.
+ * Kernels live in a .cu file per concern (src/backend/local.mk lists them: cuda_layernorm.cu,
+ * cuda_xent.cu, cuda_optimizer.cu, ..., cuda_llama.cu for RMSNorm, RoPE, SwiGLU), GEMMs in
+ * cuda_gemm.c, the attention in cuda_attention.c, the fused attention (16-bit tables) in
+ * cuda_flash.cu.
  * Storage type (ptdp_backend_options.dtype): fp32, or bf16/fp16 natively: every (S) operand of
  * ptdp/backend.h in the 16-bit type, kernels templated on it with fp32 math (cuda_elem.h),
  * GEMMs on the tensor cores with fp32 accumulation (cuda_gemm.c), so no conversion passes and

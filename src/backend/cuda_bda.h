@@ -1,6 +1,7 @@
 /* The dropout and the residual branch's end per element and per 16-byte unit, shared by the
- * kernels that write them (cuda_kernels.cu: dropout_fwd, bias_dropout_add, the LayerNorm fusion;
- * cuda_llama.cu: the RMSNorm fusion), so every one of them gives the same bits and masks. */
+ * kernels that write them (cuda_dropout.cu: dropout_fwd, bias_dropout_add; cuda_layernorm.cu: the
+ * LayerNorm fusion; cuda_llama.cu: the RMSNorm fusion), so every one of them gives the same bits
+ * and masks. */
 #ifndef PTDP_CUDA_BDA_H
 #define PTDP_CUDA_BDA_H
 

@@ -44,7 +44,7 @@
 // Correctness is proven in the emulation (validation/emu/tests/test_emu_flash.c) and on a GPU by
 // the conformance suite (test_ops, NVIDIA H200 2026-11-26); speed and the profiles that shaped
 // the mma kernels are in validation/bench/README.md.
-#include "cuda_internal.h"
+#include "cuda_device.h"
 #include "cuda_flash.h"
 #include "cuda_mma.h"
 #include "cuda_rng.h"
@@ -266,7 +266,7 @@ template <typename T> __global__ void flash_bwd_dot(fl_dims d, const T *ctx, con
   const long long off = (long long)q * d.ldc + (long long)bi * d.al * d.hd + (long long)hh * d.hd;
   float v = 0.0f;
   for (int j = lane; j < d.hd; j += 32) v += (float)dctx[off + j] * (float)ctx[off + j];
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  v = warp_sum(v);
   if (!lane) D[row] = v;
 }
 
@@ -446,7 +446,7 @@ __global__ void __launch_bounds__(FL_THREADS) flash_bwd_q(fl_dims d, const T *qk
 // Exponentials in base 2 (ex2.approx of S scale log2 e - m, one FFMA and one ex2 per entry); a
 // tile is computed whole, also on the diagonal (its masked entries become P = 0, dS = 0), so no
 // branch splits the products (the first GPU profile, ncu 2026-11-26: the per-chunk tests made
-// the kernels issue 15 instructions per mma, and branch and barrier stalls dominated); no mask
+// the kernels spend 15 instructions per mma, and branch and barrier stalls dominated); no mask
 // is tested on the tiles wholly below the diagonal (most of them).
 // The same function as the wmma kernels:
 // same masks (the dropout bits drawn per element from the same row hashes), same dQ pass (no

@@ -93,8 +93,14 @@ int ptdp_cu_attention_backward(ptdp_backend *be, const ptdp_attn_desc *d, const 
                                float *scratch);
 #endif
 
-/* ---- launchers (cuda_kernels.cu, cuda_softmax.cu); shapes as in ptdp/backend.h ----
+/* ---- launchers (cuda_<concern>.cu: layernorm, colsum, elementwise, dropout, embedding, xent,
+ * optimizer, convert; cuda_softmax.cu); shapes as in ptdp/backend.h ----
  * t is the storage type of the (S) operands, passed as void pointers; the others are fp32. */
+/* Column sums (cuda_colsum.cu) in a fixed order: dw += sum over rows of dy (x - mean) rstd, or of
+ * dy x rstd where mean is NULL, when x is given; db += sum over rows of dy when db is given.
+ * part: 2 chunks cols floats with x, chunks cols without. */
+cudaError_t ptdp_cuk_colsum(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x, const float *mean,
+                            const float *rstd, long long rows, int cols, float *part, int chunks, float *dw, float *db);
 cudaError_t ptdp_cuk_layernorm_forward(cudaStream_t st, ptdp_dtype t, const void *x, const void *w, const void *b,
                                        void *y, float *mean, float *rstd, long long rows, int h, float eps);
 /* dx per row; dw, db partial column sums into part [2, chunks, h], then added to dw, db */
@@ -202,9 +208,6 @@ cudaError_t ptdp_cuk_rmsnorm_forward(cudaStream_t st, ptdp_dtype t, const void *
 cudaError_t ptdp_cuk_bias_dropout_add_rmsnorm(cudaStream_t st, ptdp_dtype t, void *y, const void *b, uint8_t *mask,
                                               const void *res, long long rows, int h, ptdp_dropout_key k, const void *w,
                                               void *out, float *rstd, float eps);
-/* dw += sum over rows of dy (x - mean) rstd, or dy x rstd where mean is NULL (part: 2 chunks cols) */
-cudaError_t ptdp_cuk_colsum_xhat(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x, const float *mean,
-                                 const float *rstd, long long rows, int cols, float *part, int chunks, float *dw);
 cudaError_t ptdp_cuk_rmsnorm_backward(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x, const void *w,
                                       const float *rstd, void *dx, float *dw, long long rows, int h, float *part,
                                       int chunks, const void *res);

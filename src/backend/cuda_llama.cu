@@ -1,4 +1,4 @@
-// The Llama family's kernels of the CUDA backend (issue 24): RMSNorm, the rotary embedding of
+// The Llama family's kernels of the CUDA backend: RMSNorm, the rotary embedding of
 // the query and key heads, SwiGLU, and the store of the grouped-query attention's fp32 key and
 // value gradients (cuda_attention.c).  Formulas and orders of operations are the CPU backend's
 // (src/backend/cpu.c), so the two agree to rounding:
@@ -9,70 +9,24 @@
 //     SwiGLU    y = silu(g) u on rows [g | u];  dg = dy u sigma(g) (1 + g (1 - sigma(g))), du = dy silu(g)
 // Kernels are templates on the storage type T (cuda_elem.h): fp32 math, each (S) output rounded
 // once, as the mixed-precision wrapper does.  RMSNorm's statistics are fp32 outputs (rstd) from
-// sums of squares in double, as LayerNorm's (cuda_kernels.cu says why); rows up to 4096 wide in
+// sums of squares in double, as LayerNorm's (cuda_layernorm.cu says why); rows up to 4096 wide in
 // 16-byte units go a warp per row, as LayerNorm's (not yet measured on a GPU), wider or unaligned
 // ones a block per row; its dw is a column sum through fixed row chunks and a second pass
 // (deterministic, no atomics) by LayerNorm's column-sum kernels with a zero mean
-// (ptdp_cuk_colsum_xhat).
+// (ptdp_cuk_colsum, cuda_colsum.cu).
 // Run on a GPU (NVIDIA H200, 2026-11-26): test_ops and test_cuda_model pass; see ptdp-gpu(7).
+#include "cuda_device.h"
 #include "cuda_bda.h"
-#include "cuda_elem.h"
-#include "cuda_internal.h"
 
-#include <math.h>
-
-#define THREADS 256
-
-static unsigned grid_for(size_t n)
-{
-  size_t g = (n + THREADS - 1) / THREADS;
-  return (unsigned)(g > 65535u * 32u ? 65535u * 32u : (g ? g : 1));
-}
-
-// grid-stride loop over [0, n)
-#define FOR_EACH(i, n)                                                                            \
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
-
-// Sum of v over the block (blockDim.x a multiple of 32, <= 1024); every thread gets the total.
-__device__ static double block_sum_d(double v)
-{
-  __shared__ double part[32];
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  __syncthreads(); // part may still be read by a previous call
-  if (lane == 0) part[warp] = v;
-  __syncthreads();
-  double t = 0;
-  for (int w = 0; w < nw; w++) t += part[w];
-  return t;
-}
-
-static int row_threads(int h) { return h >= 1024 ? 512 : h >= 256 ? 256 : 128; }
-
-// the ptdp_dtype of a storage type (for the kernels of cuda_kernels.cu called from a launcher here)
-static ptdp_dtype type_of(const float *) { return PTDP_F32; }
-static ptdp_dtype type_of(const __nv_bfloat16 *) { return PTDP_BF16; }
-static ptdp_dtype type_of(const __half *) { return PTDP_F16; }
-
-__device__ static double warp_sum_d(double v)
-{
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-// Rows up to RMS_WARP_H wide, h a multiple of VEC(T) and the arrays aligned: a warp per row (8
-// rows a block) in vec16 units, as LayerNorm's (cuda_kernels.cu: a block per short row spent its
-// time in barriers; an element at a time, too few bytes in flight).  The same per-element
-// arithmetic as the block-per-row kernels; the double sums in another order (rstd equal but for
-// a rare double rounding).
-#define RMS_WARP_H 4096
-#define RMS_ROWS_PER_BLOCK 8
-
-static unsigned rms_row_blocks(long long rows) { return (unsigned)((rows + RMS_ROWS_PER_BLOCK - 1) / RMS_ROWS_PER_BLOCK); }
+// Rows up to ROW_WARP_H wide (cuda_device.h), h a multiple of VEC(T) and the arrays aligned: a
+// warp per row (WARP_ROWS rows a block) in vec16 units, as LayerNorm's (cuda_layernorm.cu: a
+// block per short row spent its time in barriers; an element at a time, too few bytes in
+// flight).  The same per-element arithmetic as the block-per-row kernels; the double sums in
+// another order (rstd equal but for a rare double rounding).
 
 template <typename T> static bool rms_rows_vec(int h, const void *a, const void *b, const void *c, const void *d)
 {
-  return h <= RMS_WARP_H && h % VEC(T) == 0 && vec_aligned(a) && vec_aligned(b) && vec_aligned(c) && vec_aligned(d);
+  return h <= ROW_WARP_H && h % VEC(T) == 0 && vec_aligned(a) && vec_aligned(b) && vec_aligned(c) && vec_aligned(d);
 }
 
 // row r of the warp-per-row vec16 forward, lane t of 32 over the units t, t + 32, ... of x
@@ -90,7 +44,7 @@ __device__ __forceinline__ static void rms_row_forward_vec(const vec16<T> *xr, c
       ss += (double)v * v;
     }
   }
-  const float rs = 1.0f / sqrtf((float)(warp_sum_d(ss) / h) + eps);
+  const float rs = 1.0f / sqrtf((float)(warp_sum(ss) / h) + eps);
   for (int i = t; i < nv; i += 32) {
     const vec16<T> a = xr[i], wa = wv[i];
     vec16<T> o;
@@ -103,21 +57,21 @@ __device__ __forceinline__ static void rms_row_forward_vec(const vec16<T> *xr, c
 template <typename T>
 __global__ void rms_forward_rows_vec(const T *x, const T *w, T *y, float *rstd, long long rows, int h, float eps)
 {
-  const long long r = (long long)blockIdx.x * RMS_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  const long long r = (long long)blockIdx.x * WARP_ROWS + (threadIdx.x >> 5);
   if (r >= rows) return; // the whole warp: its lanes share the row
   rms_row_forward_vec((const vec16<T> *)(x + r * h), (const vec16<T> *)w, (vec16<T> *)(y + r * h), rstd, r, h, eps,
                       (int)(threadIdx.x & 31));
 }
 
 // bias_dropout_add, then the RMSNorm of its result, a warp per row (ptdp_backend's
-// bias_dropout_add_rmsnorm), as cuda_kernels.cu's LayerNorm fusion: each lane writes its units of
+// bias_dropout_add_rmsnorm), as cuda_layernorm.cu's LayerNorm fusion: each lane writes its units of
 // y (bda_unit_vec, bias_dropout_add's bits) and reads back only those for the row's RMSNorm
 // (rms_row_forward_vec, rms_forward_rows_vec's bits).
 template <typename T>
 __global__ void bda_rms_rows_vec(T *y, const T *b, uint8_t *mask, const T *res, ptdp_dropout_key k, float keep_scale,
                                  const T *w, T *out, float *rstd, long long rows, int h, float eps)
 {
-  const long long r = (long long)blockIdx.x * RMS_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  const long long r = (long long)blockIdx.x * WARP_ROWS + (threadIdx.x >> 5);
   if (r >= rows) return;
   const int t = (int)(threadIdx.x & 31), nv = h / VEC(T);
   for (int i = t; i < nv; i += 32)
@@ -136,9 +90,9 @@ static cudaError_t bda_rms_launch(cudaStream_t st, void *y, const void *b, uint8
            (k.p <= 0.0f || ((uintptr_t)mask & (uintptr_t)(VEC(T) - 1)) == 0);
   if (!*fused || rows <= 0) return cudaGetLastError();
   const float keep_scale = k.p > 0.0f ? 1.0f / (1.0f - k.p) : 1.0f;
-  bda_rms_kernel<<<rms_row_blocks(rows), 32 * RMS_ROWS_PER_BLOCK, 0, st>>>((T *)y, (const T *)b, mask, (const T *)res,
-                                                                           k, keep_scale, (const T *)w, (T *)out, rstd,
-                                                                           rows, h, eps);
+  bda_rms_kernel<<<warp_row_blocks(rows), 32 * WARP_ROWS, 0, st>>>((T *)y, (const T *)b, mask, (const T *)res, k,
+                                                                   keep_scale, (const T *)w, (T *)out, rstd, rows, h,
+                                                                   eps);
   return cudaGetLastError();
 }
 
@@ -147,7 +101,7 @@ __global__ void rms_backward_dx_rows_vec(const T *dy, const T *x, const T *w, co
                                          long long rows, int h)
 {
   constexpr int V = VEC(T);
-  const long long r = (long long)blockIdx.x * RMS_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+  const long long r = (long long)blockIdx.x * WARP_ROWS + (threadIdx.x >> 5);
   if (r >= rows) return;
   const int t = threadIdx.x & 31, nv = h / V;
   const vec16<T> *dyr = (const vec16<T> *)(dy + r * h), *xr = (const vec16<T> *)(x + r * h);
@@ -158,7 +112,7 @@ __global__ void rms_backward_dx_rows_vec(const T *dy, const T *x, const T *w, co
     const vec16<T> da = dyr[i], xa = xr[i], wa = wv[i];
     for (int j = 0; j < V; j++) sgx += (double)(ptdp_ld(da.e[j]) * ptdp_ld(wa.e[j])) * (ptdp_ld(xa.e[j]) * rs);
   }
-  const float mgx = (float)(warp_sum_d(sgx) / h);
+  const float mgx = (float)(warp_sum(sgx) / h);
   vec16<T> *dxr = (vec16<T> *)(dx + r * h);
   for (int i = t; i < nv; i += 32) {
     const vec16<T> da = dyr[i], xa = xr[i], wa = wv[i];
@@ -186,7 +140,7 @@ __global__ void rms_forward(const T *x, const T *w, T *y, float *rstd, int h, fl
     const float v = ptdp_ld(xr[i]);
     ss += (double)v * v;
   }
-  const float rs = 1.0f / sqrtf((float)(block_sum_d(ss) / h) + eps);
+  const float rs = 1.0f / sqrtf((float)(block_sum(ss) / h) + eps);
   for (int i = threadIdx.x; i < h; i += blockDim.x) ptdp_st(&yr[i], ptdp_ld(xr[i]) * rs * ptdp_ld(w[i]));
   if (threadIdx.x == 0) rstd[r] = rs;
 }
@@ -202,7 +156,7 @@ __global__ void rms_backward_dx(const T *dy, const T *x, const T *w, const float
   double sgx = 0;
   for (int i = threadIdx.x; i < h; i += blockDim.x)
     sgx += (double)(ptdp_ld(dyr[i]) * ptdp_ld(w[i])) * (ptdp_ld(xr[i]) * rs);
-  const float mgx = (float)(block_sum_d(sgx) / h);
+  const float mgx = (float)(block_sum(sgx) / h);
   for (int i = threadIdx.x; i < h; i += blockDim.x) {
     const float xv = ptdp_ld(xr[i]);
     const float v = rs * (ptdp_ld(dyr[i]) * ptdp_ld(w[i]) - xv * rs * mgx);
@@ -218,8 +172,8 @@ static cudaError_t rms_forward_launch(cudaStream_t st, const void *x, const void
   void (*rows_kernel)(const T *, const T *, T *, float *, long long, int, float) = rms_forward_rows_vec<T>;
   if (rows <= 0) return cudaGetLastError();
   if (rms_rows_vec<T>(h, x, w, y, y))
-    rows_kernel<<<rms_row_blocks(rows), 32 * RMS_ROWS_PER_BLOCK, 0, st>>>((const T *)x, (const T *)w, (T *)y, rstd,
-                                                                          rows, h, eps);
+    rows_kernel<<<warp_row_blocks(rows), 32 * WARP_ROWS, 0, st>>>((const T *)x, (const T *)w, (T *)y, rstd, rows, h,
+                                                                  eps);
   else
     kernel<<<(unsigned)rows, row_threads(h), 0, st>>>((const T *)x, (const T *)w, (T *)y, rstd, h, eps);
   return cudaGetLastError();
@@ -255,13 +209,13 @@ static cudaError_t rms_backward_launch(cudaStream_t st, const void *dy, const vo
   void (*dx_rows_kernel)(const T *, const T *, const T *, const float *, T *, const T *, long long, int) =
       rms_backward_dx_rows_vec<T>;
   if (rms_rows_vec<T>(h, dy, x, w, dx) && (!res || vec_aligned(res)))
-    dx_rows_kernel<<<rms_row_blocks(rows), 32 * RMS_ROWS_PER_BLOCK, 0, st>>>(dyt, xt, wt, rstd, (T *)dx,
-                                                                             (const T *)res, rows, h);
+    dx_rows_kernel<<<warp_row_blocks(rows), 32 * WARP_ROWS, 0, st>>>(dyt, xt, wt, rstd, (T *)dx, (const T *)res, rows,
+                                                                     h);
   else
     dx_kernel<<<(unsigned)rows, row_threads(h), 0, st>>>(dyt, xt, wt, rstd, (T *)dx, (const T *)res, h);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
-  return ptdp_cuk_colsum_xhat(st, type_of((const T *)NULL), dy, x, NULL, rstd, rows, h, part, chunks, dw);
+  return ptdp_cuk_colsum(st, type_of((const T *)NULL), dy, x, NULL, rstd, rows, h, part, chunks, dw, NULL);
 }
 
 extern "C" cudaError_t ptdp_cuk_rmsnorm_backward(cudaStream_t st, ptdp_dtype t, const void *dy, const void *x,

@@ -7,27 +7,8 @@
 // S and dPd are fp32 (the scores and dP a GEMM wrote into fp32); P, Pd and dS are of the
 // storage type T (cuda_elem.h), each rounded once from its fp32 value.
 // Run on a GPU (NVIDIA H200, 2026-11-26): test_ops and test_cuda_model pass; see ptdp-gpu(7).
-#include "cuda_elem.h"
-#include "cuda_internal.h"
+#include "cuda_device.h"
 #include "cuda_rng.h"
-
-#include <math.h>
-
-__device__ static float row_reduce(float v, int is_max)
-{
-  __shared__ float part[32];
-  for (int o = 16; o > 0; o >>= 1) {
-    float u = __shfl_xor_sync(0xffffffffu, v, o);
-    v = is_max ? fmaxf(v, u) : v + u;
-  }
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  __syncthreads();
-  if (lane == 0) part[warp] = v;
-  __syncthreads();
-  float t = is_max ? -INFINITY : 0.0f;
-  for (int w = 0; w < nw; w++) t = is_max ? fmaxf(t, part[w]) : t + part[w];
-  return t;
-}
 
 // Rows of samples [bi0, bi0 + nb): block t is row t of S [nb, al, s, s] (fp32 scores), row
 // bi0 al s + t of probs, mask and probs_drop [b, al, s, s].  Each element's exponential is
@@ -43,10 +24,10 @@ __global__ void softmax_fwd(int s, int al, ptdp_dropout_key k, long long head0, 
   T *row = probs + g * s;
   float m = -INFINITY;
   for (int j = threadIdx.x; j <= q; j += blockDim.x) m = fmaxf(m, srow[j]);
-  m = row_reduce(m, 1);
+  m = block_max(m);
   float sum = 0.0f;
   for (int j = threadIdx.x; j <= q; j += blockDim.x) sum += expf(srow[j] - m);
-  const float inv = 1.0f / row_reduce(sum, 0);
+  const float inv = 1.0f / block_sum(sum);
   const float keep_scale = k.p > 0.0f ? 1.0f / (1.0f - k.p) : 1.0f;
   uint64_t rh = 0;
   if (k.p > 0.0f)
@@ -81,7 +62,7 @@ __global__ void softmax_bwd(int s, int al, int bi, float p, const T *probs, cons
     if (p > 0.0f) d = mask[prow + j] ? d * keep_scale : 0.0f;
     dot += d * ptdp_ld(pr[j]);
   }
-  dot = row_reduce(dot, 0);
+  dot = block_sum(dot);
   for (int j = threadIdx.x; j < s; j += blockDim.x) {
     float d = j <= q ? dr[j] : 0.0f;
     if (p > 0.0f && j <= q) d = mask[prow + j] ? d * keep_scale : 0.0f;

@@ -7,35 +7,45 @@ libptdp_a_SOURCES += src/backend/mixed.c
 libptdp_a_SOURCES += src/backend/typed.c
 # headers the CUDA sources share; distributed whether or not CUDA is configured
 noinst_HEADERS += src/backend/cuda_internal.h src/backend/cuda_rng.h src/backend/cuda_gemm_map.h
-noinst_HEADERS += src/backend/cuda_elem.h src/backend/cuda_bda.h
+noinst_HEADERS += src/backend/cuda_elem.h src/backend/cuda_bda.h src/backend/cuda_device.h
+noinst_HEADERS += src/backend/cuda_flash.h src/backend/cuda_mma.h
 
 # The CUDA backend: host C (compiled by $(CC) with CUDA_CFLAGS) and kernels (.cu, by nvcc with
-# NVCC_FLAGS from configure: -gencode per --with-cuda-arch, PTX for the last).
+# NVCC_FLAGS from configure: -gencode per --with-cuda-arch, PTX for the last), a file per
+# concern; the device helpers they share are in cuda_device.h.  validation/emu/local.mk
+# translates the same list for the emulation (EMU_GEN).
+#   cuda_layernorm.cu   LayerNorm and its bias + dropout + residual fusion
+#   cuda_colsum.cu      column sums (the gradients of norm weights and biases)
+#   cuda_elementwise.cu GELU, bias, add, scale, fill
+#   cuda_dropout.cu     dropout, bias + dropout + residual
+#   cuda_embedding.cu   the token embedding
+#   cuda_xent.cu        vocabulary-parallel cross entropy and the loss
+#   cuda_optimizer.cu   AdamW, the sums of squares of the gradient norm
+#   cuda_convert.cu     storage-type conversions, the loss scaler's unscale
+#   cuda_softmax.cu     the unfused attention's causal softmax with dropout
+#   cuda_flash.cu       the fused (flash) attention: mma (default) and wmma, bf16/fp16 only
+#   cuda_llama.cu       the Llama family: RMSNorm, RoPE, SwiGLU, the grouped attention's dK/dV store
+CUDA_KERNEL_SOURCES = src/backend/cuda_layernorm.cu src/backend/cuda_colsum.cu src/backend/cuda_elementwise.cu \
+                      src/backend/cuda_dropout.cu src/backend/cuda_embedding.cu src/backend/cuda_xent.cu \
+                      src/backend/cuda_optimizer.cu src/backend/cuda_convert.cu src/backend/cuda_softmax.cu \
+                      src/backend/cuda_flash.cu src/backend/cuda_llama.cu
 if PTDP_CUDA
-libptdp_a_SOURCES += src/backend/cuda.c src/backend/cuda_gemm.c src/backend/cuda_attention.c \
-                     src/backend/cuda_kernels.cu src/backend/cuda_softmax.cu
+libptdp_a_SOURCES += src/backend/cuda.c src/backend/cuda_gemm.c src/backend/cuda_attention.c $(CUDA_KERNEL_SOURCES)
 endif
 SUFFIXES = .cu
 NVCC_COMPILE = $(NVCC) $(NVCC_FLAGS) -O3 $(DEFS) -I$(top_srcdir)/include -I$(top_builddir)/include $(CUDA_CFLAGS)
 .cu.$(OBJEXT):
 	$(AM_V_GEN)$(NVCC_COMPILE) -c -o $@ $<
 # nvcc objects depend on their headers by hand (automake tracks only C)
-src/backend/cuda_kernels.$(OBJEXT) src/backend/cuda_softmax.$(OBJEXT): src/backend/cuda_internal.h \
-  src/backend/cuda_rng.h include/ptdp/backend.h
-# the fused (flash) attention kernels (issue 23): mma (default) and wmma, bf16/fp16 only
-if PTDP_CUDA
-libptdp_a_SOURCES += src/backend/cuda_flash.cu
-endif
-noinst_HEADERS += src/backend/cuda_flash.h src/backend/cuda_mma.h
-src/backend/cuda_flash.$(OBJEXT): src/backend/cuda_internal.h src/backend/cuda_rng.h include/ptdp/backend.h \
-  src/backend/cuda_flash.h src/backend/cuda_mma.h
-# the Llama family's kernels (issue 24): RMSNorm, RoPE, the grouped attention's dK/dV store
-if PTDP_CUDA
-libptdp_a_SOURCES += src/backend/cuda_llama.cu
-endif
-src/backend/cuda_llama.$(OBJEXT): src/backend/cuda_internal.h src/backend/cuda_elem.h include/ptdp/backend.h \
-  src/backend/cuda_bda.h src/backend/cuda_rng.h
-src/backend/cuda_kernels.$(OBJEXT) src/backend/cuda_softmax.$(OBJEXT): src/backend/cuda_elem.h src/backend/cuda_bda.h
+CUDA_KERNEL_OBJECTS = src/backend/cuda_layernorm.$(OBJEXT) src/backend/cuda_colsum.$(OBJEXT) \
+                      src/backend/cuda_elementwise.$(OBJEXT) src/backend/cuda_dropout.$(OBJEXT) \
+                      src/backend/cuda_embedding.$(OBJEXT) src/backend/cuda_xent.$(OBJEXT) \
+                      src/backend/cuda_optimizer.$(OBJEXT) src/backend/cuda_convert.$(OBJEXT) \
+                      src/backend/cuda_softmax.$(OBJEXT) src/backend/cuda_flash.$(OBJEXT) \
+                      src/backend/cuda_llama.$(OBJEXT)
+$(CUDA_KERNEL_OBJECTS): src/backend/cuda_device.h src/backend/cuda_internal.h src/backend/cuda_elem.h \
+  src/backend/cuda_bda.h src/backend/cuda_rng.h include/ptdp/backend.h
+src/backend/cuda_flash.$(OBJEXT): src/backend/cuda_flash.h src/backend/cuda_mma.h
 
 # Tests (validation/tests/backend).  test_ops is the conformance suite of every backend (cpu
 # against a double-precision reference, guard and, where a GPU is present, cuda against cpu), in

@@ -1,4 +1,4 @@
-/* Mixed precision (issue 20 section 3): a backend storing bf16 or fp16 on top of an fp32 one.
+/* Mixed precision: a backend storing bf16 or fp16 on top of an fp32 one.
  *
  * Each operation with (S) arguments (ptdp/backend.h) is one call pattern:
  *   1. name its (S) operands: storage pointer, extent in elements, read and/or written;

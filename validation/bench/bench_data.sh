@@ -1,5 +1,5 @@
 #!/bin/sh
-# Benchmark of issue 9, data at scale.  Three parts, each also runnable alone:
+# Benchmark of data at scale.  Three parts, each also runnable alone:
 #   1. the word-cache curve: GPT-2 BPE tokens/s on 100 thousand, 1 million and 10 million
 #      distinct generated words (every word new, so every word a cache miss: the rate must stay
 #      flat as the cache fills, empties and refills), default 64 MiB cache;

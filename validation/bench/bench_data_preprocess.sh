@@ -2,7 +2,7 @@
 # bench_data_preprocess.sh [BUILD_DIR] [DATA_DIR]: ptdp-preprocess (--append-eod) on generated
 # JSON lines of several sizes, per tokenizer and worker count; prints MB/s, tokens/s and peak
 # resident memory (the tool's own getrusage figure, and /usr/bin/time's where it exists).
-# Peak memory should not grow with the size (issue 9): with ByteLevel it holds the input
+# Peak memory should not grow with the size: with ByteLevel it holds the input
 # window and one round's tokens; GPT-2 adds each worker's word cache, which grows with the
 # distinct words seen up to the tokenizer's cache limit.
 # Environment: SIZES_MB (default "100 2000"), WORKERS (default "1 2"), TOKENIZERS (default

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Benchmark of issue 9: ptdp-train's start-up on a large indexed dataset.  Generates a corpus of
+# Benchmark of data at scale: ptdp-train's start-up on a large indexed dataset.  Generates a corpus of
 # TOKENS uint16 tokens (gen_corpus.c: lognormal document lengths of mean MEAN_DOC tokens, ids
 # uniform below 50257) unless a PREFIX is given, reads its .bin once as the reference, then on
 # 1 and 2 ranks starts ptdp-train (1 layer, h 64, one iteration) with the index cache cold

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The fused attention's kernels on one GPU (issue 23): the wmma set (the first) and the mma set
+# The fused attention's kernels on one GPU: the wmma set (the first) and the mma set
 # (the default; PTDP_FLASH_KERNEL in ptdp-gpu(7)) timed side by side in one process by
 # flash_gpu_bench.c (built here against the build's libptdp.a), bf16, causal, no dropout, for
 #   b 8 h 12 s 1024 hd 64      (GPT 125M's attention at micro-batch 8)

@@ -1,8 +1,8 @@
 #!/bin/sh
-# GPU benchmark (issues 12 and 20), unattended, on one GPU, in one run:
+# GPU benchmark, unattended, on one GPU, in one run:
 #   1. the GEMM ceiling: n^3 cuBLASLt products in bf16 and fp32 on random inputs, the median of
 #      GEMM_REPS calls, the result checked (gemm_gpu_bench.c, built here with the build's flags);
-#   2. the issue's GPT configs on the CUDA backend, 1 rank, mock data, no dropout, in each
+#   2. the GPT configs (gpt_configs.sh) on the CUDA backend, 1 rank, mock data, no dropout, in each
 #      precision of PRECISIONS (fp32 bf16 fp16):
 #        125M: l 12, h 768, a 12, s 1024;   1.3B: l 24, h 2048, a 16, s 2048;   V 50304
 #        tiny: l 2, h 64, a 4, s 128, V 1024 (a smoke test of this script, not a benchmark)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Tensor-parallel benchmark (issue 3): the benchmark config at t=2 (2 ranks, 1 thread each)
+# Tensor-parallel benchmark: the benchmark config at t=2 (2 ranks, 1 thread each)
 # against t=1 d=1 (1 rank, 2 threads), both step times, their ratio, and the measured TP bytes
 # per iteration (with the analytical value for the transformer layers).
 #   validation/bench/bench_parallel.sh [BUILD_DIR] [ITERS]

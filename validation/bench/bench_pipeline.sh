@@ -1,5 +1,5 @@
 #!/bin/bash
-# Pipeline bubble benchmark (issue 4): measured bubble (time a rank waits for its neighbours /
+# Pipeline bubble benchmark: measured bubble (time a rank waits for its neighbours /
 # its compute time, Narayanan et al.'s t_pb / t_id) against (p-1)/m for 1F1B and (p-1)/(v m) for interleaved,
 # at p = 2 and p = 4 for m in {4, 8, 16}.  p = 2 fits a 2-core machine; 4 ranks on 2 cores
 # are oversubscribed: waiting ranks sleep between tests of their receives (ptdp does so by

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Benchmark of issue 2: train the bench.in config (GPT, l 6, h 512, a 8, s 512, V 50304, b = B = 4,
+# The training benchmark: train the bench.in config (GPT, l 6, h 512, a 8, s 512, V 50304, b = B = 4,
 # fp32, no dropout) on 1 rank with 2 threads for 10 iterations; report the mean step time of
 # iterations 3..10 as tokens/s and GFLOP/s (model FLOPs 72 B s l h^2 (1 + s/(6h) + V/(12 l h)),
 # Narayanan et al. eq. 3 without recomputation) next to a large sgemm's rate measured here, with

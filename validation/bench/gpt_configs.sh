@@ -1,6 +1,6 @@
 # gpt_config NAME: the model flags of the GPU benchmarks' configurations, written once for
 # bench_gpu.sh, validation/sim/check_gpu_prediction.sh and validation/tests/sim/test_sim_h200_ptdp.sh
-# (sourced, POSIX sh): GPT 125M and 1.3B as issue 23 names them (Narayanan's vocabulary 50304), and
+# (sourced, POSIX sh): GPT 125M and 1.3B of the GPU benchmarks (Narayanan's vocabulary 50304), and
 # tiny for the scripts' own tests.  Returns 1 for another name.
 gpt_config() {
   case $1 in

@@ -6,20 +6,20 @@ EXTRA_DIST += validation/bench/bench_train.sh validation/bench/bench.in validati
 	validation/bench/gen_corpus.c validation/bench/README.md
 EXTRA_DIST += validation/bench/bench_data.sh
 EXTRA_DIST += validation/bench/bench_checkpoint.sh validation/bench/io_bench.c
-# issue 9: ptdp-preprocess on generated corpora of several sizes (MB/s, peak RSS)
+# data at scale: ptdp-preprocess on generated corpora of several sizes (MB/s, peak RSS)
 dist_noinst_SCRIPTS += validation/bench/bench_data_preprocess.sh
 EXTRA_DIST += validation/bench/gen_jsonl.py
-# GPU: the GEMM ceiling probe and the training benchmark of issue 12 (bench_gpu.sh builds the probe)
+# GPU: the GEMM ceiling probe and the GPU training benchmark (bench_gpu.sh builds the probe)
 EXTRA_DIST += validation/bench/bench_gpu.sh validation/bench/gemm_gpu_bench.c validation/bench/gpt_configs.sh
-# issue 13: ptdp-sim against ptdp-train on this CPU machine (time per iteration, peak activations)
+# ptdp-sim against ptdp-train on this CPU machine (time per iteration, peak activations)
 dist_noinst_SCRIPTS += validation/bench/bench_sim_cpu.sh
-# issue 13: ptdp's CPU backend timed operator by operator, for ptdp-sim's CPU hardware file
+# ptdp's CPU backend timed operator by operator, for ptdp-sim's CPU hardware file
 # (jobs/measure_cpu_hw.sh builds it with make validation/bench/cpu_op_bench)
 check_PROGRAMS += validation/bench/cpu_op_bench
 validation_bench_cpu_op_bench_SOURCES = validation/bench/cpu_op_bench.c
-# issue 20: a gpt-mock iteration on the emulated CUDA backend against the CPU backend
+# the emulation: a gpt-mock iteration on the emulated CUDA backend against the CPU backend
 dist_noinst_SCRIPTS += validation/bench/bench_emu.sh
-# issue 23: the fused attention's two kernel sets timed on one GPU (bench_flash_gpu.sh builds
+# the fused attention's two kernel sets timed on one GPU (bench_flash_gpu.sh builds
 # flash_gpu_bench.c against the build); its test runs the paths that need no GPU
 dist_noinst_SCRIPTS += validation/bench/bench_flash_gpu.sh validation/bench/test_bench_flash_gpu.sh
 TESTS += validation/bench/test_bench_flash_gpu.sh

@@ -43,15 +43,31 @@ validation_emu_libptdp_emu_a_SOURCES = validation/emu/emu_cublas.cc validation/e
 validation_emu_libptdp_emu_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libptdp_emu_a_CXXFLAGS = $(EMU_CXX)
 
-EMU_GEN = validation/emu/gen/cuda_kernels.cc validation/emu/gen/cuda_softmax.cc
-EMU_GEN += validation/emu/gen/cuda_flash.cc
-EMU_GEN += validation/emu/gen/cuda_llama.cc
+# the kernel files of src/backend/local.mk (CUDA_KERNEL_SOURCES), each translated to gen/NAME.cc
+EMU_GEN = validation/emu/gen/cuda_layernorm.cc validation/emu/gen/cuda_colsum.cc validation/emu/gen/cuda_elementwise.cc \
+          validation/emu/gen/cuda_dropout.cc validation/emu/gen/cuda_embedding.cc validation/emu/gen/cuda_xent.cc \
+          validation/emu/gen/cuda_optimizer.cc validation/emu/gen/cuda_convert.cc validation/emu/gen/cuda_softmax.cc \
+          validation/emu/gen/cuda_flash.cc validation/emu/gen/cuda_llama.cc
 nodist_validation_emu_libemu_kernels_a_SOURCES = $(EMU_GEN)
 validation_emu_libemu_kernels_a_CPPFLAGS = $(EMU_CPP)
 validation_emu_libemu_kernels_a_CXXFLAGS = $(EMU_KCXX)
 EMU_TRANSLATE = $(SHELL) $(top_srcdir)/validation/emu/translate.sh
-validation/emu/gen/cuda_kernels.cc: $(top_srcdir)/src/backend/cuda_kernels.cu $(top_srcdir)/validation/emu/translate.sh
-	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_kernels.cu $@
+validation/emu/gen/cuda_layernorm.cc: $(top_srcdir)/src/backend/cuda_layernorm.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_layernorm.cu $@
+validation/emu/gen/cuda_colsum.cc: $(top_srcdir)/src/backend/cuda_colsum.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_colsum.cu $@
+validation/emu/gen/cuda_elementwise.cc: $(top_srcdir)/src/backend/cuda_elementwise.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_elementwise.cu $@
+validation/emu/gen/cuda_dropout.cc: $(top_srcdir)/src/backend/cuda_dropout.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_dropout.cu $@
+validation/emu/gen/cuda_embedding.cc: $(top_srcdir)/src/backend/cuda_embedding.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_embedding.cu $@
+validation/emu/gen/cuda_xent.cc: $(top_srcdir)/src/backend/cuda_xent.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_xent.cu $@
+validation/emu/gen/cuda_optimizer.cc: $(top_srcdir)/src/backend/cuda_optimizer.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_optimizer.cu $@
+validation/emu/gen/cuda_convert.cc: $(top_srcdir)/src/backend/cuda_convert.cu $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_convert.cu $@
 validation/emu/gen/cuda_softmax.cc: $(top_srcdir)/src/backend/cuda_softmax.cu $(top_srcdir)/validation/emu/translate.sh
 	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_softmax.cu $@
 validation/emu/gen/cuda_llama.cc: $(top_srcdir)/src/backend/cuda_llama.cu $(top_srcdir)/validation/emu/translate.sh
@@ -90,19 +106,26 @@ EXTRA_validation_emu_tests_test_emu_simt_DEPENDENCIES = validation/emu/libemu_co
 TESTS += validation/emu/tests/test_emu_simt
 EXTRA_DIST += validation/emu/tests/emu_test_kernels.cu
 
-# The race detector's planted mutation (issue 20): block_sum's leading barrier removed in a copy
-# of cuda_kernels.cu; the rule fails if the line to remove is not found (the test would prove
-# nothing).  test_emu_racecheck runs the real kernels, test_emu_racecheck_mutant the copy and
-# must see the hazard reported (the script checks the report names the source file).
+# The race detector's planted mutation, which proves the detector sees a missing barrier in the
+# backend's own kernels: block_sum's leading barrier removed in a copy of cuda_device.h
+# (gen/race_plant/cuda_device.h; translate.sh stops the build unless the line to remove occurs
+# exactly once: the test would prove nothing), which the LayerNorm kernels (a copy of
+# cuda_layernorm.cu's translation, libemu_mutant.a) find first on their include path.  The
+# kernels they call in other files come from libemu_kernels.a, unplanted.
+# test_emu_racecheck runs the real kernels, test_emu_racecheck_mutant the planted ones and must
+# see the hazard reported (the script checks the report names the source file and block_sum).
 EMU_MUTATION = s|__syncthreads(); // part may still be read by a previous call|/* mutant: barrier removed */|
 check_LIBRARIES += validation/emu/libemu_mutant.a
-nodist_validation_emu_libemu_mutant_a_SOURCES = validation/emu/gen/mutant_kernels.cc
-validation_emu_libemu_mutant_a_CPPFLAGS = $(EMU_CPP)
+nodist_validation_emu_libemu_mutant_a_SOURCES = validation/emu/gen/mutant_layernorm.cc
+validation_emu_libemu_mutant_a_CPPFLAGS = -Ivalidation/emu/gen/race_plant $(EMU_CPP)
 validation_emu_libemu_mutant_a_CXXFLAGS = $(EMU_KCXX)
-validation/emu/gen/mutant_kernels.cc: $(top_srcdir)/src/backend/cuda_kernels.cu $(top_srcdir)/validation/emu/translate.sh
-	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_kernels.cu $@ \
+validation/emu/gen/race_plant/cuda_device.h: $(top_srcdir)/src/backend/cuda_device.h $(top_srcdir)/validation/emu/translate.sh
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen/race_plant && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_device.h $@ \
 	  '$(EMU_MUTATION)' '__syncthreads(); // part may still be read by a previous call'
-CLEANFILES += validation/emu/gen/mutant_kernels.cc
+validation/emu/gen/mutant_layernorm.cc: $(top_srcdir)/src/backend/cuda_layernorm.cu $(top_srcdir)/validation/emu/translate.sh \
+    validation/emu/gen/race_plant/cuda_device.h
+	$(AM_V_GEN)$(MKDIR_P) validation/emu/gen && $(EMU_TRANSLATE) $(top_srcdir)/src/backend/cuda_layernorm.cu $@
+CLEANFILES += validation/emu/gen/mutant_layernorm.cc validation/emu/gen/race_plant/cuda_device.h
 EMU_RACE_CPP = -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -I$(top_srcdir)/validation/emu/include -I$(top_srcdir)/src/backend \
                -I$(top_srcdir)/include -I$(top_builddir)/include
 check_PROGRAMS += validation/emu/tests/test_emu_racecheck validation/emu/tests/test_emu_racecheck_mutant
@@ -114,7 +137,7 @@ EXTRA_validation_emu_tests_test_emu_racecheck_DEPENDENCIES = validation/emu/libe
 validation_emu_tests_test_emu_racecheck_mutant_SOURCES = validation/emu/tests/test_emu_racecheck.c
 validation_emu_tests_test_emu_racecheck_mutant_CPPFLAGS = $(EMU_RACE_CPP) -DEMU_MUTANT
 validation_emu_tests_test_emu_racecheck_mutant_LDFLAGS = -Wl,--whole-archive,validation/emu/libemu_core.a,validation/emu/libemu_mutant.a,--no-whole-archive
-validation_emu_tests_test_emu_racecheck_mutant_LDADD = -lstdc++ -lm -ldl -lpthread
+validation_emu_tests_test_emu_racecheck_mutant_LDADD = validation/emu/libemu_kernels.a -lstdc++ -lm -ldl -lpthread
 EXTRA_validation_emu_tests_test_emu_racecheck_mutant_DEPENDENCIES = validation/emu/libemu_core.a validation/emu/libemu_mutant.a
 TESTS += validation/emu/tests/test_emu_racecheck validation/emu/tests/test_emu_racecheck_planted.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_racecheck_planted.sh
@@ -133,7 +156,7 @@ include validation/emu/cublas.mk
 include validation/emu/ops.mk
 EXTRA_DIST += validation/emu/tests/emu_test.h
 
-# The fused attention of issue 23 (src/backend/cuda_flash.cu) and the emulated wmma it runs on
+# The fused attention (src/backend/cuda_flash.cu) and the emulated wmma it runs on
 # (include/mma.h).  test_emu_flash_wmma: mma_sync and the tile loads and stores against their
 # stated arithmetic, and the misuses mma.h refuses.  test_emu_flash: the kernels against the
 # CPU backend's flash attention (libemu_flash.a: the kernels alone, so the test needs neither

@@ -14,7 +14,7 @@ TESTS += validation/emu/test_ops_emu
 TESTS += validation/emu/tests/test_ops_emu_plant.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_ops_emu_plant.sh
 
-# The Llama kernels' planted mistake (issue 24): a copy of cuda_llama.cu whose RoPE turns the
+# The Llama kernels' planted mistake: a copy of cuda_llama.cu whose RoPE turns the
 # wrong way (the sine's sign flipped: the inverse for the forward), linked into the same suite
 # ahead of the real kernels (whole archive; libemu_kernels.a then lends only what the copy lacks,
 # and a duplicate would fail the link); test_emu_llama_plant.sh sees the rope checks fail and

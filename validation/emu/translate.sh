@@ -1,5 +1,6 @@
 #!/bin/sh
-# translate.sh SRC.cu OUT.cc [SED-EXPR]: a .cu file as C++ for the CUDA emulation.
+# translate.sh SRC.cu OUT.cc [SED-EXPR]: a .cu file as C++ for the CUDA emulation (or a header
+# the kernels include, SRC.h to OUT.h: the race detector's planted copy of cuda_device.h).
 # Line for line (a #line directive keeps the .cu's file name and line numbers in compiler
 # messages and in the race detector's reports); the only rewrites are CUDA's launch syntax,
 #     kernel<<<grid, block, shmem, stream>>>(args)  ->  PTDP_EMU_LAUNCH(kernel, grid, ...)(args)
@@ -15,7 +16,7 @@ src=$1 out=$2 extra=${3:-}
 for line in "$@"; do
   n=$(grep -cF -- "$line" "$src" || true)
   if [ "$n" != 1 ]; then
-    echo "translate.sh: '$line' occurs $n times in $src (want 1): update the mutation (validation/emu/local.mk)" >&2
+    echo "translate.sh: '$line' occurs $n times in $src (want 1): update the mutation (validation/emu/*.mk)" >&2
     exit 1
   fi
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ptdp-convert's export checked by Hugging Face's own packages (issue 24): the GPU machines' image
+"""ptdp-convert's export checked by Hugging Face's own packages: the GPU machines' image
 has safetensors and transformers, which this machine has not.
 
     check_hf_export.py HF_DIR REF.npz [--tol 1e-4] [--device cuda|cpu]

@@ -1,4 +1,4 @@
-# validation/gpu: the unattended GPU run (issue 20, section 5; README, GPUs).  run_gpu.sh runs
+# validation/gpu: the unattended GPU run (README, GPUs).  run_gpu.sh runs
 # on a GPU machine from `make dist`'s tarball, which therefore carries it; pack.sh makes the
 # archives it needs on a machine with network.  test_run_gpu.sh checks the run's logic without a
 # GPU (a fake tarball of fake tests, a fake compute-sanitizer): in make check.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A GPU's half hour in one unattended run (issue 20, section 5).  On a machine with an NVIDIA GPU
+# A GPU's half hour in one unattended run.  On a machine with an NVIDIA GPU
 # and the CUDA toolkit but perhaps nothing else of ours (no MPI, HDF5, BLAS, autotools or
 # network), from two archives made beforehand by validation/gpu/pack.sh:
 #   ptdp-deps.tar.gz       Open MPI, parallel HDF5 and OpenBLAS (jobs/bundle-deps.sh)

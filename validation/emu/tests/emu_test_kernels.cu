@@ -4,7 +4,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-// Block sum by warp shuffles and a shared array, the pattern of cuda_kernels.cu's block_sum;
+// Block sum by warp shuffles and a shared array, the pattern of cuda_device.h's block_sum;
 // out[block] = sum of x over the block's slice.  Also checks the built-in variables.
 __global__ void emu_t_block_sum(const float *x, float *out, int n, int *bad)
 {

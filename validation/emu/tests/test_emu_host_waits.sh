@@ -1,6 +1,6 @@
 #!/bin/sh
 # The host waits for the GPU a fixed number of times per iteration, whatever the number of
-# micro-batches (issue 23: no host synchronisation inside an iteration).  The CUDA backend counts
+# micro-batches (no host synchronisation inside an iteration).  The CUDA backend counts
 # its waits by what they wait for when PTDP_CUDA_WAITS=1 and prints the counts at exit
 # (ptdp-gpu(7), "Where the host waits"); this runs validation/emu/ptdp-train-emu (the backend's own
 # sources on the CUDA emulation) with 2 and then 4 micro-batches per rank and iteration, and

@@ -1,6 +1,6 @@
 #!/bin/sh
 # A Llama-style model on the emulated CUDA backend (validation/emu/ptdp-train-emu) against the CPU
-# backend (issue 24): RMSNorm, rotary positions, grouped-query attention (4 heads in 2 groups),
+# backend: RMSNorm, rotary positions, grouped-query attention (4 heads in 2 groups),
 # SwiGLU, no linear biases, the output layer untied, dropout on.  The CUDA backend's own RMSNorm,
 # RoPE, SwiGLU (cuda_llama.cu) and grouped unfused attention (cuda_attention.c) run, and the fused
 # attention with grouped queries (cuda_flash.cu).

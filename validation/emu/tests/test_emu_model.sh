@@ -84,7 +84,7 @@ LAYOUTS
 # run, first-step gradients 1.7e-2 and 9.5e-3 of their tensors' largest entries; in fp16 2e-6 and
 # 6e-6, 1.9e-3 and 1.4e-3).  cuda_* runs the unfused attention,
 # flash_* and the layouts below the fused one: one rank, t=2 + SP over NCCL, p=2 interleaved (bf16)
-# and d=2 with the distributed optimizer (bf16), the issue's layouts.
+# and d=2 with the distributed optimizer (bf16), a layout of each kind of parallelism.
 CMP="$PYTHON3 $top_srcdir/validation/tests/compare_dumps.py --loss-rtol 5e-4 --grad-tol 3e-2 --param-tol 0"
 native() {
   grep -q "^\[backend\] cuda stores $2 natively" "$TMPD/$1.log"

@@ -1,12 +1,13 @@
-/* The race detector against a planted mutation of the backend's own kernels (issue 20): the
- * leading __syncthreads() of block_sum (src/backend/cuda_kernels.cu) removed in a copy made at
- * build time (local.mk, EMU_MUTATION).  Without that barrier, lane 0 of each warp writes
- * part[warp] for the second sum of a row while other warps may still read part[] for the first:
- * a write-after-read hazard that fiber scheduling alone never shows as a wrong number.
+/* The race detector against a planted mutation of the backend's own kernels: the leading
+ * __syncthreads() of block_sum (src/backend/cuda_device.h) removed in a copy made at build time
+ * (local.mk, EMU_MUTATION) and compiled into the LayerNorm kernels (cuda_layernorm.cu).  Without
+ * that barrier, lane 0 of each warp writes part[warp] for the second sum of a row while other
+ * warps may still read part[] for the first: a write-after-read hazard that fiber scheduling
+ * alone never shows as a wrong number.
  *   test_emu_racecheck          the real kernels: LayerNorm forward agrees with a double
  *                               reference and no hazard is reported;
  *   test_emu_racecheck_mutant   the mutated copy: the run must fail with a write-after-read
- *                               report that names cuda_kernels.cu. */
+ *                               report that names cuda_device.h. */
 #include <cuda_runtime.h>
 
 #include "../../tests/expect.h"
@@ -22,7 +23,7 @@ unsigned long ptdp_emu_hook_calls(void);
 
 int main(void)
 {
-  /* rows wider than LN_WARP_H (4096) take a block each, 512 threads (row_threads): 16 warps share
+  /* rows wider than ROW_WARP_H (4096) take a block each, 512 threads (row_threads): 16 warps share
    * part[]; narrower rows take a warp each and no block_sum */
   enum { ROWS = 6, H = 4160 };
   static float x[ROWS * H], w[H], b[H], y[ROWS * H], mean[ROWS], rstd[ROWS];

@@ -32,7 +32,7 @@ cuda_t2_p2_sp 4 cuda_v256 --tensor-model-parallel-size 2 --pipeline-model-parall
 cuda_t2_p2_d2 8 cuda_v256 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2
 LAYOUTS
 
-# The Llama family (issue 24): RMSNorm, rotary positions, 4 heads in 2 query groups, SwiGLU, no linear
+# The Llama family: RMSNorm, rotary positions, 4 heads in 2 query groups, SwiGLU, no linear
 # biases, the output layer untied (the CUDA backend's cuda_llama.cu and grouped unfused
 # attention), one rank and t=2 against the CPU backend, the same tolerances.
 LLAMA="--normalization RMSNorm --position-embedding-type rope --group-query-attention true --num-query-groups 2
