@@ -10,6 +10,7 @@
  *   2^20 random float bit patterns (every exponent: subnormal floats, overflow, inf, NaN) give
  *     the reference's pattern;
  *   the array helpers (ptdp_half_load / ptdp_half_store) and ptdp_dtype_size for each type. */
+#include "ptdp/backend.h" /* ptdp_dtype_size */
 #include "ptdp/half.h"
 
 #include <math.h>
