@@ -17,11 +17,11 @@
 #ifndef PTDP_CONVERT_IMPL_H
 #define PTDP_CONVERT_IMPL_H
 
-#include "json_doc.h"
 #include "ptdp/args.h"
 #include "ptdp/backend.h"
 #include "ptdp/gpt.h"
 #include "ptdp/grid.h"
+#include "ptdp/json.h"
 #include "ptdp/safetensors.h"
 
 #include <stdio.h>
@@ -84,7 +84,7 @@ typedef struct {
   const char *word_embedding; /* the Hugging Face name of the word embedding */
   /* config.json of m to f; and m from a parsed config.json (path for messages) */
   int (*config_write)(FILE *f, const hf_model *m);
-  int (*config_read)(const jd_value *cfg, const char *path, hf_model *m);
+  int (*config_read)(const ptdp_json_value *cfg, const char *path, hf_model *m);
   /* Whether a checkpoint of ptdp-train's keys a is this architecture exactly (0), else an
    * error naming the first key whose model Hugging Face's class cannot compute (file: the
    * checkpoint, for the message). */
@@ -98,7 +98,7 @@ typedef struct {
 extern const hf_arch hf_arch_gpt2;
 extern const hf_arch hf_arch_llama;
 /* The architecture of a config.json: architectures[0], else model_type; NULL when ptdp has none. */
-const hf_arch *hf_arch_find(const jd_value *cfg);
+const hf_arch *hf_arch_find(const ptdp_json_value *cfg);
 /* The architecture of a checkpoint's keys: LlamaForCausalLM where they ask for any of RMSNorm,
  * rotary positions or SwiGLU, else GPT2LMHeadModel; an error naming the key that neither can
  * express. */
@@ -108,10 +108,10 @@ int hf_arch_of_args(const ptdp_args *a, const char *file, const hf_arch **arch);
  * with deflt < 0 an error naming path and key); a real >= 0 (absent: deflt); a boolean that must be
  * want where present (else an error saying why); torch_dtype's name of t; the shortest text that
  * reads back as v. */
-int hf_cfg_int(const jd_value *cfg, const char *key, long long deflt, long long lo, long long hi, const char *path,
-               long long *out);
-int hf_cfg_real(const jd_value *cfg, const char *key, double deflt, const char *path, double *out);
-int hf_cfg_bool_is(const jd_value *cfg, const char *key, int want, const char *path, const char *why);
+int hf_cfg_int(const ptdp_json_value *cfg, const char *key, long long deflt, long long lo, long long hi,
+               const char *path, long long *out);
+int hf_cfg_real(const ptdp_json_value *cfg, const char *key, double deflt, const char *path, double *out);
+int hf_cfg_bool_is(const ptdp_json_value *cfg, const char *key, int want, const char *path, const char *why);
 const char *hf_torch_dtype(ptdp_st_dtype t);
 const char *hf_real_text(char *buf, size_t n, double v);
 

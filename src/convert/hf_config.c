@@ -23,37 +23,38 @@ const char *hf_real_text(char *buf, size_t n, double v)
 }
 
 /* Integer key of cfg in [lo, hi]; absent: deflt, or (deflt < 0) an error. */
-int hf_cfg_int(const jd_value *cfg, const char *key, long long deflt, long long lo, long long hi, const char *path,
-               long long *out)
+int hf_cfg_int(const ptdp_json_value *cfg, const char *key, long long deflt, long long lo, long long hi,
+               const char *path, long long *out)
 {
-  const jd_value *v = jd_get(cfg, key);
-  if (!v || v->kind == JD_NULL) {
+  const ptdp_json_value *v = ptdp_json_get(cfg, key);
+  if (!v || v->kind == PTDP_JSON_NULL) {
     PTDP_CHECK(deflt >= 0, "%s: no %s (config.json of this architecture names it)", path, key);
     *out = deflt;
     return 0;
   }
-  PTDP_CHECK(v->kind == JD_NUMBER && v->integral && !v->neg && v->u >= (uint64_t)lo && v->u <= (uint64_t)hi,
+  PTDP_CHECK(v->kind == PTDP_JSON_NUMBER && v->integral && !v->neg && v->u >= (uint64_t)lo && v->u <= (uint64_t)hi,
              "%s: %s is not an integer in [%lld, %lld]", path, key, lo, hi);
   *out = (long long)v->u;
   return 0;
 }
 
-int hf_cfg_real(const jd_value *cfg, const char *key, double deflt, const char *path, double *out)
+int hf_cfg_real(const ptdp_json_value *cfg, const char *key, double deflt, const char *path, double *out)
 {
-  const jd_value *v = jd_get(cfg, key);
+  const ptdp_json_value *v = ptdp_json_get(cfg, key);
   *out = deflt;
-  if (!v || v->kind == JD_NULL) return 0;
-  PTDP_CHECK(v->kind == JD_NUMBER && isfinite(v->num) && v->num >= 0, "%s: %s is not a number >= 0", path, key);
+  if (!v || v->kind == PTDP_JSON_NULL) return 0;
+  PTDP_CHECK(v->kind == PTDP_JSON_NUMBER && isfinite(v->num) && v->num >= 0, "%s: %s is not a number >= 0", path, key);
   *out = v->num;
   return 0;
 }
 
 /* A boolean key that must have the value ptdp computes with (absent: Hugging Face's default). */
-int hf_cfg_bool_is(const jd_value *cfg, const char *key, int want, const char *path, const char *why)
+int hf_cfg_bool_is(const ptdp_json_value *cfg, const char *key, int want, const char *path, const char *why)
 {
-  const jd_value *v = jd_get(cfg, key);
-  if (!v || v->kind == JD_NULL) return 0;
-  PTDP_CHECK(v->kind == JD_TRUE || v->kind == JD_FALSE, "%s: %s is not true or false", path, key);
-  PTDP_CHECK((v->kind == JD_TRUE) == want, "%s: %s is %s: %s", path, key, v->kind == JD_TRUE ? "true" : "false", why);
+  const ptdp_json_value *v = ptdp_json_get(cfg, key);
+  if (!v || v->kind == PTDP_JSON_NULL) return 0;
+  PTDP_CHECK(v->kind == PTDP_JSON_TRUE || v->kind == PTDP_JSON_FALSE, "%s: %s is not true or false", path, key);
+  PTDP_CHECK((v->kind == PTDP_JSON_TRUE) == want, "%s: %s is %s: %s", path, key,
+             v->kind == PTDP_JSON_TRUE ? "true" : "false", why);
   return 0;
 }

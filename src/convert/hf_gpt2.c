@@ -61,11 +61,11 @@ static int gpt2_config_write(FILE *f, const hf_model *m)
   return 0;
 }
 
-static int gpt2_activation(const jd_value *cfg, const char *path)
+static int gpt2_activation(const ptdp_json_value *cfg, const char *path)
 {
-  const jd_value *v = jd_get(cfg, "activation_function");
+  const ptdp_json_value *v = ptdp_json_get(cfg, "activation_function");
   if (!v) return 0; /* GPT2Config's default: gelu_new */
-  PTDP_CHECK(v->kind == JD_STRING, "%s: activation_function is not a string", path);
+  PTDP_CHECK(v->kind == PTDP_JSON_STRING, "%s: activation_function is not a string", path);
   /* three names of the one tanh formula x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2 */
   PTDP_CHECK(!strcmp(v->str, "gelu_new") || !strcmp(v->str, "gelu_pytorch_tanh") || !strcmp(v->str, "gelu_fast"),
              "%s: activation_function '%s': ptdp's GELU is the tanh approximation (gelu_new, gelu_pytorch_tanh, "
@@ -73,7 +73,7 @@ static int gpt2_activation(const jd_value *cfg, const char *path)
   return 0;
 }
 
-static int gpt2_config_read(const jd_value *cfg, const char *path, hf_model *m)
+static int gpt2_config_read(const ptdp_json_value *cfg, const char *path, hf_model *m)
 {
   hf_dims *d = &m->d;
   const long long big = 1ll << 31;
@@ -141,14 +141,15 @@ const hf_arch hf_arch_gpt2 = {
   .keys = NULL, /* ptdp-train's defaults */
 };
 
-const hf_arch *hf_arch_find(const jd_value *cfg)
+const hf_arch *hf_arch_find(const ptdp_json_value *cfg)
 {
   static const hf_arch *const all[] = {&hf_arch_gpt2, &hf_arch_llama};
-  const jd_value *arch = jd_get(cfg, "architectures"), *type = jd_get(cfg, "model_type");
+  const ptdp_json_value *arch = ptdp_json_get(cfg, "architectures"), *type = ptdp_json_get(cfg, "model_type");
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-    if (arch && arch->kind == JD_ARRAY && arch->n > 0 && arch->items[0].kind == JD_STRING)
+    if (arch && arch->kind == PTDP_JSON_ARRAY && arch->n > 0 && arch->items[0].kind == PTDP_JSON_STRING)
       if (!strcmp(arch->items[0].str, all[i]->architecture)) return all[i];
-    if ((!arch || arch->kind != JD_ARRAY) && type && type->kind == JD_STRING && !strcmp(type->str, all[i]->model_type))
+    if ((!arch || arch->kind != PTDP_JSON_ARRAY) && type && type->kind == PTDP_JSON_STRING &&
+        !strcmp(type->str, all[i]->model_type))
       return all[i];
   }
   return NULL;

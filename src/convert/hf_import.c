@@ -42,13 +42,13 @@ static void weights_close(weights *w)
   w->nfiles = 0;
 }
 
-static int read_json(const char *path, size_t max, jd_value *v)
+static int read_json(const char *path, size_t max, ptdp_json_value *v)
 {
   char *text;
   size_t n;
   memset(v, 0, sizeof *v);
   PTDP_CALL(hf_read_text(path, max, &text, &n));
-  const int rc = jd_parse(text, n, path, v);
+  const int rc = ptdp_json_parse(text, n, path, v);
   free(text);
   return rc;
 }
@@ -58,19 +58,21 @@ static int read_config(const char *dir, const hf_arch **arch, hf_model *hm)
   char path[2 * PTDP_OPT_STRLEN];
   snprintf(path, sizeof path, "%s/config.json", dir);
   PTDP_CHECK(access(path, R_OK) == 0, "no readable config.json in '%s': give a Hugging Face model directory", dir);
-  jd_value cfg;
+  ptdp_json_value cfg;
   int rc = read_json(path, CONFIG_MAX, &cfg);
-  if (!rc && cfg.kind != JD_OBJECT) rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: not a JSON object", path);
+  if (!rc && cfg.kind != PTDP_JSON_OBJECT) rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: not a JSON object", path);
   if (!rc && !(*arch = hf_arch_find(&cfg))) {
-    const jd_value *a = jd_get(&cfg, "architectures"), *t = jd_get(&cfg, "model_type");
+    const ptdp_json_value *a = ptdp_json_get(&cfg, "architectures"), *t = ptdp_json_get(&cfg, "model_type");
     rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: architecture '%s' (model_type '%s'): ptdp-convert reads GPT2LMHeadModel "
                    "and LlamaForCausalLM",
-                   path, a && a->kind == JD_ARRAY && a->n && a->items[0].kind == JD_STRING ? a->items[0].str : "?",
-                   t && t->kind == JD_STRING ? t->str : "?");
+                   path,
+                   a && a->kind == PTDP_JSON_ARRAY && a->n && a->items[0].kind == PTDP_JSON_STRING ? a->items[0].str
+                                                                                                 : "?",
+                   t && t->kind == PTDP_JSON_STRING ? t->str : "?");
   }
   memset(hm, 0, sizeof *hm);
   if (!rc) rc = (*arch)->config_read(&cfg, path, hm);
-  jd_free(&cfg);
+  ptdp_json_free(&cfg);
   return rc;
 }
 
@@ -98,19 +100,19 @@ static int open_file(weights *w, const char *name)
 /* Every file the index's weight_map names (each a plain name in the directory). */
 static int open_index(weights *w, const char *path)
 {
-  jd_value ix;
+  ptdp_json_value ix;
   int rc = read_json(path, INDEX_MAX, &ix);
-  const jd_value *map = rc ? NULL : jd_get(&ix, "weight_map");
-  if (!rc && (!map || map->kind != JD_OBJECT))
+  const ptdp_json_value *map = rc ? NULL : ptdp_json_get(&ix, "weight_map");
+  if (!rc && (!map || map->kind != PTDP_JSON_OBJECT))
     rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: no weight_map object", path);
   for (int i = 0; !rc && i < map->n; i++) {
-    const jd_value *f = &map->items[i];
-    if (f->kind != JD_STRING || !safe_name(f->str))
+    const ptdp_json_value *f = &map->items[i];
+    if (f->kind != PTDP_JSON_STRING || !safe_name(f->str))
       rc = PTDP_FAIL(PTDP_ERR_INPUT, "%s: tensor '%s' maps to '%s', not a .safetensors file in the directory", path,
-                     map->keys[i], f->kind == JD_STRING ? f->str : "(not a string)");
+                     map->keys[i], f->kind == PTDP_JSON_STRING ? f->str : "(not a string)");
     else rc = open_file(w, f->str);
   }
-  jd_free(&ix);
+  ptdp_json_free(&ix);
   return rc;
 }
 

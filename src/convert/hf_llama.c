@@ -59,18 +59,18 @@ static int llama_config_write(FILE *f, const hf_model *m)
 }
 
 /* Keys whose model ptdp would not compute: refused by name. */
-static int llama_refusals(const jd_value *cfg, const char *path)
+static int llama_refusals(const ptdp_json_value *cfg, const char *path)
 {
-  const jd_value *act = jd_get(cfg, "hidden_act"), *scaling = jd_get(cfg, "rope_scaling");
-  PTDP_CHECK(!act || (act->kind == JD_STRING && !strcmp(act->str, "silu")),
+  const ptdp_json_value *act = ptdp_json_get(cfg, "hidden_act"), *scaling = ptdp_json_get(cfg, "rope_scaling");
+  PTDP_CHECK(!act || (act->kind == PTDP_JSON_STRING && !strcmp(act->str, "silu")),
              "%s: hidden_act is not \"silu\": ptdp's SwiGLU gates with SiLU", path);
-  PTDP_CHECK(!scaling || scaling->kind == JD_NULL, "%s: rope_scaling is set (Llama 3.1's and others' stretched "
+  PTDP_CHECK(!scaling || scaling->kind == PTDP_JSON_NULL, "%s: rope_scaling is set (Llama 3.1's and others' stretched "
              "positions): ptdp's rotary embedding has no scaling", path);
   PTDP_CALL(hf_cfg_bool_is(cfg, "attention_bias", 0, path, "ptdp's Llama has no biases on q, k, v and o"));
   return hf_cfg_bool_is(cfg, "mlp_bias", 0, path, "ptdp's Llama has no biases in the MLP");
 }
 
-static int llama_config_read(const jd_value *cfg, const char *path, hf_model *m)
+static int llama_config_read(const ptdp_json_value *cfg, const char *path, hf_model *m)
 {
   hf_dims *d = &m->d;
   const long long big = 1ll << 31;
@@ -90,8 +90,8 @@ static int llama_config_read(const jd_value *cfg, const char *path, hf_model *m)
   PTDP_CALL(hf_cfg_real(cfg, "initializer_range", 0.02, path, &m->init_std));
   PTDP_CALL(hf_cfg_real(cfg, "attention_dropout", 0, path, &m->attn_dropout));
   PTDP_CHECK(m->attn_dropout < 1, "%s: attention_dropout %g is 1 or more", path, m->attn_dropout);
-  const jd_value *tie = jd_get(cfg, "tie_word_embeddings");
-  d->untied = !(tie && tie->kind == JD_TRUE); /* LlamaConfig's default: untied */
+  const ptdp_json_value *tie = ptdp_json_get(cfg, "tie_word_embeddings");
+  d->untied = !(tie && tie->kind == PTDP_JSON_TRUE); /* LlamaConfig's default: untied */
   m->eod = -1;
   return 0;
 }

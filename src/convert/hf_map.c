@@ -278,7 +278,7 @@ static int write_index(const char *dir, const hf_tensor *t, int n, const int *sh
   for (int i = 0; i < n; i++) {
     snprintf(file, sizeof file, "model-%05d-of-%05d.safetensors", shard[i] + 1, nshards);
     fputs("    ", f);
-    jd_write_string(f, t[i].name);
+    ptdp_json_write_string(f, t[i].name);
     fprintf(f, ": \"%s\"%s\n", file, i + 1 < n ? "," : "");
   }
   fputs("  }\n}\n", f);

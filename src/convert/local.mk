@@ -1,7 +1,7 @@
 # src/convert: ptdp-convert, ptdp checkpoints to and from Hugging Face model directories (config.json,
 # safetensors written and read by our own code), ptdp-convert(1).  Above train/ (it reads
 # ptdp-train's keys from a checkpoint, ptdp/args.h) and io/ (checkpoints).
-libptdp_a_SOURCES += src/convert/safetensors.c src/convert/json_doc.c src/convert/json_doc.h \
+libptdp_a_SOURCES += src/convert/safetensors.c \
                      src/convert/hf_map.c src/convert/hf_config.c src/convert/hf_gpt2.c src/convert/hf_llama.c \
                      src/convert/hf_model.c src/convert/hf_export.c src/convert/hf_import.c src/convert/convert_impl.h
 noinst_HEADERS += include/ptdp/safetensors.h

@@ -1,9 +1,9 @@
 /* safetensors files, read and written to the specification: see ptdp/safetensors.h. */
 #include "ptdp/safetensors.h"
 
-#include "json_doc.h"
 #include "ptdp/error.h"
 #include "ptdp/half.h"
+#include "ptdp/json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,29 +70,28 @@ static char *dup_str(const char *s)
 }
 
 /* A non-negative integer literal, as uint64. */
-static int unsigned_of(const jd_value *v, uint64_t *u)
+static int unsigned_of(const ptdp_json_value *v, uint64_t *u)
 {
-  if (!v || v->kind != JD_NUMBER || !v->integral || (v->neg && v->u)) return 0;
+  if (!v || v->kind != PTDP_JSON_NUMBER || !v->integral || (v->neg && v->u)) return 0;
   *u = v->u;
   return 1;
 }
 
-/* v, the header or its __metadata__ (what), must be a JSON object naming no member (a tensor, a
- * key) twice. */
-static int check_object(const ptdp_safetensors *st, const jd_value *v, const char *what, const char *member)
+/* v, the header or its __metadata__ (what), must be a JSON object (the reader refuses one that
+ * names a tensor or a key twice). */
+static int check_object(const ptdp_safetensors *st, const ptdp_json_value *v, const char *what)
 {
-  PTDP_CHECK(v->kind == JD_OBJECT, "%s: %s is not a JSON object", st->path, what);
-  PTDP_CHECK(!jd_has_duplicate_keys(v), "%s: %s names %s twice", st->path, what, member);
+  PTDP_CHECK(v->kind == PTDP_JSON_OBJECT, "%s: %s is not a JSON object", st->path, what);
   return 0;
 }
 
-static int read_meta(ptdp_safetensors *st, const jd_value *m)
+static int read_meta(ptdp_safetensors *st, const ptdp_json_value *m)
 {
-  PTDP_CALL(check_object(st, m, "__metadata__", "a key"));
+  PTDP_CALL(check_object(st, m, "__metadata__"));
   PTDP_CALLOC(st->meta, (size_t)m->n + 1, sizeof *st->meta);
   for (int i = 0; i < m->n; i++) {
-    PTDP_CHECK(m->items[i].kind == JD_STRING, "%s: __metadata__ entry '%s' is not a string (the format allows only "
-               "strings there)", st->path, m->keys[i]);
+    PTDP_CHECK(m->items[i].kind == PTDP_JSON_STRING, "%s: __metadata__ entry '%s' is not a string (the format "
+               "allows only strings there)", st->path, m->keys[i]);
     ptdp_st_meta *e = &st->meta[st->nmeta++];
     e->key = dup_str(m->keys[i]);
     e->value = dup_str(m->items[i].str);
@@ -102,9 +101,9 @@ static int read_meta(ptdp_safetensors *st, const jd_value *m)
 }
 
 /* The entry's shape: integers >= 0, at most PTDP_ST_MAX_DIMS of them. */
-static int read_shape(const ptdp_safetensors *st, ptdp_st_tensor *t, const jd_value *s)
+static int read_shape(const ptdp_safetensors *st, ptdp_st_tensor *t, const ptdp_json_value *s)
 {
-  PTDP_CHECK(s && s->kind == JD_ARRAY, "%s: tensor '%s' has no shape array", st->path, t->name);
+  PTDP_CHECK(s && s->kind == PTDP_JSON_ARRAY, "%s: tensor '%s' has no shape array", st->path, t->name);
   PTDP_CHECK(s->n <= PTDP_ST_MAX_DIMS, "%s: tensor '%s' has %d dimensions; ptdp reads at most %d", st->path, t->name,
              s->n, PTDP_ST_MAX_DIMS);
   t->ndim = s->n;
@@ -130,22 +129,21 @@ static int shape_bytes(const ptdp_safetensors *st, const ptdp_st_tensor *t, uint
   return 0;
 }
 
-static int read_entry(const ptdp_safetensors *st, ptdp_st_tensor *t, const jd_value *e)
+static int read_entry(const ptdp_safetensors *st, ptdp_st_tensor *t, const ptdp_json_value *e)
 {
   PTDP_CHECK(t->name[0], "%s: a tensor with an empty name", st->path);
-  PTDP_CHECK(e->kind == JD_OBJECT, "%s: the entry of tensor '%s' is not an object", st->path, t->name);
-  PTDP_CHECK(!jd_has_duplicate_keys(e), "%s: the entry of tensor '%s' repeats a key", st->path, t->name);
+  PTDP_CHECK(e->kind == PTDP_JSON_OBJECT, "%s: the entry of tensor '%s' is not an object", st->path, t->name);
   for (int i = 0; i < e->n; i++)
     PTDP_CHECK(!strcmp(e->keys[i], "dtype") || !strcmp(e->keys[i], "shape") || !strcmp(e->keys[i], "data_offsets"),
                "%s: tensor '%s' has the unknown key '%s' (an entry holds dtype, shape and data_offsets)", st->path,
                t->name, e->keys[i]);
-  const jd_value *dt = jd_get(e, "dtype"), *off = jd_get(e, "data_offsets");
-  PTDP_CHECK(dt && dt->kind == JD_STRING, "%s: tensor '%s' has no dtype string", st->path, t->name);
+  const ptdp_json_value *dt = ptdp_json_get(e, "dtype"), *off = ptdp_json_get(e, "data_offsets");
+  PTDP_CHECK(dt && dt->kind == PTDP_JSON_STRING, "%s: tensor '%s' has no dtype string", st->path, t->name);
   const int k = ptdp_st_dtype_of(dt->str);
   PTDP_CHECK(k >= 0, "%s: tensor '%s' has the unknown dtype '%s'", st->path, t->name, dt->str);
   t->dtype = (ptdp_st_dtype)k;
-  PTDP_CALL(read_shape(st, t, jd_get(e, "shape")));
-  PTDP_CHECK(off && off->kind == JD_ARRAY && off->n == 2 && unsigned_of(&off->items[0], &t->begin) &&
+  PTDP_CALL(read_shape(st, t, ptdp_json_get(e, "shape")));
+  PTDP_CHECK(off && off->kind == PTDP_JSON_ARRAY && off->n == 2 && unsigned_of(&off->items[0], &t->begin) &&
                unsigned_of(&off->items[1], &t->end),
              "%s: tensor '%s': data_offsets is not a pair of integers >= 0", st->path, t->name);
   PTDP_CHECK(t->begin <= t->end, "%s: tensor '%s': data_offsets [%llu, %llu) end before they begin", st->path, t->name,
@@ -185,9 +183,9 @@ static int check_tiling(const ptdp_safetensors *st)
   return 0;
 }
 
-static int read_header(ptdp_safetensors *st, const jd_value *root)
+static int read_header(ptdp_safetensors *st, const ptdp_json_value *root)
 {
-  PTDP_CALL(check_object(st, root, "the header", "a tensor"));
+  PTDP_CALL(check_object(st, root, "the header"));
   PTDP_CALLOC(st->tensors, (size_t)root->n + 1, sizeof *st->tensors);
   for (int i = 0; i < root->n; i++) {
     if (!strcmp(root->keys[i], "__metadata__")) {
@@ -239,10 +237,15 @@ int ptdp_safetensors_parse(const uint8_t *head, size_t n, uint64_t file_size, co
   st->path = dup_str(what);
   st->data_start = 8 + len;
   st->data_size = file_size - 8 - len;
-  jd_value root;
-  int rc = st->path ? jd_parse(text, (size_t)len, what, &root) : PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
+  /* the reader's byte offsets count from the header's '{', 8 bytes into the file */
+  ptdp_json_value root = {0};
+  char *header = malloc(strlen(what) + sizeof " (its JSON header)");
+  if (header) strcat(strcpy(header, what), " (its JSON header)");
+  int rc = st->path && header ? ptdp_json_parse(text, (size_t)len, header, &root)
+                              : PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
+  free(header);
   if (!rc) rc = read_header(st, &root);
-  jd_free(&root);
+  ptdp_json_free(&root);
   if (rc) ptdp_safetensors_close(&st);
   *out = st;
   return rc;
@@ -356,16 +359,16 @@ static int header_text(const ptdp_st_out *t, int n, const ptdp_st_meta *meta, in
     fputs("\"__metadata__\":{", f);
     for (int i = 0; i < nmeta; i++) {
       if (i) fputc(',', f);
-      jd_write_string(f, meta[i].key);
+      ptdp_json_write_string(f, meta[i].key);
       fputc(':', f);
-      jd_write_string(f, meta[i].value);
+      ptdp_json_write_string(f, meta[i].value);
     }
     fputc('}', f);
   }
   uint64_t at = 0;
   for (int i = 0; i < n; i++) {
     if (i || nmeta) fputc(',', f);
-    jd_write_string(f, t[i].name);
+    ptdp_json_write_string(f, t[i].name);
     fprintf(f, ":{\"dtype\":\"%s\",\"shape\":[", ptdp_st_dtype_name(t[i].dtype));
     for (int d = 0; d < t[i].ndim; d++) fprintf(f, "%s%lld", d ? "," : "", (long long)t[i].shape[d]);
     const uint64_t b = ptdp_st_out_bytes(&t[i]);

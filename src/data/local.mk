@@ -1,15 +1,11 @@
 # src/data: tokenizers, the Megatron indexed dataset (.bin/.idx), GPT dataset indexing and
 # blending, and the ptdp-preprocess executable.  User documentation: ptdp-preprocess(1),
 # ptdp-dataset(5).
-libptdp_a_SOURCES += src/data/unicode.c src/data/unicode_tables.c src/data/unicode_nfc.c src/data/json.c src/data/strmap.c \
-                     src/data/tokenizer.c src/data/tokenizer_encode.c src/data/tokenizer_hf.c \
-                     src/data/tokenizer_hf_encode.c src/data/regex.c src/data/regex.h \
+libptdp_a_SOURCES += src/data/tokenizer.c src/data/tokenizer_encode.c src/data/tokenizer_hf.c \
+                     src/data/tokenizer_hf_encode.c \
                      src/data/indexed_dataset.c src/data/mmidx_writer.c src/data/gpt_index.c src/data/gpt_cache.c \
                      src/data/gpt_dataset.c \
-                     src/data/unicode.h src/data/json.h src/data/strmap.h src/data/tokenizer_impl.h src/data/gpt_index.h \
-                     src/data/gpt_cache.h
-
-EXTRA_DIST += src/data/gen_unicode_tables.py
+                     src/data/tokenizer_impl.h src/data/gpt_index.h src/data/gpt_cache.h
 
 # ---- tests (validation/tests/data)
 check_PROGRAMS += validation/tests/data/tokenize_tool

@@ -1,10 +1,10 @@
 /* ptdp-preprocess internals (see preprocess.h). */
 #include "preprocess.h"
 
-#include "json.h"
 #include "ptdp/checked.h"
 #include "ptdp/error.h"
-#include "unicode.h"
+#include "ptdp/json.h"
+#include "ptdp/unicode.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -230,7 +230,7 @@ static int encode_field(pp_slice *s, size_t d, int k, const char *val, size_t va
     PTDP_CALL(encode_sequence(s, d, k, jb->data, jb->len));
   } else if (val[0] == '[') {
     field_ctx f = {.s = s, .d = d, .k = k, .rc = 0, .jb = jb};
-    int r = ptdp_json_array_each(val, val_len, take_item, &f, &err);
+    int r = ptdp_json_array_each(val, val_len, PTDP_JSON_KEYS_REPEAT, take_item, &f, &err);
     if (f.rc) return ptdp_error_trace(f.rc, __FILE__, __LINE__, __func__);
     if (r < 0) st->bad[d] = bad_message("line %lld: key '%s': %s", (long long)doc->line, key, err.msg);
     if (r) return 0;
@@ -266,9 +266,12 @@ static int encode_doc(pp_slice *s, size_t d, ptdp_json_buf *jb)
   }
   key_ctx c = {.a = a};
   ptdp_json_error err;
-  if (ptdp_json_object_each((const char *)doc->text, doc->len, take_key, &c, &err)) {
-    st->bad[d] = bad_message("line %lld: malformed JSON: %s (at byte %zu of the line)", (long long)doc->line, err.msg,
-                             err.at + 1);
+  if (ptdp_json_object_each((const char *)doc->text, doc->len, PTDP_JSON_KEYS_REPEAT, take_key, &c, &err)) {
+    if (err.fault == PTDP_JSON_DUPLICATE_KEY) /* byte offsets from 0, in the line */
+      st->bad[d] = bad_message("line %lld: %s of the line", (long long)doc->line, err.msg);
+    else
+      st->bad[d] = bad_message("line %lld: malformed JSON: %s (at byte %zu of the line)", (long long)doc->line,
+                               err.msg, err.at + 1);
     return 0;
   }
   for (int k = 0; k < a->nkeys && !st->bad[d] && !rc; k++) {

@@ -10,10 +10,10 @@
 #include "ptdp/tokenizer.h"
 
 #include "ptdp/error.h"
-#include "json.h"
-#include "strmap.h"
+#include "ptdp/json.h"
+#include "ptdp/strmap.h"
+#include "ptdp/unicode.h"
 #include "tokenizer_impl.h"
-#include "unicode.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -311,8 +311,9 @@ static int load_vocab(bpe_tables *t, const char *vocab_file, vocab_ctx *c)
   size_t len;
   PTDP_CALL(ptdp_bpe_read_file(vocab_file, "vocabulary file", &text, &len));
   ptdp_json_error jerr;
-  int rc = ptdp_json_object_each(text, len, vocab_member, c, &jerr);
+  int rc = ptdp_json_object_each(text, len, PTDP_JSON_KEYS_UNIQUE, vocab_member, c, &jerr);
   free(text);
+  PTDP_CHECK(rc != -1 || jerr.fault != PTDP_JSON_DUPLICATE_KEY, "vocabulary file '%s': %s", vocab_file, jerr.msg);
   PTDP_CHECK(rc != -1, "vocabulary file '%s' is not a JSON object: %s at byte %zu", vocab_file, jerr.msg, jerr.at);
   PTDP_CHECK(rc == 0, "vocabulary file '%s': %s", vocab_file, c->bad);
   PTDP_CHECK(c->vocab->count > 0, "vocabulary file '%s' is empty", vocab_file);

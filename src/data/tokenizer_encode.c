@@ -2,8 +2,8 @@
  * hand-written matcher, BPE by merge rank over token ids, a per-tokenizer word cache. */
 #include "ptdp/checked.h"
 #include "ptdp/error.h"
+#include "ptdp/unicode.h"
 #include "tokenizer_impl.h"
-#include "unicode.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,9 +13,9 @@
 #include "ptdp/tokenizer.h"
 
 #include "ptdp/error.h"
-#include "json.h"
+#include "ptdp/json.h"
+#include "ptdp/unicode.h"
 #include "tokenizer_impl.h"
-#include "unicode.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +67,8 @@ static int get_fields(loader *L, const char *what, const char *obj, size_t n, co
   for (size_t i = 0; i < k; i++) vals[i] = NULL, lens[i] = 0;
   fields_ctx c = {names, k, vals, lens};
   ptdp_json_error err;
-  int rc = ptdp_json_object_each(obj, n, fields_member, &c, &err);
+  int rc = ptdp_json_object_each(obj, n, PTDP_JSON_KEYS_UNIQUE, fields_member, &c, &err);
+  PTDP_CHECK(rc == 0 || err.fault != PTDP_JSON_DUPLICATE_KEY, "tokenizer file '%s': %s: %s", L->path, what, err.msg);
   PTDP_CHECK(rc == 0, "tokenizer file '%s': %s is not a JSON object (%s at byte %zu of it)", L->path, what,
              err.msg, err.at);
   return 0;
@@ -181,8 +182,9 @@ static int merge_parts(loader *L, size_t index, const char *item, size_t item_le
   ptdp_json_error err;
   if (item_len && item[0] == '[') {
     items3 c = {{NULL, NULL, NULL}, {0, 0, 0}, 0};
-    if (ptdp_json_array_each(item, item_len, collect_item, &c, &err) || c.n != 2 ||
-        ptdp_json_string_value(c.v[0], c.l[0], &L->str, &err) || ptdp_json_string_value(c.v[1], c.l[1], &L->str2, &err))
+    if (ptdp_json_array_each(item, item_len, PTDP_JSON_KEYS_UNIQUE, collect_item, &c, &err) || c.n != 2 ||
+        ptdp_json_string_value(c.v[0], c.l[0], &L->str, &err) ||
+        ptdp_json_string_value(c.v[1], c.l[1], &L->str2, &err))
       return snprintf(L->bad, sizeof L->bad, "model.merges[%zu] is not a pair of two strings", index), 2;
     return 0;
   }
@@ -268,7 +270,7 @@ static int read_model(loader *L, const char *v, size_t n)
              (fl[DROPOUT] == 3 && memcmp(f[DROPOUT], "0.0", 3) == 0),
              "tokenizer file '%s': model.dropout is not supported (BPE dropout is for training a tokenizer)", L->path);
   ptdp_json_error err;
-  int rc = ptdp_json_object_each(f[VOCAB], fl[VOCAB], vocab_member, L, &err);
+  int rc = ptdp_json_object_each(f[VOCAB], fl[VOCAB], PTDP_JSON_KEYS_UNIQUE, vocab_member, L, &err);
   PTDP_CHECK(rc != -1, "tokenizer file '%s': model.vocab is not a JSON object: %s", L->path, err.msg);
   PTDP_CHECK(rc == 0, "tokenizer file '%s': %s", L->path, L->bad);
   PTDP_CHECK(hf->vocab.count > 0, "tokenizer file '%s': model.vocab is empty", L->path);
@@ -282,10 +284,10 @@ static int read_model(loader *L, const char *v, size_t n)
   }
   /* the merges are read after the added tokens (read_file): a merge names vocab tokens only */
   size_t nm = 0;
-  rc = ptdp_json_array_each(f[MERGES], fl[MERGES], count_item, &nm, &err);
+  rc = ptdp_json_array_each(f[MERGES], fl[MERGES], PTDP_JSON_KEYS_UNIQUE, count_item, &nm, &err);
   PTDP_CHECK(rc == 0, "tokenizer file '%s': model.merges is not a JSON array", L->path);
   PTDP_CALL(ptdp_bpe_merges_alloc(L->t, nm));
-  rc = ptdp_json_array_each(f[MERGES], fl[MERGES], merge_item, L, &err);
+  rc = ptdp_json_array_each(f[MERGES], fl[MERGES], PTDP_JSON_KEYS_UNIQUE, merge_item, L, &err);
   PTDP_CHECK(rc == 0, "tokenizer file '%s': %s", L->path, rc == -1 ? err.msg : L->bad);
   return 0;
 }
@@ -333,10 +335,10 @@ static int read_added(loader *L, const char *v, size_t n)
   if (is_null(v, n)) return 0;
   size_t count = 0;
   ptdp_json_error err;
-  PTDP_CHECK(ptdp_json_array_each(v, n, count_item, &count, &err) == 0, "tokenizer file '%s': added_tokens is not a "
-             "JSON array", L->path);
+  PTDP_CHECK(ptdp_json_array_each(v, n, PTDP_JSON_KEYS_UNIQUE, count_item, &count, &err) == 0,
+             "tokenizer file '%s': added_tokens is not a JSON array", L->path);
   PTDP_CALLOC(L->hf->added, count ? count : 1, sizeof *L->hf->added);
-  int rc = ptdp_json_array_each(v, n, added_item, L, &err);
+  int rc = ptdp_json_array_each(v, n, PTDP_JSON_KEYS_UNIQUE, added_item, L, &err);
   PTDP_CHECK(rc != 2, "tokenizer file '%s': %s", L->path, L->bad);
   PTDP_CHECK(rc == 0, "tokenizer file '%s': added_tokens could not be read", L->path);
   return 0;
@@ -364,7 +366,7 @@ static int read_sequence(loader *L, const char *f, size_t fl, step_reader read, 
 {
   ptdp_json_error err;
   sequence_ctx q = {L, read};
-  int rc = f ? ptdp_json_array_each(f, fl, sequence_item, &q, &err) : 1;
+  int rc = f ? ptdp_json_array_each(f, fl, PTDP_JSON_KEYS_UNIQUE, sequence_item, &q, &err) : 1;
   PTDP_CHECK(rc != 1 && rc != -1, "tokenizer file '%s': %s Sequence has no list of %s", L->path, what, list);
   return rc ? PTDP_ERR_INPUT : 0;
 }

@@ -11,8 +11,8 @@
  *      merge at a time with a heap, which is Hugging Face's order and O(m log m) for a piece
  *      of m symbols (a SentencePiece-style text without pre-tokenizer is one piece). */
 #include "ptdp/error.h"
+#include "ptdp/unicode.h"
 #include "tokenizer_impl.h"
-#include "unicode.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,9 +3,9 @@
 #ifndef PTDP_DATA_TOKENIZER_IMPL_H
 #define PTDP_DATA_TOKENIZER_IMPL_H
 
+#include "ptdp/regex.h"
+#include "ptdp/strmap.h"
 #include "ptdp/tokenizer.h"
-#include "regex.h"
-#include "strmap.h"
 
 #include <stddef.h>
 #include <stdint.h>

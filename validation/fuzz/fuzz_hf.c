@@ -1,5 +1,5 @@
 /* Harness: Hugging Face tokenizer.json files and their encode/decode (src/data/tokenizer_hf.c,
- * tokenizer_hf_encode.c, regex.c, json.c).
+ * tokenizer_hf_encode.c, src/text/regex.c, json.c).
  *
  * Input: the tokenizer.json, "\n%%\n", a text.  A file the loader refuses ends the input (the
  * refusal is the expected outcome), and so does a text that the split pattern refuses (too

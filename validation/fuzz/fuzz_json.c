@@ -1,4 +1,4 @@
-/* Harness: JSON lines and ptdp-preprocess's windowing (src/data/json.c, preprocess.c).
+/* Harness: JSON lines and ptdp-preprocess's windowing (src/text/json.c, src/data/preprocess.c).
  *
  * Input: one flag byte, then the input file.  Flags: bit 0 plain-text input (documents are
  * runs of non-blank lines) instead of JSON lines, bit 1 append the end of document, bits 2-7

@@ -65,6 +65,13 @@ refused heads "not a multiple of n_head" 1 --hf-in "$TMPD/heads" --save "$TMPD/x
 printf '{"architectures": ["GPT2LMHeadModel"], "n_embd": 64,}' > "$TMPD/badjson.json"
 edited badjson && cp "$TMPD/badjson.json" "$TMPD/badjson/config.json"
 refused config-json "not valid JSON" 1 --hf-in "$TMPD/badjson" --save "$TMPD/x"
+# a key given twice (Python's json, so transformers, keeps the last; a lookup would take the first):
+# refused, naming the file, the key and both places
+edited twice
+"$PYTHON3" -c "import sys; p = sys.argv[1]; t = open(p).read(); assert t.startswith('{')
+open(p, 'w').write('{\n  \"layer_norm_epsilon\": 0.1,' + t[1:])" "$TMPD/twice/config.json"
+refused config-twice "twice/config.json: the key \"layer_norm_epsilon\" appears twice in one object: at line 2, column 3 (byte 4) and at line [0-9]*, column [0-9]* (byte [0-9]*)" \
+  1 --hf-in "$TMPD/twice" --save "$TMPD/x"
 
 # ---- tensors
 for kind in missing:"holds no tensor 'transformer.h.0.ln_2.bias'" extra:"is not part of a GPT2LMHeadModel" \
@@ -89,12 +96,24 @@ damaged offsets 'b.replace(b"\"data_offsets\":[0,", b"\"data_offsets\":[4,", 1)'
 damaged dtype 'b.replace(b"\"F32\"", b"\"F31\"", 1)'
 damaged unaligned b
 $CHECK unpad "$TMPD/unaligned/model.safetensors"
+# a tensor named twice: its entry repeated at the header's start, the header's length redone
+damaged dup b
+"$PYTHON3" - "$TMPD/dup/model.safetensors" <<'EOF'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+e = json.loads(b[8:8 + n])["transformer.wte.weight"]
+twice = b'"transformer.wte.weight":' + json.dumps(e).encode() + b","
+open(sys.argv[1], "wb").write(struct.pack("<Q", n + len(twice)) + b"{" + twice + b[9:])
+EOF
 refused truncated "tensors end at\|past its end" 1 --hf-in "$TMPD/truncated" --save "$TMPD/x"
 refused header-length "header length 18446744073709551615 exceeds" 1 --hf-in "$TMPD/length" --save "$TMPD/x"
 refused header-json "does not start with '{'" 1 --hf-in "$TMPD/json" --save "$TMPD/x"
 refused offsets "make [0-9]* bytes but data_offsets \[4, " 1 --hf-in "$TMPD/offsets" --save "$TMPD/x"
 refused dtype "unknown dtype 'F31'" 1 --hf-in "$TMPD/dtype" --save "$TMPD/x"
-for d in truncated length json offsets dtype unaligned; do
+refused tensor-twice "dup/model.safetensors (its JSON header): the key \"transformer.wte.weight\" appears twice in one object: at byte 1 and at byte [0-9]*" \
+  1 --hf-in "$TMPD/dup" --save "$TMPD/x"
+for d in truncated length json offsets dtype dup unaligned; do
   "$PYTHON3" "$HERE/st_read.py" check "$TMPD/$d/model.safetensors" > "$TMPD/st-$d.log" 2>&1
   [ $? -eq 1 ] && grep -q INVALID "$TMPD/st-$d.log"
   ok $? "the independent reader refuses the $d file: $(cut -c 1-120 "$TMPD/st-$d.log")"
@@ -110,6 +129,10 @@ cp "$TMPD/hf/model.safetensors" "$TMPD/outside.safetensors"
 printf '{"metadata": {}, "weight_map": {"transformer.wte.weight": "../outside.safetensors"}}' \
   > "$TMPD/escape/model.safetensors.index.json"
 refused index-escape "not a .safetensors file in the directory" 1 --hf-in "$TMPD/escape" --save "$TMPD/x"
+printf '{"metadata": {}, "weight_map": {"transformer.wte.weight": "model.safetensors",\n "transformer.wte.weight": "outside.safetensors"}}' \
+  > "$TMPD/escape/model.safetensors.index.json"
+refused index-twice "index.json: the key \"transformer.wte.weight\" appears twice in one object: at line 1, column 33 (byte 32) and at line 2, column 2 (byte 80)" \
+  1 --hf-in "$TMPD/escape" --save "$TMPD/x"
 rm "$TMPD/escape/model.safetensors.index.json"
 refused no-weights "no model.safetensors or model.safetensors.index.json" 1 --hf-in "$TMPD/escape" --save "$TMPD/x"
 finish

@@ -210,12 +210,12 @@ static void llama_config(const hf_dims *d)
   FILE *f = open_memstream(&text, &len);
   hf_arch_llama.config_write(f, &w);
   fclose(f);
-  jd_value cfg;
+  ptdp_json_value cfg;
   memset(&r, 0, sizeof r);
-  const int rc = jd_parse(text, len, "config.json", &cfg) || hf_arch_llama.config_read(&cfg, "config.json", &r);
+  const int rc = ptdp_json_parse(text, len, "config.json", &cfg) || hf_arch_llama.config_read(&cfg, "config.json", &r);
   check(!rc && !memcmp(&r.d, &w.d, sizeof r.d) && r.eps == w.eps && r.rope_theta == w.rope_theta,
         "Llama: config.json written then read gives the same sizes, rms_norm_eps and rope_theta");
-  jd_free(&cfg);
+  ptdp_json_free(&cfg);
   free(text);
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Layers that only look down (issue 21): every #include of a ptdp header in src/ and include/ptdp
+"""Layers that only look down: every #include of a ptdp header in src/ and include/ptdp
 must name a header of the includer's own level or a lower one.
 
 The levels below are the one list of them (the README's code layout describes it).  A header
@@ -21,6 +21,8 @@ import sys
 LEVELS = [
     ("core", "errors, the option parser, RNG, fp32 <-> bf16/fp16, checked arithmetic: the C library "
              "and MPI's error calls only"),
+    ("text", "general text utilities: the one JSON reader, UTF-8, Unicode classes and NFC, the regular "
+             "expressions of split patterns, a byte-string hash map"),
     ("backend", "the device interface and its CPU (BLAS, OpenMP), guard and CUDA implementations"),
     ("parallel", "the rank grid, its communicators and the transports (MPI, NCCL); the named events, "
                  "reduced over ranks; ptdp_main, the start and end of every MPI executable"),

@@ -25,6 +25,14 @@ ids=$("$T" GPT2BPETokenizer "$TMPD/good.json" "$TMPD/good.txt" encode "$TMPD/tex
 "$T" GPT2BPETokenizer "$TMPD/good.json" "$TMPD/good.txt" roundtrip "$TMPD/text"
 ok $? "well-formed files: decode(encode(x)) == x"
 
+# a token given twice as a key (json.load keeps the last id, a lookup the first): refused by the reader
+sed 's/^{/{"ab": 7, /' "$TMPD/good.json" > "$TMPD/key_twice.json"
+timeout 30 "$T" GPT2BPETokenizer "$TMPD/key_twice.json" "$TMPD/good.txt" encode "$TMPD/text" > /dev/null 2> "$TMPD/kt.err"
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -lt 124 ] &&
+  grep -q "vocabulary file '$TMPD/key_twice.json': the key \"ab\" appears twice in one object: at byte 1 and at byte [0-9]" "$TMPD/kt.err"
+ok $? "a token given twice refused, naming the file, the token and both places (exit $rc: $(head -c 300 "$TMPD/kt.err"))"
+
 refused dup_id "vocabulary file '$TMPD/dup_id.json': id 64 is given to two tokens"
 ok $? "duplicated id 64 ('a' and 'b') refused, naming the file, the id and the tokens"
 # the planted defect is one the old rule (largest id + 1 == number of tokens) let through

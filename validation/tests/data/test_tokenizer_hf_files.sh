@@ -111,6 +111,12 @@ refused behavior "behavior 'MergedWithNext' is not supported" "$SPLIT"'["behavio
 refused added_id "has id 7 but model.vocab gives it id" 'j["added_tokens"] = [{"id": 7, "content": "a"}]'
 refused suffix "end_of_word_suffix '</w>' is not supported" 'j["model"]["end_of_word_suffix"] = "</w>"'
 refused not_json "is not a JSON object" 'j = "{\"model\": "'
+# a key given twice (Python's json keeps the last, a lookup would take the first), at the top and
+# inside model.vocab: refused, naming the file, the key and both byte offsets
+refused key_twice "key_twice/tokenizer.json': the file: the key \"added_tokens\" appears twice in one object: at byte 1 and at byte" \
+  'j = json.dumps(j).replace("{", "{\"added_tokens\": [], ", 1)'
+refused token_twice "the key \"zz\" appears twice in one object: at byte [0-9]* and at byte [0-9]*" \
+  'j = json.dumps(j).replace("\"vocab\": {", "\"vocab\": {\"zz\": 300, \"zz\": 301, ", 1)'
 refused no_model "has no model" 'del j["model"]'
 
 # a pattern that backtracks exponentially stops with a message instead of running for years

@@ -1,6 +1,6 @@
 /* Unicode classification (binary search in generated range tables) and strict UTF-8
  * decoding (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF). */
-#include "unicode.h"
+#include "ptdp/unicode.h"
 
 #include <string.h>
 

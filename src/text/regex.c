@@ -1,4 +1,4 @@
-/* Split patterns of Hugging Face tokenizer.json files (see regex.h): a parser to a small tree,
+/* Split patterns of Hugging Face tokenizer.json files (see ptdp/regex.h): a parser to a small tree,
  * a compiler to a program for a backtracking machine, and the machine.
  *
  * Program (Pike's and Thompson's instruction set, run depth first as Perl's engines do, which
@@ -16,10 +16,10 @@
  * A repeat {m,n} is m copies of its body then n - m optional ones; an unbounded repeat is a
  * SPLIT loop, which is why a repeated body that can match nothing is refused: the loop would
  * not advance. */
-#include "regex.h"
-#include "ptdp/checked.h"
+#include "ptdp/regex.h"
 
-#include "unicode.h"
+#include "ptdp/checked.h"
+#include "ptdp/unicode.h"
 
 #include <stdarg.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
-/* Private to src/data: a byte-string -> int64 hash map (open addressing, linear probing),
- * used for the BPE vocabulary (token bytes -> id) and the word cache (word -> ids). */
-#ifndef PTDP_DATA_STRMAP_H
-#define PTDP_DATA_STRMAP_H
+/* A byte-string -> int64 hash map (src/text; open addressing, linear probing), used for the BPE
+ * vocabulary (token bytes -> id), the word cache (word -> ids) and the keys of a JSON object. */
+#ifndef PTDP_STRMAP_H
+#define PTDP_STRMAP_H
 
 #include <stddef.h>
 #include <stdint.h>

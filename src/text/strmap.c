@@ -1,5 +1,5 @@
 /* Byte-string hash map: FNV-1a 64-bit hashes, linear probing, keys copied into one pool. */
-#include "strmap.h"
+#include "ptdp/strmap.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* Private to src/data: the regular expressions of Hugging Face tokenizer.json split patterns.
+/* Regular expressions (src/text) for the split patterns of Hugging Face tokenizer.json files.
  *
  * A small backtracking matcher over UTF-8 with Perl's (and Oniguruma's, which Hugging Face's
  * library uses) leftmost-first semantics: alternatives are tried in order, quantifiers are
@@ -14,8 +14,8 @@
  * Anything else (anchors, back-references, look-behind, possessive quantifiers, scripts such
  * as \p{Han}, a repeated sub-pattern that can match nothing, a pattern that can match nothing)
  * is refused at compile time with a message naming the construct and its offset. */
-#ifndef PTDP_DATA_REGEX_H
-#define PTDP_DATA_REGEX_H
+#ifndef PTDP_REGEX_H
+#define PTDP_REGEX_H
 
 #include <stddef.h>
 

@@ -6,7 +6,7 @@
  * byte travels as the value BAD_BYTE | byte: a starter with no decomposition that composes
  * with nothing, written back as the byte. */
 #include "ptdp/checked.h"
-#include "unicode.h"
+#include "ptdp/unicode.h"
 
 #include <stdlib.h>
 #include <string.h>
