@@ -171,6 +171,8 @@ typedef struct ptdp_gpt {
   /* what the layers above hear, and the state of the backward pass running */
   ptdp_gpt_hooks hooks;
   int grads_final;        /* within ptdp_gpt_backward: its `last` argument */
+  char nonfinite_weight[192]; /* the first weight of a loaded checkpoint that is not finite (the
+                                 checkpoint module sets it; "": none): named when a loss is not */
 } ptdp_gpt;
 
 /* fn(ctx, i) for each parameter i whose gradient is final; fn NULL: nobody listens. */
