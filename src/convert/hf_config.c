@@ -43,7 +43,10 @@ static const char *value_text(const ptdp_json_value *v, char *buf, size_t n)
   case PTDP_JSON_STRING: snprintf(buf, n, "the string \"%.40s%s\"", v->str, v->len > 40 ? "..." : ""); return buf;
   default:
     if (v->integral) snprintf(buf, n, "%s%llu", v->neg ? "-" : "", (unsigned long long)v->u);
-    else snprintf(buf, n, "%s", hf_real_text(num, sizeof num, v->num));
+    else { /* 4.0 shown as written, not as the integer 4 */
+      hf_real_text(num, sizeof num, v->num);
+      snprintf(buf, n, "%s%s", num, strpbrk(num, ".eEn") ? "" : ".0");
+    }
     return buf;
   }
 }
