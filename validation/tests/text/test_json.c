@@ -35,7 +35,7 @@ static int last_a(void *ctx, const char *key, size_t key_len, const char *val, s
 /* Scanned: s refused for a repeated key, first and again its places, and msg holding want. */
 static void scanned_duplicate(const char *s, size_t first, size_t again, const char *want)
 {
-  ptdp_json_error err;
+  ptdp_json_error err = {0};
   int n = 0;
   const int rc = ptdp_json_object_each(s, strlen(s), PTDP_JSON_KEYS_UNIQUE, count_member, &n, &err);
   EXPECT(rc == -1 && err.fault == PTDP_JSON_DUPLICATE_KEY, "%s: refused for its repeated key (rc %d, fault %d: %s)",
@@ -74,7 +74,7 @@ static void test_duplicates(void)
   tree_refused("[{}, {\"a\": 1, \"b\": {}, \"a\": 1}]", "the key \"a\" appears twice");
   /* keys that only look alike are different keys */
   int n = 0;
-  ptdp_json_error err;
+  ptdp_json_error err = {0};
   const char *distinct = "{\"a\": 1, \"A\": 2, \"a \": 3, \"\": 4, \"\\u00e9\": 5, \"e\\u0301\": 6}";
   EXPECT(ptdp_json_object_each(distinct, strlen(distinct), PTDP_JSON_KEYS_UNIQUE, count_member, &n, &err) == 0 && n == 6,
          "six distinct keys accepted (%d seen: %s)", n, err.msg);
@@ -119,7 +119,7 @@ static void test_agree(void)
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const char *s = cases[i].s;
     int n = 0;
-    ptdp_json_error err;
+    ptdp_json_error err = {0};
     ptdp_json_value v;
     const int scanned = ptdp_json_object_each(s, strlen(s), PTDP_JSON_KEYS_UNIQUE, count_member, &n, &err) == 0;
     const int tree = ptdp_json_parse(s, strlen(s), "t", &v) == 0;
@@ -138,7 +138,7 @@ static void test_agree(void)
     deep[k++] = '}';
     ptdp_json_value v;
     int n = 0;
-    ptdp_json_error err;
+    ptdp_json_error err = {0};
     const int want = depth < 256;
     EXPECT((ptdp_json_object_each(deep, k, PTDP_JSON_KEYS_UNIQUE, count_member, &n, &err) == 0) == want &&
                (ptdp_json_parse(deep, k, "t", &v) == 0) == want,
