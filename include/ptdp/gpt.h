@@ -140,6 +140,8 @@ typedef struct ptdp_gpt {
   ptdp_memory mem;         /* the allocations of the plan, recorded */
   ptdp_gpt_losses loss;    /* the losses not yet taken (ptdp/loss.h) */
   ptdp_gpt_hooks hooks;    /* what the layers above hear (ptdp/gpt_hooks.h) */
+  char nonfinite_weight[192]; /* the first weight of a loaded checkpoint that is not finite (the
+                                 checkpoint module sets it; "": none): named when a loss is not */
 } ptdp_gpt;
 
 int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, ptdp_grid *grid);

@@ -97,21 +97,32 @@ typedef struct {
 
 extern const hf_arch hf_arch_gpt2;
 extern const hf_arch hf_arch_llama;
-/* The architecture of a config.json: architectures[0], else model_type; NULL when ptdp has none. */
+/* The architecture of a config.json: architectures[0] (an array of strings), else (no
+ * architectures) model_type; NULL when ptdp has none. */
 const hf_arch *hf_arch_find(const ptdp_json_value *cfg);
+/* The config.json of architecture a names no other: architectures one class, model_type (a string)
+ * a's; else an error naming path. */
+int hf_arch_check(const ptdp_json_value *cfg, const hf_arch *a, const char *path);
 /* The architecture of a checkpoint's keys: LlamaForCausalLM where they ask for any of RMSNorm,
  * rotary positions or SwiGLU, else GPT2LMHeadModel; an error naming the key that neither can
  * express. */
 int hf_arch_of_args(const ptdp_args *a, const char *file, const hf_arch **arch);
 
-/* ---- hf_config.c: config.json's keys.  An integer key in [lo, hi] (absent or null: deflt, or
- * with deflt < 0 an error naming path and key); a real >= 0 (absent: deflt); a boolean that must be
- * want where present (else an error saying why); torch_dtype's name of t; the shortest text that
- * reads back as v. */
-int hf_cfg_int(const ptdp_json_value *cfg, const char *key, long long deflt, long long lo, long long hi,
-               const char *path, long long *out);
-int hf_cfg_real(const ptdp_json_value *cfg, const char *key, double deflt, const char *path, double *out);
+/* ---- hf_config.c: config.json's keys, each used or refused, never replaced by a default (the
+ * file's comment says how).  A size: an integer in the range of ptdp-train's key train (its key
+ * table's, at least 1); absent (or null where null_default): deflt, or with deflt HF_REQUIRED an
+ * error naming path and key.  A real in the range of ptdp-train's key train; absent: deflt.  A
+ * boolean (absent: deflt), one that must be want where present (else an error saying why), a
+ * string (absent: NULL).  Every refusal names the file, the key, the value and what ptdp needs.
+ * torch_dtype's name of t; the shortest text that reads back as v. */
+#define HF_REQUIRED (-1LL)
+int hf_cfg_size(const ptdp_json_value *cfg, const char *key, const char *train, long long deflt, int null_default,
+                const char *path, long long *out);
+int hf_cfg_real(const ptdp_json_value *cfg, const char *key, const char *train, double deflt, const char *path,
+                double *out);
+int hf_cfg_bool(const ptdp_json_value *cfg, const char *key, int deflt, const char *path, int *out);
 int hf_cfg_bool_is(const ptdp_json_value *cfg, const char *key, int want, const char *path, const char *why);
+int hf_cfg_string(const ptdp_json_value *cfg, const char *key, const char *path, const char **out);
 const char *hf_torch_dtype(ptdp_st_dtype t);
 const char *hf_real_text(char *buf, size_t n, double v);
 
@@ -130,6 +141,12 @@ int hf_map_export(const hf_arch *a, const hf_dims *d, const hf_tensor *mc, int n
  * get(ctx, name, ...) reads; every element of every mc tensor must be written exactly once. */
 typedef int (*hf_get_fn)(void *ctx, const char *name, long long rows, long long cols, int ndim, float *out);
 int hf_map_import(const hf_arch *a, const hf_dims *d, hf_tensor *mc, int nmc, hf_get_fn get, void *ctx);
+/* Each Hugging Face tensor of the table for d, in its order, with the shape it has in a model of
+ * Megatron-core tensors mc[0 .. nmc) (their shapes alone are read: the tensors of one layer,
+ * layer 0's standing for every layer's, and those outside the layers) to fn, until fn fails: the
+ * directory's tensors are checked against config.json's sizes before the model takes memory. */
+typedef int (*hf_shape_fn)(void *ctx, const char *name, long long rows, long long cols, int ndim);
+int hf_map_shapes(const hf_arch *a, const hf_dims *d, const hf_tensor *mc, int nmc, hf_shape_fn fn, void *ctx);
 /* The Hugging Face names the table gives for d (for checking a directory holds nothing else);
  * *names[0 .. *n) malloc'ed, freed with hf_names_free. */
 int hf_map_names(const hf_arch *a, const hf_dims *d, char ***names, int *n);
@@ -143,8 +160,6 @@ int hf_write_shards(const char *dir, const hf_tensor *t, int n, ptdp_st_dtype dt
 
 /* A size with an optional unit, as Hugging Face's max_shard_size: "5GB", "500MB", "2GiB", "1000". */
 int hf_parse_size(const char *s, unsigned long long *bytes);
-/* The file at path whole, NUL-terminated (limit: at most max bytes). */
-int hf_read_text(const char *path, size_t max, char **text, size_t *n);
 /* mkdir -p dir. */
 int hf_make_dir(const char *dir);
 /* Copy a file. */

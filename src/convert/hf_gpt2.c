@@ -63,40 +63,45 @@ static int gpt2_config_write(FILE *f, const hf_model *m)
 
 static int gpt2_activation(const ptdp_json_value *cfg, const char *path)
 {
-  const ptdp_json_value *v = ptdp_json_get(cfg, "activation_function");
-  if (!v) return 0; /* GPT2Config's default: gelu_new */
-  PTDP_CHECK(v->kind == PTDP_JSON_STRING, "%s: activation_function is not a string", path);
+  const char *act;
+  PTDP_CALL(hf_cfg_string(cfg, "activation_function", path, &act));
+  if (!act) return 0; /* GPT2Config's default: gelu_new */
   /* three names of the one tanh formula x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2 */
-  PTDP_CHECK(!strcmp(v->str, "gelu_new") || !strcmp(v->str, "gelu_pytorch_tanh") || !strcmp(v->str, "gelu_fast"),
+  PTDP_CHECK(!strcmp(act, "gelu_new") || !strcmp(act, "gelu_pytorch_tanh") || !strcmp(act, "gelu_fast"),
              "%s: activation_function '%s': ptdp's GELU is the tanh approximation (gelu_new, gelu_pytorch_tanh, "
-             "gelu_fast); converting would change the model's outputs", path, v->str);
+             "gelu_fast); converting would change the model's outputs", path, act);
   return 0;
 }
 
+/* config.json's keys, each with the ptdp-train key it sets (its range is that key's) and what an
+ * absent key means: the sizes are required (a default size would not fit the tensors anyway);
+ * n_inner null or absent is 4 n_embd, as GPT2Config has it; the rest GPT2Config's defaults. */
 static int gpt2_config_read(const ptdp_json_value *cfg, const char *path, hf_model *m)
 {
   hf_dims *d = &m->d;
-  const long long big = 1ll << 31;
-  PTDP_CALL(hf_cfg_int(cfg, "vocab_size", -1, 1, big, path, &d->vocab));
-  PTDP_CALL(hf_cfg_int(cfg, "n_embd", -1, 1, big, path, &d->h));
-  PTDP_CALL(hf_cfg_int(cfg, "n_layer", -1, 1, 1 << 16, path, &d->layers));
-  PTDP_CALL(hf_cfg_int(cfg, "n_head", -1, 1, 1 << 16, path, &d->heads));
-  PTDP_CALL(hf_cfg_int(cfg, "n_positions", -1, 1, big, path, &d->max_pos));
-  PTDP_CALL(hf_cfg_int(cfg, "n_inner", 4 * d->h, 1, big, path, &d->ffn)); /* null: 4 n_embd */
+  PTDP_CALL(hf_cfg_size(cfg, "vocab_size", "vocab-size", HF_REQUIRED, 0, path, &d->vocab));
+  PTDP_CALL(hf_cfg_size(cfg, "n_embd", "hidden-size", HF_REQUIRED, 0, path, &d->h));
+  PTDP_CALL(hf_cfg_size(cfg, "n_layer", "num-layers", HF_REQUIRED, 0, path, &d->layers));
+  PTDP_CALL(hf_cfg_size(cfg, "n_head", "num-attention-heads", HF_REQUIRED, 0, path, &d->heads));
+  PTDP_CALL(hf_cfg_size(cfg, "n_positions", "max-position-embeddings", HF_REQUIRED, 0, path, &d->max_pos));
+  PTDP_CALL(hf_cfg_size(cfg, "n_inner", "ffn-hidden-size", 4 * d->h, 1, path, &d->ffn));
   PTDP_CHECK(d->h % d->heads == 0, "%s: n_embd %lld is not a multiple of n_head %lld", path, d->h, d->heads);
   hf_dims_complete(d); /* no query groups, head size h / a */
   PTDP_CALL(gpt2_activation(cfg, path));
-  PTDP_CALL(hf_cfg_real(cfg, "layer_norm_epsilon", 1e-5, path, &m->eps));
-  PTDP_CALL(hf_cfg_real(cfg, "initializer_range", 0.02, path, &m->init_std));
-  PTDP_CALL(hf_cfg_real(cfg, "resid_pdrop", 0.1, path, &m->hidden_dropout));
-  PTDP_CALL(hf_cfg_real(cfg, "attn_pdrop", 0.1, path, &m->attn_dropout));
-  PTDP_CHECK(m->hidden_dropout < 1 && m->attn_dropout < 1, "%s: a dropout probability of 1 or more", path);
+  PTDP_CALL(hf_cfg_real(cfg, "layer_norm_epsilon", "layernorm-epsilon", 1e-5, path, &m->eps));
+  PTDP_CALL(hf_cfg_real(cfg, "initializer_range", "init-method-std", 0.02, path, &m->init_std));
+  PTDP_CALL(hf_cfg_real(cfg, "resid_pdrop", "hidden-dropout", 0.1, path, &m->hidden_dropout));
+  PTDP_CALL(hf_cfg_real(cfg, "attn_pdrop", "attention-dropout", 0.1, path, &m->attn_dropout));
+  double embd; /* ptdp's hidden-dropout is both: the embeddings' and the residual branches' */
+  PTDP_CALL(hf_cfg_real(cfg, "embd_pdrop", "hidden-dropout", m->hidden_dropout, path, &embd));
+  PTDP_CHECK(embd == m->hidden_dropout, "%s: embd_pdrop %g differs from resid_pdrop %g: ptdp's hidden-dropout is "
+             "one probability for both", path, embd, m->hidden_dropout);
   PTDP_CALL(hf_cfg_bool_is(cfg, "tie_word_embeddings", 1, path,
-                        "an output layer of its own; ptdp's GPT ties it to the word embedding"));
+                           "an output layer of its own; ptdp's GPT ties it to the word embedding"));
   PTDP_CALL(hf_cfg_bool_is(cfg, "scale_attn_weights", 1, path,
                            "ptdp scales the attention scores by 1/sqrt(head size)"));
   PTDP_CALL(hf_cfg_bool_is(cfg, "scale_attn_by_inverse_layer_idx", 0, path,
-                        "ptdp does not scale the scores by the layer's index"));
+                           "ptdp does not scale the scores by the layer's index"));
   PTDP_CALL(hf_cfg_bool_is(cfg, "add_cross_attention", 0, path, "ptdp's GPT has no cross-attention"));
   m->eod = -1;
   return 0;
@@ -145,14 +150,25 @@ const hf_arch *hf_arch_find(const ptdp_json_value *cfg)
 {
   static const hf_arch *const all[] = {&hf_arch_gpt2, &hf_arch_llama};
   const ptdp_json_value *arch = ptdp_json_get(cfg, "architectures"), *type = ptdp_json_get(cfg, "model_type");
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-    if (arch && arch->kind == PTDP_JSON_ARRAY && arch->n > 0 && arch->items[0].kind == PTDP_JSON_STRING)
-      if (!strcmp(arch->items[0].str, all[i]->architecture)) return all[i];
-    if ((!arch || arch->kind != PTDP_JSON_ARRAY) && type && type->kind == PTDP_JSON_STRING &&
-        !strcmp(type->str, all[i]->model_type))
-      return all[i];
-  }
+  const char *a = arch && arch->kind == PTDP_JSON_ARRAY && arch->n > 0 && arch->items[0].kind == PTDP_JSON_STRING
+                    ? arch->items[0].str
+                    : NULL;
+  const char *t = type && type->kind == PTDP_JSON_STRING ? type->str : NULL;
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (a ? !strcmp(a, all[i]->architecture) : !arch && t && !strcmp(t, all[i]->model_type)) return all[i];
   return NULL;
+}
+
+int hf_arch_check(const ptdp_json_value *cfg, const hf_arch *a, const char *path)
+{
+  const ptdp_json_value *arch = ptdp_json_get(cfg, "architectures");
+  const char *t;
+  PTDP_CALL(hf_cfg_string(cfg, "model_type", path, &t));
+  PTDP_CHECK(!t || !strcmp(t, a->model_type), "%s: model_type '%s' is not architectures' %s's ('%s')", path, t,
+             a->architecture, a->model_type);
+  PTDP_CHECK(!arch || arch->n == 1, "%s: architectures names %d classes; ptdp-convert reads one", path,
+             arch ? arch->n : 0);
+  return 0;
 }
 
 int hf_arch_of_args(const ptdp_args *a, const char *file, const hf_arch **arch)

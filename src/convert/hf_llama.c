@@ -61,37 +61,40 @@ static int llama_config_write(FILE *f, const hf_model *m)
 /* Keys whose model ptdp would not compute: refused by name. */
 static int llama_refusals(const ptdp_json_value *cfg, const char *path)
 {
-  const ptdp_json_value *act = ptdp_json_get(cfg, "hidden_act"), *scaling = ptdp_json_get(cfg, "rope_scaling");
-  PTDP_CHECK(!act || (act->kind == PTDP_JSON_STRING && !strcmp(act->str, "silu")),
-             "%s: hidden_act is not \"silu\": ptdp's SwiGLU gates with SiLU", path);
+  const ptdp_json_value *scaling = ptdp_json_get(cfg, "rope_scaling");
+  const char *act;
+  PTDP_CALL(hf_cfg_string(cfg, "hidden_act", path, &act));
+  PTDP_CHECK(!act || !strcmp(act, "silu"), "%s: hidden_act is not \"silu\": ptdp's SwiGLU gates with SiLU", path);
   PTDP_CHECK(!scaling || scaling->kind == PTDP_JSON_NULL, "%s: rope_scaling is set (Llama 3.1's and others' stretched "
              "positions): ptdp's rotary embedding has no scaling", path);
   PTDP_CALL(hf_cfg_bool_is(cfg, "attention_bias", 0, path, "ptdp's Llama has no biases on q, k, v and o"));
   return hf_cfg_bool_is(cfg, "mlp_bias", 0, path, "ptdp's Llama has no biases in the MLP");
 }
 
+/* config.json's keys, each with the ptdp-train key it sets (its range is that key's) and what an
+ * absent key means (LlamaConfig's defaults; the sizes are required; num_key_value_heads and
+ * head_dim null or absent: a and h / a, as LlamaConfig has them). */
 static int llama_config_read(const ptdp_json_value *cfg, const char *path, hf_model *m)
 {
   hf_dims *d = &m->d;
-  const long long big = 1ll << 31;
   PTDP_CALL(llama_refusals(cfg, path));
-  PTDP_CALL(hf_cfg_int(cfg, "vocab_size", -1, 1, big, path, &d->vocab));
-  PTDP_CALL(hf_cfg_int(cfg, "hidden_size", -1, 1, big, path, &d->h));
-  PTDP_CALL(hf_cfg_int(cfg, "intermediate_size", -1, 1, big, path, &d->ffn));
-  PTDP_CALL(hf_cfg_int(cfg, "num_hidden_layers", -1, 1, 1 << 16, path, &d->layers));
-  PTDP_CALL(hf_cfg_int(cfg, "num_attention_heads", -1, 1, 1 << 16, path, &d->heads));
-  PTDP_CALL(hf_cfg_int(cfg, "num_key_value_heads", d->heads, 1, d->heads, path, &d->groups));
-  PTDP_CHECK(d->heads % d->groups == 0, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
-             path, d->heads, d->groups);
-  PTDP_CALL(hf_cfg_int(cfg, "head_dim", d->h / d->heads, 1, big, path, &d->head_dim));
-  PTDP_CALL(hf_cfg_int(cfg, "max_position_embeddings", -1, 1, big, path, &d->max_pos));
-  PTDP_CALL(hf_cfg_real(cfg, "rms_norm_eps", 1e-6, path, &m->eps));
-  PTDP_CALL(hf_cfg_real(cfg, "rope_theta", 10000, path, &m->rope_theta));
-  PTDP_CALL(hf_cfg_real(cfg, "initializer_range", 0.02, path, &m->init_std));
-  PTDP_CALL(hf_cfg_real(cfg, "attention_dropout", 0, path, &m->attn_dropout));
-  PTDP_CHECK(m->attn_dropout < 1, "%s: attention_dropout %g is 1 or more", path, m->attn_dropout);
-  const ptdp_json_value *tie = ptdp_json_get(cfg, "tie_word_embeddings");
-  d->untied = !(tie && tie->kind == PTDP_JSON_TRUE); /* LlamaConfig's default: untied */
+  PTDP_CALL(hf_cfg_size(cfg, "vocab_size", "vocab-size", HF_REQUIRED, 0, path, &d->vocab));
+  PTDP_CALL(hf_cfg_size(cfg, "hidden_size", "hidden-size", HF_REQUIRED, 0, path, &d->h));
+  PTDP_CALL(hf_cfg_size(cfg, "intermediate_size", "ffn-hidden-size", HF_REQUIRED, 0, path, &d->ffn));
+  PTDP_CALL(hf_cfg_size(cfg, "num_hidden_layers", "num-layers", HF_REQUIRED, 0, path, &d->layers));
+  PTDP_CALL(hf_cfg_size(cfg, "num_attention_heads", "num-attention-heads", HF_REQUIRED, 0, path, &d->heads));
+  PTDP_CALL(hf_cfg_size(cfg, "num_key_value_heads", "num-query-groups", d->heads, 1, path, &d->groups));
+  PTDP_CHECK(d->groups <= d->heads && d->heads % d->groups == 0, "%s: num_attention_heads %lld is not a multiple of "
+             "num_key_value_heads %lld", path, d->heads, d->groups);
+  PTDP_CALL(hf_cfg_size(cfg, "head_dim", "kv-channels", d->h / d->heads ? d->h / d->heads : 1, 1, path, &d->head_dim));
+  PTDP_CALL(hf_cfg_size(cfg, "max_position_embeddings", "max-position-embeddings", HF_REQUIRED, 0, path, &d->max_pos));
+  PTDP_CALL(hf_cfg_real(cfg, "rms_norm_eps", "layernorm-epsilon", 1e-6, path, &m->eps));
+  PTDP_CALL(hf_cfg_real(cfg, "rope_theta", "rotary-base", 10000, path, &m->rope_theta));
+  PTDP_CALL(hf_cfg_real(cfg, "initializer_range", "init-method-std", 0.02, path, &m->init_std));
+  PTDP_CALL(hf_cfg_real(cfg, "attention_dropout", "attention-dropout", 0, path, &m->attn_dropout));
+  int tied;
+  PTDP_CALL(hf_cfg_bool(cfg, "tie_word_embeddings", 0, path, &tied)); /* LlamaConfig's default: untied */
+  d->untied = !tied;
   m->eod = -1;
   return 0;
 }

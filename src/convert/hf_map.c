@@ -210,6 +210,35 @@ int hf_map_import(const hf_arch *a, const hf_dims *d, hf_tensor *mc, int nmc, hf
   return rc;
 }
 
+/* ---------------------------------------------------------------- shapes */
+
+typedef struct {
+  const hf_dims *d;
+  const hf_tensor *mc;
+  int nmc;
+  hf_shape_fn fn;
+  void *ctx;
+} shapes_ctx;
+
+static int shape_one(void *vctx, const hf_name *e, const char *hf, const char *mcore)
+{
+  (void)mcore;
+  shapes_ctx *c = vctx;
+  char layer0[128]; /* every layer's tensors have layer 0's shapes */
+  snprintf(layer0, sizeof layer0, e->mcore, 0);
+  const hf_tensor *m = find_mc(c->mc, c->nmc, layer0);
+  PTDP_CHECK_INTERNAL(m, "the conversion table names '%s', which the model does not have", layer0);
+  const long long R = hf_rows_count(c->d, e->rows, e->part, m->rows), C = m->cols;
+  const int t = e->transpose && m->ndim == 2;
+  return c->fn(c->ctx, hf, t ? C : R, t ? R : C, m->ndim);
+}
+
+int hf_map_shapes(const hf_arch *a, const hf_dims *d, const hf_tensor *mc, int nmc, hf_shape_fn fn, void *ctx)
+{
+  shapes_ctx c = {.d = d, .mc = mc, .nmc = nmc, .fn = fn, .ctx = ctx};
+  return visit(a, d, shape_one, &c);
+}
+
 typedef struct {
   char **names;
   int n, cap;
@@ -362,28 +391,6 @@ int hf_parse_size(const char *s, unsigned long long *bytes)
     }
   return PTDP_FAIL(PTDP_ERR_INPUT, "max-shard-size '%s': unknown unit '%s' (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", s,
                    end);
-}
-
-int hf_read_text(const char *path, size_t max, char **text, size_t *n)
-{
-  FILE *f = fopen(path, "rb");
-  PTDP_CHECK(f, "cannot open '%s': %s", path, strerror(errno));
-  char *buf = malloc(max + 1);
-  size_t got = buf ? fread(buf, 1, max + 1, f) : 0;
-  const int bad = !buf || ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    return PTDP_FAIL(buf ? PTDP_ERR_IO : PTDP_ERR_MEM, "cannot read '%s'", path);
-  }
-  if (got > max) {
-    free(buf);
-    return PTDP_FAIL(PTDP_ERR_INPUT, "'%s' is larger than %zu bytes: not the file expected there", path, max);
-  }
-  buf[got] = '\0';
-  *text = buf;
-  *n = got;
-  return 0;
 }
 
 int hf_copy_file(const char *from, const char *to)

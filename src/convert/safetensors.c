@@ -286,7 +286,7 @@ static int open_fd(const char *path, int fd, ptdp_safetensors **out)
 int ptdp_safetensors_open(const char *path, ptdp_safetensors **out)
 {
   *out = NULL;
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO is refused below, not waited on */
   PTDP_CHECK(fd >= 0, "cannot open '%s': %s", path, strerror(errno));
   const int rc = open_fd(path, fd, out);
   if (rc) {

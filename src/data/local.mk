@@ -36,6 +36,9 @@ TESTS += validation/tests/data/test_tokenizer_files.sh
 dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_files.sh validation/tests/data/write_vocab.py
 # Hugging Face tokenizer.json, id for id against JavaScript implementations, and crafted files
 TESTS += validation/tests/data/test_tokenizer_hf.sh validation/tests/data/test_tokenizer_hf_files.sh
+# files read whole refused unless regular and bounded: /dev/zero, a FIFO, a sparse 1 GiB + 1 file
+TESTS += validation/tests/data/test_text_file_guards.sh
+dist_noinst_SCRIPTS += validation/tests/data/test_text_file_guards.sh
 dist_noinst_SCRIPTS += validation/tests/data/test_tokenizer_hf.sh validation/tests/data/test_tokenizer_hf_files.sh \
                        validation/tests/data/fetch_tokenizers.sh
 EXTRA_DIST += validation/tests/data/make_tokenizer_json.js validation/tests/data/hf_encode.js \

@@ -12,6 +12,7 @@
 #include "ptdp/error.h"
 #include "ptdp/json.h"
 #include "ptdp/strmap.h"
+#include "ptdp/textfile.h"
 #include "ptdp/unicode.h"
 #include "tokenizer_impl.h"
 
@@ -53,35 +54,7 @@ long ptdp_bpe_unalphabet(const int cp_to_byte[512], const char *s, size_t len, c
 
 int ptdp_bpe_read_file(const char *path, const char *what, char **data, size_t *len)
 {
-  FILE *f = fopen(path, "rb");
-  PTDP_CHECK_IO(f, "cannot open %s '%s': %s", what, path, strerror(errno));
-  char *d = NULL;
-  size_t n = 0, cap = 0;
-  while (1) {
-    if (n + 65536 + 1 > cap) {
-      cap = cap ? 2 * cap : 1 << 17;
-      char *nd = realloc(d, cap);
-      if (!nd) {
-        free(d);
-        fclose(f);
-        return PTDP_FAIL(PTDP_ERR_MEM, "out of memory reading '%s'", path);
-      }
-      d = nd;
-    }
-    size_t got = fread(d + n, 1, 65536, f);
-    n += got;
-    if (got < 65536) break;
-  }
-  int bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(d);
-    PTDP_CHECK_IO(0, "cannot read %s '%s'", what, path);
-  }
-  d[n] = '\0';
-  *data = d;
-  *len = n;
-  return 0;
+  return ptdp_text_file_read(path, what, PTDP_TOKENIZER_FILE_MAX, data, len);
 }
 
 typedef struct {

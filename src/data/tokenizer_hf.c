@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define SPACE_MARK "\xE2\x96\x81" /* U+2581, SentencePiece's space */
 
@@ -572,9 +573,7 @@ static int config_eos(loader *L, const char *dir, int32_t *eod)
   char path[4096];
   int pn = snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
   if (pn < 0 || (size_t)pn >= sizeof path) return 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
-  fclose(f);
+  if (access(path, F_OK)) return 0;
   char *text;
   size_t len;
   PTDP_CALL(ptdp_bpe_read_file(path, "tokenizer config", &text, &len));

@@ -106,6 +106,8 @@ int ptdp_bpe_merge_add(bpe_tables *t, int32_t a, int32_t b, int32_t merged);
 void ptdp_bpe_byte_alphabet(uint32_t byte_to_cp[256], int cp_to_byte[512]);
 /* Map a token written in GPT-2's byte alphabet back to bytes (out: len bytes); -1 if it is not. */
 long ptdp_bpe_unalphabet(const int cp_to_byte[512], const char *s, size_t len, char *out);
+/* A tokenizer file (what: "vocabulary file", ...) whole: a regular file of at most
+ * PTDP_TOKENIZER_FILE_MAX bytes (ptdp/textfile.h), else an error naming it. */
 int ptdp_bpe_read_file(const char *path, const char *what, char **data, size_t *len);
 /* One member of a vocabulary object {"token": id}: val[0..val_len) (its JSON text) as an id in
  * [0, 2^30) for the token's bytes raw[0..nb), put into vocab, *max_id raised to it.  Returns 0, or

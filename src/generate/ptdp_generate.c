@@ -22,6 +22,7 @@
 #include "ptdp/error.h"
 #include "ptdp/program.h"
 #include "ptdp/generate.h"
+#include "ptdp/textfile.h"
 #include "ptdp/tokenizer.h"
 
 #include <stddef.h>
@@ -42,6 +43,7 @@ typedef struct {
 } gen_args;
 
 #define OFF(f) offsetof(gen_args, f)
+#define PROMPT_FILE_MAX ((size_t)1 << 30) /* bytes of prompt-file: a text, read whole */
 
 /* seed matters only when a draw is random: not greedy (temperature 0, or top-k 1) */
 static int samples(const void *target, int world)
@@ -171,35 +173,6 @@ static int load_weights(const ptdp_checkpoint_ref *ref, ptdp_gpt *m)
 
 /* ---------------------------------------------------------------- prompt and tokenizer (rank 0) */
 
-static int read_file(const char *path, char **text, size_t *n)
-{
-  FILE *f = fopen(path, "rb");
-  PTDP_CHECK(f, "cannot open prompt-file '%s'", path);
-  size_t cap = 4096, len = 0;
-  char *buf = malloc(cap + 1);
-  int err = buf ? 0 : PTDP_FAIL(PTDP_ERR_MEM, "out of memory reading '%s'", path);
-  while (!err) {
-    if (len == cap) {
-      char *b = realloc(buf, 2 * cap + 1);
-      if (!b) err = PTDP_FAIL(PTDP_ERR_MEM, "out of memory reading '%s'", path);
-      else buf = b, cap *= 2;
-      if (err) break;
-    }
-    size_t r = fread(buf + len, 1, cap - len, f);
-    len += r;
-    if (r == 0) break;
-  }
-  if (!err && ferror(f)) err = PTDP_FAIL(PTDP_ERR_IO, "error reading '%s'", path);
-  fclose(f);
-  if (err) {
-    free(buf);
-    return err;
-  }
-  buf[len] = '\0';
-  *text = buf;
-  *n = len;
-  return 0;
-}
 
 static int make_tokenizer(const ptdp_args *a, ptdp_tokenizer **tok)
 {
@@ -234,7 +207,7 @@ static int encode_prompt(const gen_args *g, const ptdp_args *a, ptdp_tokenizer *
              "tokenizer the model was trained with", ptdp_tokenizer_type_name(*tok), tv, a->vocab_size);
   char *text = (char *)g->prompt;
   size_t n = strlen(g->prompt);
-  if (g->prompt_file[0]) PTDP_CALL(read_file(g->prompt_file, &text, &n));
+  if (g->prompt_file[0]) PTDP_CALL(ptdp_text_file_read(g->prompt_file, "prompt-file", PROMPT_FILE_MAX, &text, &n));
   size_t nids = 0;
   int err = n ? ptdp_tokenizer_encode(*tok, text, n, ids, &nids) : 0;
   if (text != g->prompt) free(text);

@@ -36,6 +36,7 @@
 #include "ptdp/shard_map.h"
 
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -129,6 +130,7 @@ int ckpt_io_setup(ckpt_io *io, ptdp_gpt *m, ptdp_master *master, const ptdp_ddp 
   else
     for (int i = 0; i < m->params.n; i++) io->spart[i] = ckpt_whole_slice(&m->params.table[i]);
   PTDP_CALLOC(io->sum, (size_t)NKINDS * io->nglobal, sizeof *io->sum);
+  io->nf_g = io->nf_at = LLONG_MAX;
   /* the environment's PTDP_CHECKPOINT_CHUNK (elements) replaces the run length: tests use short
    * runs to cross rows and tensors; the file is the same whatever the length */
   const char *ch = getenv("PTDP_CHECKPOINT_CHUNK");

@@ -129,6 +129,8 @@ typedef struct {
   ckpt_reader *reader;   /* loading: direct reads of contiguous runs (NULL: off) */
   long long bytes;       /* bytes this rank moved */
   long long direct_bytes; /* of them, read by the direct reader */
+  long long nf_g, nf_at;  /* loading: the first weight this rank verified that is not finite, as
+                             global tensor and flat element of it (LLONG_MAX: none) */
 } ckpt_io;
 
 /* HDF5 path of tensor g of kind (dots of the Megatron-core name become groups). */

@@ -4,6 +4,7 @@
 
 #include "ptdp/error.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +146,39 @@ static int plan_reads(ckpt_io *io, int nk, const hid_t *ds)
   return io->reader ? ckpt_reader_start(io->reader) : 0;
 }
 
+/* The first weight of x[0 .. b - a) (local elements [a, b) of p, global tensor g) that is not
+ * finite, kept when it comes before the rank's first so far: one pass over the part each rank
+ * verifies (every element once over the ranks), beside the checksum's. */
+static void note_nonfinite(ckpt_io *io, int g, const ptdp_param_info *p, const float *x, long long a, long long b)
+{
+  if (g > io->nf_g) return;
+  for (long long k = a; k < b; k++)
+    if (!isfinite(x[k - a])) {
+      const long long r = k / p->lcols, at = ptdp_param_global_row(p, r) * p->gcols + p->col0 + k - r * p->lcols;
+      if (g < io->nf_g || at < io->nf_at) io->nf_g = g, io->nf_at = at;
+      return;
+    }
+}
+
+/* A checkpoint whose weights hold a value that is not finite loads (it is what was saved), but
+ * the first loss computed from it will not be finite: every rank learns the first such weight,
+ * rank 0 names it in a warning, and the model keeps its name for that error (ptdp_gpt). */
+static int report_nonfinite(ckpt_io *io, const char *file, MPI_Comm comm)
+{
+  long long g = io->nf_g, at;
+  PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &g, 1, MPI_LONG_LONG, MPI_MIN, comm));
+  if (g == LLONG_MAX) return 0;
+  at = io->nf_g == g ? io->nf_at : LLONG_MAX;
+  PTDP_CALL_MPI(MPI_Allreduce(MPI_IN_PLACE, &at, 1, MPI_LONG_LONG, MPI_MIN, comm));
+  const ptdp_param_info *p = &io->global[g];
+  snprintf(io->m->nonfinite_weight, sizeof io->m->nonfinite_weight, "%s, element %lld (row %lld, column %lld)",
+           p->name, at, at / p->gcols, at % p->gcols);
+  if (io->m->grid->world_rank == 0)
+    fprintf(stderr, "ptdp: warning: checkpoint '%s': weight %s is not finite: the first loss computed from it will "
+            "not be finite\n", file, io->m->nonfinite_weight);
+  return 0;
+}
+
 /* This rank's part of tensor g of kind from dataset ds, chunk by chunk, independently; its
  * checksum partial sums. */
 static int load_dataset(ckpt_io *io, int kind, int g, hid_t ds)
@@ -175,6 +209,7 @@ static int load_dataset(ckpt_io *io, int kind, int g, hid_t ds)
     }
     const long long a = c0 > w->lo ? c0 : w->lo, b = c1 < w->hi ? c1 : w->hi;
     if (b > a) io->sum[kind * io->nglobal + g] += ckpt_checksum(p, x + (a - c0), a, b);
+    if (b > a && kind == KIND_MODEL) note_nonfinite(io, g, p, x + (a - c0), a, b);
     PTDP_CALL(be->to_device(be, ckpt_element(io, kind, i, c0), x, sizeof(float) * (size_t)(c1 - c0)));
     PTDP_CALL(be->synchronize(be)); /* the buffer is reused by a later chunk */
     io->bytes += 4 * (c1 - c0);
@@ -349,6 +384,7 @@ static int load_all(ckpt_io *io, const ptdp_checkpoint_ref *ref, ptdp_optimizer 
   PTDP_CALL(rc);
   PTDP_CALL(io->m->be->synchronize(io->m->be));
   PTDP_CALL(verify_checksums(io, nk, ref->file, comm));
+  PTDP_CALL(report_nonfinite(io, ref->file, comm));
   PTDP_CALL(gather_replicated(io, nk));
   ptdp_checkpoint_info in = {0};
   PTDP_CALL(ckpt_attr_need_i64(io->file, "iteration", &in.iteration));

@@ -22,10 +22,11 @@ void ptdp_gpt_losses_free(ptdp_gpt_losses *l)
   free(l->host);
 }
 
-static int check_loss(double loss, long long sample0)
+static int check_loss(const ptdp_gpt *m, double loss, long long sample0)
 {
-  PTDP_CHECK_LOCAL(isfinite(loss), "the loss is not finite (%g) at micro-batch starting at sample %lld", loss,
-                   sample0);
+  PTDP_CHECK_LOCAL(isfinite(loss), "the loss is not finite (%g) at micro-batch starting at sample %lld%s%s%s", loss,
+                   sample0, m->nonfinite_weight[0] ? " (the checkpoint loaded holds a weight that is not finite: " : "",
+                   m->nonfinite_weight, m->nonfinite_weight[0] ? ")" : "");
   return 0;
 }
 
@@ -39,7 +40,7 @@ static int read_pending(ptdp_gpt *m)
   PTDP_CALL(be->to_host(be, m->loss.host, m->work.losses, sizeof(float) * (size_t)n));
   PTDP_CALL(be->synchronize(be));
   for (int i = 0; i < n; i++) {
-    PTDP_CALL(check_loss(m->loss.host[i], m->loss.sample0[i]));
+    PTDP_CALL(check_loss(m, m->loss.host[i], m->loss.sample0[i]));
     m->loss.sum += m->loss.host[i];
   }
   return 0;
@@ -65,7 +66,7 @@ int ptdp_gpt_record_loss(ptdp_gpt *m, const ptdp_chunk_slot *sl, const float *mx
   double loss = 0;
   for (int r = 0; r < N; r++) loss += log((double)hx[N + r]) + hx[r] - hx[2 * N + r];
   const float l = (float)(loss / N);
-  PTDP_CALL(check_loss(l, sl->sample0));
+  PTDP_CALL(check_loss(m, l, sl->sample0));
   m->loss.sum += l;
   return 0;
 }

@@ -11,3 +11,7 @@ EXTRA_DIST += src/text/gen_unicode_tables.py
 check_PROGRAMS += validation/tests/text/test_json
 validation_tests_text_test_json_SOURCES = validation/tests/text/test_json.c
 TESTS += validation/tests/text/test_json
+
+# a text or JSON file read whole: a regular file, of bounded size (ptdp/textfile.h)
+libptdp_a_SOURCES += src/text/textfile.c
+noinst_HEADERS += include/ptdp/textfile.h

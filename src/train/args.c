@@ -301,6 +301,13 @@ int ptdp_args_parse(ptdp_args *a, ptdp_options *o, int argc, char **argv)
   return 0;
 }
 
+const ptdp_option *ptdp_args_option(const char *key)
+{
+  for (int i = 0; i < NOPT; i++)
+    if (!strcmp(table[i].name, key)) return &table[i];
+  return NULL;
+}
+
 void ptdp_args_view(ptdp_args *a, ptdp_options *o)
 {
   memset(o, 0, sizeof *o);

@@ -35,6 +35,8 @@ KINDS = {
     "int32": "transformer.h.0.mlp.c_fc.bias stored as I32",
     "shape": "transformer.h.1.mlp.c_fc.weight with one column fewer",
     "duplicate": "two shards both holding transformer.wpe.weight (the index names both files)",
+    "ambiguous": "h.0.ln_1.weight beside transformer.h.0.ln_1.weight, with other values (one weight, two names)",
+    "nan": "transformer.h.1.mlp.c_fc.weight[3, 5] and transformer.ln_f.bias[0] NaN",
 }
 
 
@@ -153,6 +155,14 @@ def plant(src, out, kind):
     elif kind == "shape":
         n = "transformer.h.1.mlp.c_fc.weight"
         tensors[n] = (dt[n], T[n][:, :-1].copy())
+    elif kind == "ambiguous":
+        n = "transformer.h.0.ln_1.weight"
+        tensors[n[len("transformer."):]] = (dt[n], T[n] + 1)
+    elif kind == "nan":
+        for n, at in (("transformer.h.1.mlp.c_fc.weight", (3, 5)), ("transformer.ln_f.bias", (0,))):
+            x = T[n].copy()
+            x[at] = np.nan
+            tensors[n] = (dt[n], x)
     elif kind == "duplicate":
         names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
         st_read.write_file(os.path.join(out, names[0]), tensors, {"format": "pt"})

@@ -1,9 +1,15 @@
 #!/bin/sh
 # ptdp-convert refuses what it cannot convert, each with one message naming the file and the
 # reason and exit status 1 (never a crash): wrong usage, a missing checkpoint or directory,
-# another architecture or a model ptdp does not compute (config.json's keys), tensors missing,
-# extra, of the wrong shape or dtype, an untied output layer, damaged safetensors headers, an
-# index naming files outside the directory.  Also the independent reader (st_read.py) refuses the
+# another architecture or a model ptdp does not compute (config.json's keys), a key's value
+# outside the range of the ptdp-train key it sets or of another JSON type (never replaced by a
+# default), sizes that disagree with the tensors (named before the model takes memory: under a
+# 1.5 GB address-space limit, a vocab_size of 2^24 is named, not an out-of-memory), tensors
+# missing, extra, of the wrong shape or dtype, one weight under two names, an untied output
+# layer, damaged safetensors headers, an index naming files outside the directory, a
+# config.json or tokenizer.json that is not a regular file or is too large.  A value that is not
+# finite converts with a warning naming the tensor, and ptdp-train from it warns at the load
+# and stops at the first loss naming the weight.  Also the independent reader (st_read.py) refuses the
 # damaged headers, so it is shown to catch what it checks ptdp's files for.
 # SKIP (77) when $PYTHON3 has no numpy or h5py.
 . "$top_srcdir/validation/tests/common.sh"
@@ -73,14 +79,78 @@ open(p, 'w').write('{\n  \"layer_norm_epsilon\": 0.1,' + t[1:])" "$TMPD/twice/co
 refused config-twice "twice/config.json: the key \"layer_norm_epsilon\" appears twice in one object: at line 2, column 3 (byte 4) and at line [0-9]*, column [0-9]* (byte [0-9]*)" \
   1 --hf-in "$TMPD/twice" --save "$TMPD/x"
 
+# every key used or refused, in the range of the ptdp-train key it sets (its key table's), never
+# replaced by a default; the message names the key, its value and the range
+for edit in 'layer_norm_epsilon=0|layer_norm_epsilon is 0: ptdp needs a number in \[1e-12, 1\] there (the range of ptdp-train.s layernorm-epsilon' \
+  'n_inner=0|n_inner is 0: ptdp needs an integer in \[1, 4194304\] there (the range of ptdp-train.s ffn-hidden-size' \
+  'n_layer="2"|n_layer is the string "2": ptdp needs an integer in \[1, 100000\]' \
+  'n_head=4.0|n_head is 4.0: ptdp needs an integer' \
+  'vocab_size=-1|vocab_size is -1: ptdp needs an integer in \[1, 16777216\]' \
+  'n_positions=null|n_positions is null: ptdp needs an integer' \
+  'resid_pdrop=1|resid_pdrop is 1: ptdp needs a number in \[0, 0.99\]' \
+  'initializer_range=[0.02]|initializer_range is an array: ptdp needs a number' \
+  'embd_pdrop=0.2|embd_pdrop 0.2 differs from resid_pdrop' \
+  'tie_word_embeddings="true"|tie_word_embeddings is the string "true", not true or false' \
+  'scale_attn_weights=null|scale_attn_weights is null, not true or false' \
+  'activation_function=1|activation_function is 1, not a string' \
+  'model_type="llama"|model_type .llama. is not architectures. GPT2LMHeadModel.s' \
+  'architectures="GPT2LMHeadModel"|architectures is not an array of class names'; do
+  edited range "${edit%%|*}"
+  refused "config-${edit%%=*}" "${edit#*|}" 1 --hf-in "$TMPD/range" --save "$TMPD/x"
+done
+
+# sizes that disagree with the tensors: named from the headers before the model is built, so a
+# vocabulary of 2^24 (4 GB of fp32 at h = 64) fails on its message under 1.5 GB of address space
+for edit in 'vocab_size=16777216|tensor .transformer.wte.weight. has shape \[300, 64\] where config.json.s model needs \[16777216, 64\]' \
+  'n_layer=65536|holds no tensor .transformer.h.2.ln_1.weight. (a GPT2LMHeadModel of config.json.s sizes has it)' \
+  'n_embd=1048576|tensor .transformer.wte.weight. has shape \[300, 64\] where config.json.s model needs \[300, 1048576\]'; do
+  edited size "${edit%%|*}"
+  (ulimit -v 1500000; launch 1 "$CONVERT" --hf-in "$TMPD/size" --save "$TMPD/x") > "$TMPD/size.log" 2>&1
+  rc=$?
+  [ $rc -eq 1 ] && grep -q -- "${edit#*|}" "$TMPD/size.log" && ! grep -q "out of memory" "$TMPD/size.log"
+  ok $? "config-${edit%%=*} (1.5 GB address space): refused (exit $rc): $(grep -m 1 error "$TMPD/size.log" | cut -c 1-170)"
+done
+
+# not regular files, or too large: refused at once, not read until memory runs out or waited on
+edited fifo && rm "$TMPD/fifo/config.json" && mkfifo "$TMPD/fifo/config.json"
+refused config-fifo "fifo/config.json' is a FIFO, not a regular file" 1 --hf-in "$TMPD/fifo" --save "$TMPD/x"
+edited bigconfig && truncate -s 2000000 "$TMPD/bigconfig/config.json"
+refused config-large "bigconfig/config.json' has 2000000 bytes, more than the 1048576" 1 \
+  --hf-in "$TMPD/bigconfig" --save "$TMPD/x"
+edited zero && ln -s /dev/zero "$TMPD/zero/tokenizer.json"
+refused tokenizer-zero "zero/tokenizer.json' is a character device, not a regular file" 1 \
+  --hf-in "$TMPD/zero" --save "$TMPD/x"
+edited tokfifo && mkfifo "$TMPD/tokfifo/tokenizer.json"
+refused tokenizer-fifo "tokfifo/tokenizer.json' is a FIFO, not a regular file" 1 --hf-in "$TMPD/tokfifo" --save "$TMPD/x"
+edited tokhuge && truncate -s 1073741825 "$TMPD/tokhuge/tokenizer.json"
+refused tokenizer-huge "tokhuge/tokenizer.json' has 1073741825 bytes, more than the 1073741824" 1 \
+  --hf-in "$TMPD/tokhuge" --save "$TMPD/x"
+
 # ---- tensors
 for kind in missing:"holds no tensor 'transformer.h.0.ln_2.bias'" extra:"is not part of a GPT2LMHeadModel" \
   int32:"stored as I32" shape:"has shape \[64, 255\]" lm_head_untied:"differs from the word embedding" \
-  duplicate:"is in two of its weight files"; do
+  duplicate:"is in two of its weight files" \
+  ambiguous:"tensors 'transformer.h.0.ln_1.weight' (.*model.safetensors) and 'h.0.ln_1.weight' (.*model.safetensors) are one weight, with and without the prefix 'transformer.'"; do
   k=${kind%%:*}
   $CHECK plant "$TMPD/hf" "$TMPD/p-$k" "$k" > /dev/null
   refused "tensor-$k" "${kind#*:}" 1 --hf-in "$TMPD/p-$k" --save "$TMPD/x"
 done
+
+# ---- a value that is not finite: converted (transformers loads it too) with a warning naming the
+# first tensor and element; ptdp-train from the checkpoint warns at the load and its first loss's
+# error names the weight
+$CHECK plant "$TMPD/hf" "$TMPD/p-nan" nan > /dev/null
+launch 1 "$CONVERT" --hf-in "$TMPD/p-nan" --save "$TMPD/ck-nan" > "$TMPD/nan.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q "warning: .*p-nan/model.safetensors: tensor 'transformer.h.1.mlp.c_fc.weight' holds a value that is not finite (nan) at element 773 (row 3, column 5): the first of 2 tensors in all" "$TMPD/nan.log"
+ok $? "a NaN converts (exit $rc) with a warning: $(grep -m 1 warning "$TMPD/nan.log" | cut -c 1-170)"
+train_log nan-train 1 --load "$TMPD/ck-nan" --finetune --train-iters 1
+rc=$?
+w="decoder.layers.1.mlp.linear_fc1.weight, element 323 (row 5, column 3)"
+[ $rc -ne 0 ] && grep -q "warning: checkpoint '.*': weight $w is not finite" "$TMPD/nan-train.log" &&
+  grep -q "the loss is not finite (nan) at micro-batch starting at sample 0 (the checkpoint loaded holds a weight that is not finite: $w)" \
+    "$TMPD/nan-train.log"
+ok $? "ptdp-train from it (exit $rc) names the weight at the load and in the loss's error: $(grep -m 1 'error' "$TMPD/nan-train.log" | cut -c 1-200)"
 
 # ---- damaged files (each also refused by the independent reader)
 damaged() { # NAME PYTHON-EXPR-OF-b: model.safetensors rewritten as the expression of its bytes b

@@ -17,7 +17,10 @@
 #    true) round trip bit for bit, and a checkpoint naming a tokenizer.json (HuggingFaceTokenizer):
 #    the file copied out and in;
 #  - refused, naming the key: rotary-interleaved, rotary-percent 0.5, RMSNorm and rope without
-#    SwiGLU, biases, a GPT-2 model with SwiGLU; config.json with rope_scaling or hidden_act gelu;
+#    SwiGLU, biases, a GPT-2 model with SwiGLU; config.json with rope_scaling or hidden_act gelu,
+#    values outside the range of the ptdp-train key they set (rope_theta 0, head_dim 0, a negative
+#    dropout) or of another type (a string, null), query groups that do not divide the heads, and
+#    num_hidden_layers that the tensors do not have (named before the model is built);
 #  - where $PYTHON3 has safetensors and transformers (a GPU machine's image), transformers'
 #    LlamaForCausalLM gives the same logits (validation/gpu/check_hf_export.py); PTDP_HF_EXPORT_KEEP=DIR
 #    keeps the inputs for carrying there (llama-hf, llama-ref.npz).
@@ -165,8 +168,18 @@ for case in "interleaved:rotary-interleaved is set:--rotary-interleaved" \
   train_log "bad-$name" 1 --save "$TMPD/ck-$name" --train-iters 1 $flags
   refused "export-$name" "$pattern" --load "$TMPD/ck-$name" --hf-out "$TMPD/x"
 done
+# a value present is used or refused, never replaced by the default: rope_theta 0 would have become
+# rotary-base 10000; the message names the key, its value and the range (ptdp-train's key table)
 for edit in 'rope_scaling={"rope_type": "llama3", "factor": 8.0}|rope_scaling is set' \
-  'hidden_act="gelu"|hidden_act is not'; do
+  'hidden_act="gelu"|hidden_act is not' \
+  'rope_theta=0|rope_theta is 0: ptdp needs a number in \[1, 1e+12\] there (the range of ptdp-train.s rotary-base' \
+  'rope_theta="500000"|rope_theta is the string "500000": ptdp needs a number' \
+  'rms_norm_eps=null|rms_norm_eps is null: ptdp needs a number in \[1e-12, 1\]' \
+  'tie_word_embeddings="false"|tie_word_embeddings is the string "false", not true or false' \
+  'num_key_value_heads=3|num_attention_heads 4 is not a multiple of num_key_value_heads 3' \
+  'head_dim=0|head_dim is 0: ptdp needs an integer in \[1, 65536\] there (the range of ptdp-train.s kv-channels' \
+  'attention_dropout=-0.1|attention_dropout is -0.1: ptdp needs a number in \[0, 0.99\]' \
+  'num_hidden_layers=65536|holds no tensor .model.layers.2.input_layernorm.weight.'; do
   rm -rf "$TMPD/hf-edit"
   cp -r "$TMPD/hf" "$TMPD/hf-edit"
   $CHECK edit "$TMPD/hf-edit" "${edit%%|*}"

@@ -17,7 +17,8 @@
 # SentencePiece ports get it cut into paragraphs (one document is one BPE word for them:
 # quadratic), and the multilingual text without special-token strings ("plain": they encode
 # those as text, Hugging Face's libraries as the special tokens).
-# SKIPs (77) without node or the data: inputs/fetch-data.sh, then validation/tests/data/fetch_tokenizers.sh,
+# SKIPs (77) without node or the data: inputs/fetch-data.sh, then validation/tests/data/fetch_tokenizers.sh
+# (validation/run_suite.sh runs both unless PTDP_NO_FETCH=1),
 # both into $PTDP_DATA_DIR (default <src>/data).
 . "$top_srcdir/validation/tests/common.sh"
 D=${PTDP_DATA_DIR:-$top_srcdir/data}
