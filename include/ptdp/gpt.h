@@ -1,11 +1,15 @@
-/* GPT-2 as Megatron-LM builds it, split over the rank grid.
+/* A GPT- or Llama-family transformer as Megatron-LM builds it, split over the rank grid.
  *
- * Learned word and position embeddings, pre-LayerNorm blocks (causal self-attention with fused
- * QKV, GELU MLP), final LayerNorm, output layer tied to the word embedding, vocabulary padded to
- * a multiple of make-vocab-size-divisible-by x t.  Tensor parallelism (Shoeybi et al. 2019):
- * QKV and fc1 column-parallel, proj and fc2 row-parallel, vocab-parallel embedding and cross
- * entropy; sequence parallelism (Korthikanti et al. 2022) splits LayerNorm/dropout regions along
- * s.  Pipeline stages hold model chunks of consecutive layers (virtual stage k = chunk p + stage).
+ * The family is the configuration's ptdp_arch (ptdp/params.h): GPT-2's learned positions,
+ * LayerNorm, biases, GELU MLP and output layer tied to the word embedding, or Llama's rotary
+ * positions, RMSNorm, no biases, SwiGLU MLP, grouped-query attention and untied output, or any
+ * mix the keys allow; the layer's operations are listed once in ptdp/layer_desc.h.  Pre-norm
+ * blocks (causal self-attention with fused QKV), a final norm, the vocabulary padded to a
+ * multiple of make-vocab-size-divisible-by x t.  Tensor parallelism (Shoeybi et al. 2019): QKV
+ * and fc1 column-parallel, proj and fc2 row-parallel, vocab-parallel embedding and cross
+ * entropy; sequence parallelism (Korthikanti et al. 2022) splits the norm and dropout regions
+ * along s.  Pipeline stages hold model chunks of consecutive layers (virtual stage k = chunk p +
+ * stage).
  *
  * Activations are [s, b, h] (token row = pos b + sample), so a sequence shard is a contiguous
  * block of rows.  N = s b tokens per micro-batch; Nl = N / t with sequence parallelism, else N. */

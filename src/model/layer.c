@@ -1,4 +1,6 @@
-/* One pre-LayerNorm transformer layer with tensor and sequence parallelism.
+/* One pre-norm transformer layer with tensor and sequence parallelism, for the GPT and Llama
+ * families (LN: LayerNorm or RMSNorm; the biases where the family has them; RoPE on q and k with
+ * rotary positions), as ptdp_layer_describe (layer_desc.c) lists its operations:
  *
  *   x ─ LN1 ─[g]─ QKV (col-par) ─ attention core ─ proj (row-par) ─[ḡ]─ +b, dropout ─ + ─ x2
  *   x2 ─ LN2 ─[g]─ fc1 (col-par) ─ GELU ─ fc2 (row-par) ─[ḡ]─ +b, dropout ─ + ─ out
