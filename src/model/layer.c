@@ -13,6 +13,7 @@
  * all-gathers the stored LN outputs again for the weight gradients (as Megatron does), so SP
  * moves 10 N h (t-1)/t elements per layer and micro-batch against TP's 8 N h (t-1)/t. */
 #include "model_internal.h"
+#include "moe_internal.h"
 
 #include "ptdp/error.h"
 #include "ptdp/rng.h"
@@ -150,10 +151,14 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
   PTDP_CALL(m->passes.residual_norm(m, a->x2, w->proj_b, a->mask1, &k1, a->x, Nl, w->ln2_w, w->ln2_b, a->ln2_out,
                                     a->ln2_mean, a->ln2_rstd));
 
-  /* MLP block */
+  /* MLP block (a mixture of experts in its layers: moe.c) */
   PTDP_CALL(gathered_input(m, p, a->ln2_out, h, &in));
-  PTDP_CALL(mlp_fc1_forward(m, w, N, in, a->fc1, a->gelu));
-  PTDP_CALL(be->gemm(be, 0, 1, N, h, fl, 1.0f, a->gelu, fl, w->fc2_w, fl, 0.0f, partial_target(p, out), h));
+  if (ptdp_moe_layer(&m->cfg.arch, layer))
+    PTDP_CALL(ptdp_moe_forward(m, layer, w, a, in, partial_target(p, out)));
+  else {
+    PTDP_CALL(mlp_fc1_forward(m, w, N, in, a->fc1, a->gelu));
+    PTDP_CALL(be->gemm(be, 0, 1, N, h, fl, 1.0f, a->gelu, fl, w->fc2_w, fl, 0.0f, partial_target(p, out), h));
+  }
   PTDP_CALL(reduce_partial(m, p, out, h));
   ptdp_dropout_key k2 = resid_key(m, PTDP_RNG_MLP_RESID, layer, p->sample0);
   PTDP_CALL(m->passes.residual(m, out, w->fc2_b, a->mask2, &k2, a->x2, Nl));
@@ -195,9 +200,21 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     PTDP_CALL(ptdp_tp_gather(m, dz, fa, h, PTDP_TAG_LAYER));
     dT = fa;
   }
+  const float *in = a->ln2_out;
+  if (ptdp_moe_layer(&m->cfg.arch, layer)) { /* the mixture of experts (moe.c) */
+    if (sp) {
+      PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, h, PTDP_TAG_LAYER));
+      in = fb;
+    }
+    float *dT_own = (float *)dT;
+    if (!sp) { /* dT is dz, a shard buffer the input gradient must not overwrite: it goes to fa */
+      PTDP_CALL(be->copy(be, fa, dz, nlh * m->es));
+      dT_own = fa;
+    }
+    PTDP_CALL(ptdp_moe_backward(m, layer, &w, &g, a, dT_own, in, dT_own)); /* partial dIn into fa */
+  } else {
   PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->sh.fl, N, 1.0f, dT, h, a->gelu, m->sh.fl, g.fc2_w, m->sh.fl)); /* dW2 += dT^T G */
   PTDP_CALL(mlp_act_backward(m, &w, &g, a, dT, m->work.dfc)); /* dF [N, fc1] */
-  const float *in = a->ln2_out;
   if (sp) {
     PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, h, PTDP_TAG_LAYER));
     in = fb;
@@ -205,6 +222,7 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
   const int f1 = m->sh.fc1;
   PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, f1, h, N, 1.0f, m->work.dfc, f1, in, h, g.fc1_w, h)); /* dW1 += dF^T in */
   PTDP_CALL(be->gemm(be, 0, 0, N, h, f1, 1.0f, m->work.dfc, f1, w.fc1_w, h, 0.0f, fa, h)); /* partial dIn */
+  }
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
   PTDP_CALL(m->passes.norm_backward_add(m, dln, a->x2, w.ln2_w, a->ln2_mean, a->ln2_rstd, dx2, g.ln2_w, g.ln2_b, Nl, dout));
 

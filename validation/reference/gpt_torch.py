@@ -94,6 +94,19 @@ class Arch:
         self.groups = int(at.get("num_query_groups", 0))  # 0 (older dumps): one per head
         self.kv_channels = int(at.get("kv_channels", 0))  # 0 (older dumps): h / heads
         self.swiglu = int(at.get("swiglu", 0)) == 1  # fc1 [2f, h] holds [gate; up]
+        # the mixture of experts (num_experts 0: dense), which layers have it (bit L of moe_layer_mask)
+        self.experts = int(at.get("num_experts", 0))
+        self.topk = int(at.get("moe_router_topk", 0))
+        self.moe_ffn = int(at.get("moe_ffn_hidden_size", 0))
+        self.sigmoid = int(at.get("moe_router_score_function", 0)) == 1
+        self.pre_softmax = int(at.get("moe_router_pre_softmax", 0)) == 1
+        self.topk_scaling = at.get("moe_router_topk_scaling_factor", 0.0)
+        self.aux_loss = int(at.get("moe_aux_loss", 0)) == 1
+        self.aux_coeff, self.z_coeff = at.get("moe_aux_loss_coeff", 0.0), at.get("moe_z_loss_coeff", 0.0)
+        self.moe_mask = int(at.get("moe_layer_mask", 0))
+
+    def moe_layer(self, L):
+        return self.experts > 0 and (self.moe_mask >> L) & 1 == 1
 
 
 def norm(x, w, b, eps, arch):
@@ -136,7 +149,9 @@ class Block(nn.Module):
         self.proj = nn.Linear(aw, h, bias)
         self.ln2_w = nn.Parameter(torch.ones(h))
         self.ln2_b = None if arch.rmsnorm else nn.Parameter(torch.zeros(h))
-        self.fc1, self.fc2 = nn.Linear(h, 2 * ffn if arch.swiglu else ffn, bias), nn.Linear(ffn, h, bias)
+        self.moe = MoE(h, arch) if moe else None
+        if not moe:
+            self.fc1, self.fc2 = nn.Linear(h, 2 * ffn if arch.swiglu else ffn, bias), nn.Linear(ffn, h, bias)
 
     def attention(self, x):  # x [s, b, h]
         s, b, _ = x.shape
@@ -158,6 +173,8 @@ class Block(nn.Module):
     def forward(self, x):
         x = x + self.attention(norm(x, self.ln1_w, self.ln1_b, self.eps, self.arch))
         y = norm(x, self.ln2_w, self.ln2_b, self.eps, self.arch)
+        if self.moe is not None:
+            return x + self.moe(y)
         return x + self.fc2(self.activation(self.fc1(y)))
 
     def activation(self, z):
@@ -175,7 +192,7 @@ class GPT(nn.Module):
         self.h, self.eps, self.arch = h, eps, arch
         self.wte = nn.Embedding(V, h)
         self.wpe = nn.Embedding(P, h) if arch.learned_pos else None
-        self.blocks = nn.ModuleList(Block(h, heads, ffn, eps, arch) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(h, heads, ffn, eps, arch, arch.moe_layer(L)) for L in range(layers))
         self.lnf_w = nn.Parameter(torch.ones(h))
         self.lnf_b = None if arch.rmsnorm else nn.Parameter(torch.zeros(h))
         self.out_w = nn.Parameter(torch.zeros(V, h)) if arch.untie else None
@@ -214,8 +231,16 @@ def megatron_views(model, which, heads):
         out[pre + "self_attention.linear_qkv.weight"] = w.reshape(-1, h)
         out[pre + "self_attention.linear_proj.weight"] = get(blk.proj.weight)
         out[pre + "pre_mlp_layernorm.weight"] = get(blk.ln2_w)
-        out[pre + "mlp.linear_fc1.weight"] = get(blk.fc1.weight)
-        out[pre + "mlp.linear_fc2.weight"] = get(blk.fc2.weight)
+        if blk.moe is not None:
+            out[pre + "mlp.router.weight"] = get(blk.moe.router.weight)
+            for e, ex in enumerate(blk.moe.experts):
+                q = pre + "mlp.experts.local_experts.%d." % e
+                out[q + "linear_fc1.weight"], out[q + "linear_fc2.weight"] = get(ex.fc1.weight), get(ex.fc2.weight)
+                if blk.arch.bias:
+                    out[q + "linear_fc1.bias"], out[q + "linear_fc2.bias"] = get(ex.fc1.bias), get(ex.fc2.bias)
+        else:
+            out[pre + "mlp.linear_fc1.weight"] = get(blk.fc1.weight)
+            out[pre + "mlp.linear_fc2.weight"] = get(blk.fc2.weight)
         if blk.ln1_b is not None:
             out[pre + "input_layernorm.bias"] = get(blk.ln1_b)
             out[pre + "pre_mlp_layernorm.bias"] = get(blk.ln2_b)
@@ -224,8 +249,9 @@ def megatron_views(model, which, heads):
                             get(blk.v.bias).view(g, 1, hd)], dim=1)       # [g, hpg + 2, hd]
             out[pre + "self_attention.linear_qkv.bias"] = bb.reshape(-1)
             out[pre + "self_attention.linear_proj.bias"] = get(blk.proj.bias)
-            out[pre + "mlp.linear_fc1.bias"] = get(blk.fc1.bias)
-            out[pre + "mlp.linear_fc2.bias"] = get(blk.fc2.bias)
+            if blk.moe is None:
+                out[pre + "mlp.linear_fc1.bias"] = get(blk.fc1.bias)
+                out[pre + "mlp.linear_fc2.bias"] = get(blk.fc2.bias)
     return out
 
 
@@ -255,8 +281,18 @@ def load_megatron(model, group, heads):
             blk.ln1_w.copy_(t(pre + "input_layernorm.weight"))
             blk.proj.weight.copy_(t(pre + "self_attention.linear_proj.weight"))
             blk.ln2_w.copy_(t(pre + "pre_mlp_layernorm.weight"))
-            blk.fc1.weight.copy_(t(pre + "mlp.linear_fc1.weight"))
-            blk.fc2.weight.copy_(t(pre + "mlp.linear_fc2.weight"))
+            if blk.moe is not None:
+                blk.moe.router.weight.copy_(t(pre + "mlp.router.weight"))
+                for e, ex in enumerate(blk.moe.experts):
+                    q = pre + "mlp.experts.local_experts.%d." % e
+                    ex.fc1.weight.copy_(t(q + "linear_fc1.weight"))
+                    ex.fc2.weight.copy_(t(q + "linear_fc2.weight"))
+                    if blk.arch.bias:
+                        ex.fc1.bias.copy_(t(q + "linear_fc1.bias"))
+                        ex.fc2.bias.copy_(t(q + "linear_fc2.bias"))
+            else:
+                blk.fc1.weight.copy_(t(pre + "mlp.linear_fc1.weight"))
+                blk.fc2.weight.copy_(t(pre + "mlp.linear_fc2.weight"))
             if blk.ln1_b is not None:
                 blk.ln1_b.copy_(t(pre + "input_layernorm.bias"))
                 blk.ln2_b.copy_(t(pre + "pre_mlp_layernorm.bias"))
@@ -266,8 +302,9 @@ def load_megatron(model, group, heads):
                 blk.k.bias.copy_(bb[:, hpg].reshape(-1))
                 blk.v.bias.copy_(bb[:, hpg + 1].reshape(-1))
                 blk.proj.bias.copy_(t(pre + "self_attention.linear_proj.bias"))
-                blk.fc1.bias.copy_(t(pre + "mlp.linear_fc1.bias"))
-                blk.fc2.bias.copy_(t(pre + "mlp.linear_fc2.bias"))
+                if blk.moe is None:
+                    blk.fc1.bias.copy_(t(pre + "mlp.linear_fc1.bias"))
+                    blk.fc2.bias.copy_(t(pre + "mlp.linear_fc2.bias"))
 
 
 def no_decay_names(model):
@@ -293,7 +330,9 @@ def iteration(model, samples, b, s, vocab):
         tokens, targets = mb[:, :s].t(), mb[:, 1:s + 1].t()  # [s, b]: inputs first s, targets last s
         logits = model(tokens)[:, :, :vocab]               # [s, b, vocab]: padding excluded, as ptdp
         loss = F.cross_entropy(logits.reshape(s * b, -1), targets.reshape(s * b))
-        (loss / m).backward()
+        # the mixtures' load-balancing and z losses join the training loss (not the reported one)
+        extra = sum(blk.moe.loss for blk in model.blocks if blk.moe is not None)
+        ((loss + extra) / m).backward()
         total += loss.item() / m
         if j == 0:
             first = logits.detach().reshape(s * b, -1)
@@ -375,6 +414,14 @@ def main():
         "untied output layer" if at.get("untie_embeddings", 0) else "tied output layer"))
     if at.get("swiglu", 0):
         print("SwiGLU MLP: fc1 [2 x %d, %d] = [gate; up]" % (ffn, h))
+    if at.get("num_experts", 0):
+        print("mixture of experts: %d experts of width %d, top %d, %s%s, aux-loss coeff %g, z-loss coeff %g, layers %s"
+              % (int(at["num_experts"]), int(at["moe_ffn_hidden_size"]), int(at["moe_router_topk"]),
+                 "sigmoid" if at.get("moe_router_score_function", 0) == 1 else
+                 ("pre-softmax" if at.get("moe_router_pre_softmax", 0) else "softmax"),
+                 " scaled by %g" % at["moe_router_topk_scaling_factor"] if at.get("moe_router_topk_scaling_factor")
+                 else "", at.get("moe_aux_loss_coeff", 0), at.get("moe_z_loss_coeff", 0),
+                 [L for L in range(L) if (int(at.get("moe_layer_mask", 0)) >> L) & 1]))
     if at.get("num_query_groups", a) != a:
         g = int(at["num_query_groups"])
         print("grouped-query attention: %d key/value groups of %d query heads" % (g, a // g))
