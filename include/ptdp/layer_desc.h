@@ -60,7 +60,8 @@ typedef enum {
                           all-reduce (SP: reduce-scatter); backward identity (SP: all-gather) */
   PTDP_LOP_RESIDUAL,   /* the row-parallel GEMM's bias, dropout and the residual add, M = Nl x h */
   PTDP_LOP_ROUTE,      /* the mixture's router after its GEMM: softmax or sigmoid and the top k of M = N
-                          rows of N = E fp32 logits (the losses' passes with them) */
+                          rows of N = E fp32 logits (the losses' passes with them); K = k: the
+                          backward all-reduces the probabilities' gradient [N, k] over TP */
   PTDP_LOP_PERMUTE,    /* rows moved between token order and expert order, M = N k rows of N = h;
                           unpermute also weights them by the probabilities and sums each token's k */
   PTDP_LOP_KINDS

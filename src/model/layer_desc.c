@@ -65,7 +65,9 @@ static void moe_ops(ptdp_layer_desc *d, const ptdp_layer_shape *l)
   const int bias = !l->arch.no_linear_bias, none = -1;
   const double N = (double)z->N, h = z->h, E = z->E, Nk = (double)z->Nk, rows = Nk / E;
   add(d, gemm("router GEMM", N, E, h, PTDP_PARAM_ROUTER_WEIGHT, none, 0), SAVES(PTDP_BUF_MOE_LOGITS));
-  add(d, op(PTDP_LOP_ROUTE, "router top-k", N, E, none, none), NOSAVE);
+  ptdp_layer_op route = op(PTDP_LOP_ROUTE, "router top-k", N, E, none, none);
+  route.K = z->k; /* the backward all-reduces the probabilities' gradient, N k numbers, over TP */
+  add(d, route, NOSAVE);
   add(d, op(PTDP_LOP_PERMUTE, "permute", Nk, h, none, none), NOSAVE);
   ptdp_layer_op fc1 = gemm("expert FC1 GEMMs", rows, z->efc1, h, PTDP_PARAM_EXPERT_FC1_WEIGHT,
                            bias ? PTDP_PARAM_EXPERT_FC1_BIAS : none, 0);
@@ -153,6 +155,8 @@ double ptdp_layer_desc_tp_elems(const ptdp_layer_desc *d, int forward_again)
     } else if (o->kind == PTDP_LOP_TP_OUT) {
       fwd = sp ? 1 : 2;        /* reduce-scatter (all-reduce) of the partial sums */
       bwd = sp ? 1 : 0;        /* all-gather of the output gradient */
+    } else if (o->kind == PTDP_LOP_ROUTE) {
+      units += 2 * o->M * o->K; /* backward: the all-reduce of the probabilities' gradient [N, k] */
     }
     units += (fwd * (forward_again ? 2 : 1) + bwd) * o->M * o->N;
   }

@@ -134,10 +134,77 @@ def rotary(t, arch):
     return torch.cat([y, rest], dim=-1)
 
 
-class Block(nn.Module):
-    """Pre-norm transformer layer: x + proj(attn(norm1 x)), then + fc2(gelu(fc1(norm2 x)))."""
+class Expert(nn.Module):
+    """One expert of a mixture: the model's MLP, fc2(act(fc1 x))."""
 
-    def __init__(self, h, heads, ffn, eps, arch):
+    def __init__(self, h, ffn, arch):
+        super().__init__()
+        self.arch = arch
+        self.fc1, self.fc2 = nn.Linear(h, 2 * ffn if arch.swiglu else ffn, arch.bias), nn.Linear(ffn, h, arch.bias)
+
+    def forward(self, x):
+        z = self.fc1(x)
+        if self.arch.swiglu:
+            gate, up = z.chunk(2, dim=-1)
+            return self.fc2(F.silu(gate) * up)
+        return self.fc2(F.gelu(z, approximate="tanh"))
+
+
+class MoE(nn.Module):
+    """Megatron-core's MoE layer with every expert local, dropless, written from its formulas:
+    router logits l = x W_r^T [N, E] (no bias); softmax: p = softmax of the top-k logits, or with
+    pre-softmax the top k of softmax(l); sigmoid: the top k of sigmoid(l) divided by their sum
+    (+1e-20) when k > 1; times the top-k scaling factor; out[t] = sum_j p_tj expert_{e_tj}(x_t).
+    Losses (Megatron's switch_load_balancing_loss_func and z_loss_func): aux = E coeff / (k N^2)
+    sum_e (sum_t sa_te) c_e with sa = softmax(l) (sigmoid: sigmoid(l) / its sum) and c_e the
+    tokens routed to e among the micro-batch's N (no gradient through the counts); z = coeff
+    mean_t logsumexp(l_t)^2."""
+
+    def __init__(self, h, arch):
+        super().__init__()
+        self.arch = arch
+        self.router = nn.Linear(h, arch.experts, bias=False)
+        self.experts = nn.ModuleList(Expert(h, arch.moe_ffn, arch) for _ in range(arch.experts))
+        self.loss = 0.0
+
+    def forward(self, y):  # y [s, b, h]
+        a, E, k = self.arch, self.arch.experts, self.arch.topk
+        x = y.reshape(-1, y.shape[-1])  # the N tokens in (position, sample) order
+        N = x.shape[0]
+        logits = self.router(x)
+        if a.sigmoid:
+            p, idx = torch.topk(torch.sigmoid(logits), k, dim=-1)
+            if k > 1:
+                p = p / (p.sum(-1, keepdim=True) + 1e-20)
+        elif a.pre_softmax:
+            p, idx = torch.topk(F.softmax(logits, dim=-1), k, dim=-1)
+        else:
+            top, idx = torch.topk(logits, k, dim=-1)
+            p = F.softmax(top, dim=-1)
+        if a.topk_scaling:
+            p = p * a.topk_scaling
+        out = torch.zeros_like(x)
+        for e in range(E):
+            tok, j = (idx == e).nonzero(as_tuple=True)
+            if len(tok):
+                out = out.index_add(0, tok, p[tok, j].unsqueeze(-1) * self.experts[e](x[tok]))
+        self.loss = 0.0
+        if a.aux_loss:
+            sa = torch.sigmoid(logits) if a.sigmoid else F.softmax(logits, dim=-1)
+            if a.sigmoid:
+                sa = sa / (sa.sum(-1, keepdim=True) + 1e-20)
+            counts = F.one_hot(idx, E).sum(dim=(0, 1)).to(x.dtype)
+            self.loss = self.loss + (sa.sum(0) * counts).sum() * E * a.aux_coeff / (k * N * N)
+        if a.z_coeff:
+            self.loss = self.loss + a.z_coeff * (torch.logsumexp(logits, dim=-1) ** 2).mean()
+        return out.view(y.shape)
+
+
+class Block(nn.Module):
+    """Pre-norm transformer layer: x + proj(attn(norm1 x)), then + fc2(gelu(fc1(norm2 x))) (or the
+    mixture of experts' output)."""
+
+    def __init__(self, h, heads, ffn, eps, arch, moe=False):
         super().__init__()
         self.h, self.heads, self.eps, self.arch = h, heads, eps, arch
         self.hd = arch.kv_channels or h // heads

@@ -12,7 +12,16 @@
 # routing computed again from the same logits), and a layer pattern with one dense layer and
 # one mixture (moe-layer-freq "([0]*1+[1]*1)"); the Llama family's experts (SwiGLU, no biases,
 # sigmoid scores) on t2 with sequence parallelism; pre-softmax with a top-k scaling factor on t2.
-# Tolerances: those of test_equivalence_tp_dp.sh (equivalence_lib.sh).
+# Tolerances: those of test_equivalence_tp_dp.sh (equivalence_lib.sh): losses and the first step's
+# gradients 1e-5 relative; the parameters after 20 AdamW steps 2e-3 of the tensor's largest entry
+# instead of 1e-4.  Why: with tensor parallelism decoder.layers.1.input_layernorm.bias has an entry
+# whose gradient is 7.5e-9, 5e-6 of the tensor's largest (1.35e-3): its rounding (7.25e-9 at t2,
+# 7.52e-9 on one rank) decides Adam's steps of up to lr, and after 20 steps the entry differs by
+# 2.7e-6, 8.7e-4 of the summed learning rates (3.15e-3) and, the tensor being that young, 1.1e-3
+# of its largest entry (2.5e-3).  The first step's gradients agree to 4.6e-7 and the losses to
+# 2e-8, and the float64 reference (test_torch_reference.sh) bounds the same displacement by
+# 2e-3 of the summed rates, as here.
+PTDP_EQUIV_PARAM_TOL=${PTDP_EQUIV_PARAM_TOL:-2e-3}
 . "$top_srcdir/validation/tests/common.sh"
 . "$top_srcdir/validation/tests/equivalence_lib.sh"
 MOE="--num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 64 --moe-aux-loss-coeff 0.01 --moe-z-loss-coeff 0.001"
