@@ -24,6 +24,7 @@
 PTDP_EQUIV_PARAM_TOL=${PTDP_EQUIV_PARAM_TOL:-2e-3}
 . "$top_srcdir/validation/tests/common.sh"
 . "$top_srcdir/validation/tests/equivalence_lib.sh"
+LAUNCH_TIMEOUT=${LAUNCH_TIMEOUT:-300} # the 4-layer one-rank run takes a minute on an idle machine
 MOE="--num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 64 --moe-aux-loss-coeff 0.01 --moe-z-loss-coeff 0.001"
 equiv_deck
 
