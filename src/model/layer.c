@@ -181,6 +181,21 @@ int ptdp_layer_forward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a, 
   return ptdp_gpt_block_forward(m, m->chunks[chunk].layer0 + i, &m->chunks[chunk].layers[i].w, &p, a, out);
 }
 
+/* The mixture's backward (moe.c) from the gradient of its reduced output, full rows in fa (under
+ * sequence parallelism gathered there; else the shard buffer dz, copied there), where the partial
+ * input gradient goes; its input gathered again into fb under sequence parallelism. */
+static int moe_backward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, const ptdp_layer_params *g,
+                        const ptdp_layer_acts *a, const float *dz, float *fa, float *fb)
+{
+  const float *in = a->ln2_out;
+  if (m->cfg.sequence_parallel) {
+    PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, m->cfg.hidden, PTDP_TAG_LAYER));
+    in = fb;
+  } else
+    PTDP_CALL(m->be->copy(m->be, fa, dz, (size_t)m->sh.N * m->cfg.hidden * m->es));
+  return ptdp_moe_backward(m, layer, w, g, a, fa, in, fa);
+}
+
 int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a, const float *dout, float *dx,
                         long long sample0)
 {
@@ -200,28 +215,19 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     PTDP_CALL(ptdp_tp_gather(m, dz, fa, h, PTDP_TAG_LAYER));
     dT = fa;
   }
-  const float *in = a->ln2_out;
-  if (ptdp_moe_layer(&m->cfg.arch, layer)) { /* the mixture of experts (moe.c) */
+  if (ptdp_moe_layer(&m->cfg.arch, layer)) /* the mixture of experts: partial dIn into fa */
+    PTDP_CALL(moe_backward(m, layer, &w, &g, a, dz, fa, fb));
+  else {
+    PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->sh.fl, N, 1.0f, dT, h, a->gelu, m->sh.fl, g.fc2_w, m->sh.fl)); /* dW2 += dT^T G */
+    PTDP_CALL(mlp_act_backward(m, &w, &g, a, dT, m->work.dfc)); /* dF [N, fc1] */
+    const float *in = a->ln2_out;
     if (sp) {
       PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, h, PTDP_TAG_LAYER));
       in = fb;
     }
-    float *dT_own = (float *)dT;
-    if (!sp) { /* dT is dz, a shard buffer the input gradient must not overwrite: it goes to fa */
-      PTDP_CALL(be->copy(be, fa, dz, nlh * m->es));
-      dT_own = fa;
-    }
-    PTDP_CALL(ptdp_moe_backward(m, layer, &w, &g, a, dT_own, in, dT_own)); /* partial dIn into fa */
-  } else {
-  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->sh.fl, N, 1.0f, dT, h, a->gelu, m->sh.fl, g.fc2_w, m->sh.fl)); /* dW2 += dT^T G */
-  PTDP_CALL(mlp_act_backward(m, &w, &g, a, dT, m->work.dfc)); /* dF [N, fc1] */
-  if (sp) {
-    PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, h, PTDP_TAG_LAYER));
-    in = fb;
-  }
-  const int f1 = m->sh.fc1;
-  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, f1, h, N, 1.0f, m->work.dfc, f1, in, h, g.fc1_w, h)); /* dW1 += dF^T in */
-  PTDP_CALL(be->gemm(be, 0, 0, N, h, f1, 1.0f, m->work.dfc, f1, w.fc1_w, h, 0.0f, fa, h)); /* partial dIn */
+    const int f1 = m->sh.fc1;
+    PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, f1, h, N, 1.0f, m->work.dfc, f1, in, h, g.fc1_w, h)); /* dW1 += dF^T in */
+    PTDP_CALL(be->gemm(be, 0, 0, N, h, f1, 1.0f, m->work.dfc, f1, w.fc1_w, h, 0.0f, fa, h)); /* partial dIn */
   }
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
   PTDP_CALL(m->passes.norm_backward_add(m, dln, a->x2, w.ln2_w, a->ln2_mean, a->ln2_rstd, dx2, g.ln2_w, g.ln2_b, Nl, dout));
@@ -253,7 +259,7 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     for (int gg = 0; gg < m->sh.gl; gg++) /* each group's key head follows its hpg queries */
       PTDP_CALL(be->memset0(be, g.qkv_b + ((size_t)gg * (m->sh.hpg + 2) + m->sh.hpg) * m->sh.hd,
                             sizeof(float) * (size_t)m->sh.hd));
-  in = a->ln1_out;
+  const float *in = a->ln1_out;
   if (sp) {
     PTDP_CALL(ptdp_tp_gather(m, a->ln1_out, fb, h, PTDP_TAG_LAYER));
     in = fb;
