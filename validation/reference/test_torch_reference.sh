@@ -148,6 +148,16 @@ run_case moe_pattern 1 $MOE --moe-layer-freq '([0]*1+[1]*1)'
 run_case moe_pre 1 $MOE --moe-router-pre-softmax --moe-router-topk-scaling-factor 2.5
 # shellcheck disable=SC2086
 run_case moe_sigmoid_t2 2 $MOE $LLAMA --swiglu --moe-router-score-function sigmoid --tensor-model-parallel-size 2
+# the check must see the router's convention: the pre-softmax run's dump told it was softmax of the
+# top-k logits, or the aux-loss coefficient doubled, is refused
+for plant in moe_router_pre_softmax=0 moe_aux_loss_coeff=0.02; do
+  cp "$TMPD/moe_pre.h5" "$TMPD/plant.h5"
+  "$PYTHON3" -c 'import sys, h5py; k, v = sys.argv[2].split("="); h5py.File(sys.argv[1], "r+").attrs[k] = float(v)' \
+    "$TMPD/plant.h5" "$plant"
+  "$PYTHON3" "$REF" --quiet "$TMPD/plant.h5" > "$TMPD/plant.log" 2>&1
+  [ $? -eq 1 ]
+  ok $? "the reference fails on the pre-softmax run's dump planted with $plant ($(tail -1 "$TMPD/plant.log"))"
+done
 $MPIRUN -n 2 "$TRAIN" "$TMPD/tiny.in" --tensor-model-parallel-size 2 --save "$TMPD/ck" --exit-interval 3 \
   > "$TMPD/ck.log" 2>&1
 ok $? "ptdp-train t2: saved a checkpoint at iteration 3"
