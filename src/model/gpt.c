@@ -180,6 +180,9 @@ static int build_chunks(ptdp_gpt *m, const ptdp_param_position *pos)
 int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, ptdp_grid *grid)
 {
   memset(m, 0, sizeof *m);
+  PTDP_CHECK(!cfg->inference || cfg->arch.moe.num_experts == 0,
+             "the model has a mixture of experts (num-experts %d): generation and conversion of such a model are "
+             "not built yet (ptdp-train trains it)", cfg->arch.moe.num_experts);
   m->cfg = *cfg;
   m->be = be;
   m->grid = grid;
