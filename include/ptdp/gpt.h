@@ -37,6 +37,10 @@
 /* Pointers to one layer's parameters (storage type: into wt) or gradients (fp32: into grad). */
 typedef struct {
   float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b, *ln2_w, *ln2_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+  /* a mixture layer's MLP (fc1_w ... fc2_b NULL): the router [E, h] and experts[4 e + q] expert
+   * e's fc1 weight, fc1 bias, fc2 weight, fc2 bias (q = 0..3; the biases NULL without them) */
+  float *router_w;
+  float **experts;
 } ptdp_layer_params;
 
 /* Activations of one layer held for the backward pass (NULL when not stored): one field per
@@ -85,6 +89,9 @@ typedef struct {
   float *losses;            /* [max(m, 1)] the losses of the micro-batches not yet read (xent_loss) */
   float *grad_a, *grad_b;   /* [Nl, h] gradients flowing between layers (ping-pong) */
   int32_t *pos;             /* [Nl] position of each local token row */
+  float *moe_rows_a, *moe_rows_b; /* [N k, h] the mixture's rows in expert order (and gradients) */
+  float *moe_dfc;           /* [N k, efc1 (+ efl with SwiGLU)] an expert's fc1 output gradient */
+  float *moe_router;        /* [N E + N k] the router logits' and the probabilities' gradients */
   float *rope;              /* [max_pos, rd/2, 2] cos and sin of the rotary angles (fp32) */
   ptdp_layer_acts *recomp;  /* recompute scratch: one layer's activations per recomputed layer of a group */
   int nrecomp;
@@ -146,6 +153,10 @@ typedef struct ptdp_gpt {
   ptdp_gpt_hooks hooks;    /* what the layers above hear (ptdp/gpt_hooks.h) */
   char nonfinite_weight[192]; /* the first weight of a loaded checkpoint that is not finite (the
                                  checkpoint module sets it; "": none): named when a loss is not */
+  float loss_scale;       /* within ptdp_gpt_backward: its loss_scale (the mixture's losses scale as the head's) */
+  int recomputing;        /* within a recomputation's forward (its losses are not counted again) */
+  double moe_losses;      /* the mixture layers' load-balancing and z losses (coefficients included) of
+                             this rank's forwards since ptdp_gpt_take_moe_losses, summed */
 } ptdp_gpt;
 
 int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, ptdp_grid *grid);
@@ -207,6 +218,10 @@ const ptdp_gpt_param_ref *ptdp_gpt_output_layer(const ptdp_gpt *m);
 /* What the pipeline driver may ask of the model (it never reads the slots themselves). */
 int ptdp_gpt_num_slots(const ptdp_gpt *m);                 /* activation slots per chunk */
 int ptdp_gpt_slot_busy(const ptdp_gpt *m, int c, int slot); /* between its forward and backward */
+/* The sum of the mixture layers' load-balancing and z losses over this rank's layers and the
+ * forwards since the last call (part of the training loss, not of the reported one); 0 without
+ * experts. */
+double ptdp_gpt_take_moe_losses(ptdp_gpt *m);
 int ptdp_gpt_chunk_has_embedding(const ptdp_gpt *m, int c);
 int ptdp_gpt_chunk_has_head(const ptdp_gpt *m, int c);
 

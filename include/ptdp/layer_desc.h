@@ -14,6 +14,10 @@
  * A new operation or parameter of the layer (a mixture-of-experts MLP, another normalisation) is
  * a new entry of ptdp_layer_describe; each reader prices it by its kind.
  *
+ * A mixture-of-experts layer (shape.moe) has instead of the MLP's GEMMs: the router GEMM
+ * [N, h] x [h, E], the routing, the permutation, the experts' fc1 and fc2 GEMMs as a batch of E
+ * GEMMs of k N / E rows each (the balanced load: the active experts' FLOPs), the unpermutation.
+ *
  * For the configured family (ptdp_arch): LayerNorm or RMSNorm, biases or none, learned or rotary
  * positions, GELU or SwiGLU, grouped-query attention (in the widths of ptdp_rank_shape).  Symbols
  * of ptdp/shape.h: N = s b token rows, Nl = N / t under sequence parallelism, hl = al hd, fl = f / t,
@@ -36,6 +40,8 @@ typedef struct {
   ptdp_arch arch;                        /* the family: norm, biases, positions, MLP */
   int flash_attention;                   /* the fused attention: no s x s tensors; the log-sum-exp
                                             of each query row instead */
+  int moe;                               /* 1: the MLP is the mixture of experts (arch.moe; the
+                                            sizes E, k, efl, efc1, Nk of r) */
 } ptdp_layer_shape;
 
 typedef enum {
@@ -53,6 +59,11 @@ typedef enum {
   PTDP_LOP_TP_OUT,     /* Megatron's g after a row-parallel GEMM, over M x N = N x h: forward
                           all-reduce (SP: reduce-scatter); backward identity (SP: all-gather) */
   PTDP_LOP_RESIDUAL,   /* the row-parallel GEMM's bias, dropout and the residual add, M = Nl x h */
+  PTDP_LOP_ROUTE,      /* the mixture's router after its GEMM: softmax or sigmoid and the top k of M = N
+                          rows of N = E fp32 logits (the losses' passes with them); K = k: the
+                          backward all-reduces the probabilities' gradient [N, k] over TP */
+  PTDP_LOP_PERMUTE,    /* rows moved between token order and expert order, M = N k rows of N = h;
+                          unpermute also weights them by the probabilities and sums each token's k */
   PTDP_LOP_KINDS
 } ptdp_lop_kind;
 

@@ -20,6 +20,7 @@
 
 #include "ptdp/backend.h"        /* ptdp_attention_backend */
 #include "ptdp/dtype.h"
+#include "ptdp/options.h"        /* PTDP_OPT_STRLEN */
 #include "ptdp/parallel_kinds.h" /* ptdp_grid_order */
 #include "ptdp/params.h"         /* ptdp_arch, ptdp_model_shape */
 #include "ptdp/plan.h"           /* ptdp_plan_config */
@@ -27,6 +28,9 @@
 #include "ptdp/schedule.h"
 
 #include <stdint.h>
+
+/* The router's element type (moe-router-dtype): fp32 is what ptdp computes the router in. */
+typedef enum { PTDP_MOE_ROUTER_FP32 = 0, PTDP_MOE_ROUTER_FP64 } ptdp_moe_router_dtype;
 
 /* The keys that say what the model is, how it is laid out over the ranks, in which element type
  * it computes and how it recomputes: the fields of ptdp_model_keys, in one list (see
@@ -57,7 +61,17 @@
   long long recompute_num_layers;                                                                               \
   /* element type and the attention core */                                                                     \
   int fp16, bf16;                                                                                               \
-  ptdp_attention_backend attention_backend;
+  ptdp_attention_backend attention_backend;                                                                     \
+  /* the mixture of experts (ptdp_moe of ptdp/params.h) */                                                      \
+  long long num_experts, moe_router_topk, moe_ffn_hidden_size;                                                  \
+  char moe_layer_freq[PTDP_OPT_STRLEN];                                                                         \
+  ptdp_moe_score moe_router_score_function;                                                                     \
+  ptdp_moe_balance moe_router_load_balancing_type;                                                              \
+  ptdp_moe_router_dtype moe_router_dtype;                                                                       \
+  int moe_router_pre_softmax, moe_router_enable_expert_bias;                                                    \
+  double moe_router_topk_scaling_factor, moe_aux_loss_coeff, moe_z_loss_coeff, moe_expert_capacity_factor;      \
+  long long expert_model_parallel_size, expert_tensor_parallel_size, moe_router_num_groups;                     \
+  long long moe_router_group_topk, moe_shared_expert_intermediate_size;
 
 typedef struct {
   PTDP_MODEL_KEY_FIELDS
@@ -135,6 +149,11 @@ long long ptdp_model_keys_ffn(const ptdp_model_keys *k);   /* ffn-hidden-size, o
 ptdp_arch ptdp_model_keys_arch(const ptdp_model_keys *k);  /* the architecture the keys describe */
 ptdp_dtype ptdp_model_keys_dtype(const ptdp_model_keys *k); /* bf16, fp16, else fp32 */
 long long ptdp_model_keys_max_pos(const ptdp_model_keys *k); /* max-position-embeddings, or seq-length */
+/* The layers moe-layer-freq makes mixtures of experts, into layer[0 .. num-layers): an integer n
+ * (every n-th layer from layer 0, Megatron's `i % n == 0`) or Megatron's pattern, a sum of lists
+ * times counts such as "([0]*1+[1]*3)" with one entry per layer.  0, or -1 with a message in
+ * err (n bytes) when the text is neither or the pattern's length is not num-layers. */
+int ptdp_model_moe_layers(const char *freq, long long num_layers, unsigned char *layer, char *err, size_t n);
 
 /* The model's shape (independent of the layout). */
 ptdp_model_shape ptdp_gpt_shape(const ptdp_gpt_config *cfg);

@@ -39,13 +39,42 @@ typedef enum {
   PTDP_PARAM_LAYER_ROLES, /* count of the layer roles */
   PTDP_PARAM_WORD_EMBEDDING = PTDP_PARAM_LAYER_ROLES, PTDP_PARAM_POSITION_EMBEDDING,
   PTDP_PARAM_FINAL_LN_WEIGHT, PTDP_PARAM_FINAL_LN_BIAS,
-  PTDP_PARAM_OUTPUT_LAYER /* the last stage's copy of the tied word embedding (p v > 1) */
+  PTDP_PARAM_OUTPUT_LAYER, /* the last stage's copy of the tied word embedding (p v > 1) */
+  /* a mixture-of-experts layer's MLP (ptdp_moe_layer): its router, then each expert's fc1 and fc2
+   * (in the table after pre_mlp_layernorm, in place of the dense linear_fc1 and linear_fc2; the
+   * expert is ptdp_param_info.expert) */
+  PTDP_PARAM_ROUTER_WEIGHT, PTDP_PARAM_EXPERT_FC1_WEIGHT, PTDP_PARAM_EXPERT_FC1_BIAS, PTDP_PARAM_EXPERT_FC2_WEIGHT,
+  PTDP_PARAM_EXPERT_FC2_BIAS
 } ptdp_param_role;
 
 /* Where positions come from (Megatron's position-embedding-type, in the order of its choices). */
 typedef enum { PTDP_POS_LEARNED = 0, PTDP_POS_ROPE = 1, PTDP_POS_NONE = 2 } ptdp_position_type;
 /* The normalisation layers (Megatron's normalization). */
 typedef enum { PTDP_NORM_LAYERNORM = 0, PTDP_NORM_RMSNORM = 1 } ptdp_norm_type;
+
+/* The router's score function and the load-balancing loss (Megatron's moe-router-score-function and
+ * moe-router-load-balancing-type, in the order of its choices). */
+typedef enum { PTDP_MOE_SOFTMAX = 0, PTDP_MOE_SIGMOID = 1 } ptdp_moe_score;
+typedef enum {
+  PTDP_MOE_AUX_LOSS = 0, PTDP_MOE_SEQ_AUX_LOSS, PTDP_MOE_GLOBAL_AUX_LOSS, PTDP_MOE_SINKHORN, PTDP_MOE_BALANCE_NONE
+} ptdp_moe_balance;
+#define PTDP_MOE_MAX_LAYERS 1024 /* the longest moe-layer-freq pattern */
+
+/* The mixture-of-experts MLP (Megatron-core's MoELayer, every expert on every rank): a router
+ * (linear h -> E, fp32 scores) sends each token to its top k experts, each expert is the model's
+ * MLP of width f_e, and the token's output is the sum of its experts' outputs weighted by the
+ * routing probabilities.  num_experts 0: every MLP is dense. */
+typedef struct {
+  int num_experts;           /* E (num-experts) */
+  int topk;                  /* k (moe-router-topk) */
+  int ffn;                   /* f_e: each expert's width (moe-ffn-hidden-size; 0: the model's f) */
+  ptdp_moe_score score;      /* softmax or sigmoid */
+  int pre_softmax;           /* moe-router-pre-softmax: softmax over all E, then the top k */
+  double topk_scaling;       /* moe-router-topk-scaling-factor (0: none) */
+  ptdp_moe_balance balance;  /* aux_loss or none here */
+  double aux_coeff, z_coeff; /* moe-aux-loss-coeff, moe-z-loss-coeff */
+  unsigned char layer[PTDP_MOE_MAX_LAYERS]; /* 1: layer i's MLP is the mixture (moe-layer-freq) */
+} ptdp_moe;
 
 /* The architecture beyond the sizes, with Megatron's keys; all zero is GPT-2 (LayerNorm, biases,
  * learned absolute positions, the output layer tied to the word embedding). */
@@ -62,7 +91,16 @@ typedef struct {
   int kv_channels;             /* kv-channels: the head size (0: hidden / heads) */
   int swiglu;                  /* swiglu: the MLP is fc2(silu(gate) * up), fc1 holding [gate; up]
                                   (2 f rows: two row blocks, ptdp_param_info.blocks) */
+  ptdp_moe moe;                /* the mixture-of-experts layers (zero: none) */
 } ptdp_arch;
+
+/* Is global layer `layer`'s MLP the mixture of experts? */
+static inline int ptdp_moe_layer(const ptdp_arch *a, int layer)
+{
+  return a->moe.num_experts > 0 && layer >= 0 && layer < PTDP_MOE_MAX_LAYERS && a->moe.layer[layer];
+}
+/* Each expert's width f_e. */
+static inline int ptdp_moe_ffn(const ptdp_arch *a, int ffn) { return a->moe.ffn > 0 ? a->moe.ffn : ffn; }
 
 /* The model's shape, independent of the layout. */
 typedef struct {
@@ -102,6 +140,7 @@ typedef struct {
   int sp_partial;            /* with sequence parallelism its gradient is a partial sum over TP */
   int tied_copy;             /* the output layer: a copy of the word embedding, not a tensor of its own */
   int embedding;             /* the word embedding or its tied copy */
+  int expert;                /* the expert of an expert role, else -1 */
 } ptdp_param_info;
 
 /* The attention's sizes: the head size (kv-channels, or h / a), the key/value groups (a without

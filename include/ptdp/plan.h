@@ -39,7 +39,8 @@
  *             (selective recomputation drops it); REST: everything else;
  *   elements  in the sizes z of ptdp/shape.h;
  *   unit      STORE: the storage type; F32; MASK: one byte;
- *   when      ALWAYS; LN: LayerNorm (RMSNorm keeps no mean); HDROP: hidden dropout > 0; UNFUSED: the unfused attention (the
+ *   when      ALWAYS; DENSE: a dense MLP; MOE: the mixture of experts (ptdp_moe_layer; the
+ *             recomputation scratch holds what any layer of the model needs); LN: LayerNorm (RMSNorm keeps no mean); HDROP: hidden dropout > 0; UNFUSED: the unfused attention (the
  *             probabilities); ADROP: attention dropout > 0 with the unfused attention (the fused
  *             kernel keeps no mask: it draws the bits again); FLASH: the fused attention.
  * The order within a part is the order of allocation. */
@@ -61,11 +62,18 @@
   X(PTDP_BUF_LN2_RSTD, float, ln2_rstd, "ln2_rstd", REST, z.Nl, F32, ALWAYS)                              \
   X(PTDP_BUF_LN2_OUT, float, ln2_out, "ln2_out", REST, z.Nl * z.h, STORE, ALWAYS) /* fc1 input */        \
   /* GELU input; SwiGLU's [gate | up], 2 fl wide */                                                      \
-  X(PTDP_BUF_FC1_OUT, float, fc1, "fc1_out", REST, z.N * z.fc1, STORE, ALWAYS)                          \
-  X(PTDP_BUF_GELU_OUT, float, gelu, "gelu_out", REST, z.N * z.fl, STORE, ALWAYS) /* fc2 input */         \
+  X(PTDP_BUF_FC1_OUT, float, fc1, "fc1_out", REST, z.N * z.fc1, STORE, DENSE)                           \
+  X(PTDP_BUF_GELU_OUT, float, gelu, "gelu_out", REST, z.N * z.fl, STORE, DENSE) /* fc2 input */          \
   X(PTDP_BUF_MLP_RESID_MASK, uint8_t, mask2, "mlp_resid_mask", REST, z.Nl * z.h, MASK, HDROP)          \
   /* the fused attention's log-sum-exp of each query row [b, al, s]: what its backward needs */         \
-  X(PTDP_BUF_ATTN_LSE, float, lse, "attn_lse", REST, z.b * z.al * z.s, F32, FLASH)
+  X(PTDP_BUF_ATTN_LSE, float, lse, "attn_lse", REST, z.b * z.al * z.s, F32, FLASH)                      \
+  /* the mixture: the router's logits (fp32; the routing is recomputed from them), and in the    \
+   * experts' order (token blocks by expert) fc1's output, the activation and each expert's output \
+   * before the weighting (partial sums over TP: the probabilities' gradient is their dot product) */ \
+  X(PTDP_BUF_MOE_LOGITS, float, moe_logits, "moe_router_logits", REST, z.N * z.E, F32, MOE)              \
+  X(PTDP_BUF_MOE_FC1_OUT, float, moe_fc1, "moe_fc1_out", REST, z.Nk * z.efc1, STORE, MOE)               \
+  X(PTDP_BUF_MOE_ACT_OUT, float, moe_act, "moe_act_out", REST, z.Nk * z.efl, STORE, MOE)                \
+  X(PTDP_BUF_MOE_EXPERT_OUT, float, moe_y, "moe_expert_out", REST, z.Nk * z.h, STORE, MOE)
 
 /* The other buffers: X(kind, name). */
 #define PTDP_OTHER_BUFFERS(X)                                                                              \
@@ -86,7 +94,10 @@
   X(PTDP_BUF_P2P_GRAD_SEND, "p2p_grad_send") X(PTDP_BUF_P2P_GRAD_RECV, "p2p_grad_recv")                    \
   /* parameters and optimizer; mixed precision: the fp32 master weights (class optimizer) */             \
   X(PTDP_BUF_PARAMS, "params") X(PTDP_BUF_GRADS, "grads") X(PTDP_BUF_ADAM_M, "adam_m")                     \
-  X(PTDP_BUF_ADAM_V, "adam_v") X(PTDP_BUF_GRAD_SHARD, "grad_shard") X(PTDP_BUF_MASTER_PARAMS, "master_params")
+  X(PTDP_BUF_ADAM_V, "adam_v") X(PTDP_BUF_GRAD_SHARD, "grad_shard") X(PTDP_BUF_MASTER_PARAMS, "master_params") \
+  /* the mixture of experts' work space (models with experts only) */                                    \
+  X(PTDP_BUF_WORK_MOE_ROWS_A, "work_moe_rows_a") X(PTDP_BUF_WORK_MOE_ROWS_B, "work_moe_rows_b")            \
+  X(PTDP_BUF_WORK_MOE_DFC, "work_moe_dfc") X(PTDP_BUF_WORK_MOE_ROUTER, "work_moe_router")
 
 #define PTDP_BUF_ENUM_LAYER_(kind, type, field, name, part, elems, unit, when) kind,
 #define PTDP_BUF_ENUM_OTHER_(kind, name) kind,

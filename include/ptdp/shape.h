@@ -36,6 +36,10 @@ typedef struct {
   long long att;          /* elements of one attention score tensor: b al s s */
   int rd;                 /* rotary embedding: the turned columns of each head (rotary-percent of
                              hd, even; 0 without rotary positions) */
+  /* the mixture-of-experts MLP (0 without experts) */
+  int E, k;               /* experts, and the experts each token goes to */
+  int efl, efc1;          /* an expert's fc2 input width f_e / t and fc1 output width (2 efl with SwiGLU) */
+  long long Nk;           /* rows through the experts: N k (each token once per expert it goes to) */
 } ptdp_rank_shape;
 
 /* The sizes of TP rank tp_rank of t for micro-batches of micro_batch sequences of seq tokens.

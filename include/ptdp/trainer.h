@@ -47,6 +47,10 @@ typedef struct {
   int sampled;              /* the last iteration's timeline was recorded */
   int skipped;              /* the last iteration's update was skipped (inf/NaN gradients: loss scaling) */
   struct ptdp_runfile *runfile; /* NULL: run-file = none */
+  /* the mixture of experts: its load-balancing and z losses (summed over the layers, mean over
+   * the micro-batches of the global batch) of the iterations since the last log line */
+  double moe_loss_sum;
+  int moe_loss_iters;
 } ptdp_trainer;
 
 /* Set up the run; the backend named by a->backend is created with bopt (threads, ranks on the

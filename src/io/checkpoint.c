@@ -386,6 +386,13 @@ static int save_attributes(const ckpt_io *io, const ptdp_checkpoint_info *info)
   PTDP_CALL(ckpt_attr_write_i64(mg, "num_query_groups", m->sh.gl * m->t));
   PTDP_CALL(ckpt_attr_write_i64(mg, "kv_channels", m->sh.hd));
   PTDP_CALL(ckpt_attr_write_i64(mg, "swiglu", m->cfg.arch.swiglu));
+  if (m->cfg.arch.moe.num_experts > 0) { /* the mixture of experts: which tensors exist */
+    PTDP_CALL(ckpt_attr_write_i64(mg, "num_experts", m->cfg.arch.moe.num_experts));
+    PTDP_CALL(ckpt_attr_write_i64(mg, "moe_ffn_hidden_size", ptdp_moe_ffn(&m->cfg.arch, m->cfg.ffn)));
+    long long mask = 0; /* bit i: layer i is a mixture (the first 62 layers) */
+    for (int i = 0; i < m->cfg.num_layers && i < 62; i++) mask |= (long long)ptdp_moe_layer(&m->cfg.arch, i) << i;
+    PTDP_CALL(ckpt_attr_write_i64(mg, "moe_layer_mask", mask));
+  }
   PTDP_CALL_HDF5(H5Gclose(mg));
   if (io->ddp) {
     hid_t og = H5Gopen2(f, "/optimizer", H5P_DEFAULT);

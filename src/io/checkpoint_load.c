@@ -234,6 +234,14 @@ static int gather_replicated(ckpt_io *io, int nk)
 }
 
 /* The model's shape against the checkpoint's: the first difference, named. */
+/* Bit i: layer i's MLP is a mixture of experts (the first 62 layers). */
+static long long moe_mask(const ptdp_gpt_config *c)
+{
+  long long mask = 0;
+  for (int i = 0; i < c->num_layers && i < 62; i++) mask |= (long long)ptdp_moe_layer(&c->arch, i) << i;
+  return mask;
+}
+
 static int check_shape(const ckpt_io *io, const char *file)
 {
   const ptdp_gpt_config *c = &io->m->cfg;
@@ -255,7 +263,11 @@ static int check_shape(const ckpt_io *io, const char *file)
            {"num_query_groups", "num-query-groups (query groups: num-attention-heads without grouped-query "
                                 "attention)", io->m->sh.gl * io->m->t},
            {"kv_channels", "kv-channels (the head size)", io->m->sh.hd},
-           {"swiglu", "swiglu", c->arch.swiglu}};
+           {"swiglu", "swiglu", c->arch.swiglu},
+           /* the mixture of experts (absent: a dense model) */
+           {"num_experts", "num-experts", c->arch.moe.num_experts},
+           {"moe_ffn_hidden_size", "moe-ffn-hidden-size", c->arch.moe.num_experts ? ptdp_moe_ffn(&c->arch, c->ffn) : 0},
+           {"moe_layer_mask", "moe-layer-freq (bit i: layer i is a mixture)", moe_mask(c)}};
   hid_t mg = H5Gopen2(io->file, "/model", H5P_DEFAULT);
   PTDP_CHECK(mg >= 0, "checkpoint '%s' has no /model group: it is not a ptdp checkpoint", file);
   int rc = 0;
@@ -263,6 +275,8 @@ static int check_shape(const ckpt_io *io, const char *file)
     long long there = 0;
     int has = 0;
     rc = ckpt_attr_get_i64(mg, k[i].attr, &there, &has);
+    const int moe_attr = !strcmp(k[i].attr, "num_experts") || !strncmp(k[i].attr, "moe_", 4);
+    if (!rc && !has && moe_attr) has = 1; /* a checkpoint without them is dense: 0 */
     if (!rc && has && there != k[i].here)
       rc = PTDP_FAIL(PTDP_ERR_INPUT,
                            "checkpoint '%s' has %s = %lld, the model here %lld (use-checkpoint-args takes the model's "
@@ -493,6 +507,9 @@ int ptdp_checkpoint_read_model_keys(const ptdp_checkpoint_ref *ref, ptdp_options
                                      "normalization", "position-embedding-type", "rotary-base", "rotary-percent",
                                      "rotary-interleaved", "disable-bias-linear",
                                      "untie-embeddings-and-output-weights", "group-query-attention",
-                                     "num-query-groups", "kv-channels", "tokenizer-model", "swiglu"};
+                                     "num-query-groups", "kv-channels", "tokenizer-model", "swiglu",
+                                     "num-experts", "moe-router-topk", "moe-ffn-hidden-size", "moe-layer-freq",
+                                     "moe-router-score-function", "moe-router-pre-softmax",
+                                     "moe-router-topk-scaling-factor"};
   return ptdp_checkpoint_read_keys(ref, o, keys, (int)(sizeof keys / sizeof keys[0]), comm);
 }

@@ -131,6 +131,7 @@ static void fill(ptdp_param_info *e, const ptdp_model_shape *s, const ptdp_param
   e->sp_partial = sp_partial && s->sequence_parallel && pos->t > 1;
   e->embedding = role == PTDP_PARAM_WORD_EMBEDDING || role == PTDP_PARAM_OUTPUT_LAYER;
   e->tied_copy = role == PTDP_PARAM_OUTPUT_LAYER;
+  e->expert = -1;
 }
 
 static void layer_entry(ptdp_param_info *e, const ptdp_model_shape *s, const ptdp_param_position *pos, int layer,
@@ -153,6 +154,56 @@ static void layer_entry(ptdp_param_info *e, const ptdp_model_shape *s, const ptd
   e->layer = layer;
   snprintf(e->name, sizeof e->name, "decoder.layers.%d.%s", layer, lr->suffix);
 }
+
+/* Keys of the mixture's tensors: the router takes the key of the dense linear_fc1 it replaces;
+ * expert j's four tensors (q = fc1 weight, fc1 bias, fc2 weight, fc2 bias) get
+ * 2^24 + 4 (4096 l + j) + q, past every other key for l < 1024 layers and E <= 4096 experts. */
+enum { KEY_EXPERT_BASE = 1 << 24, KEY_EXPERTS_PER_LAYER = 4096 };
+
+/* Entry q of a mixture layer's MLP: q = 0 the router [E, h]; else expert (q - 1) / 4's tensor
+ * (q - 1) % 4: linear_fc1 weight [f_e, h] (SwiGLU [2 f_e, h], two blocks) and bias, split over TP
+ * as the dense linear_fc1; linear_fc2 weight [h, f_e] split as the dense linear_fc2, and its bias.
+ * The router and the fc2 bias are replicated over TP with whole gradients on every rank (the
+ * layer computes them from the gathered rows: no sequence-parallel partial sums). */
+static void moe_entry(ptdp_param_info *e, const ptdp_model_shape *s, const ptdp_param_position *pos, int layer, int q)
+{
+  const long long h = s->hidden, fe = ptdp_moe_ffn(&s->arch, s->ffn);
+  if (q == 0) {
+    fill(e, s, pos, PTDP_PARAM_ROUTER_WEIGHT, s->arch.moe.num_experts, h, s->arch.moe.num_experts, PTDP_SPLIT_NONE,
+         PTDP_INIT_NORMAL, (uint32_t)(KEY_LAYER_BASE + KEY_LAYER_STRIDE * layer + PTDP_PARAM_FC1_WEIGHT), 1, 0);
+    e->ndim = 2;
+    e->layer = layer;
+    snprintf(e->name, sizeof e->name, "decoder.layers.%d.mlp.router.weight", layer);
+    return;
+  }
+  static const struct {
+    ptdp_param_role role;
+    const char *suffix;
+    ptdp_split split;
+    ptdp_init_kind init;
+    int decay;
+  } kinds[4] = {{PTDP_PARAM_EXPERT_FC1_WEIGHT, "linear_fc1.weight", PTDP_SPLIT_ROWS, PTDP_INIT_NORMAL, 1},
+                {PTDP_PARAM_EXPERT_FC1_BIAS, "linear_fc1.bias", PTDP_SPLIT_ROWS, PTDP_INIT_ZEROS, 0},
+                {PTDP_PARAM_EXPERT_FC2_WEIGHT, "linear_fc2.weight", PTDP_SPLIT_COLS, PTDP_INIT_NORMAL_SCALED, 1},
+                {PTDP_PARAM_EXPERT_FC2_BIAS, "linear_fc2.bias", PTDP_SPLIT_NONE, PTDP_INIT_ZEROS, 0}};
+  const int j = (q - 1) / 4, w = (q - 1) % 4, fc1 = w < 2, glu = fc1 && s->arch.swiglu;
+  const long long grows = fc1 ? (glu ? 2 * fe : fe) : h, gcols = w == 0 ? h : w == 2 ? fe : 1;
+  fill(e, s, pos, kinds[w].role, grows, gcols, grows, kinds[w].split, kinds[w].init,
+       (uint32_t)(KEY_EXPERT_BASE + 4 * (KEY_EXPERTS_PER_LAYER * layer + j) + w), kinds[w].decay, 0);
+  e->ndim = w % 2 == 0 ? 2 : 1;
+  if (glu) { /* [gate_r; up_r] of each expert, as the dense linear_fc1 */
+    e->blocks = 2;
+    e->row0 = (long long)pos->tp_rank * (fe / pos->t);
+    e->rows = e->lrows;
+  }
+  e->layer = layer;
+  e->expert = j;
+  snprintf(e->name, sizeof e->name, "decoder.layers.%d.mlp.experts.local_experts.%d.%s", layer, j, kinds[w].suffix);
+}
+
+/* Entries of the mixture's MLP: the router, then 4 per expert (2 without linear biases). */
+static int moe_entries(const ptdp_model_shape *s) { return 1 + 4 * s->arch.moe.num_experts; }
+static int moe_has(const ptdp_model_shape *s, int q) { return q == 0 || !s->arch.no_linear_bias || (q - 1) % 2 == 0; }
 
 /* The next entry to fill: NULL when only counting (out == NULL) or when cap is exceeded
  * (*overflow set). */
@@ -227,6 +278,16 @@ static int walk(const ptdp_model_shape *s, const ptdp_param_position *pos, ptdp_
     for (int l = l0; l < l0 + per; l++)
       for (int r = 0; r < PTDP_PARAM_LAYER_ROLES; r++) {
         if (!ptdp_params_has_role(&s->arch, (ptdp_param_role)r)) continue;
+        if (ptdp_moe_layer(&s->arch, l) && r >= PTDP_PARAM_FC1_WEIGHT) { /* the mixture's MLP instead */
+          for (int q = 0; r == PTDP_PARAM_FC1_WEIGHT && q < moe_entries(s); q++) {
+            if (!moe_has(s, q)) continue;
+            ptdp_param_info *e = next_entry(out, cap, &n, &overflow);
+            if (!e) continue;
+            moe_entry(e, s, pos, l, q);
+            e->chunk = c;
+          }
+          continue;
+        }
         ptdp_param_info *e = next_entry(out, cap, &n, &overflow);
         if (!e) continue;
         layer_entry(e, s, pos, l, (ptdp_param_role)r);

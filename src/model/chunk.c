@@ -78,6 +78,7 @@ static int recompute_group(ptdp_gpt *m, int c, int slot, int g0, int g1)
 int ptdp_gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float loss_scale, int last, float **dinput)
 {
   m->hooks.grads_final = last;
+  m->loss_scale = loss_scale;
   int err = gpt_backward(m, c, slot, dout, loss_scale, dinput);
   m->hooks.grads_final = 0;
   return err;
@@ -101,7 +102,12 @@ static int gpt_backward(ptdp_gpt *m, int c, int slot, const float *dout, float l
   for (int i = ch->nlayers - 1; i >= 0; i--) {
     int g0, g1;
     if (ptdp_gpt_recompute_group(m, c, i, &g0, &g1)) {
-      if (i == g1 - 1) PTDP_CALL(recompute_group(m, c, slot, g0, g1));
+      if (i == g1 - 1) {
+        m->recomputing = 1;
+        int err = recompute_group(m, c, slot, g0, g1);
+        m->recomputing = 0;
+        PTDP_CALL(err);
+      }
     }
     ptdp_layer_acts a = resolve(m, c, slot, i);
     if (m->cfg.recompute == PTDP_RECOMPUTE_SELECTIVE && !m->cfg.flash_attention) { /* flash keeps its lse */
@@ -132,6 +138,13 @@ void ptdp_gpt_release(ptdp_gpt *m, int c, int slot)
   if (!sl->busy) return;
   sl->busy = 0;
   ptdp_memory_slot_busy(&m->mem, c, slot, 0);
+}
+
+double ptdp_gpt_take_moe_losses(ptdp_gpt *m)
+{
+  const double l = m->moe_losses;
+  m->moe_losses = 0;
+  return l;
 }
 
 int ptdp_gpt_num_slots(const ptdp_gpt *m) { return m->plan.slots; }

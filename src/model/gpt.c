@@ -16,7 +16,8 @@ ptdp_layer_shape ptdp_gpt_layer_shape(const ptdp_gpt *m)
   return (ptdp_layer_shape){.r = m->sh, .hidden_dropout = m->cfg.hidden_dropout > 0,
                             .attention_dropout = m->cfg.attn_dropout > 0, .recompute = m->cfg.recompute,
                             .bytes = (int)m->es, .flash_attention = m->cfg.flash_attention,
-                            .arch = m->cfg.arch};
+                            .arch = m->cfg.arch,
+                            .moe = m->nchunks > 0 && ptdp_moe_layer(&m->cfg.arch, m->chunks[0].layer0)};
 }
 
 int ptdp_gpt_vocab_columns(const ptdp_gpt *m)
@@ -45,6 +46,9 @@ static int build_chunks(ptdp_gpt *m, const ptdp_param_position *pos)
 int ptdp_gpt_create(ptdp_gpt *m, const ptdp_gpt_config *cfg, ptdp_backend *be, ptdp_grid *grid)
 {
   memset(m, 0, sizeof *m);
+  PTDP_CHECK(!cfg->inference || cfg->arch.moe.num_experts == 0,
+             "the model has a mixture of experts (num-experts %d): generation and conversion of such a model are "
+             "not built yet (ptdp-train trains it)", cfg->arch.moe.num_experts);
   m->cfg = *cfg;
   m->be = be;
   m->grid = grid;
@@ -94,6 +98,10 @@ void ptdp_gpt_destroy(ptdp_gpt *m)
   ptdp_memory_free_all(&m->mem, m->be);
   for (int c = 0; c < m->nchunks; c++) {
     for (int s = 0; s < m->plan.slots && m->chunks[c].slots; s++) free(m->chunks[c].slots[s].layers);
+    for (int i = 0; i < m->chunks[c].nlayers && m->chunks[c].layers; i++) { /* the experts' pointer tables */
+      free(m->chunks[c].layers[i].w.experts);
+      free(m->chunks[c].layers[i].g.experts);
+    }
     free(m->chunks[c].slots);
     free(m->chunks[c].layers);
   }

@@ -58,6 +58,10 @@ static int bind_work(ptdp_gpt_work *w, ptdp_buffer_kind k, void *p)
   case PTDP_BUF_WORK_GRAD_B: w->grad_b = p; break;
   case PTDP_BUF_WORK_POSITIONS: w->pos = p; break;
   case PTDP_BUF_WORK_ROPE: w->rope = p; break;
+  case PTDP_BUF_WORK_MOE_ROWS_A: w->moe_rows_a = p; break;
+  case PTDP_BUF_WORK_MOE_ROWS_B: w->moe_rows_b = p; break;
+  case PTDP_BUF_WORK_MOE_DFC: w->moe_dfc = p; break;
+  case PTDP_BUF_WORK_MOE_ROUTER: w->moe_router = p; break;
   default: return 0;
   }
   return 1;
@@ -83,7 +87,21 @@ static void bind_layer_param(ptdp_layer_params *lp, ptdp_param_role r, float *p)
   }
 }
 
-static void bind_params(ptdp_gpt *m)
+/* A mixture layer's router and experts (the experts' pointer table allocated on first use, freed
+ * by ptdp_gpt_destroy). */
+static int bind_moe_param(ptdp_layer_params *lp, const ptdp_param_info *p, int E, float *ptr)
+{
+  if (p->role == PTDP_PARAM_ROUTER_WEIGHT) {
+    lp->router_w = ptr;
+    return 0;
+  }
+  if (p->expert < 0) return 0;
+  if (!lp->experts) PTDP_CALLOC(lp->experts, (size_t)4 * E, sizeof *lp->experts);
+  lp->experts[4 * p->expert + (p->role - PTDP_PARAM_EXPERT_FC1_WEIGHT)] = ptr;
+  return 0;
+}
+
+static int bind_params(ptdp_gpt *m)
 {
   ptdp_gpt_param_ref none = {.index = -1};
   m->wte = m->output = m->wpe = m->lnf_w = m->lnf_b = none;
@@ -97,6 +115,8 @@ static void bind_params(ptdp_gpt *m)
       lr->param_end = i + 1;
       bind_layer_param(&lr->w, p->role, ref.w);
       bind_layer_param(&lr->g, p->role, ref.g);
+      PTDP_CALL(bind_moe_param(&lr->w, p, m->sh.E, ref.w));
+      PTDP_CALL(bind_moe_param(&lr->g, p, m->sh.E, ref.g));
       continue;
     }
     switch (p->role) {
@@ -108,6 +128,7 @@ static void bind_params(ptdp_gpt *m)
     default: break;
     }
   }
+  return 0;
 }
 
 /* The position of each local token row (row0 + r) / b, computed on the host and copied in. */
@@ -189,7 +210,7 @@ int ptdp_gpt_bind(ptdp_gpt *m)
   PTDP_CHECK_INTERNAL((m->params.fp32 || ptdp_plan_master_sharded(&m->plan.cfg)) &&
                           (m->params.grad || m->cfg.inference),
                       "the plan has no parameter or gradient buffer");
-  bind_params(m);
+  PTDP_CALL(bind_params(m));
   PTDP_CALL(set_rope_table(m));
   return set_positions(m);
 }

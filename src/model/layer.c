@@ -15,6 +15,7 @@
  * all-gathers the stored LN outputs again for the weight gradients (as Megatron does), so SP
  * moves 10 N h (t-1)/t elements per layer and micro-batch against TP's 8 N h (t-1)/t. */
 #include "model_internal.h"
+#include "moe_internal.h"
 
 #include "ptdp/error.h"
 #include "ptdp/rng.h"
@@ -152,10 +153,14 @@ int ptdp_gpt_block_forward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, c
   PTDP_CALL(m->passes.residual_norm(m, a->x2, w->proj_b, a->mask1, &k1, a->x, Nl, w->ln2_w, w->ln2_b, a->ln2_out,
                                     a->ln2_mean, a->ln2_rstd));
 
-  /* MLP block */
+  /* MLP block (a mixture of experts in its layers: moe.c) */
   PTDP_CALL(gathered_input(m, p, a->ln2_out, h, &in));
-  PTDP_CALL(mlp_fc1_forward(m, w, N, in, a->fc1, a->gelu));
-  PTDP_CALL(be->gemm(be, 0, 1, N, h, fl, 1.0f, a->gelu, fl, w->fc2_w, fl, 0.0f, partial_target(p, out), h));
+  if (ptdp_moe_layer(&m->cfg.arch, layer))
+    PTDP_CALL(ptdp_moe_forward(m, layer, w, a, in, partial_target(p, out)));
+  else {
+    PTDP_CALL(mlp_fc1_forward(m, w, N, in, a->fc1, a->gelu));
+    PTDP_CALL(be->gemm(be, 0, 1, N, h, fl, 1.0f, a->gelu, fl, w->fc2_w, fl, 0.0f, partial_target(p, out), h));
+  }
   PTDP_CALL(reduce_partial(m, p, out, h));
   ptdp_dropout_key k2 = resid_key(m, PTDP_RNG_MLP_RESID, layer, p->sample0);
   PTDP_CALL(m->passes.residual(m, out, w->fc2_b, a->mask2, &k2, a->x2, Nl));
@@ -178,6 +183,21 @@ int ptdp_layer_forward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a, 
   return ptdp_gpt_block_forward(m, m->chunks[chunk].layer0 + i, &m->chunks[chunk].layers[i].w, &p, a, out);
 }
 
+/* The mixture's backward (moe.c) from the gradient of its reduced output, full rows in fa (under
+ * sequence parallelism gathered there; else the shard buffer dz, copied there), where the partial
+ * input gradient goes; its input gathered again into fb under sequence parallelism. */
+static int moe_backward(ptdp_gpt *m, int layer, const ptdp_layer_params *w, const ptdp_layer_params *g,
+                        const ptdp_layer_acts *a, const float *dz, float *fa, float *fb)
+{
+  const float *in = a->ln2_out;
+  if (m->cfg.sequence_parallel) {
+    PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, m->cfg.hidden, PTDP_TAG_LAYER));
+    in = fb;
+  } else
+    PTDP_CALL(m->be->copy(m->be, fa, dz, (size_t)m->sh.N * m->cfg.hidden * m->es));
+  return ptdp_moe_backward(m, layer, w, g, a, fa, in, fa);
+}
+
 int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a, const float *dout, float *dx,
                         long long sample0)
 {
@@ -197,16 +217,20 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     PTDP_CALL(ptdp_tp_gather(m, dz, fa, h, PTDP_TAG_LAYER));
     dT = fa;
   }
-  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->sh.fl, N, 1.0f, dT, h, a->gelu, m->sh.fl, g.fc2_w, m->sh.fl)); /* dW2 += dT^T G */
-  PTDP_CALL(mlp_act_backward(m, &w, &g, a, dT, m->work.dfc)); /* dF [N, fc1] */
-  const float *in = a->ln2_out;
-  if (sp) {
-    PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, h, PTDP_TAG_LAYER));
-    in = fb;
+  if (ptdp_moe_layer(&m->cfg.arch, layer)) /* the mixture of experts: partial dIn into fa */
+    PTDP_CALL(moe_backward(m, layer, &w, &g, a, dz, fa, fb));
+  else {
+    PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, h, m->sh.fl, N, 1.0f, dT, h, a->gelu, m->sh.fl, g.fc2_w, m->sh.fl)); /* dW2 += dT^T G */
+    PTDP_CALL(mlp_act_backward(m, &w, &g, a, dT, m->work.dfc)); /* dF [N, fc1] */
+    const float *in = a->ln2_out;
+    if (sp) {
+      PTDP_CALL(ptdp_tp_gather(m, a->ln2_out, fb, h, PTDP_TAG_LAYER));
+      in = fb;
+    }
+    const int f1 = m->sh.fc1;
+    PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, f1, h, N, 1.0f, m->work.dfc, f1, in, h, g.fc1_w, h)); /* dW1 += dF^T in */
+    PTDP_CALL(be->gemm(be, 0, 0, N, h, f1, 1.0f, m->work.dfc, f1, w.fc1_w, h, 0.0f, fa, h)); /* partial dIn */
   }
-  const int f1 = m->sh.fc1;
-  PTDP_CALL(ptdp_backend_gemm_wgrad(be, 1, 0, f1, h, N, 1.0f, m->work.dfc, f1, in, h, g.fc1_w, h)); /* dW1 += dF^T in */
-  PTDP_CALL(be->gemm(be, 0, 0, N, h, f1, 1.0f, m->work.dfc, f1, w.fc1_w, h, 0.0f, fa, h)); /* partial dIn */
   PTDP_CALL(ptdp_tp_reduce(m, fa, dln, h, PTDP_TAG_LAYER));
   PTDP_CALL(m->passes.norm_backward_add(m, dln, a->x2, w.ln2_w, a->ln2_mean, a->ln2_rstd, dx2, g.ln2_w, g.ln2_b, Nl, dout));
 
@@ -237,7 +261,7 @@ int ptdp_layer_backward(ptdp_gpt *m, int chunk, int i, const ptdp_layer_acts *a,
     for (int gg = 0; gg < m->sh.gl; gg++) /* each group's key head follows its hpg queries */
       PTDP_CALL(be->memset0(be, g.qkv_b + ((size_t)gg * (m->sh.hpg + 2) + m->sh.hpg) * m->sh.hd,
                             sizeof(float) * (size_t)m->sh.hd));
-  in = a->ln1_out;
+  const float *in = a->ln1_out;
   if (sp) {
     PTDP_CALL(ptdp_tp_gather(m, a->ln1_out, fb, h, PTDP_TAG_LAYER));
     in = fb;

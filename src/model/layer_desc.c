@@ -14,6 +14,7 @@ int ptdp_layer_activation(const ptdp_layer_shape *l, ptdp_buffer_kind kind, ptdp
   const ptdp_save_part IN = PTDP_SAVE_IN, CORE = PTDP_SAVE_CORE, REST = PTDP_SAVE_REST;
   const int ALWAYS = 1, HDROP = l->hidden_dropout, FLASH = l->flash_attention, UNFUSED = !FLASH;
   const int LN = l->arch.norm == PTDP_NORM_LAYERNORM, ADROP = l->attention_dropout && UNFUSED;
+  const int MOE = l->moe, DENSE = !l->moe;
   switch (kind) {
 #define ONE(k, type, field, name, p_, n_, unit_, when)                                 \
   case k:                                                                              \
@@ -56,6 +57,32 @@ static ptdp_layer_op op(ptdp_lop_kind kind, const char *name, double M, double N
   return (ptdp_layer_op){.kind = kind, .name = name, .M = M, .N = N, .batch = 1, .weight = weight, .bias = bias};
 }
 
+/* The mixture of experts' MLP (moe.c): the router GEMM and routing, the permutation, E expert
+ * GEMMs of k N / E rows each per projection (a balanced load), the unpermutation. */
+static void moe_ops(ptdp_layer_desc *d, const ptdp_layer_shape *l)
+{
+  const ptdp_rank_shape *z = &l->r;
+  const int bias = !l->arch.no_linear_bias, none = -1;
+  const double N = (double)z->N, h = z->h, E = z->E, Nk = (double)z->Nk, rows = Nk / E;
+  add(d, gemm("router GEMM", N, E, h, PTDP_PARAM_ROUTER_WEIGHT, none, 0), SAVES(PTDP_BUF_MOE_LOGITS));
+  ptdp_layer_op route = op(PTDP_LOP_ROUTE, "router top-k", N, E, none, none);
+  route.K = z->k; /* the backward all-reduces the probabilities' gradient, N k numbers, over TP */
+  add(d, route, NOSAVE);
+  add(d, op(PTDP_LOP_PERMUTE, "permute", Nk, h, none, none), NOSAVE);
+  ptdp_layer_op fc1 = gemm("expert FC1 GEMMs", rows, z->efc1, h, PTDP_PARAM_EXPERT_FC1_WEIGHT,
+                           bias ? PTDP_PARAM_EXPERT_FC1_BIAS : none, 0);
+  fc1.batch = E;
+  add(d, fc1, SAVES(PTDP_BUF_MOE_FC1_OUT));
+  if (bias) add(d, op(PTDP_LOP_BIAS, "expert FC1 bias", Nk, z->efc1, none, PTDP_PARAM_EXPERT_FC1_BIAS), NOSAVE);
+  add(d, op(PTDP_LOP_ACTIVATION, l->arch.swiglu ? "expert SwiGLU" : "expert GeLU", Nk, z->efl, none, none),
+      SAVES(PTDP_BUF_MOE_ACT_OUT));
+  ptdp_layer_op fc2 = gemm("expert FC2 GEMMs", rows, h, z->efl, PTDP_PARAM_EXPERT_FC2_WEIGHT,
+                           bias ? PTDP_PARAM_EXPERT_FC2_BIAS : none, 1);
+  fc2.batch = E;
+  add(d, fc2, SAVES(PTDP_BUF_MOE_EXPERT_OUT));
+  add(d, op(PTDP_LOP_PERMUTE, "unpermute", Nk, h, none, bias ? PTDP_PARAM_EXPERT_FC2_BIAS : none), NOSAVE);
+}
+
 void ptdp_layer_describe(const ptdp_layer_shape *l, ptdp_layer_desc *d)
 {
   memset(d, 0, sizeof *d);
@@ -90,12 +117,16 @@ void ptdp_layer_describe(const ptdp_layer_shape *l, ptdp_layer_desc *d)
             rms ? none : PTDP_PARAM_LN2_BIAS),
       SAVES(PTDP_BUF_LN2_MEAN, PTDP_BUF_LN2_RSTD, PTDP_BUF_LN2_OUT));
   add(d, op(PTDP_LOP_TP_IN, "TP f (MLP input)", N, h, none, none), NOSAVE);
-  add(d, gemm("FC1 GEMM", N, z->fc1, h, PTDP_PARAM_FC1_WEIGHT, bias ? PTDP_PARAM_FC1_BIAS : none, 0), SAVES(PTDP_BUF_FC1_OUT));
-  add(d, op(PTDP_LOP_ACTIVATION, l->arch.swiglu ? "SwiGLU" : "GeLU", N, z->fl, none, bias ? PTDP_PARAM_FC1_BIAS : none),
-      SAVES(PTDP_BUF_GELU_OUT));
-  add(d, gemm("FC2 GEMM", N, h, z->fl, PTDP_PARAM_FC2_WEIGHT, bias ? PTDP_PARAM_FC2_BIAS : none, 1), NOSAVE);
+  if (l->moe) moe_ops(d, l);
+  else {
+    add(d, gemm("FC1 GEMM", N, z->fc1, h, PTDP_PARAM_FC1_WEIGHT, bias ? PTDP_PARAM_FC1_BIAS : none, 0),
+        SAVES(PTDP_BUF_FC1_OUT));
+    add(d, op(PTDP_LOP_ACTIVATION, l->arch.swiglu ? "SwiGLU" : "GeLU", N, z->fl, none, bias ? PTDP_PARAM_FC1_BIAS : none),
+        SAVES(PTDP_BUF_GELU_OUT));
+    add(d, gemm("FC2 GEMM", N, h, z->fl, PTDP_PARAM_FC2_WEIGHT, bias ? PTDP_PARAM_FC2_BIAS : none, 1), NOSAVE);
+  }
   add(d, op(PTDP_LOP_TP_OUT, z->sp ? "TP reduce-scatter (MLP)" : "TP all-reduce (MLP)", N, h, none, none), NOSAVE);
-  add(d, op(PTDP_LOP_RESIDUAL, "bias-dropout-add 2", Nl, h, none, bias ? PTDP_PARAM_FC2_BIAS : none),
+  add(d, op(PTDP_LOP_RESIDUAL, "bias-dropout-add 2", Nl, h, none, bias && !l->moe ? PTDP_PARAM_FC2_BIAS : none),
       SAVES(PTDP_BUF_MLP_RESID_MASK));
 }
 
@@ -124,6 +155,8 @@ double ptdp_layer_desc_tp_elems(const ptdp_layer_desc *d, int forward_again)
     } else if (o->kind == PTDP_LOP_TP_OUT) {
       fwd = sp ? 1 : 2;        /* reduce-scatter (all-reduce) of the partial sums */
       bwd = sp ? 1 : 0;        /* all-gather of the output gradient */
+    } else if (o->kind == PTDP_LOP_ROUTE) {
+      units += 2 * o->M * o->K; /* backward: the all-reduce of the probabilities' gradient [N, k] */
     }
     units += (fwd * (forward_again ? 2 : 1) + bwd) * o->M * o->N;
   }

@@ -2,6 +2,7 @@
 # (TP/SP), embedding and head, recomputation, the papers' memory formulas
 libptdp_a_SOURCES += src/model/model_config.c src/model/shape.c src/model/plan.c src/model/memory.c src/model/memory_formula.c src/model/layer_desc.c src/model/flops.c \
                      src/model/gpt.c src/model/gpt_params.c src/model/loss.c src/model/gpt_hooks.c src/model/gpt_bind.c src/model/layer.c src/model/layer_passes.c src/model/head.c src/model/chunk.c \
+                     src/model/moe.c src/model/moe_route.c src/model/moe_internal.h \
                      src/model/model_internal.h
 
 # Tests (validation/tests/model)

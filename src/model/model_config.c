@@ -3,6 +3,11 @@
 
 #include "ptdp/error.h"
 
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 /* Megatron's default: 4 h, or with SwiGLU two thirds of it (three matrices instead of two), floored
  * to a multiple of 64 (int(4 h 2/3 / 64) * 64). */
 long long ptdp_model_keys_ffn(const ptdp_model_keys *k)
@@ -11,9 +16,109 @@ long long ptdp_model_keys_ffn(const ptdp_model_keys *k)
   return k->swiglu ? 8 * k->hidden_size / 192 * 64 : 4 * k->hidden_size;
 }
 
+/* A list "[a, b, ...]" of 0/1 entries times an optional count "*n", appended at layer[*at]. */
+static int pattern_term(const char **p, unsigned char *layer, long long *at, long long cap)
+{
+  const char *s = *p;
+  if (*s != '[') return -1;
+  s++;
+  unsigned char item[PTDP_MOE_MAX_LAYERS];
+  int n = 0;
+  for (;;) {
+    while (isspace((unsigned char)*s)) s++;
+    if (*s != '0' && *s != '1') return -1;
+    if (n >= PTDP_MOE_MAX_LAYERS) return -1;
+    item[n++] = (unsigned char)(*s++ - '0');
+    while (isspace((unsigned char)*s)) s++;
+    if (*s == ',') { s++; continue; }
+    if (*s == ']') { s++; break; }
+    return -1;
+  }
+  long long times = 1;
+  while (isspace((unsigned char)*s)) s++;
+  if (*s == '*') {
+    char *end;
+    times = strtoll(s + 1, &end, 10);
+    if (end == s + 1 || times < 0) return -1;
+    s = end;
+  }
+  for (long long r = 0; r < times; r++)
+    for (int i = 0; i < n; i++) {
+      if (*at >= cap) return -2;
+      layer[(*at)++] = item[i];
+    }
+  *p = s;
+  return 0;
+}
+
+int ptdp_model_moe_layers(const char *freq, long long num_layers, unsigned char *layer, char *err, size_t n)
+{
+  memset(layer, 0, PTDP_MOE_MAX_LAYERS);
+  const char *s = freq;
+  while (isspace((unsigned char)*s)) s++;
+  if (num_layers > PTDP_MOE_MAX_LAYERS) {
+    snprintf(err, n, "num-layers %lld: a mixture of experts is built for at most %d layers", num_layers,
+             PTDP_MOE_MAX_LAYERS);
+    return -1;
+  }
+  if (isdigit((unsigned char)*s)) { /* an integer: every n-th layer */
+    char *end;
+    long long every = strtoll(s, &end, 10);
+    while (isspace((unsigned char)*end)) end++;
+    if (*end || every < 1) {
+      snprintf(err, n, "moe-layer-freq '%s' is neither a positive integer nor a pattern such as ([0]*1+[1]*3)", freq);
+      return -1;
+    }
+    for (long long i = 0; i < num_layers; i++) layer[i] = i % every == 0;
+    return 0;
+  }
+  int paren = *s == '(';
+  if (paren) s++;
+  long long at = 0;
+  for (;;) {
+    while (isspace((unsigned char)*s)) s++;
+    int rc = pattern_term(&s, layer, &at, num_layers);
+    if (rc == -2) {
+      snprintf(err, n, "moe-layer-freq '%s' has more entries than num-layers %lld", freq, num_layers);
+      return -1;
+    }
+    if (rc) break;
+    while (isspace((unsigned char)*s)) s++;
+    if (*s == '+') { s++; continue; }
+    if (paren && *s == ')') { s++; paren = 0; }
+    while (isspace((unsigned char)*s)) s++;
+    if (*s || paren) break;
+    if (at != num_layers) {
+      snprintf(err, n, "moe-layer-freq '%s' has %lld entries; num-layers is %lld", freq, at, num_layers);
+      return -1;
+    }
+    return 0;
+  }
+  snprintf(err, n, "moe-layer-freq '%s' is neither a positive integer nor a pattern such as ([0]*1+[1]*3)", freq);
+  return -1;
+}
+
+static ptdp_moe moe_of(const ptdp_model_keys *k)
+{
+  ptdp_moe m = {0};
+  if (k->num_experts <= 0) return m;
+  char err[256];
+  if (ptdp_model_moe_layers(k->moe_layer_freq, k->num_layers, m.layer, err, sizeof err)) return m; /* checked */
+  m.num_experts = (int)k->num_experts;
+  m.topk = (int)k->moe_router_topk;
+  m.ffn = (int)k->moe_ffn_hidden_size;
+  m.score = k->moe_router_score_function;
+  m.pre_softmax = k->moe_router_pre_softmax;
+  m.topk_scaling = k->moe_router_topk_scaling_factor;
+  m.balance = k->moe_router_load_balancing_type;
+  m.aux_coeff = k->moe_aux_loss_coeff;
+  m.z_coeff = k->moe_z_loss_coeff;
+  return m;
+}
+
 ptdp_arch ptdp_model_keys_arch(const ptdp_model_keys *k)
 {
-  return (ptdp_arch){.norm = k->normalization, .no_linear_bias = k->disable_bias_linear,
+  return (ptdp_arch){.moe = moe_of(k), .norm = k->normalization, .no_linear_bias = k->disable_bias_linear,
                      .untie = k->untie_embeddings_and_output_weights, .position = k->position_embedding_type,
                      .rotary_base = k->rotary_base, .rotary_percent = k->rotary_percent,
                      .rotary_interleaved = k->rotary_interleaved,
@@ -31,8 +136,54 @@ long long ptdp_model_keys_max_pos(const ptdp_model_keys *k)
   return k->max_position_embeddings ? k->max_position_embeddings : k->seq_length;
 }
 
+/* The mixture-of-experts keys: what describes no model, and what ptdp has not built yet. */
+static int moe_keys_check(const ptdp_model_keys *a)
+{
+  const long long t = a->tensor_model_parallel_size;
+  const char *later = "is not built yet in ptdp (every expert is on every rank, dropless, routed by aux_loss or none)";
+  if (a->num_experts <= 0) {
+    PTDP_CHECK(a->expert_model_parallel_size == 1, "expert-model-parallel-size %lld needs num-experts",
+               a->expert_model_parallel_size);
+    return 0;
+  }
+  char err[256];
+  PTDP_CHECK(ptdp_model_moe_layers(a->moe_layer_freq, a->num_layers, (unsigned char[PTDP_MOE_MAX_LAYERS]){0}, err,
+                                   sizeof err) == 0, "%s", err);
+  PTDP_CHECK(a->moe_router_topk >= 1 && a->moe_router_topk <= a->num_experts,
+             "moe-router-topk %lld must be between 1 and num-experts %lld", a->moe_router_topk, a->num_experts);
+  const long long fe = a->moe_ffn_hidden_size ? a->moe_ffn_hidden_size : ptdp_model_keys_ffn(a);
+  PTDP_CHECK(fe % t == 0, "moe-ffn-hidden-size %lld is not divisible by tensor-model-parallel-size %lld (each expert's "
+             "MLP is split over the tensor-parallel ranks)", fe, t);
+  PTDP_CHECK(a->expert_model_parallel_size == 1, "expert-model-parallel-size %lld: expert parallelism %s",
+             a->expert_model_parallel_size, later);
+  PTDP_CHECK(a->expert_tensor_parallel_size == 0 || a->expert_tensor_parallel_size == t,
+             "expert-tensor-parallel-size %lld other than tensor-model-parallel-size %lld %s",
+             a->expert_tensor_parallel_size, t, later);
+  PTDP_CHECK(a->moe_expert_capacity_factor <= 0, "moe-expert-capacity-factor %g: token dropping %s",
+             a->moe_expert_capacity_factor, later);
+  PTDP_CHECK(!a->moe_router_enable_expert_bias, "moe-router-enable-expert-bias: aux-loss-free balancing %s", later);
+  PTDP_CHECK(a->moe_router_num_groups == 0 && a->moe_router_group_topk == 0,
+             "moe-router-num-groups and moe-router-group-topk: group-limited routing %s", later);
+  PTDP_CHECK(a->moe_shared_expert_intermediate_size == 0, "moe-shared-expert-intermediate-size: shared experts %s",
+             later);
+  PTDP_CHECK(a->moe_router_load_balancing_type == PTDP_MOE_AUX_LOSS ||
+                 a->moe_router_load_balancing_type == PTDP_MOE_BALANCE_NONE,
+             "moe-router-load-balancing-type %s %s",
+             a->moe_router_load_balancing_type == PTDP_MOE_SEQ_AUX_LOSS      ? "seq_aux_loss"
+             : a->moe_router_load_balancing_type == PTDP_MOE_GLOBAL_AUX_LOSS ? "global_aux_loss"
+                                                                              : "sinkhorn",
+             later);
+  PTDP_CHECK(a->moe_router_dtype == PTDP_MOE_ROUTER_FP32, "moe-router-dtype fp64 %s", later);
+  PTDP_CHECK(!a->fp16 && !a->bf16, "num-experts with %s: the mixture of experts in 16-bit types %s",
+             a->fp16 ? "fp16" : "bf16", later);
+  PTDP_CHECK(!a->moe_router_pre_softmax || a->moe_router_score_function == PTDP_MOE_SOFTMAX,
+             "moe-router-pre-softmax needs moe-router-score-function softmax");
+  return 0;
+}
+
 int ptdp_model_keys_check(const ptdp_model_keys *a, int world)
 {
+  PTDP_CALL(moe_keys_check(a));
   long long t = a->tensor_model_parallel_size, p = a->pipeline_model_parallel_size;
   PTDP_CHECK(a->kv_channels > 0 || a->hidden_size % a->num_attention_heads == 0,
              "hidden-size %lld is not divisible by num-attention-heads %lld", a->hidden_size, a->num_attention_heads);

@@ -78,6 +78,15 @@ static int add_layer(ptdp_plan *pl, layer_part what, int chunk, int slot, int la
   const int ALWAYS = 1, HDROP = c->hidden_dropout, FLASH = c->flash_attention, UNFUSED = !FLASH;
   const int LN = c->shape.arch.norm == PTDP_NORM_LAYERNORM;
   const int ADROP = c->attention_dropout && UNFUSED;
+  /* the MLP's buffers: this layer's kind; the recomputation scratch (layer none) any layer's */
+  int MOE = ptdp_moe_layer(&c->shape.arch, layer), DENSE = !MOE;
+  if (layer == PTDP_PLAN_NONE) {
+    MOE = DENSE = 0;
+    for (int i = 0; i < c->shape.num_layers; i++) {
+      MOE |= ptdp_moe_layer(&c->shape.arch, i);
+      DENSE |= !ptdp_moe_layer(&c->shape.arch, i);
+    }
+  }
   for (int part = PART_IN; part <= PART_REST; part++) {
     if (!holds_part(what, part)) continue;
 #define ADD(kind, type, field, name, p_, elems, unit, when)                                                \
@@ -147,6 +156,14 @@ static int add_work(ptdp_plan *pl)
     {PTDP_BUF_WORK_ROPE, c->shape.arch.position == PTDP_POS_ROPE ? (long long)c->shape.max_pos * z.rd : 0, F}};
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
     PTDP_CALL(add(pl, w[i].k, none, none, none, 0, 0, (size_t)w[i].n * w[i].unit));
+  if (z.E > 0) { /* the mixture's rows in expert order, an expert's fc1 gradient, the router's */
+    const struct { ptdp_buffer_kind k; long long n; size_t unit; } x[] = {
+      {PTDP_BUF_WORK_MOE_ROWS_A, z.Nk * z.h, S}, {PTDP_BUF_WORK_MOE_ROWS_B, z.Nk * z.h, S},
+      {PTDP_BUF_WORK_MOE_DFC, z.Nk * (z.efc1 == z.efl ? z.efl : z.efc1 + z.efl), S},
+      {PTDP_BUF_WORK_MOE_ROUTER, z.N * z.E + z.Nk, F}};
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+      PTDP_CALL(add(pl, x[i].k, none, none, none, 0, 0, (size_t)x[i].n * x[i].unit));
+  }
   const int per = ptdp_params_layers_per_chunk(&c->shape, &c->pos);
   const int nrec = ptdp_recompute_scratch_layers(c->recompute, c->recompute_method, c->recompute_num_layers, per);
   for (int j = 0; j < nrec; j++)

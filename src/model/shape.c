@@ -25,5 +25,12 @@ ptdp_rank_shape ptdp_rank_shape_of(const ptdp_model_shape *m, int seq, int micro
     const double pct = m->arch.rotary_percent > 0 ? m->arch.rotary_percent : 1.0;
     r.rd = (int)(r.hd * pct) / 2 * 2;
   }
+  if (m->arch.moe.num_experts > 0) {
+    r.E = m->arch.moe.num_experts;
+    r.k = m->arch.moe.topk;
+    r.efl = ptdp_moe_ffn(&m->arch, m->ffn) / t;
+    r.efc1 = m->arch.swiglu ? 2 * r.efl : r.efl;
+    r.Nk = r.N * r.k;
+  }
   return r;
 }

@@ -285,6 +285,15 @@ static int layer_ops(const ctx *c, const ptdp_layer_desc *d, ptdp_sim_oplist *l)
       break;
     }
     case PTDP_LOP_RESIDUAL: break; /* with its TP_OUT */
+    /* the mixture's routing: the fp32 logits read for the softmax and top k, the probabilities
+     * written; backward the same over their gradients */
+    case PTDP_LOP_ROUTE:
+      add(l, op->name, PTDP_SIM_MEMBOUND, mem(c, 3 * op->M * op->N * 4), mem(c, 3 * op->M * op->N * 4), 0);
+      break;
+    /* a permutation reads and writes each row once; its backward moves the gradients back */
+    case PTDP_LOP_PERMUTE:
+      add(l, op->name, PTDP_SIM_MEMBOUND, mem(c, 2 * op->M * op->N * c->e), mem(c, 2 * op->M * op->N * c->e), 0);
+      break;
     default: PTDP_CHECK(0, "ptdp-sim has no cost for the layer's operation %s", op->name);
     }
   }
@@ -299,7 +308,7 @@ void ptdp_sim_layer_desc(const ptdp_model_keys *a, const ptdp_sim_options *o, pt
     .r = ptdp_rank_shape_of(&m, (int)a->seq_length, (int)a->micro_batch_size, (int)a->tensor_model_parallel_size, 0),
     .hidden_dropout = a->hidden_dropout > 0, .attention_dropout = a->attention_dropout > 0,
     .recompute = a->recompute_granularity, .bytes = a->fp16 || a->bf16 ? 2 : 4, .arch = m.arch,
-    .flash_attention = ptdp_sim_flash(a, o)};
+    .flash_attention = ptdp_sim_flash(a, o), .moe = ptdp_moe_layer(&m.arch, 0)}; /* layer 0's MLP */
   ptdp_layer_describe(&ls, d);
 }
 

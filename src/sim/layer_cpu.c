@@ -218,6 +218,12 @@ static int cpu_layer(const cctx *c, const ptdp_layer_desc *d, ptdp_sim_oplist *l
       row_output(c, l, op->name, cpu_name(&d->op[i + 1]));
       break;
     case PTDP_LOP_RESIDUAL: break; /* with its TP_OUT */
+    /* the mixture's routing and permutations: element-wise passes over their rows */
+    case PTDP_LOP_ROUTE:
+    case PTDP_LOP_PERMUTE:
+      add(l, op->name, PTDP_SIM_MEMBOUND, per(c, PTDP_SIM_CPU_ELEMENTWISE, op->M * op->N),
+          per(c, PTDP_SIM_CPU_ELEMENTWISE, op->M * op->N), 0);
+      break;
     default: PTDP_CHECK(0, "ptdp-sim's CPU model has no cost for the layer's operation %s", op->name);
     }
   }

@@ -37,7 +37,12 @@ double ptdp_sweep_state_bytes_lower(const ptdp_model_keys *a, int t, int p, int 
   const ptdp_model_shape m = ptdp_sim_model_shape(a);
   const ptdp_rank_shape r = ptdp_rank_shape_of(&m, 1, 1, t, 0);
   const double h = (double)r.h;
-  const double params = (double)a->num_layers / p * h * ((double)r.qkv + r.hl + r.fc1 + r.fl);
+  double mlp = (double)r.fc1 + r.fl;
+  if (r.E > 0) { /* a mixture's router and experts; the smaller of the two MLPs where layers may differ */
+    const double moe = (double)r.E * (r.efc1 + r.efl) + r.E;
+    mlp = moe < mlp ? moe : mlp;
+  }
+  const double params = (double)a->num_layers / p * h * ((double)r.qkv + r.hl + mlp);
   const int half = a->fp16 || a->bf16;
   const double per = (half ? 2 + 2 : 4 + 4) + (half ? 12.0 : 8.0) / (distopt ? d : 1);
   return params * per;

@@ -79,6 +79,19 @@ static int nccl_possible(const void *a, int world)
 }
 static const ptdp_opt_effect if_nccl = {nccl_possible, "collectives do not go through NCCL (backend is not cuda, or "
                                                        "comm-backend is mpi)"};
+static int moe(const void *a, int world) { return in(a)->num_experts > 0; }
+static const ptdp_opt_effect if_moe = {moe, "num-experts is 0 (every MLP is dense)"};
+static int moe_aux(const void *a, int world)
+{
+  return in(a)->num_experts > 0 && in(a)->moe_router_load_balancing_type == PTDP_MOE_AUX_LOSS;
+}
+static const ptdp_opt_effect if_moe_aux = {moe_aux, "num-experts is 0 or moe-router-load-balancing-type is not aux_loss"};
+static int moe_softmax(const void *a, int world)
+{
+  return in(a)->num_experts > 0 && in(a)->moe_router_score_function == PTDP_MOE_SOFTMAX;
+}
+static const ptdp_opt_effect if_moe_softmax = {moe_softmax,
+                                               "num-experts is 0 or moe-router-score-function is not softmax"};
 static const ptdp_opt_effect if_flat_file = {flat_file, "data-path is not a flat token file"};
 
 /* name, type, offset, default, min, max, choices, help, effect */
@@ -133,6 +146,47 @@ static const ptdp_option table[] = {
    "no biases on the linear layers (QKV, projection, fc1, fc2), as Llama", ALWAYS},
   {"untie-embeddings-and-output-weights", PTDP_OPT_BOOL, OFF(untie_embeddings_and_output_weights), "false", 0, 0,
    NULL, "the output layer is a tensor of its own instead of the word embedding", ALWAYS},
+  /* the mixture of experts (every expert on every rank; Megatron-core's names and defaults) */
+  {"num-experts", PTDP_OPT_INT, OFF(num_experts), "0", 0, 4096, NULL,
+   "experts of each mixture-of-experts MLP (E); 0: every MLP is dense", ALWAYS},
+  {"moe-router-topk", PTDP_OPT_INT, OFF(moe_router_topk), "2", 1, 4096, NULL,
+   "experts each token is routed to (k)", &if_moe},
+  {"moe-ffn-hidden-size", PTDP_OPT_INT, OFF(moe_ffn_hidden_size), "0", 0, 1 << 22, NULL,
+   "each expert's MLP width; 0 means ffn-hidden-size", &if_moe},
+  {"moe-layer-freq", PTDP_OPT_STRING, OFF(moe_layer_freq), "1", 0, 0, NULL,
+   "which layers are mixtures: n (every n-th from layer 0) or a pattern with an entry per layer, e.g. "
+   "([0]*1+[1]*3)", &if_moe},
+  {"moe-router-score-function", PTDP_OPT_ENUM, ENUM_OFF(moe_router_score_function), "softmax", 0, 0,
+   "softmax|sigmoid", "the router's scores: softmax of the top-k logits (or of all: pre-softmax), or sigmoid "
+   "normalised over the top k", &if_moe},
+  {"moe-router-pre-softmax", PTDP_OPT_BOOL, OFF(moe_router_pre_softmax), "false", 0, 0, NULL,
+   "softmax over all experts before the top k (the probabilities then do not sum to 1)", &if_moe_softmax},
+  {"moe-router-topk-scaling-factor", PTDP_OPT_REAL, OFF(moe_router_topk_scaling_factor), "0", 0, 1e6, NULL,
+   "multiply the top-k probabilities by this; 0: no scaling", &if_moe},
+  {"moe-router-load-balancing-type", PTDP_OPT_ENUM, ENUM_OFF(moe_router_load_balancing_type), "aux_loss", 0, 0,
+   "aux_loss|seq_aux_loss|global_aux_loss|sinkhorn|none",
+   "aux_loss: the Switch Transformer's load-balancing loss over each micro-batch's tokens; none; the others are not "
+   "built yet", &if_moe},
+  {"moe-aux-loss-coeff", PTDP_OPT_REAL, OFF(moe_aux_loss_coeff), "0", 0, 1e6, NULL,
+   "weight of the load-balancing loss of each mixture layer in the training loss", &if_moe_aux},
+  {"moe-z-loss-coeff", PTDP_OPT_REAL, OFF(moe_z_loss_coeff), "0", 0, 1e6, NULL,
+   "weight of the router z-loss, mean over tokens of logsumexp(logits)^2; 0: none", &if_moe},
+  {"moe-router-dtype", PTDP_OPT_ENUM, ENUM_OFF(moe_router_dtype), "fp32", 0, 0, "fp32|fp64",
+   "the router's element type (fp32; fp64 is not built yet)", &if_moe},
+  {"moe-router-enable-expert-bias", PTDP_OPT_BOOL, OFF(moe_router_enable_expert_bias), "false", 0, 0, NULL,
+   "aux-loss-free balancing by an expert bias (not built yet)", &if_moe},
+  {"moe-router-num-groups", PTDP_OPT_INT, OFF(moe_router_num_groups), "0", 0, 4096, NULL,
+   "group-limited routing: expert groups (not built yet)", &if_moe},
+  {"moe-router-group-topk", PTDP_OPT_INT, OFF(moe_router_group_topk), "0", 0, 4096, NULL,
+   "group-limited routing: groups each token may use (not built yet)", &if_moe},
+  {"moe-shared-expert-intermediate-size", PTDP_OPT_INT, OFF(moe_shared_expert_intermediate_size), "0", 0, 1 << 22,
+   NULL, "width of the shared experts (not built yet)", &if_moe},
+  {"moe-expert-capacity-factor", PTDP_OPT_REAL, OFF(moe_expert_capacity_factor), "0", 0, 1e6, NULL,
+   "token dropping above this capacity; 0: dropless (token dropping is not built yet)", &if_moe},
+  {"expert-model-parallel-size", PTDP_OPT_INT, OFF(expert_model_parallel_size), "1", 1, 1 << 16, NULL,
+   "ranks the experts are split over (EP; only 1, every expert on every rank, is built yet)", ALWAYS},
+  {"expert-tensor-parallel-size", PTDP_OPT_INT, OFF(expert_tensor_parallel_size), "0", 0, 1 << 16, NULL,
+   "ranks each expert's MLP is split over; 0 means tensor-model-parallel-size (only that is built yet)", &if_moe},
   /* batches and iterations */
   {"micro-batch-size", PTDP_OPT_INT, OFF(micro_batch_size), "2", 1, 1 << 20, NULL,
    "samples per micro-batch (b)", ALWAYS},

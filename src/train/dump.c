@@ -188,6 +188,19 @@ int ptdp_dump_open(ptdp_dump **out, const ptdp_dump_run *run, const char *path)
     {"disable_bias_linear", c->arch.no_linear_bias}, {"untie_embeddings", c->arch.untie},
     {"num_query_groups", m->sh.gl * m->t}, {"kv_channels", m->sh.hd}, {"swiglu", c->arch.swiglu}};
   for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) PTDP_CALL(attr_double(d->file, at[i].k, at[i].v));
+  const ptdp_moe *moe = &c->arch.moe;
+  if (moe->num_experts > 0) { /* the mixture of experts, and which layers have it */
+    struct { const char *k; double v; } mo[] = {
+      {"num_experts", moe->num_experts}, {"moe_router_topk", moe->topk},
+      {"moe_ffn_hidden_size", ptdp_moe_ffn(&c->arch, c->ffn)}, {"moe_router_score_function", moe->score},
+      {"moe_router_pre_softmax", moe->pre_softmax}, {"moe_router_topk_scaling_factor", moe->topk_scaling},
+      {"moe_aux_loss", moe->balance == PTDP_MOE_AUX_LOSS}, {"moe_aux_loss_coeff", moe->aux_coeff},
+      {"moe_z_loss_coeff", moe->z_coeff}};
+    for (size_t i = 0; i < sizeof mo / sizeof mo[0]; i++) PTDP_CALL(attr_double(d->file, mo[i].k, mo[i].v));
+    double pattern = 0; /* layer i's bit: the mixture layers (num-layers <= 52 here) */
+    for (int i = 0; i < c->num_layers && i < 52; i++) pattern += ptdp_moe_layer(&c->arch, i) ? (double)(1LL << i) : 0;
+    PTDP_CALL(attr_double(d->file, "moe_layer_mask", pattern));
+  }
   d->iters = a->train_iters;
   PTDP_CALLOC(d->loss, d->iters + 1, sizeof(double));
   PTDP_CALLOC(d->lr, d->iters + 1, sizeof(double));

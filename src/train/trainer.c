@@ -218,6 +218,15 @@ static int global_loss(ptdp_trainer *tr, double *loss)
   double l = (m->chunks[m->nchunks - 1].has_head && m->tp_rank == 0) ? tr->pipe.loss_sum : 0.0;
   PTDP_CALL(ptdp_comm_allreduce_sum_f64(&tr->grid.world, &l, 1, PTDP_TAG_MISC));
   *loss = l / ((double)tr->m * tr->grid.layout.d);
+  if (m->cfg.arch.moe.num_experts > 0) { /* the mixtures' losses: each layer's on TP rank 0 of its stage */
+    double moe = ptdp_gpt_take_moe_losses(m);
+    if (m->tp_rank != 0) moe = 0;
+    PTDP_CALL(ptdp_comm_allreduce_sum_f64(&tr->grid.world, &moe, 1, PTDP_TAG_MISC));
+    if (tr->split == PTDP_SPLIT_TRAIN) {
+      tr->moe_loss_sum += moe / ((double)tr->m * tr->grid.layout.d);
+      tr->moe_loss_iters++;
+    }
+  }
   return 0;
 }
 
@@ -348,8 +357,10 @@ static ptdp_runfile_metrics interval_metrics(const ptdp_trainer *tr, const log_i
 /* Megatron's log line (rank 0). */
 static void print_log_line(const ptdp_trainer *tr, const ptdp_runfile_metrics *r)
 {
-  char gn[64] = "";
-  if (!tr->skipped) snprintf(gn, sizeof gn, " grad norm: %.3f |", r->grad_norm);
+  char gn[128] = "";
+  if (tr->model.cfg.arch.moe.num_experts > 0) /* the mixtures' load-balancing and z losses (Megatron logs them too) */
+    snprintf(gn, 64, " moe loss: %.6E |", tr->moe_loss_iters ? tr->moe_loss_sum / tr->moe_loss_iters : 0.0);
+  if (!tr->skipped) snprintf(gn + strlen(gn), sizeof gn - strlen(gn), " grad norm: %.3f |", r->grad_norm);
   printf(" iteration %8lld/%8lld | consumed samples: %12lld | elapsed time per iteration (ms): %.1f |"
          " throughput per GPU (TFLOP/s/GPU): %.1f | learning rate: %.6E | global batch size: %5lld |"
          " lm loss: %.6E | loss scale: %.1f |%s number of skipped iterations: %3lld |"
@@ -443,6 +454,8 @@ int ptdp_trainer_run(ptdp_trainer *tr)
     if (tr->iteration % a->log_interval == 0 || tr->iteration == a->train_iters) {
       PTDP_CALL(end_interval(tr, &li, norm, flops));
       li = (log_interval){.t_last = MPI_Wtime()};
+      tr->moe_loss_sum = 0;
+      tr->moe_loss_iters = 0;
     }
     if (a->eval_iters > 0 && tr->iteration % a->eval_interval == 0 && ptdp_batch_has_split(tr->data, PTDP_SPLIT_VALID)) {
       PTDP_CALL(evaluate_and_report(tr));

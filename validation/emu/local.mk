@@ -151,6 +151,9 @@ dist_noinst_SCRIPTS += validation/emu/tests/test_emu_host_waits.sh
 # A Llama-style model (RMSNorm, RoPE, grouped-query attention) on it against the CPU backend.
 TESTS += validation/emu/tests/test_emu_llama.sh
 dist_noinst_SCRIPTS += validation/emu/tests/test_emu_llama.sh
+# A mixture of experts on it (no operation of its own: GEMMs and copies) against the CPU backend.
+TESTS += validation/emu/tests/test_emu_moe.sh
+dist_noinst_SCRIPTS += validation/emu/tests/test_emu_moe.sh
 include validation/emu/nccl.mk
 include validation/emu/cublas.mk
 include validation/emu/ops.mk

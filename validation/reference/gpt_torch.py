@@ -94,6 +94,19 @@ class Arch:
         self.groups = int(at.get("num_query_groups", 0))  # 0 (older dumps): one per head
         self.kv_channels = int(at.get("kv_channels", 0))  # 0 (older dumps): h / heads
         self.swiglu = int(at.get("swiglu", 0)) == 1  # fc1 [2f, h] holds [gate; up]
+        # the mixture of experts (num_experts 0: dense), which layers have it (bit L of moe_layer_mask)
+        self.experts = int(at.get("num_experts", 0))
+        self.topk = int(at.get("moe_router_topk", 0))
+        self.moe_ffn = int(at.get("moe_ffn_hidden_size", 0))
+        self.sigmoid = int(at.get("moe_router_score_function", 0)) == 1
+        self.pre_softmax = int(at.get("moe_router_pre_softmax", 0)) == 1
+        self.topk_scaling = at.get("moe_router_topk_scaling_factor", 0.0)
+        self.aux_loss = int(at.get("moe_aux_loss", 0)) == 1
+        self.aux_coeff, self.z_coeff = at.get("moe_aux_loss_coeff", 0.0), at.get("moe_z_loss_coeff", 0.0)
+        self.moe_mask = int(at.get("moe_layer_mask", 0))
+
+    def moe_layer(self, L):
+        return self.experts > 0 and (self.moe_mask >> L) & 1 == 1
 
 
 def norm(x, w, b, eps, arch):
@@ -121,10 +134,77 @@ def rotary(t, arch):
     return torch.cat([y, rest], dim=-1)
 
 
-class Block(nn.Module):
-    """Pre-norm transformer layer: x + proj(attn(norm1 x)), then + fc2(gelu(fc1(norm2 x)))."""
+class Expert(nn.Module):
+    """One expert of a mixture: the model's MLP, fc2(act(fc1 x))."""
 
-    def __init__(self, h, heads, ffn, eps, arch):
+    def __init__(self, h, ffn, arch):
+        super().__init__()
+        self.arch = arch
+        self.fc1, self.fc2 = nn.Linear(h, 2 * ffn if arch.swiglu else ffn, arch.bias), nn.Linear(ffn, h, arch.bias)
+
+    def forward(self, x):
+        z = self.fc1(x)
+        if self.arch.swiglu:
+            gate, up = z.chunk(2, dim=-1)
+            return self.fc2(F.silu(gate) * up)
+        return self.fc2(F.gelu(z, approximate="tanh"))
+
+
+class MoE(nn.Module):
+    """Megatron-core's MoE layer with every expert local, dropless, written from its formulas:
+    router logits l = x W_r^T [N, E] (no bias); softmax: p = softmax of the top-k logits, or with
+    pre-softmax the top k of softmax(l); sigmoid: the top k of sigmoid(l) divided by their sum
+    (+1e-20) when k > 1; times the top-k scaling factor; out[t] = sum_j p_tj expert_{e_tj}(x_t).
+    Losses (Megatron's switch_load_balancing_loss_func and z_loss_func): aux = E coeff / (k N^2)
+    sum_e (sum_t sa_te) c_e with sa = softmax(l) (sigmoid: sigmoid(l) / its sum) and c_e the
+    tokens routed to e among the micro-batch's N (no gradient through the counts); z = coeff
+    mean_t logsumexp(l_t)^2."""
+
+    def __init__(self, h, arch):
+        super().__init__()
+        self.arch = arch
+        self.router = nn.Linear(h, arch.experts, bias=False)
+        self.experts = nn.ModuleList(Expert(h, arch.moe_ffn, arch) for _ in range(arch.experts))
+        self.loss = 0.0
+
+    def forward(self, y):  # y [s, b, h]
+        a, E, k = self.arch, self.arch.experts, self.arch.topk
+        x = y.reshape(-1, y.shape[-1])  # the N tokens in (position, sample) order
+        N = x.shape[0]
+        logits = self.router(x)
+        if a.sigmoid:
+            p, idx = torch.topk(torch.sigmoid(logits), k, dim=-1)
+            if k > 1:
+                p = p / (p.sum(-1, keepdim=True) + 1e-20)
+        elif a.pre_softmax:
+            p, idx = torch.topk(F.softmax(logits, dim=-1), k, dim=-1)
+        else:
+            top, idx = torch.topk(logits, k, dim=-1)
+            p = F.softmax(top, dim=-1)
+        if a.topk_scaling:
+            p = p * a.topk_scaling
+        out = torch.zeros_like(x)
+        for e in range(E):
+            tok, j = (idx == e).nonzero(as_tuple=True)
+            if len(tok):
+                out = out.index_add(0, tok, p[tok, j].unsqueeze(-1) * self.experts[e](x[tok]))
+        self.loss = 0.0
+        if a.aux_loss:
+            sa = torch.sigmoid(logits) if a.sigmoid else F.softmax(logits, dim=-1)
+            if a.sigmoid:
+                sa = sa / (sa.sum(-1, keepdim=True) + 1e-20)
+            counts = F.one_hot(idx, E).sum(dim=(0, 1)).to(x.dtype)
+            self.loss = self.loss + (sa.sum(0) * counts).sum() * E * a.aux_coeff / (k * N * N)
+        if a.z_coeff:
+            self.loss = self.loss + a.z_coeff * (torch.logsumexp(logits, dim=-1) ** 2).mean()
+        return out.view(y.shape)
+
+
+class Block(nn.Module):
+    """Pre-norm transformer layer: x + proj(attn(norm1 x)), then + fc2(gelu(fc1(norm2 x))) (or the
+    mixture of experts' output)."""
+
+    def __init__(self, h, heads, ffn, eps, arch, moe=False):
         super().__init__()
         self.h, self.heads, self.eps, self.arch = h, heads, eps, arch
         self.hd = arch.kv_channels or h // heads
@@ -136,7 +216,9 @@ class Block(nn.Module):
         self.proj = nn.Linear(aw, h, bias)
         self.ln2_w = nn.Parameter(torch.ones(h))
         self.ln2_b = None if arch.rmsnorm else nn.Parameter(torch.zeros(h))
-        self.fc1, self.fc2 = nn.Linear(h, 2 * ffn if arch.swiglu else ffn, bias), nn.Linear(ffn, h, bias)
+        self.moe = MoE(h, arch) if moe else None
+        if not moe:
+            self.fc1, self.fc2 = nn.Linear(h, 2 * ffn if arch.swiglu else ffn, bias), nn.Linear(ffn, h, bias)
 
     def attention(self, x):  # x [s, b, h]
         s, b, _ = x.shape
@@ -158,6 +240,8 @@ class Block(nn.Module):
     def forward(self, x):
         x = x + self.attention(norm(x, self.ln1_w, self.ln1_b, self.eps, self.arch))
         y = norm(x, self.ln2_w, self.ln2_b, self.eps, self.arch)
+        if self.moe is not None:
+            return x + self.moe(y)
         return x + self.fc2(self.activation(self.fc1(y)))
 
     def activation(self, z):
@@ -175,7 +259,7 @@ class GPT(nn.Module):
         self.h, self.eps, self.arch = h, eps, arch
         self.wte = nn.Embedding(V, h)
         self.wpe = nn.Embedding(P, h) if arch.learned_pos else None
-        self.blocks = nn.ModuleList(Block(h, heads, ffn, eps, arch) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(h, heads, ffn, eps, arch, arch.moe_layer(L)) for L in range(layers))
         self.lnf_w = nn.Parameter(torch.ones(h))
         self.lnf_b = None if arch.rmsnorm else nn.Parameter(torch.zeros(h))
         self.out_w = nn.Parameter(torch.zeros(V, h)) if arch.untie else None
@@ -214,8 +298,16 @@ def megatron_views(model, which, heads):
         out[pre + "self_attention.linear_qkv.weight"] = w.reshape(-1, h)
         out[pre + "self_attention.linear_proj.weight"] = get(blk.proj.weight)
         out[pre + "pre_mlp_layernorm.weight"] = get(blk.ln2_w)
-        out[pre + "mlp.linear_fc1.weight"] = get(blk.fc1.weight)
-        out[pre + "mlp.linear_fc2.weight"] = get(blk.fc2.weight)
+        if blk.moe is not None:
+            out[pre + "mlp.router.weight"] = get(blk.moe.router.weight)
+            for e, ex in enumerate(blk.moe.experts):
+                q = pre + "mlp.experts.local_experts.%d." % e
+                out[q + "linear_fc1.weight"], out[q + "linear_fc2.weight"] = get(ex.fc1.weight), get(ex.fc2.weight)
+                if blk.arch.bias:
+                    out[q + "linear_fc1.bias"], out[q + "linear_fc2.bias"] = get(ex.fc1.bias), get(ex.fc2.bias)
+        else:
+            out[pre + "mlp.linear_fc1.weight"] = get(blk.fc1.weight)
+            out[pre + "mlp.linear_fc2.weight"] = get(blk.fc2.weight)
         if blk.ln1_b is not None:
             out[pre + "input_layernorm.bias"] = get(blk.ln1_b)
             out[pre + "pre_mlp_layernorm.bias"] = get(blk.ln2_b)
@@ -224,8 +316,9 @@ def megatron_views(model, which, heads):
                             get(blk.v.bias).view(g, 1, hd)], dim=1)       # [g, hpg + 2, hd]
             out[pre + "self_attention.linear_qkv.bias"] = bb.reshape(-1)
             out[pre + "self_attention.linear_proj.bias"] = get(blk.proj.bias)
-            out[pre + "mlp.linear_fc1.bias"] = get(blk.fc1.bias)
-            out[pre + "mlp.linear_fc2.bias"] = get(blk.fc2.bias)
+            if blk.moe is None:
+                out[pre + "mlp.linear_fc1.bias"] = get(blk.fc1.bias)
+                out[pre + "mlp.linear_fc2.bias"] = get(blk.fc2.bias)
     return out
 
 
@@ -255,8 +348,18 @@ def load_megatron(model, group, heads):
             blk.ln1_w.copy_(t(pre + "input_layernorm.weight"))
             blk.proj.weight.copy_(t(pre + "self_attention.linear_proj.weight"))
             blk.ln2_w.copy_(t(pre + "pre_mlp_layernorm.weight"))
-            blk.fc1.weight.copy_(t(pre + "mlp.linear_fc1.weight"))
-            blk.fc2.weight.copy_(t(pre + "mlp.linear_fc2.weight"))
+            if blk.moe is not None:
+                blk.moe.router.weight.copy_(t(pre + "mlp.router.weight"))
+                for e, ex in enumerate(blk.moe.experts):
+                    q = pre + "mlp.experts.local_experts.%d." % e
+                    ex.fc1.weight.copy_(t(q + "linear_fc1.weight"))
+                    ex.fc2.weight.copy_(t(q + "linear_fc2.weight"))
+                    if blk.arch.bias:
+                        ex.fc1.bias.copy_(t(q + "linear_fc1.bias"))
+                        ex.fc2.bias.copy_(t(q + "linear_fc2.bias"))
+            else:
+                blk.fc1.weight.copy_(t(pre + "mlp.linear_fc1.weight"))
+                blk.fc2.weight.copy_(t(pre + "mlp.linear_fc2.weight"))
             if blk.ln1_b is not None:
                 blk.ln1_b.copy_(t(pre + "input_layernorm.bias"))
                 blk.ln2_b.copy_(t(pre + "pre_mlp_layernorm.bias"))
@@ -266,8 +369,9 @@ def load_megatron(model, group, heads):
                 blk.k.bias.copy_(bb[:, hpg].reshape(-1))
                 blk.v.bias.copy_(bb[:, hpg + 1].reshape(-1))
                 blk.proj.bias.copy_(t(pre + "self_attention.linear_proj.bias"))
-                blk.fc1.bias.copy_(t(pre + "mlp.linear_fc1.bias"))
-                blk.fc2.bias.copy_(t(pre + "mlp.linear_fc2.bias"))
+                if blk.moe is None:
+                    blk.fc1.bias.copy_(t(pre + "mlp.linear_fc1.bias"))
+                    blk.fc2.bias.copy_(t(pre + "mlp.linear_fc2.bias"))
 
 
 def no_decay_names(model):
@@ -293,7 +397,9 @@ def iteration(model, samples, b, s, vocab):
         tokens, targets = mb[:, :s].t(), mb[:, 1:s + 1].t()  # [s, b]: inputs first s, targets last s
         logits = model(tokens)[:, :, :vocab]               # [s, b, vocab]: padding excluded, as ptdp
         loss = F.cross_entropy(logits.reshape(s * b, -1), targets.reshape(s * b))
-        (loss / m).backward()
+        # the mixtures' load-balancing and z losses join the training loss (not the reported one)
+        extra = sum(blk.moe.loss for blk in model.blocks if blk.moe is not None)
+        ((loss + extra) / m).backward()
         total += loss.item() / m
         if j == 0:
             first = logits.detach().reshape(s * b, -1)
@@ -375,6 +481,14 @@ def main():
         "untied output layer" if at.get("untie_embeddings", 0) else "tied output layer"))
     if at.get("swiglu", 0):
         print("SwiGLU MLP: fc1 [2 x %d, %d] = [gate; up]" % (ffn, h))
+    if at.get("num_experts", 0):
+        print("mixture of experts: %d experts of width %d, top %d, %s%s, aux-loss coeff %g, z-loss coeff %g, layers %s"
+              % (int(at["num_experts"]), int(at["moe_ffn_hidden_size"]), int(at["moe_router_topk"]),
+                 "sigmoid" if at.get("moe_router_score_function", 0) == 1 else
+                 ("pre-softmax" if at.get("moe_router_pre_softmax", 0) else "softmax"),
+                 " scaled by %g" % at["moe_router_topk_scaling_factor"] if at.get("moe_router_topk_scaling_factor")
+                 else "", at.get("moe_aux_loss_coeff", 0), at.get("moe_z_loss_coeff", 0),
+                 [L for L in range(L) if (int(at.get("moe_layer_mask", 0)) >> L) & 1]))
     if at.get("num_query_groups", a) != a:
         g = int(at["num_query_groups"])
         print("grouped-query attention: %d key/value groups of %d query heads" % (g, a // g))

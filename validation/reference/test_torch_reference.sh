@@ -9,6 +9,8 @@
 # to a multiple of 192 x t (Megatron's rule), 300 -> 384 for both t = 1 and t = 2 (84 padding
 # rows in each rank's buffer, left out of the softmax); the three runs hold the same initial
 # weights, which is checked too: the dump does not depend on the layout.
+# The mixture of experts (its router's three score rules, SwiGLU experts, a layer pattern, t2
+# with SP): the reference's own MoE block in float64.
 # Then the reference takes its weights from a ptdp checkpoint: a t = 2 run saves at iteration 3,
 # one rank starts from it with finetune (weights only) and its 10 iterations are checked against
 # PyTorch starting from the checkpoint's /model datasets, read by h5py.
@@ -130,6 +132,32 @@ PY
 "$PYTHON3" "$REF" --quiet "$TMPD/plant.h5" > "$TMPD/plant.log" 2>&1
 [ $? -eq 1 ]
 ok $? "the reference fails on the SwiGLU dump planted with gate and up exchanged ($(tail -1 "$TMPD/plant.log"))"
+# the mixture of experts (4 experts of width 96, top 2, the load-balancing and z losses in the
+# training loss, weighted as ptdp weights them): softmax of the top-k logits on one rank and on t2
+# with SP, a dense layer then a mixture, pre-softmax with a scaling factor, sigmoid scores with the
+# Llama family's SwiGLU experts on t2 (the reference reads the router's choices from the dump's
+# attributes and writes its own MoE block from the formulas)
+MOE="--num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 96 --moe-aux-loss-coeff 0.01 --moe-z-loss-coeff 0.001"
+# shellcheck disable=SC2086
+run_case moe_t1 1 $MOE
+# shellcheck disable=SC2086
+run_case moe_t2sp 2 $MOE --tensor-model-parallel-size 2 --sequence-parallel
+# shellcheck disable=SC2086
+run_case moe_pattern 1 $MOE --moe-layer-freq '([0]*1+[1]*1)'
+# shellcheck disable=SC2086
+run_case moe_pre 1 $MOE --moe-router-pre-softmax --moe-router-topk-scaling-factor 2.5
+# shellcheck disable=SC2086
+run_case moe_sigmoid_t2 2 $MOE $LLAMA --swiglu --moe-router-score-function sigmoid --tensor-model-parallel-size 2
+# the check must see the router's convention: the pre-softmax run's dump told it was softmax of the
+# top-k logits, or the aux-loss coefficient doubled, is refused
+for plant in moe_router_pre_softmax=0 moe_aux_loss_coeff=0.02; do
+  cp "$TMPD/moe_pre.h5" "$TMPD/plant.h5"
+  "$PYTHON3" -c 'import sys, h5py; k, v = sys.argv[2].split("="); h5py.File(sys.argv[1], "r+").attrs[k] = float(v)' \
+    "$TMPD/plant.h5" "$plant"
+  "$PYTHON3" "$REF" --quiet "$TMPD/plant.h5" > "$TMPD/plant.log" 2>&1
+  [ $? -eq 1 ]
+  ok $? "the reference fails on the pre-softmax run's dump planted with $plant ($(tail -1 "$TMPD/plant.log"))"
+done
 $MPIRUN -n 2 "$TRAIN" "$TMPD/tiny.in" --tensor-model-parallel-size 2 --save "$TMPD/ck" --exit-interval 3 \
   > "$TMPD/ck.log" 2>&1
 ok $? "ptdp-train t2: saved a checkpoint at iteration 3"

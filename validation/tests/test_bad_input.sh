@@ -163,6 +163,22 @@ bad heads-tp 2 "num-attention-heads 3 is not divisible by tensor-model-parallel-
   "$BASE" --hidden-size 36 --num-attention-heads 3 --tensor-model-parallel-size 2
 bad ffn-tp 2 "ffn-hidden-size 33 is not divisible by tensor-model-parallel-size 2" \
   "$BASE" --ffn-hidden-size 33 --tensor-model-parallel-size 2
+# the mixture of experts: inconsistent keys, and what is not built yet, refused by name
+bad moe-topk 1 "moe-router-topk 5 must be between 1 and num-experts 4" "$BASE" --num-experts 4 --moe-router-topk 5
+bad moe-pattern 1 "moe-layer-freq '([0]*1+[1]*2)' has more entries than num-layers 2" "$BASE" --num-experts 4 \
+  --moe-layer-freq '([0]*1+[1]*2)'
+bad moe-freq-text 1 "moe-layer-freq 'every' is neither a positive integer nor a pattern" "$BASE" --num-experts 4 \
+  --moe-layer-freq every
+bad moe-ep 2 "expert-model-parallel-size 2: expert parallelism is not built yet" "$BASE" --num-experts 4 \
+  --expert-model-parallel-size 2
+bad moe-capacity 1 "moe-expert-capacity-factor 1.25: token dropping is not built yet" "$BASE" --num-experts 4 \
+  --moe-expert-capacity-factor 1.25
+bad moe-sinkhorn 1 "moe-router-load-balancing-type sinkhorn is not built yet" "$BASE" --num-experts 4 \
+  --moe-router-load-balancing-type sinkhorn
+bad moe-bf16 1 "num-experts with bf16: the mixture of experts in 16-bit types is not built yet" "$BASE" \
+  --num-experts 4 --bf16
+bad moe-ffn-tp 2 "moe-ffn-hidden-size 33 is not divisible by tensor-model-parallel-size 2" "$BASE" --num-experts 4 \
+  --moe-ffn-hidden-size 33 --tensor-model-parallel-size 2
 bad seq-sp 2 "with sequence-parallel, seq-length 15 must be divisible by tensor-model-parallel-size 2" \
   "$BASE" --seq-length 15 --tensor-model-parallel-size 2 --sequence-parallel
 bad layers-pp 2 "num-layers 3 is not divisible by pipeline-model-parallel-size 2" \

@@ -4,7 +4,9 @@
 # trains, and every loss and gradient norm equals the CPU backend's, bit for bit (the guard runs
 # the CPU operations themselves).  Two layouts on 4 ranks: t=2 p=2 with sequence parallelism, and
 # p=2 interleaved (v=2) d=2 with the distributed optimizer; messages are staged through host
-# buffers by the MPI transport (the guard backend is not host accessible).
+# buffers by the MPI transport (the guard backend is not host accessible).  And a mixture of
+# experts (4 experts, top 2, its routing and permutations through the backend's copies) on t=2
+# p=2 with sequence parallelism.
 . "$top_srcdir/validation/tests/common.sh"
 LAUNCH_TIMEOUT=300
 losses() { # backend flags... -> loss and grad-norm lines
@@ -25,4 +27,6 @@ compare() { # name flags...
 compare "t2 p2 sp" --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --sequence-parallel
 compare "p2 v2 d2 distributed optimizer" --pipeline-model-parallel-size 2 --num-layers 4 \
   --num-layers-per-virtual-pipeline-stage 1 --use-distributed-optimizer --ddp-bucket-size 5000
+compare "mixture of experts, t2 p2 sp" --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 \
+  --sequence-parallel --num-experts 4 --moe-router-topk 2 --moe-aux-loss-coeff 0.01
 finish

@@ -37,7 +37,7 @@ T = f["timers/names"].shape[0]
 shapes = {"config/hosts": (W,), "jobs": (a.jobs,), "timers/iteration": (N,), "timers/ms": (N, W, T),
           "communication/names": (5,), "communication/iteration": (N,), "communication/bytes": (N, W, 5),
           "communication/calls": (N, W, 5), "communication/analytical_bytes": (W, 5),
-          "memory/tensor_names": (18,), "memory/layer_index": (W, L), "memory/layer_bytes": (W, L, 18),
+          "memory/tensor_names": (22,), "memory/layer_index": (W, L), "memory/layer_bytes": (W, L, 22),
           "memory/timeline_iteration": (S,), "memory/timeline": (S, W, I), "pipeline/iteration": (S,),
           "pipeline/events": (S, W, I), "pipeline/bubble_measured": (S, W), "pipeline/bubble_replayed": (S,),
           "eval/iteration": (a.evals,), "eval/lm_loss": (a.evals,), "eval/ppl": (a.evals,)}

@@ -11,8 +11,13 @@
  * difference quotient cannot resolve less than that; the O(eps^2) truncation error with
  * eps = 1e-2 and O(1) third derivatives is ~1e-4 relative, far inside rtol.
  *
- *   test_gradcheck [none|full|selective [swiglu]]   recomputation; swiglu: the SwiGLU MLP (fc1's
- *                                                    [gate; up] and the activation's backward) */
+ *   test_gradcheck [none|full|selective [swiglu|moe|moe_pre|moe_sigmoid [swiglu]]]
+ *     recomputation; swiglu: the SwiGLU MLP (fc1's [gate; up] and the activation's backward);
+ *     moe: layer 1's MLP a mixture of 4 experts, top 2 (softmax of the top-k logits; moe_pre:
+ *     pre-softmax, scaled by 1.5; moe_sigmoid: sigmoid scores), with the load-balancing loss
+ *     (coefficient 0.1) and the z-loss (0.02) in the loss, whose gradients are checked with the
+ *     router's; a further swiglu gives the experts SwiGLU.  The routing is a step function of the
+ *     weights: the steps below are small enough that no token changes experts on this model. */
 #include "ptdp/backend.h"
 #include "ptdp/error.h"
 #include "ptdp/gpt.h"
@@ -32,7 +37,7 @@ static double loss_at(ptdp_gpt *m, const int32_t *tok, const int32_t *tgt)
   ptdp_gpt_release(m, 0, 0);
   double l;
   if (ptdp_gpt_take_losses(m, &l, NULL)) exit(2);
-  return l;
+  return l + ptdp_gpt_take_moe_losses(m); /* the mixture's losses are part of the training loss */
 }
 
 int main(int argc, char **argv)
@@ -49,7 +54,16 @@ int main(int argc, char **argv)
   const char *rc = argc > 1 ? argv[1] : "none";
   c.recompute = !strcmp(rc, "full") ? PTDP_RECOMPUTE_FULL : !strcmp(rc, "selective") ? PTDP_RECOMPUTE_SELECTIVE : PTDP_RECOMPUTE_NONE;
   c.recompute_num_layers = 1;
-  c.arch.swiglu = argc > 2 && !strcmp(argv[2], "swiglu");
+  const char *mlp = argc > 2 ? argv[2] : "";
+  c.arch.swiglu = !strcmp(mlp, "swiglu") || (argc > 3 && !strcmp(argv[3], "swiglu"));
+  if (!strncmp(mlp, "moe", 3)) {
+    c.arch.moe = (ptdp_moe){.num_experts = 4, .topk = 2, .ffn = 24, .balance = PTDP_MOE_AUX_LOSS, .aux_coeff = 0.1,
+                            .z_coeff = 0.02};
+    c.arch.moe.layer[1] = 1;
+    c.arch.moe.pre_softmax = !strcmp(mlp, "moe_pre");
+    c.arch.moe.topk_scaling = !strcmp(mlp, "moe_pre") ? 1.5 : 0;
+    c.arch.moe.score = !strcmp(mlp, "moe_sigmoid") ? PTDP_MOE_SIGMOID : PTDP_MOE_SOFTMAX;
+  }
   ptdp_gpt m;
   if (ptdp_gpt_create(&m, &c, be, &grid) || ptdp_gpt_init_params(&m)) return 2;
   /* LayerNorm weights and biases start at 1 and 0: move them so their gradients are generic */
@@ -66,12 +80,16 @@ int main(int argc, char **argv)
   memset(m.params.grad, 0, sizeof(float) * (size_t)m.params.layout.total);
   double L0;
   if (ptdp_gpt_forward(&m, 0, 0, tok, tgt, 0) || ptdp_gpt_take_losses(&m, &L0, NULL)) return 2;
+  const double moe_loss = ptdp_gpt_take_moe_losses(&m);
+  L0 += moe_loss;
   float *dinput;
   if (ptdp_gpt_backward(&m, 0, 0, NULL, 1.0f, 1, &dinput)) return 2;
 
-  const double eps = 1e-2, rtol = 2e-2, atol = 4 * 6e-8 * fabs(L0) / (2 * eps);
-  printf("gradcheck (recompute %s%s): loss %.6f, atol %.2e, rtol %.0e\n", rc, c.arch.swiglu ? ", SwiGLU" : "", L0,
-         atol, rtol);
+  /* the mixture: a smaller step, so that no token's top k changes (the loss jumps where one does) */
+  const double eps = c.arch.moe.num_experts ? 1e-3 : 1e-2, rtol = 2e-2, atol = 4 * 6e-8 * fabs(L0) / (2 * eps);
+  printf("gradcheck (recompute %s%s%s%s): loss %.6f (the mixture's %.6f), atol %.2e, rtol %.0e\n", rc,
+         c.arch.swiglu ? ", SwiGLU" : "", c.arch.moe.num_experts ? ", mixture of experts " : "",
+         c.arch.moe.num_experts ? mlp : "", L0, moe_loss, atol, rtol);
   for (int i = 0; i < m.params.n; i++) {
     const ptdp_param_info *p = &m.params.table[i];
     long long n = ptdp_param_local_elems(p);

@@ -7,6 +7,9 @@
  *     (h (a + 2g) hd + 2 s a hd + a hd h + 2 or 3 h f per token);
  *   - the collectives move 8 b s h (t-1)/t elements per layer, 10 with sequence parallelism, 4
  *     more when full recomputation runs the forward again (ptdp(7), COMMUNICATION VOLUME);
+ *   - the same for a mixture-of-experts layer (8 experts, top 2, of width 512, every layer): its
+ *     router GEMM and the active experts' GEMMs (k of E per token), its kept tensors, and the
+ *     probabilities' gradient all-reduced in the backward (2 N k elements more);
  *   - one more GEMM in a description, and nothing else edited, changes the model FLOPs, ptdp-sim's
  *     layer time and the saved bytes by exactly what that GEMM costs: the readers take the
  *     description, they do not restate the layer. */
@@ -23,13 +26,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-static ptdp_model_shape model(int llama)
+static ptdp_model_shape model_of(int llama)
 {
   ptdp_model_shape m = {.num_layers = 4, .hidden = 256, .heads = 8, .ffn = 1024, .max_pos = 128, .vocab = 1000,
                         .vocab_divisible_by = 128};
   if (llama)
     m.arch = (ptdp_arch){.norm = PTDP_NORM_RMSNORM, .no_linear_bias = 1, .untie = 1, .position = PTDP_POS_ROPE,
                          .query_groups = 4, .swiglu = 1};
+  return m;
+}
+
+/* The same, with every MLP a mixture of 8 experts of width 512, top 2 (moe 1). */
+static int with_moe;
+static ptdp_model_shape model(int llama)
+{
+  ptdp_model_shape m = model_of(llama);
+  if (with_moe) {
+    m.arch.moe = (ptdp_moe){.num_experts = 8, .topk = 2, .ffn = 512};
+    for (int i = 0; i < m.num_layers; i++) m.arch.moe.layer[i] = 1;
+  }
   return m;
 }
 
@@ -47,7 +62,7 @@ static void check_saved(int llama, int t, int sp, int drop, int flash, ptdp_reco
   EXPECT(ptdp_plan_build(&pc, &pl) == 0, "plan");
   const ptdp_layer_shape ls = {.r = ptdp_rank_shape_of(&m, 128, 2, t, 0), .hidden_dropout = drop,
                                .attention_dropout = drop, .recompute = rc, .bytes = bytes, .arch = m.arch,
-                               .flash_attention = flash};
+                               .flash_attention = flash, .moe = with_moe};
   ptdp_layer_desc d;
   ptdp_layer_describe(&ls, &d);
   /* every entry of the plan's table the layer keeps is saved by one operation, and only those */
@@ -72,20 +87,23 @@ static void check_counts(int llama, int t, int sp)
 {
   ptdp_model_shape m = model(llama);
   m.sequence_parallel = sp;
-  const ptdp_layer_shape ls = {.r = ptdp_rank_shape_of(&m, 128, 2, t, 0), .arch = m.arch};
+  const ptdp_layer_shape ls = {.r = ptdp_rank_shape_of(&m, 128, 2, t, 0), .arch = m.arch, .moe = with_moe};
   ptdp_layer_desc d;
   ptdp_layer_describe(&ls, &d);
   const double N = (double)ls.r.N, h = m.hidden;
   if (t == 1) {
     const double a = m.heads, g = llama ? 4 : a, hd = h / a, f = m.ffn, s = 128;
-    const double per_token = h * (a + 2 * g) * hd + 2 * s * a * hd + a * hd * h + (llama ? 3 : 2) * h * f;
-    EXPECT(ptdp_layer_desc_macs(&d) == N * per_token, "llama %d: multiply-adds %.0f, by hand %.0f", llama,
-           ptdp_layer_desc_macs(&d), N * per_token);
+    /* the mixture: the router h E, and k experts of width 512 per token */
+    const double mlp = with_moe ? h * 8 + 2 * (llama ? 3 : 2) * h * 512 : (llama ? 3 : 2) * h * f;
+    const double per_token = h * (a + 2 * g) * hd + 2 * s * a * hd + a * hd * h + mlp;
+    EXPECT(ptdp_layer_desc_macs(&d) == N * per_token, "llama %d moe %d: multiply-adds %.0f, by hand %.0f", llama,
+           with_moe, ptdp_layer_desc_macs(&d), N * per_token);
   }
-  const double expect = t == 1 ? 0 : ls.r.sp ? 10 : 8;
-  EXPECT(ptdp_layer_desc_tp_elems(&d, 0) == expect * N * h, "llama %d t %d sp %d: TP elements %.0f, expected %.0f N h",
-         llama, t, sp, ptdp_layer_desc_tp_elems(&d, 0), expect);
-  EXPECT(ptdp_layer_desc_tp_elems(&d, 1) == (t == 1 ? 0 : expect + 4) * N * h, "forward again: 4 N h more");
+  const double expect = t == 1 ? 0 : ls.r.sp ? 10 : 8, route = t > 1 && with_moe ? 2 * N * 2 : 0;
+  EXPECT(ptdp_layer_desc_tp_elems(&d, 0) == expect * N * h + route,
+         "llama %d moe %d t %d sp %d: TP elements %.0f, expected %.0f N h + %.0f", llama, with_moe, t, sp,
+         ptdp_layer_desc_tp_elems(&d, 0), expect, route);
+  EXPECT(ptdp_layer_desc_tp_elems(&d, 1) == (t == 1 ? 0 : expect + 4) * N * h + route, "forward again: 4 N h more");
 }
 
 static double sum(const ptdp_sim_oplist *l, int bwd)
@@ -155,6 +173,7 @@ static void check_extra_gemm(void)
 
 int main(void)
 {
+  for (with_moe = 0; with_moe <= 1; with_moe++)
   for (int llama = 0; llama <= 1; llama++)
     for (int t = 1; t <= 4; t *= 2)
       for (int sp = 0; sp <= 1; sp++) {
@@ -164,6 +183,7 @@ int main(void)
             for (int rc = 0; rc < 3; rc++)
               for (int bytes = 2; bytes <= 4; bytes += 2) check_saved(llama, t, sp, drop, flash, (ptdp_recompute)rc, bytes);
       }
+  with_moe = 0;
   check_extra_gemm();
   return expect_summary("test_layer_desc");
 }
