@@ -66,6 +66,44 @@ layouts() {
   done
 }
 
+# standard_layouts FLAGS...: an architecture's one-rank references (ref, ref_v256 with the
+# vocabulary padded for t = 2, ref_l4 with 4 layers for p = 2) and the layouts every family is
+# held to against them: t2, t2 with sequence parallelism, p2, p2 interleaved, d2, full and
+# selective recomputation, each compared on final, init and step1/grads
+standard_layouts() {
+  train ref 1 "$@"
+  train ref_v256 1 "$@" --make-vocab-size-divisible-by 256
+  train ref_l4 1 "$@" --num-layers 4
+  layouts final,init,step1/grads "$@" <<'LAYOUTS'
+t2            2 ref_v256 --tensor-model-parallel-size 2
+t2_sp         2 ref_v256 --tensor-model-parallel-size 2 --sequence-parallel
+p2            2 ref_l4   --num-layers 4 --pipeline-model-parallel-size 2
+p2_v2         2 ref_l4   --num-layers 4 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1
+d2            2 ref
+full_recomp   1 ref      --recompute-granularity full --recompute-method uniform --recompute-num-layers 2
+sel_recomp    2 ref_v256 --tensor-model-parallel-size 2 --recompute-granularity selective
+LAYOUTS
+}
+
+# saved NAME NP ITER FLAGS: train NAME to ITER, saving there in $TMPD/ck_NAME; its dump's final
+# weights are the checkpoint's (the caller's same CKPT_FILE DUMP GROUP compares them)
+saved() {
+  name=$1 np=$2 it=$3
+  shift 3
+  train "$name" "$np" --save "$TMPD/ck_$name" --exit-interval "$it" "$@" || return
+  same "$TMPD/ck_$name/iter_000000$it/checkpoint.h5" "$TMPD/$name.h5" final
+  ok $? "$name: the checkpoint written at $* equals the run's weights bit for bit"
+}
+# loaded NAME NP CK ITER FLAGS: load checkpoint CK (iteration ITER) and train no further; the
+# run starts from the checkpoint's weights bit for bit
+loaded() {
+  name=$1 np=$2 ck=$3 it=$4
+  shift 4
+  train "$name" "$np" --load "$TMPD/$ck" --train-iters "$it" "$@" || return
+  same "$TMPD/$ck/iter_000000$it/checkpoint.h5" "$TMPD/$name.h5" init
+  ok $? "$name: $ck loaded at $* holds its weights bit for bit"
+}
+
 # threads_and_worst: the one-rank run ref_2threads (--num-threads 2) equals ref bit for bit: the
 # thread count changes nothing, every sum is split by columns or rows, never reordered; then the
 # table of the worst differences of every comparison, for the record

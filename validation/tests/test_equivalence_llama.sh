@@ -19,21 +19,7 @@ LLAMA="$LLAMA --untie-embeddings-and-output-weights --group-query-attention --nu
 equiv_deck
 
 # shellcheck disable=SC2086
-train ref 1 $LLAMA
-# shellcheck disable=SC2086
-train ref_v256 1 $LLAMA --make-vocab-size-divisible-by 256
-# shellcheck disable=SC2086
-train ref_l4 1 $LLAMA --num-layers 4
-# shellcheck disable=SC2086
-layouts final,init,step1/grads $LLAMA <<'EOF'
-t2            2 ref_v256 --tensor-model-parallel-size 2
-t2_sp         2 ref_v256 --tensor-model-parallel-size 2 --sequence-parallel
-p2            2 ref_l4   --num-layers 4 --pipeline-model-parallel-size 2
-p2_v2         2 ref_l4   --num-layers 4 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1
-d2            2 ref
-full_recomp   1 ref      --recompute-granularity full --recompute-method uniform --recompute-num-layers 2
-sel_recomp    2 ref_v256 --tensor-model-parallel-size 2 --recompute-granularity selective
-EOF
+standard_layouts $LLAMA
 # shellcheck disable=SC2086
 layouts final,init $LLAMA <<'EOF'
 t2_d2_sp_do   4 ref_v256 --tensor-model-parallel-size 2 --sequence-parallel --use-distributed-optimizer

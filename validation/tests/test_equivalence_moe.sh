@@ -29,21 +29,7 @@ MOE="--num-experts 4 --moe-router-topk 2 --moe-ffn-hidden-size 64 --moe-aux-loss
 equiv_deck
 
 # shellcheck disable=SC2086
-train ref 1 $MOE
-# shellcheck disable=SC2086
-train ref_v256 1 $MOE --make-vocab-size-divisible-by 256
-# shellcheck disable=SC2086
-train ref_l4 1 $MOE --num-layers 4
-# shellcheck disable=SC2086
-layouts final,init,step1/grads $MOE <<'EOF2'
-t2            2 ref_v256 --tensor-model-parallel-size 2
-t2_sp         2 ref_v256 --tensor-model-parallel-size 2 --sequence-parallel
-p2            2 ref_l4   --num-layers 4 --pipeline-model-parallel-size 2
-p2_v2         2 ref_l4   --num-layers 4 --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1
-d2            2 ref
-full_recomp   1 ref      --recompute-granularity full --recompute-method uniform --recompute-num-layers 2
-sel_recomp    2 ref_v256 --tensor-model-parallel-size 2 --recompute-granularity selective
-EOF2
+standard_layouts $MOE
 # shellcheck disable=SC2086
 layouts final,init $MOE <<'EOF2'
 d2_distopt    2 ref      --use-distributed-optimizer

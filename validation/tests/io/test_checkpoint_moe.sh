@@ -30,20 +30,6 @@ print("%d tensors (%d of the mixtures), %d differ %s" % (len(names), len(experts
 sys.exit(1 if bad or len(experts) != 2 * (1 + 4 * 4) or len(names) != len(dump.keys()) else 0)
 PY
 }
-saved() {
-  name=$1 np=$2 it=$3
-  shift 3
-  train "$name" "$np" --save "$TMPD/ck_$name" --exit-interval "$it" "$@" || return
-  same "$TMPD/ck_$name/iter_000000$it/checkpoint.h5" "$TMPD/$name.h5" final
-  ok $? "$name: the checkpoint written at $* equals the run's weights bit for bit"
-}
-loaded() {
-  name=$1 np=$2 ck=$3 it=$4
-  shift 4
-  train "$name" "$np" --load "$TMPD/$ck" --train-iters "$it" "$@" || return
-  same "$TMPD/$ck/iter_000000$it/checkpoint.h5" "$TMPD/$name.h5" init
-  ok $? "$name: $ck loaded at $* holds its weights bit for bit"
-}
 T2="--tensor-model-parallel-size 2"
 saved t2 2 3 $T2
 loaded t2_to_t1 1 ck_t2 3

@@ -36,24 +36,6 @@ print("%d tensors (%s %s), %d differ %s" % (len(names), fc1[0] if fc1 else "no f
 sys.exit(1 if bad or not fc1 or len(names) < 10 else 0)
 PY
 }
-# saved NAME NP ITER FLAGS: train NAME to ITER, saving there in $TMPD/ck_NAME; its dump's final
-# weights are the checkpoint's
-saved() {
-  name=$1 np=$2 it=$3
-  shift 3
-  train "$name" "$np" --save "$TMPD/ck_$name" --exit-interval "$it" "$@" || return
-  same "$TMPD/ck_$name/iter_000000$it/checkpoint.h5" "$TMPD/$name.h5" final
-  ok $? "$name: the checkpoint written at $* equals the run's weights bit for bit"
-}
-# loaded NAME NP CK ITER FLAGS: load checkpoint CK (iteration ITER) and train no further; the
-# run starts from the checkpoint's weights bit for bit
-loaded() {
-  name=$1 np=$2 ck=$3 it=$4
-  shift 4
-  train "$name" "$np" --load "$TMPD/$ck" --train-iters "$it" "$@" || return
-  same "$TMPD/$ck/iter_000000$it/checkpoint.h5" "$TMPD/$name.h5" init
-  ok $? "$name: $ck loaded at $* holds its weights bit for bit"
-}
 T2="--tensor-model-parallel-size 2"
 T4="--tensor-model-parallel-size 4"
 saved t2 2 3 $T2
