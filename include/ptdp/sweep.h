@@ -47,6 +47,7 @@ typedef struct {
   long long bounded;          /* (t, p, distributed optimizer) left out by the weights-and-state bound */
   double seconds;             /* wall time of the sweep */
   int ranged;                 /* layouts 0 .. ranged - 1 have their range */
+  ptdp_sim_range *ranges;     /* their one-at-a-time changes (ranges[i]: layout i's; ranged of them) */
   double range_seconds;       /* wall time of the ranges */
 } ptdp_sweep_result;
 
@@ -62,18 +63,28 @@ void ptdp_sweep_free(ptdp_sweep_result *res);
 double ptdp_sweep_state_bytes_lower(const ptdp_model_keys *a, int t, int p, int d, int distopt);
 /* The ranges (ptdp_sim_range_run) of the best k layouts and of the one after them (to say whether
  * the k-th can be told from it): only what the table prints, each range costing two predictions
- * per banded hardware value.  The ranking stays the central prediction's. */
+ * per banded hardware value (kept in res->ranges for ptdp_sweep_inseparable).  The ranking stays
+ * the central prediction's. */
 int ptdp_sweep_ranges(const ptdp_model_keys *base, const ptdp_sim_hw *hw, const ptdp_sim_options *o, long long gbs,
                       ptdp_sweep_result *res, int k);
-/* Whether the provenance bands cannot separate layout i from layout i + 1 (both ranged): their
- * ranges overlap, i's high end at or above i + 1's low end. */
+/* The band of the difference T_b - T_a between two layouts of the same hardware file (ta, tb their
+ * central iterations, ra, rb their one-at-a-time changes, ptdp_sim_range_run): for each banded
+ * value i, at each end of its band, the difference moves by (tb_i - tb) - (ta_i - ta); a value
+ * both share moving both the same way moves it little.  Combined as the range is (root sum of
+ * squares of the one-at-a-time changes, each side): *lo .. *hi around tb - ta.  A value banded
+ * in one row only counts with its change in that row. */
+void ptdp_sweep_difference(double ta, const ptdp_sim_range *ra, double tb, const ptdp_sim_range *rb, double *lo,
+                           double *hi);
+/* Whether the provenance bands cannot separate layout i from layout i + 1 (both ranged): the band
+ * of T_{i+1} - T_i (ptdp_sweep_difference) reaches 0, its lower end <= 0. */
 int ptdp_sweep_inseparable(const ptdp_sweep_result *res, int i);
 /* base with layout L's keys set (what ptdp-train is given to run L). */
 void ptdp_sweep_apply(const ptdp_model_keys *base, const ptdp_sweep_layout *L, long long gbs, ptdp_model_keys *a);
 
 /* The best k as a table, each with why it is where it is against the best (its largest extra
  * cost: bubble, TP/PP/DP communication, TP across nodes, recomputation, memory), its range and a
- * mark '~' where the band cannot separate it from the next row, then a line naming those pairs. */
+ * mark '~' where the bands cannot separate it from the next row (ptdp_sweep_inseparable), then a
+ * line naming those pairs. */
 void ptdp_sweep_print(const ptdp_sweep_result *res, const ptdp_sim_hw *hw, int k, FILE *out);
 /* One-line reason for layout i (relative to layout 0) into buf. */
 void ptdp_sweep_reason(const ptdp_sweep_result *res, const ptdp_sim_hw *hw, int i, char *buf, size_t n);

@@ -240,7 +240,9 @@ int ptdp_sweep_ranges(const ptdp_model_keys *base, const ptdp_sim_hw *hw, const 
   if (!gbs) gbs = base->global_batch_size;
   const int n = k + 1 < res->n ? k + 1 : res->n;
   ptdp_sim_result *r = calloc(1, sizeof *r);
-  int err = r ? 0 : PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
+  ptdp_sim_range *ranges = n > res->ranged ? realloc(res->ranges, (size_t)n * sizeof *ranges) : res->ranges;
+  if (ranges) res->ranges = ranges;
+  int err = r && (ranges || n <= 0) ? 0 : PTDP_FAIL(PTDP_ERR_MEM, "out of memory");
   for (int i = res->ranged; !err && i < n; i++) {
     ptdp_sweep_layout *L = &res->layouts[i];
     ptdp_model_keys a;
@@ -250,6 +252,7 @@ int ptdp_sweep_ranges(const ptdp_model_keys *base, const ptdp_sim_hw *hw, const 
     if (!err) {
       L->range_lo = r->range.lo;
       L->range_hi = r->range.hi;
+      res->ranges[i] = r->range;
       res->ranged = i + 1;
     }
   }
@@ -260,14 +263,47 @@ int ptdp_sweep_ranges(const ptdp_model_keys *base, const ptdp_sim_hw *hw, const 
   return 0;
 }
 
+/* Value key's change of the iteration at its band's low and high ends in r (0, 0 if not banded there). */
+static void change_of(const ptdp_sim_range *r, double t, int key, double *lo, double *hi)
+{
+  *lo = *hi = 0;
+  for (int j = 0; j < r->n; j++)
+    if (r->v[j].key == key) {
+      *lo = r->v[j].at_lo - t;
+      *hi = r->v[j].at_hi - t;
+      return;
+    }
+}
+
+void ptdp_sweep_difference(double ta, const ptdp_sim_range *ra, double tb, const ptdp_sim_range *rb, double *lo,
+                           double *hi)
+{
+  double up2 = 0, down2 = 0;
+  for (int key = 0; key < PTDP_SIM_HW_KEYS; key++) {
+    double alo, ahi, blo, bhi;
+    change_of(ra, ta, key, &alo, &ahi);
+    change_of(rb, tb, key, &blo, &bhi);
+    const double dlo = blo - alo, dhi = bhi - ahi; /* the difference's change, value key at each end */
+    const double u = fmax(0, fmax(dlo, dhi)), d = fmax(0, fmax(-dlo, -dhi));
+    up2 += u * u;
+    down2 += d * d;
+  }
+  *lo = tb - ta - sqrt(down2);
+  *hi = tb - ta + sqrt(up2);
+}
+
 int ptdp_sweep_inseparable(const ptdp_sweep_result *res, int i)
 {
-  if (i < 0 || i + 1 >= res->ranged) return 0;
-  return res->layouts[i].range_hi >= res->layouts[i + 1].range_lo;
+  if (i < 0 || i + 1 >= res->ranged || !res->ranges) return 0;
+  double lo, hi;
+  ptdp_sweep_difference(res->layouts[i].iteration, &res->ranges[i], res->layouts[i + 1].iteration, &res->ranges[i + 1],
+                        &lo, &hi);
+  return lo <= 0;
 }
 
 void ptdp_sweep_free(ptdp_sweep_result *res)
 {
   free(res->layouts);
+  free(res->ranges);
   memset(res, 0, sizeof *res);
 }

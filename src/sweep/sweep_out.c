@@ -91,12 +91,12 @@ void ptdp_sweep_print(const ptdp_sweep_result *res, const ptdp_sim_hw *hw, int k
   const int compared = k < res->ranged ? k : res->ranged - 1; /* pairs (i, i + 1) with both ranged */
   if (compared <= 0) return;
   if (inseparable)
-    fprintf(out, "ranking: the provenance bands cannot separate %d of the %d neighbouring pairs (~: the row's range "
-                 "overlaps the next row's): %s\n",
+    fprintf(out, "ranking: the provenance bands cannot separate %d of the %d neighbouring pairs (~: the band of the "
+                 "next row's time minus the row's, one value at a time, root sum of squares, reaches 0): %s\n",
             inseparable, compared, pairs);
   else
-    fprintf(out, "ranking: the provenance bands separate every neighbouring pair of the %d rows (no range overlaps the "
-                 "next row's)\n",
+    fprintf(out, "ranking: the provenance bands separate every neighbouring pair of the %d rows (each next row's time "
+                 "minus the row's stays above 0 across its band)\n",
             k);
 }
 
