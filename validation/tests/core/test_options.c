@@ -275,8 +275,10 @@ static void check_args_enums(void)
       EXPECT(strcmp(v, c) == 0, "%s echoes '%s' for '%s'", op->name, v, c);
     }
   }
-  /* attention-backend, normalization and position-embedding-type joined the first ten */
-  EXPECT(nenum == 13, "13 choice keys, found %d", nenum);
+  /* attention-backend, normalization and position-embedding-type joined the first ten; the
+   * mixture of experts' moe-router-score-function, moe-router-load-balancing-type and
+   * moe-router-dtype made sixteen */
+  EXPECT(nenum == 16, "16 choice keys, found %d", nenum);
   ptdp_options_free(&o);
 
   const char *named[] = {"--lr-decay-style", "linear", "--pipeline-schedule", "gpipe", "--parallel-order",
